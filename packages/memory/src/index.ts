@@ -1,0 +1,2 @@
+export { MemoryBackend, type MemoryBackendOptions } from './memory-backend.js'
+export { MemoryStore, type StoredLease } from './memory-store.js'

@@ -1,0 +1,133 @@
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CallOptions,
+  type CheckpointRead,
+  type Clock,
+  createLeaseRecord,
+  FencedError,
+  type LeaseRecord,
+  LeaseExpiredError,
+  LeaseHeldError,
+  systemClock,
+  validateAcquireArgs,
+  validateCheckpointArgs,
+  validateRecordArgs,
+  validateRenewArgs,
+} from '@worklease/spec'
+import { MemoryStore, type StoredLease } from './memory-store.js'
+
+/** Options of {@link MemoryBackend}. */
+export interface MemoryBackendOptions {
+  /**
+   * Storage shared with other backends, as processes share a database. Default: a new store.
+   *
+   * ```ts
+   * const store = new MemoryStore()
+   * const backend = new MemoryBackend({ store })
+   * ```
+   */
+  store?: MemoryStore
+  /**
+   * The clock that decides expiry. Default: `Date.now`.
+   *
+   * ```ts
+   * let now = 0
+   * const backend = new MemoryBackend({ clock: { now: () => now } })
+   * ```
+   */
+  clock?: Clock
+  /**
+   * Largest checkpoint state in bytes. Default: 16 MiB.
+   *
+   * ```ts
+   * const backend = new MemoryBackend({ maxStateBytes: 1024 })
+   * ```
+   */
+  maxStateBytes?: number
+}
+
+const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+
+/**
+ * The reference backend: every rule of the contract in plain code, in process memory. Use it in your
+ * own unit tests and for single-process work; it is also what the testkit's broken backends wrap.
+ *
+ * ```ts
+ * const backend = new MemoryBackend()
+ * const record = await backend.acquire('job-1', 'worker-a', 10_000)
+ * ```
+ */
+export class MemoryBackend implements Backend {
+  readonly capabilities: BackendCapabilities
+  readonly store: MemoryStore
+  readonly #clock: Clock
+
+  constructor(options: MemoryBackendOptions = {}) {
+    this.store = options.store ?? new MemoryStore()
+    this.#clock = options.clock ?? systemClock
+    this.capabilities = Object.freeze({
+      clock: 'client',
+      maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
+      crossConnectionAtomic: true,
+    })
+  }
+
+  async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    validateAcquireArgs(workId, holderId, ttlMs, options)
+    this.store.operations++
+    const now = this.#clock.now()
+    const previous = this.store.leases.get(workId)
+    if (previous && !previous.released && previous.expiresAtMs > now) throw new LeaseHeldError()
+    const next: StoredLease = {
+      fencingToken: (previous?.fencingToken ?? 0n) + 1n,
+      holderId,
+      expiresAtMs: now + ttlMs,
+      released: false,
+      cleanHandoff: previous ? previous.released : true,
+      state: previous?.state ?? null,
+    }
+    this.store.leases.set(workId, next)
+    return createLeaseRecord(workId, holderId, next.fencingToken, next.expiresAtMs)
+  }
+
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    this.store.operations++
+    const lease = this.#valid(record)
+    lease.state = state.slice()
+    lease.expiresAtMs = this.#clock.now() + ttlMs
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    validateRenewArgs(record, ttlMs, options)
+    this.store.operations++
+    const lease = this.#valid(record)
+    const now = this.#clock.now()
+    if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
+    lease.expiresAtMs = now + ttlMs
+  }
+
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    validateRecordArgs(record, options)
+    this.store.operations++
+    const lease = this.#valid(record)
+    lease.released = true
+    lease.expiresAtMs = Math.min(lease.expiresAtMs, this.#clock.now() - 1)
+  }
+
+  async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    validateRecordArgs(record, options)
+    this.store.operations++
+    const lease = this.#valid(record)
+    return { state: lease.state ? lease.state.slice() : null, cleanHandoff: lease.cleanHandoff }
+  }
+
+  #valid(record: LeaseRecord): StoredLease {
+    const lease = this.store.leases.get(record.workId)
+    if (!lease || lease.released || lease.fencingToken !== record.fencingToken || lease.holderId !== record.holderId) {
+      throw new FencedError()
+    }
+    return lease
+  }
+}

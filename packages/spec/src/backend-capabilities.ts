@@ -1,0 +1,31 @@
+/**
+ * What a backend can promise, as plain data. The testkit reads it to decide which cases apply and
+ * prints the reason for every case it skips.
+ *
+ * ```ts
+ * const capabilities: BackendCapabilities = {
+ *   clock: 'server',
+ *   maxStateBytes: 16 * 1024 * 1024,
+ *   crossConnectionAtomic: true,
+ * }
+ * ```
+ */
+export interface BackendCapabilities {
+  /**
+   * Whose clock decides expiry. `'server'`: the database server's (SQL backends), so client skew is
+   * irrelevant. `'client'`: the calling process's clock (injectable), so hosts must keep clocks
+   * roughly in sync and ttls must exceed the worst skew.
+   */
+  readonly clock: 'server' | 'client'
+  /** The largest checkpoint state, in bytes, that the backend accepts. */
+  readonly maxStateBytes: number
+  /**
+   * Whether conditional single-row writes issued from separate connections are atomic with respect
+   * to each other on this server. `false` declares the server unfit to judge cross-connection races
+   * (for example a wire-compatible server that implements find-and-modify as a read then a write);
+   * `crossConnectionAtomicNote` should say why.
+   */
+  readonly crossConnectionAtomic: boolean
+  /** Why `crossConnectionAtomic` is false; printed by the testkit next to each skipped case. */
+  readonly crossConnectionAtomicNote?: string
+}

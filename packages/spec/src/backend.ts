@@ -1,0 +1,69 @@
+import type { BackendCapabilities } from './backend-capabilities.js'
+import type { CallOptions } from './call-options.js'
+import type { LeaseRecord } from './lease-record.js'
+
+/** What {@link Backend.readCheckpoint} returns. */
+export interface CheckpointRead {
+  /** The last state any holder of this workId checkpointed, or `null` if none ever did. */
+  readonly state: Uint8Array | null
+  /** `true` if the previous lease ended by `release` (or there was none); `false` after a crash. */
+  readonly cleanHandoff: boolean
+}
+
+/**
+ * A store of leases. Every method is a single attempt (no retries inside), a single round trip on
+ * its happy path, and throws `InvalidArgumentError` for bad input before touching the store.
+ * Retrying, renewing on a timer and signalling loss belong to the caller (`@worklease/core`).
+ *
+ * "now" is the backend's clock: the database server's for SQL backends, the process clock
+ * (injectable) for client-clock backends; `capabilities.clock` says which.
+ *
+ * A record is *valid* while the stored token and holderId equal the record's and the lease was not
+ * released. A lease is *free* when nothing is stored for its workId, or it expired (`expiresAt <= now`),
+ * or it was released.
+ *
+ * ```ts
+ * const record = await backend.acquire('job-7', 'worker-a', 30_000)
+ * const { state, cleanHandoff } = await backend.readCheckpoint(record)
+ * await backend.checkpoint(record, new TextEncoder().encode('step 3'), 30_000)
+ * await backend.release(record)
+ * ```
+ */
+export interface Backend {
+  readonly capabilities: BackendCapabilities
+
+  /**
+   * Takes the lease if it is free: token = previous + 1 (1 for a new workId), expiry = now + ttl,
+   * checkpointed state kept, cleanHandoff = "the previous lease ended by release".
+   * @throws `LeaseHeldError` if someone (including this same holderId) holds it.
+   */
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord>
+
+  /**
+   * Stores `state` and extends expiry to now + ttl, if the record is valid, even if the lease
+   * expired but nobody took it over (the token proves no successor started).
+   * @throws `FencedError` if the record is not valid; nothing changes then.
+   */
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void>
+
+  /**
+   * Extends expiry to now + ttl. The token does not change, so a renew whose reply was lost can be
+   * retried.
+   * @throws `LeaseExpiredError` if the record is valid but the lease expired.
+   * @throws `FencedError` if the record is not valid.
+   */
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void>
+
+  /**
+   * Ends the lease cleanly: the next acquire succeeds at once (even on a clock behind ours) and sees
+   * `cleanHandoff: true`.
+   * @throws `FencedError` if the record is not valid (taken over, or already released).
+   */
+  release(record: LeaseRecord, options?: CallOptions): Promise<void>
+
+  /**
+   * Reads the last checkpointed state of the workId and how the previous lease ended.
+   * @throws `FencedError` if the record is not valid (an expired one that nobody took is fine).
+   */
+  readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead>
+}

@@ -1,0 +1,94 @@
+/**
+ * Stable error codes. They never change between major versions; match on them, not on messages or
+ * classes (two installed copies of this package have two distinct classes but the same codes).
+ */
+export const ErrorCode = Object.freeze({
+  LEASE_HELD: 'LEASE_HELD',
+  FENCED: 'FENCED',
+  LEASE_EXPIRED: 'LEASE_EXPIRED',
+  INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+} as const)
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
+
+const CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode))
+
+/**
+ * Base class of every lease outcome this library throws. Failures of the store itself (network,
+ * permissions, a missing table) are not lease outcomes: they propagate as the client threw them.
+ *
+ * ```ts
+ * try {
+ *   await backend.acquire('job-7', 'worker-a', 30_000)
+ * } catch (error) {
+ *   if (isWorkleaseError(error, 'LEASE_HELD')) return // someone else is on it
+ *   throw error
+ * }
+ * ```
+ */
+export class WorkleaseError extends Error {
+  readonly code: ErrorCode
+
+  constructor(code: ErrorCode, message: string, options?: ErrorOptions) {
+    super(message, options)
+    this.code = code
+    this.name = new.target.name
+  }
+}
+
+/** The lease is held by someone else (or by the same holderId: leases are not reentrant). */
+export class LeaseHeldError extends WorkleaseError {
+  constructor(message = 'the lease is held', options?: ErrorOptions) {
+    super(ErrorCode.LEASE_HELD, message, options)
+  }
+}
+
+/**
+ * The record is no longer valid: the lease was taken over by a newer token, or released. The holder
+ * must stop working on the unit; anything it writes downstream will be rejected by the fence.
+ */
+export class FencedError extends WorkleaseError {
+  constructor(message = 'the lease record is no longer valid', options?: ErrorOptions) {
+    super(ErrorCode.FENCED, message, options)
+  }
+}
+
+/** The record is still the latest but its lease expired; renew refuses, checkpoint may still land. */
+export class LeaseExpiredError extends WorkleaseError {
+  constructor(message = 'the lease expired', options?: ErrorOptions) {
+    super(ErrorCode.LEASE_EXPIRED, message, options)
+  }
+}
+
+/** Input that no backend could accept; thrown before any round trip, so nothing changed. */
+export class InvalidArgumentError extends WorkleaseError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(ErrorCode.INVALID_ARGUMENT, message, options)
+  }
+}
+
+/**
+ * Whether `error` is a worklease error (optionally with the given code). Checks the `code` property,
+ * so it works across duplicate installs where `instanceof` does not.
+ */
+export function isWorkleaseError(error: unknown, code?: ErrorCode): error is WorkleaseError {
+  if (typeof error !== 'object' || error === null) return false
+  const actual = (error as { code?: unknown }).code
+  if (typeof actual !== 'string' || !CODES.has(actual)) return false
+  return code === undefined || actual === code
+}
+
+/** `error` is a {@link LeaseHeldError} from any copy of this package. */
+export const isLeaseHeldError = (error: unknown): error is LeaseHeldError =>
+  isWorkleaseError(error, ErrorCode.LEASE_HELD)
+
+/** `error` is a {@link FencedError} from any copy of this package. */
+export const isFencedError = (error: unknown): error is FencedError => isWorkleaseError(error, ErrorCode.FENCED)
+
+/** `error` is a {@link LeaseExpiredError} from any copy of this package. */
+export const isLeaseExpiredError = (error: unknown): error is LeaseExpiredError =>
+  isWorkleaseError(error, ErrorCode.LEASE_EXPIRED)
+
+/** `error` is an {@link InvalidArgumentError} from any copy of this package. */
+export const isInvalidArgumentError = (error: unknown): error is InvalidArgumentError =>
+  isWorkleaseError(error, ErrorCode.INVALID_ARGUMENT)

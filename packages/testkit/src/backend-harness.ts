@@ -1,0 +1,48 @@
+import type { Backend, Clock } from '@worklease/spec'
+
+/** How the testkit opens a backend: one simulated process, with its own clock. */
+export interface OpenOptions {
+  /**
+   * The clock this simulated process sees. Client-clock backends must use it for every "now";
+   * server-clock backends ignore it (the testkit then uses real short ttls and waits).
+   */
+  readonly clock: Clock
+}
+
+/**
+ * Fresh, isolated storage (its own table, collection, key prefix or store) for one test case, and a
+ * way to open backends over it as separate processes would have them.
+ *
+ * ```ts
+ * const factory: BackendFactory = async () => {
+ *   const table = `lease_${randomUUID().replaceAll('-', '')}`
+ *   await createLeaseTable(db, { table })
+ *   let statements = 0
+ *   return {
+ *     open: ({ clock }) => new KyselyBackend({ db, table }),
+ *     roundTrips: () => statements,
+ *     close: () => db.schema.dropTable(table).execute(),
+ *   }
+ * }
+ * ```
+ */
+export interface BackendHarness {
+  /**
+   * Opens a backend over this harness's storage. Each call is a separate "process": backends opened
+   * here must see each other's writes, and for client-clock backends each uses its own `clock`.
+   * Opening over a separate connection, where the driver has one, lets the race cases test atomicity
+   * across connections.
+   */
+  open(options: OpenOptions): Backend | Promise<Backend>
+  /**
+   * Round trips to the store (SQL statements, database commands, HTTP requests) issued so far by
+   * every backend this harness opened. When given, the suite asserts one per operation on the happy
+   * path and none for rejected input.
+   */
+  roundTrips?(): number
+  /** Drops the storage and closes what `open` opened. */
+  close(): Promise<void>
+}
+
+/** Makes a fresh harness for every test case. */
+export type BackendFactory = () => BackendHarness | Promise<BackendHarness>

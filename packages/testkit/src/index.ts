@@ -1,0 +1,1 @@
+export type { BackendFactory, BackendHarness, OpenOptions } from './backend-harness.js'
