@@ -1,0 +1,73 @@
+import { InvalidArgumentError, MAX_ID_LENGTH } from '@worklease/spec'
+
+/**
+ * Attribute names of a lease item, besides the partition key. None is a DynamoDB reserved word, but
+ * every expression still goes through `ExpressionAttributeNames` so the partition key name can be
+ * anything.
+ */
+export const Attr = Object.freeze({
+  token: 'fencingToken',
+  holder: 'holderId',
+  expiresAt: 'expiresAt',
+  released: 'released',
+  cleanHandoff: 'cleanHandoff',
+  state: 'state',
+} as const)
+
+/** DynamoDB's item size limit: 400 KB, counted in 1024-byte KB. */
+export const MAX_ITEM_BYTES = 400 * 1024
+
+// DynamoDB counts an item as the UTF-8 bytes of every attribute name plus each value: a string by its
+// UTF-8 bytes, a number by about one byte per two significant digits plus one (at most 21), a
+// boolean as 1 and binary by its length.
+const MAX_ID_BYTES = MAX_ID_LENGTH * 3 // a UTF-16 code unit is at most 3 bytes of UTF-8 (a pair is 4)
+const MAX_NUMBER_BYTES = 21
+const BOOLEAN_BYTES = 1
+// DynamoDB limits a key attribute's name to 255 bytes.
+const MAX_KEY_NAME_BYTES = 255
+
+const utf8Bytes = (text: string): number => Buffer.byteLength(text, 'utf8')
+
+/**
+ * The largest state that keeps a lease item within {@link MAX_ITEM_BYTES} when both ids have the
+ * largest UTF-8 size they can have and the numbers have 38 significant digits.
+ */
+export function stateBytesLimit(partitionKey: string): number {
+  const overhead =
+    utf8Bytes(partitionKey) +
+    MAX_ID_BYTES +
+    utf8Bytes(Attr.holder) +
+    MAX_ID_BYTES +
+    utf8Bytes(Attr.token) +
+    MAX_NUMBER_BYTES +
+    utf8Bytes(Attr.expiresAt) +
+    MAX_NUMBER_BYTES +
+    utf8Bytes(Attr.released) +
+    BOOLEAN_BYTES +
+    utf8Bytes(Attr.cleanHandoff) +
+    BOOLEAN_BYTES +
+    utf8Bytes(Attr.state)
+  return MAX_ITEM_BYTES - overhead
+}
+
+/** Checks the partition key attribute name given to the backend or to `createLeaseTable`. */
+export function validatePartitionKey(partitionKey: unknown): asserts partitionKey is string {
+  if (typeof partitionKey !== 'string' || partitionKey.length === 0) {
+    throw new InvalidArgumentError('partitionKey must be a non-empty string')
+  }
+  if (utf8Bytes(partitionKey) > MAX_KEY_NAME_BYTES) {
+    throw new InvalidArgumentError(`partitionKey must be at most ${MAX_KEY_NAME_BYTES} bytes of UTF-8`)
+  }
+  if ((Object.values(Attr) as string[]).includes(partitionKey)) {
+    throw new InvalidArgumentError(
+      `partitionKey must not be '${partitionKey}': the lease item uses that attribute`,
+    )
+  }
+}
+
+/** Checks a table name (or table ARN, which DynamoDB also accepts) given to the backend. */
+export function validateTableName(tableName: unknown): asserts tableName is string {
+  if (typeof tableName !== 'string' || tableName.length === 0) {
+    throw new InvalidArgumentError('tableName must be a non-empty string')
+  }
+}
