@@ -1,0 +1,293 @@
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CallOptions,
+  type CheckpointRead,
+  type Clock,
+  createLeaseRecord,
+  FencedError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  type LeaseRecord,
+  systemClock,
+  validateAcquireArgs,
+  validateCheckpointArgs,
+  validateRecordArgs,
+  validateRenewArgs,
+} from '@worklease/spec'
+import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
+
+/** Options of {@link MongoBackend}. */
+export interface MongoBackendOptions {
+  /**
+   * The collection holding one document per workId, usually made by `createLeaseCollection`. Give
+   * every process its own `MongoClient`; the collection may be shared by many backends.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection: client.db('app').collection('worklease_leases') })
+   * ```
+   */
+  collection: LeaseCollection
+  /**
+   * The clock that decides expiry (MongoDB has no server-side "now" that a plain update can compare
+   * with, short of pipeline updates). Default: `Date.now`. Keep hosts' clocks in sync (NTP) and ttls
+   * well above the worst skew; release does not depend on it.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection, clock: { now: () => Date.now() } })
+   * ```
+   */
+  clock?: Clock
+  /**
+   * Largest checkpoint state in bytes. Default: 16 MiB minus 16 KiB, which leaves room in MongoDB's
+   * 16 MiB document limit for the lease's other fields.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection, maxStateBytes: 1024 * 1024 })
+   * ```
+   */
+  maxStateBytes?: number
+  /**
+   * Whether the server makes conditional writes from separate connections atomic with respect to each
+   * other. Default: `true` (MongoDB). Set `false` for a wire-compatible server that is known not to,
+   * such as FerretDB 1.x, whose findAndModify is a read then a write: the backend behaves the same,
+   * but the testkit then skips its cross-connection race cases and prints `crossConnectionAtomicNote`.
+   *
+   * ```ts
+   * const backend = new MongoBackend({
+   *   collection,
+   *   crossConnectionAtomic: false,
+   *   crossConnectionAtomicNote: 'FerretDB 1.x implements findAndModify as a read then a write',
+   * })
+   * ```
+   */
+  crossConnectionAtomic?: boolean
+  /**
+   * Why `crossConnectionAtomic` is `false`; reported next to every race case the testkit skips.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection, crossConnectionAtomic: false, crossConnectionAtomicNote: 'no' })
+   * ```
+   */
+  crossConnectionAtomicNote?: string
+  /**
+   * Whether acquire asks the server to return only the token (findAndModify's `fields`). Default:
+   * `true`. Set `false` for servers that do not implement it (FerretDB 1.x answers `NotImplemented`);
+   * acquire then receives the whole document, checkpointed state included, and ignores all but the
+   * token.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection, findAndModifyProjection: false })
+   * ```
+   */
+  findAndModifyProjection?: boolean
+}
+
+/** 16 MiB (MongoDB's document limit) minus room for `_id`, holderId and the other fields. */
+const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
+
+/** The server's duplicate-key error: our conditional upsert lost to an existing document. */
+const DUPLICATE_KEY = 11000
+
+// Asks the driver for int64 as bigint and binary as bytes, so tokens never pass through a number.
+const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
+
+/**
+ * A worklease backend over a MongoDB collection: one document per workId (`_id` = workId), one
+ * command per operation, each a conditional write whose filter carries the fencing token.
+ *
+ * Document layout (see the README): `fencingToken` int64, `holderId` string, `expiresAt` date,
+ * `released` bool, `releasedToken` int64 (the token of the last lease that ended by release, so the
+ * current lease's cleanHandoff is `releasedToken == fencingToken - 1`), `state` binary.
+ *
+ * ```ts
+ * import { MongoClient } from 'mongodb'
+ * import { MongoBackend, createLeaseCollection } from '@worklease/mongodb'
+ *
+ * const client = new MongoClient(process.env.MONGODB_URL!)
+ * const collection = await createLeaseCollection(client.db('app'))
+ * const backend = new MongoBackend({ collection })
+ * const record = await backend.acquire('job-7', 'worker-a', 30_000)
+ * ```
+ */
+export class MongoBackend implements Backend {
+  readonly capabilities: BackendCapabilities
+  readonly #collection: LeaseCollection
+  readonly #clock: Clock
+  readonly #acquireProjection: { projection?: LeaseDocumentLike }
+
+  constructor(options: MongoBackendOptions) {
+    this.#collection = options.collection
+    this.#acquireProjection =
+      (options.findAndModifyProjection ?? true) ? { projection: { fencingToken: 1 } } : {}
+    this.#clock = options.clock ?? systemClock
+    const maxStateBytes = options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES
+    if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
+      throw new TypeError(`maxStateBytes must be a non-negative integer, got ${maxStateBytes}`)
+    }
+    const crossConnectionAtomic = options.crossConnectionAtomic ?? true
+    this.capabilities = Object.freeze({
+      clock: 'client',
+      maxStateBytes,
+      crossConnectionAtomic,
+      ...(options.crossConnectionAtomicNote === undefined
+        ? {}
+        : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
+    })
+  }
+
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
+    validateAcquireArgs(workId, holderId, ttlMs, options)
+    const now = this.#clock.now()
+    const expiresAtMs = now + ttlMs
+    let document: LeaseDocumentLike | null
+    try {
+      document = await this.#collection.findOneAndUpdate(
+        // Matches only a free lease. When it matches nothing the upsert tries to insert `_id`, which
+        // fails with E11000 if the document exists (held), also when another acquire inserted it
+        // first: the loser of any race gets the duplicate key, never a second lease.
+        { _id: workId, $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }] },
+        {
+          // $inc of a missing field starts from 0, so a new workId gets token 1 without a read.
+          $inc: { fencingToken: 1n },
+          $set: { holderId, expiresAt: new Date(expiresAtMs), released: false },
+          // No lease was released before the first one: releasedToken 0 = token 1 - 1, a clean handoff.
+          $setOnInsert: { releasedToken: 0n },
+        },
+        {
+          upsert: true,
+          returnDocument: 'after',
+          ...this.#acquireProjection,
+          includeResultMetadata: false,
+          ...READ_BSON,
+          ...signalOf(options),
+        },
+      )
+    } catch (error) {
+      if (isDuplicateKeyOnId(error)) throw new LeaseHeldError(undefined, { cause: error })
+      throw error
+    }
+    if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
+    return createLeaseRecord(workId, holderId, toToken(document.fencingToken), expiresAtMs)
+  }
+
+  async checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<void> {
+    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const expiresAt = new Date(this.#clock.now() + ttlMs)
+    // The driver stores any Uint8Array (a Buffer too) as BSON binary subtype 0.
+    const result = await this.#collection.updateOne(
+      validFilter(record),
+      { $set: { state, expiresAt } },
+      signalOf(options),
+    )
+    if (result.matchedCount === 0) throw new FencedError()
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    validateRenewArgs(record, ttlMs, options)
+    const now = this.#clock.now()
+    const result = await this.#collection.updateOne(
+      { ...validFilter(record), expiresAt: { $gt: new Date(now) } },
+      { $set: { expiresAt: new Date(now + ttlMs) } },
+      signalOf(options),
+    )
+    if (result.matchedCount === 1) return
+    // Only to name the failure; nothing is written on this path.
+    const stillValid = await this.#collection.findOne(validFilter(record), {
+      projection: { _id: 1 },
+      ...signalOf(options),
+    })
+    throw stillValid ? new LeaseExpiredError() : new FencedError()
+  }
+
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    validateRecordArgs(record, options)
+    const now = this.#clock.now()
+    const result = await this.#collection.updateOne(
+      validFilter(record),
+      {
+        // `released` frees the lease for any clock; `releasedToken` tells the successor the handoff
+        // was clean; the expiry moves into the past too, for readers that only look at it.
+        $set: { released: true, releasedToken: record.fencingToken },
+        $min: { expiresAt: new Date(now - 1) },
+      },
+      signalOf(options),
+    )
+    if (result.matchedCount === 0) throw new FencedError()
+  }
+
+  async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    validateRecordArgs(record, options)
+    const document = await this.#collection.findOne(validFilter(record), {
+      projection: { state: 1, releasedToken: 1 },
+      ...READ_BSON,
+      ...signalOf(options),
+    })
+    if (!document) throw new FencedError()
+    return {
+      state: toState(document.state),
+      cleanHandoff: toToken(document.releasedToken, 0n) === record.fencingToken - 1n,
+    }
+  }
+}
+
+/** The record is valid: same token and holder, not released. Tokens are per workId, hence `_id`. */
+function validFilter(record: LeaseRecord): LeaseDocumentLike {
+  return { _id: record.workId, fencingToken: record.fencingToken, holderId: record.holderId, released: false }
+}
+
+function signalOf(options: CallOptions | undefined): { signal?: AbortSignal } {
+  return options?.signal ? { signal: options.signal } : {}
+}
+
+function isDuplicateKeyOnId(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const { code, keyPattern } = error as { code?: unknown; keyPattern?: unknown }
+  if (code !== DUPLICATE_KEY) return false
+  // A duplicate on some other unique index a user added is a store failure, not a held lease.
+  if (typeof keyPattern === 'object' && keyPattern !== null && !('_id' in keyPattern)) return false
+  return true
+}
+
+/** Reads an int64 exactly, whatever shape the driver or server handed it back in. */
+function toToken(value: unknown, missing?: bigint): bigint {
+  if (typeof value === 'bigint') return value
+  // int32 (a server may narrow small values) or a Long when useBigInt64 was ignored.
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return BigInt(value)
+  if (typeof value === 'object' && value !== null && typeof (value as LongLike).toBigInt === 'function') {
+    return (value as LongLike).toBigInt()
+  }
+  if (value === undefined && missing !== undefined) return missing
+  throw new TypeError(`expected a 64-bit integer in the lease document, got ${String(value)}`)
+}
+
+interface LongLike {
+  toBigInt(): bigint
+}
+
+interface BinaryLike {
+  readonly buffer: Uint8Array
+  readonly position: number
+}
+
+/** Copies stored state into a plain Uint8Array the caller owns. */
+function toState(value: unknown): Uint8Array | null {
+  if (value === undefined || value === null) return null
+  if (value instanceof Uint8Array) return new Uint8Array(value)
+  // A Binary that promoteBuffers did not unwrap (non-zero subtype).
+  const binary = value as BinaryLike
+  if (binary.buffer instanceof Uint8Array && typeof binary.position === 'number') {
+    return binary.buffer.slice(0, binary.position)
+  }
+  throw new TypeError('expected binary state in the lease document')
+}
