@@ -1,0 +1,13 @@
+export declare const FERRETDB_VERSION: string
+export declare function ferretdbBinaryPath(): string
+export declare function buildFerretdb(options?: { log?: (message: string) => void }): string
+export interface FerretdbServer {
+  readonly url: string
+  readonly port: number
+  readonly pid: number | undefined
+  stop(): Promise<void>
+}
+export declare function startFerretdb(options?: {
+  binary?: string
+  log?: (message: string) => void
+}): Promise<FerretdbServer>

@@ -1,0 +1,202 @@
+import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { MongoClient, MongoServerError } from 'mongodb'
+import { afterEach, describe, expect, test } from 'vitest'
+import { createLeaseCollection } from '../src/index.js'
+import { type MongoHarness, mongoHarnessFactory, TEST_DATABASE, url } from './mongo-harness.js'
+
+const harnesses: MongoHarness[] = []
+afterEach(async () => {
+  await Promise.all(harnesses.splice(0).map((harness) => harness.close()))
+})
+
+async function setup() {
+  const harness = await mongoHarnessFactory()()
+  harnesses.push(harness)
+  const clock = { ms: 1_700_000_000_000, now: () => clock.ms }
+  const backend = await harness.open({ clock })
+  return { harness, clock, backend }
+}
+
+async function caught(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise
+  } catch (error) {
+    return error
+  }
+  throw new Error('expected a rejection')
+}
+
+describe('commands per operation', () => {
+  test('each happy-path operation is exactly one command', async () => {
+    const { harness, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 10_000)
+    expect(harness.commands()).toEqual(['findAndModify'])
+    await backend.checkpoint(record, new Uint8Array([1, 2, 3]), 10_000)
+    expect(harness.commands().slice(1)).toEqual(['update'])
+    await backend.renew(record, 10_000)
+    expect(harness.commands().slice(2)).toEqual(['update'])
+    await backend.readCheckpoint(record)
+    expect(harness.commands().slice(3)).toEqual(['find'])
+    await backend.release(record)
+    expect(harness.commands().slice(4)).toEqual(['update'])
+    expect(harness.roundTrips!()).toBe(5)
+  })
+
+  test('refused operations take one command; a failed renew takes one more read to name the error', async () => {
+    const { harness, clock, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 1_000)
+    const before = harness.roundTrips!()
+    expect(isLeaseHeldError(await caught(backend.acquire('job', 'b', 1_000)))).toBe(true)
+    expect(harness.roundTrips!() - before).toBe(1)
+    clock.ms += 5_000
+    expect(await caught(backend.renew(record, 1_000))).toMatchObject({ code: 'LEASE_EXPIRED' })
+    expect(harness.commands().slice(-2)).toEqual(['update', 'find'])
+    const successor = await backend.acquire('job', 'b', 1_000)
+    expect(await caught(backend.renew(record, 1_000))).toMatchObject({ code: 'FENCED' })
+    expect(await caught(backend.checkpoint(record, new Uint8Array(1), 1_000))).toMatchObject({
+      code: 'FENCED',
+    })
+    expect(harness.commands().slice(-1)).toEqual(['update'])
+    expect(successor.fencingToken).toBe(2n)
+  })
+
+  test('bad input and aborted signals send nothing', async () => {
+    const { harness, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 1_000)
+    const before = harness.roundTrips!()
+    const aborted = AbortSignal.abort(new Error('stop'))
+    await expect(backend.acquire('', 'a', 1_000)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(backend.renew({ ...record, fencingToken: 0n }, 1_000)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+    await expect(backend.checkpoint(record, 'x' as never, 1_000)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+    await expect(backend.release(record, { signal: aborted })).rejects.toThrow('stop')
+    expect(harness.roundTrips!()).toBe(before)
+  })
+})
+
+describe('duplicate key (E11000) from the losing upsert', () => {
+  test('acquiring a held lease is LeaseHeldError with the server error as cause', async () => {
+    const { backend } = await setup()
+    await backend.acquire('job', 'a', 10_000)
+    for (const holder of ['a', 'b']) {
+      const error = await caught(backend.acquire('job', holder, 10_000))
+      expect(isLeaseHeldError(error)).toBe(true)
+      expect((error as Error).cause).toBeInstanceOf(MongoServerError)
+      expect(((error as Error).cause as MongoServerError).code).toBe(11000)
+    }
+  })
+
+  test('two processes acquiring a new workId at once: one wins, the other gets LeaseHeldError', async () => {
+    const { harness, clock } = await setup()
+    const [p, q] = await Promise.all([harness.open({ clock }), harness.open({ clock })])
+    for (let round = 0; round < 10; round++) {
+      const workId = `new-${round}`
+      const results = await Promise.allSettled([
+        p.acquire(workId, 'p', 10_000),
+        q.acquire(workId, 'q', 10_000),
+      ])
+      const won = results.filter((result) => result.status === 'fulfilled')
+      const lost = results.filter((result) => result.status === 'rejected')
+      expect(won).toHaveLength(1)
+      expect(won[0]!.value.fencingToken).toBe(1n)
+      expect(lost).toHaveLength(1)
+      expect(isLeaseHeldError(lost[0]!.reason)).toBe(true)
+      expect((lost[0]!.reason as Error).cause).toMatchObject({ code: 11000 })
+    }
+  })
+})
+
+describe('storage', () => {
+  test('one document per workId: int64 tokens, binary state, date expiry, released marks', async () => {
+    const { harness, clock, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 10_000)
+    await backend.checkpoint(record, new Uint8Array([0, 255]), 10_000)
+    const typed = async (field: string, type: string) =>
+      harness.collection.countDocuments({ _id: 'job' as never, [field]: { $type: type } })
+    expect(await typed('fencingToken', 'long')).toBe(1)
+    expect(await typed('releasedToken', 'long')).toBe(1)
+    expect(await typed('state', 'binData')).toBe(1)
+    expect(await typed('expiresAt', 'date')).toBe(1)
+    expect(await typed('released', 'bool')).toBe(1)
+    const document = await harness.collection.findOne({ _id: 'job' as never }, { useBigInt64: true })
+    expect(document).toMatchObject({
+      fencingToken: 1n,
+      holderId: 'a',
+      released: false,
+      releasedToken: 0n,
+      expiresAt: new Date(clock.ms + 10_000),
+    })
+  })
+
+  test('tokens stay exact up to 2^63-1 (never through a JS number)', async () => {
+    const { harness, backend } = await setup()
+    await harness.collection.insertOne({
+      _id: 'job' as never,
+      fencingToken: MAX_FENCING_TOKEN - 1n,
+      holderId: 'old',
+      expiresAt: new Date(0),
+      released: true,
+      releasedToken: MAX_FENCING_TOKEN - 1n,
+    })
+    const record = await backend.acquire('job', 'a', 10_000)
+    expect(record.fencingToken).toBe(MAX_FENCING_TOKEN)
+    expect(await backend.readCheckpoint(record)).toEqual({ state: null, cleanHandoff: true })
+    await backend.renew(record, 10_000)
+    await backend.release(record)
+  })
+
+  test('cleanHandoff: true for a new workId and after release, false after an expiry', async () => {
+    const { clock, backend } = await setup()
+    const first = await backend.acquire('job', 'a', 1_000)
+    expect((await backend.readCheckpoint(first)).cleanHandoff).toBe(true)
+    await backend.release(first)
+    const second = await backend.acquire('job', 'b', 1_000)
+    expect((await backend.readCheckpoint(second)).cleanHandoff).toBe(true)
+    clock.ms += 1_000
+    const third = await backend.acquire('job', 'c', 1_000)
+    expect(third.fencingToken).toBe(3n)
+    expect((await backend.readCheckpoint(third)).cleanHandoff).toBe(false)
+  })
+
+  test('a release is seen at once by a successor whose clock is an hour behind', async () => {
+    const { harness, clock, backend } = await setup()
+    const behind = await harness.open({ clock: { now: () => clock.ms - 3_600_000 } })
+    const record = await backend.acquire('job', 'a', 60_000)
+    await backend.release(record)
+    const successor = await behind.acquire('job', 'b', 60_000)
+    expect(successor.fencingToken).toBe(2n)
+    expect((await behind.readCheckpoint(successor)).cleanHandoff).toBe(true)
+  })
+
+  test('a store failure propagates as the driver threw it, not as a lease outcome', async () => {
+    const { harness, backend } = await setup()
+    await harness.collection.insertOne({
+      _id: 'job' as never,
+      fencingToken: 'not a number',
+      holderId: 'old',
+      expiresAt: new Date(0),
+      released: true,
+      releasedToken: 0n,
+    })
+    const error = await caught(backend.acquire('job', 'a', 10_000))
+    expect(error).toBeInstanceOf(MongoServerError)
+    expect(isWorkleaseError(error)).toBe(false)
+  })
+})
+
+test('createLeaseCollection is idempotent', async () => {
+  const client = new MongoClient(url)
+  try {
+    const db = client.db(TEST_DATABASE)
+    const name = `lease_create_${Date.now()}`
+    const first = await createLeaseCollection(db, name)
+    const second = await createLeaseCollection(db, name)
+    expect(second.collectionName).toBe(first.collectionName)
+    await first.drop()
+  } finally {
+    await client.close()
+  }
+})
