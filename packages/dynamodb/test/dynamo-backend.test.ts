@@ -1,0 +1,270 @@
+import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb'
+import { type Clock, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { DynamoBackend } from '../src/index.js'
+import {
+  createTestTable,
+  type DynamoTestTable,
+  returnValuesOnConditionCheckFailure,
+} from './dynamo-harness.js'
+
+const T0 = 1_700_000_000_000
+const manualClock = (start = T0): Clock & { now(): number; advance(ms: number): void } => {
+  let now = start
+  return {
+    now: () => now,
+    advance: (ms) => {
+      now += ms
+    },
+  }
+}
+const bytes = (text: string) => new TextEncoder().encode(text)
+const code = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'ok',
+    (error: unknown) => (isWorkleaseError(error) ? error.code : error),
+  )
+
+let table: DynamoTestTable
+beforeEach(async () => {
+  table = await createTestTable()
+})
+afterEach(() => table.close())
+
+describe('DynamoBackend on a real server', () => {
+  test('a new workId starts at token 1 with a clean handoff and no state', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    expect(record).toMatchObject({ workId: 'job-1', holderId: 'a', fencingToken: 1n })
+    expect(record.expiresAt.getTime()).toBe(T0 + 10_000)
+    expect(await backend.readCheckpoint(record)).toEqual({ state: null, cleanHandoff: true })
+  })
+
+  test('a held lease is refused to everyone, including its own holder', async () => {
+    const backend = table.open({ clock: manualClock() })
+    await backend.acquire('job-1', 'a', 10_000)
+    expect(await code(backend.acquire('job-1', 'b', 10_000))).toBe('LEASE_HELD')
+    expect(await code(backend.acquire('job-1', 'a', 10_000))).toBe('LEASE_HELD')
+  })
+
+  test('an expired lease is taken over: token + 1, crashed handoff, state kept, old holder fenced', async () => {
+    const clockA = manualClock()
+    const clockB = manualClock()
+    const a = table.open({ clock: clockA })
+    const b = table.open({ clock: clockB })
+    const first = await a.acquire('job-1', 'a', 1_000)
+    await a.checkpoint(first, bytes('step 1'), 1_000)
+    clockB.advance(1_000) // expiresAt <= now: free
+    const second = await b.acquire('job-1', 'b', 5_000)
+    expect(second.fencingToken).toBe(2n)
+    expect(await b.readCheckpoint(second)).toEqual({ state: bytes('step 1'), cleanHandoff: false })
+    expect(await code(a.renew(first, 1_000))).toBe('FENCED')
+    expect(await code(a.checkpoint(first, bytes('late'), 1_000))).toBe('FENCED')
+    expect(await code(a.release(first))).toBe('FENCED')
+    expect(await code(a.readCheckpoint(first))).toBe('FENCED')
+    expect((await b.readCheckpoint(second)).state).toEqual(bytes('step 1'))
+  })
+
+  test('renew of an expired lease nobody took is LEASE_EXPIRED; checkpoint still lands and revives it', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    const record = await backend.acquire('job-1', 'a', 1_000)
+    clock.advance(1_000)
+    expect(await code(backend.renew(record, 1_000))).toBe('LEASE_EXPIRED')
+    await backend.checkpoint(record, bytes('late but valid'), 1_000)
+    await backend.renew(record, 1_000)
+    expect(await code(table.open({ clock }).acquire('job-1', 'b', 1_000))).toBe('LEASE_HELD')
+  })
+
+  test('renew of a record of another workId, holder or token is FENCED', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 1_000)
+    await backend.acquire('job-2', 'a', 1_000)
+    expect(await code(backend.renew({ ...record, holderId: 'b' }, 1_000))).toBe('FENCED')
+    expect(await code(backend.renew({ ...record, fencingToken: 2n }, 1_000))).toBe('FENCED')
+    expect(await code(backend.renew({ ...record, workId: 'job-3' }, 1_000))).toBe('FENCED')
+    await backend.renew(record, 1_000)
+  })
+
+  test('release frees at once, also for a process whose clock is behind, and the handoff is clean', async () => {
+    const clockA = manualClock(T0 + 60_000)
+    const clockB = manualClock(T0) // a minute behind A
+    const a = table.open({ clock: clockA })
+    const b = table.open({ clock: clockB })
+    const first = await a.acquire('job-1', 'a', 10_000)
+    await a.release(first)
+    expect(await code(a.release(first))).toBe('FENCED')
+    expect(await code(a.readCheckpoint(first))).toBe('FENCED')
+    const second = await b.acquire('job-1', 'b', 10_000)
+    expect(second.fencingToken).toBe(2n)
+    expect(await b.readCheckpoint(second)).toEqual({ state: null, cleanHandoff: true })
+  })
+
+  test('binary state round-trips byte for byte, including an empty state', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    const all = Uint8Array.from({ length: 256 }, (_, i) => i)
+    await backend.checkpoint(record, all, 10_000)
+    expect((await backend.readCheckpoint(record)).state).toEqual(all)
+    await backend.checkpoint(record, new Uint8Array(0), 10_000)
+    expect((await backend.readCheckpoint(record)).state).toEqual(new Uint8Array(0))
+  })
+
+  test('the state is copied when checkpoint is called: reusing the buffer afterwards changes nothing', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    const buffer = bytes('first')
+    const pending = backend.checkpoint(record, buffer, 10_000)
+    buffer.fill(0)
+    await pending
+    expect((await backend.readCheckpoint(record)).state).toEqual(bytes('first'))
+  })
+
+  test('a state of maxStateBytes is accepted by the server with ids of the largest UTF-8 size', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const { maxStateBytes } = backend.capabilities
+    expect(maxStateBytes).toBe(DynamoBackend.stateBytesLimit())
+    expect(maxStateBytes).toBeGreaterThan(395 * 1024)
+    // U+4E00 is 3 bytes of UTF-8 in 1 UTF-16 code unit: the most bytes an id can have.
+    const workId = '一'.repeat(255)
+    const holderId = '丁'.repeat(255)
+    const first = await backend.acquire(workId, holderId, 10_000)
+    const state = Uint8Array.from({ length: maxStateBytes }, (_, i) => (i * 31) & 0xff)
+    await backend.checkpoint(first, state, 10_000)
+    // Tokens of the largest size too (19 digits), on an item that already holds the largest state.
+    await table.admin.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: {
+          workId: { S: workId },
+          fencingToken: { N: String(MAX_FENCING_TOKEN - 1n) },
+          holderId: { S: holderId },
+          expiresAt: { N: String(T0 - 1) },
+          released: { BOOL: false },
+          cleanHandoff: { BOOL: true },
+          state: { B: state },
+        },
+      }),
+    )
+    const last = await backend.acquire(workId, holderId, 10_000)
+    expect(last.fencingToken).toBe(MAX_FENCING_TOKEN)
+    await backend.checkpoint(last, state, 10_000)
+    expect((await backend.readCheckpoint(last)).state).toEqual(state)
+    // The server does enforce the limit: a state of 400 KB alone makes the item too large.
+    await expect(
+      table.admin.send(
+        new PutItemCommand({
+          TableName: table.tableName,
+          Item: { workId: { S: 'too-big' }, state: { B: new Uint8Array(400 * 1024) } },
+        }),
+      ),
+    ).rejects.toThrow(/size/)
+  })
+
+  test('one byte more than maxStateBytes is INVALID_ARGUMENT before any request', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    const before = table.roundTrips()
+    const tooBig = new Uint8Array(backend.capabilities.maxStateBytes + 1)
+    expect(await code(backend.checkpoint(record, tooBig, 10_000))).toBe('INVALID_ARGUMENT')
+    expect(table.roundTrips()).toBe(before)
+  })
+
+  test('tokens near 2^63 come back exact, and match exactly in conditions', async () => {
+    await table.admin.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: {
+          workId: { S: 'job-1' },
+          fencingToken: { N: String(MAX_FENCING_TOKEN - 1n) },
+          holderId: { S: 'old' },
+          expiresAt: { N: '0' },
+          released: { BOOL: true },
+          cleanHandoff: { BOOL: true },
+        },
+      }),
+    )
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    expect(record.fencingToken).toBe(MAX_FENCING_TOKEN)
+    // 2^63 - 2 and 2^63 - 1 are the same JavaScript number: a lossy path would accept this one.
+    expect(Number(MAX_FENCING_TOKEN - 1n)).toBe(Number(MAX_FENCING_TOKEN))
+    expect(await code(backend.renew({ ...record, fencingToken: MAX_FENCING_TOKEN - 1n }, 10_000))).toBe(
+      'FENCED',
+    )
+    await backend.renew(record, 10_000)
+    const { Item } = await table.admin.send(
+      new GetItemCommand({
+        TableName: table.tableName,
+        Key: { workId: { S: 'job-1' } },
+        ConsistentRead: true,
+      }),
+    )
+    expect(Item?.fencingToken?.N).toBe('9223372036854775807')
+  })
+
+  test('every happy-path operation is one request; rejected input is none; a failed renew at most two', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    const steps: Array<[string, () => Promise<unknown>]> = []
+    let record = await backend.acquire('job-0', 'a', 1_000)
+    expect(table.roundTrips()).toBe(1)
+    steps.push(
+      ['acquire', async () => (record = await backend.acquire('job-1', 'a', 1_000))],
+      ['renew', () => backend.renew(record, 1_000)],
+      ['checkpoint', () => backend.checkpoint(record, bytes('x'), 1_000)],
+      ['readCheckpoint', () => backend.readCheckpoint(record)],
+      ['release', () => backend.release(record)],
+    )
+    for (const [name, step] of steps) {
+      const before = table.roundTrips()
+      await step()
+      expect(table.roundTrips() - before, name).toBe(1)
+    }
+    const before = table.roundTrips()
+    expect(await code(backend.acquire('', 'a', 1_000))).toBe('INVALID_ARGUMENT')
+    expect(await code(backend.renew(record, 0))).toBe('INVALID_ARGUMENT')
+    expect(await code(backend.release({ ...record, fencingToken: 0n }))).toBe('INVALID_ARGUMENT')
+    const aborted = AbortSignal.abort(new Error('stop'))
+    await expect(backend.readCheckpoint(record, { signal: aborted })).rejects.toThrow('stop')
+    expect(table.roundTrips()).toBe(before)
+
+    const held = await backend.acquire('job-2', 'a', 1_000)
+    clock.advance(1_000)
+    const failed = table.roundTrips()
+    expect(await code(backend.renew(held, 1_000))).toBe('LEASE_EXPIRED')
+    // One request where the server returns the item with the failed condition, else one more read.
+    expect(table.roundTrips() - failed).toBe(returnValuesOnConditionCheckFailure() ? 1 : 2)
+  })
+
+  test('50 concurrent acquires from 50 clients: exactly one winner', async () => {
+    const backends = Array.from({ length: 50 }, () => table.open({ clock: manualClock() }))
+    const outcomes = await Promise.all(
+      backends.map((backend, i) => code(backend.acquire('job-1', `h${i}`, 60_000))),
+    )
+    expect(outcomes.filter((outcome) => outcome === 'ok')).toHaveLength(1)
+    expect(outcomes.filter((outcome) => outcome === 'LEASE_HELD')).toHaveLength(49)
+  })
+
+  test('store failures propagate as the SDK threw them', async () => {
+    const backend = table.open({ clock: manualClock() }, { tableName: 'worklease-no-such-table' })
+    const error = await backend.acquire('job-1', 'a', 1_000).catch((e: unknown) => e)
+    expect(isWorkleaseError(error)).toBe(false)
+    expect((error as Error).name).toBe('ResourceNotFoundException')
+  })
+
+  test('options are checked at construction', () => {
+    const client = table.admin
+    expect(() => new DynamoBackend({ client, tableName: 't', maxStateBytes: 400 * 1024 })).toThrow(
+      /maxStateBytes/,
+    )
+    expect(() => new DynamoBackend({ client, tableName: 't', partitionKey: 'state' })).toThrow(/partitionKey/)
+    expect(() => new DynamoBackend({ client, tableName: '' })).toThrow(/tableName/)
+    expect(new DynamoBackend({ client, tableName: 't', maxStateBytes: 1024 }).capabilities).toEqual({
+      clock: 'client',
+      maxStateBytes: 1024,
+      crossConnectionAtomic: true,
+    })
+  })
+})

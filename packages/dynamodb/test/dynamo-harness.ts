@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto'
+import { DeleteTableCommand, DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb'
+import type { Clock } from '@worklease/spec'
+import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { inject } from 'vitest'
+import { createLeaseTable, DynamoBackend, type DynamoBackendOptions } from '../src/index.js'
+
+/** The endpoint the global setup started (dynalite) or was given (`DYNAMODB_ENDPOINT`). */
+export const endpoint = (): string => inject('dynamoEndpoint')
+
+/**
+ * dynalite ignores `ReturnValuesOnConditionCheckFailure`; a real endpoint is assumed to support it
+ * unless `DYNAMODB_RETURN_VALUES_ON_CCF=0`.
+ */
+export const returnValuesOnConditionCheckFailure = (): boolean =>
+  !inject('dynamoIsDynalite') && process.env.DYNAMODB_RETURN_VALUES_ON_CCF !== '0'
+
+/**
+ * A client of the test endpoint. With dynalite, a dummy region and credentials (it checks that
+ * requests are signed, not by whom); with `DYNAMODB_ENDPOINT`, whatever the environment configures.
+ */
+export function newClient(config: DynamoDBClientConfig = {}): DynamoDBClient {
+  const dummy = inject('dynamoIsDynalite') || !process.env.AWS_ACCESS_KEY_ID
+  return new DynamoDBClient({
+    endpoint: endpoint(),
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    ...(dummy ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
+    ...config,
+  })
+}
+
+/** Counts the HTTP requests a client sends (after the retry step, so every attempt counts). */
+export function countRequests(client: DynamoDBClient, onRequest: (target: string) => void): void {
+  client.middlewareStack.add(
+    (next, context) => (args) => {
+      onRequest(context.commandName ?? '?')
+      return next(args)
+    },
+    { step: 'finalizeRequest', priority: 'low', name: 'worklease-test-request-count' },
+  )
+}
+
+export const uniqueTableName = (): string => `worklease-test-${randomUUID()}`
+
+/** A table of its own, plus clients opened over it; `roundTrips()` counts their requests. */
+export interface DynamoTestTable extends BackendHarness {
+  readonly tableName: string
+  readonly admin: DynamoDBClient
+  open(options: { clock: Clock }, overrides?: Partial<DynamoBackendOptions>): DynamoBackend
+  roundTrips(): number
+  /** Requests by command name, e.g. `{ UpdateItemCommand: 3 }`. */
+  requests(): Record<string, number>
+}
+
+/**
+ * Each test case gets its own table (dynalite creates one in well under a millisecond; against AWS
+ * this is slow but keeps cases independent). Each `open()` is a separate process: its own
+ * `DynamoDBClient` (own sockets) and its own clock.
+ */
+export async function createTestTable(options: { partitionKey?: string } = {}): Promise<DynamoTestTable> {
+  const admin = newClient()
+  const tableName = uniqueTableName()
+  const { partitionKey } = options
+  await createLeaseTable(admin, { tableName, ...(partitionKey ? { partitionKey } : {}) })
+  const clients: DynamoDBClient[] = []
+  const byCommand: Record<string, number> = {}
+  let total = 0
+  return {
+    tableName,
+    admin,
+    open({ clock }, overrides = {}) {
+      const client = newClient()
+      countRequests(client, (name) => {
+        total++
+        byCommand[name] = (byCommand[name] ?? 0) + 1
+      })
+      clients.push(client)
+      return new DynamoBackend({
+        client,
+        tableName,
+        clock,
+        returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
+        ...(partitionKey ? { partitionKey } : {}),
+        ...overrides,
+      })
+    },
+    roundTrips: () => total,
+    requests: () => ({ ...byCommand }),
+    async close() {
+      for (const client of clients) client.destroy()
+      try {
+        await admin.send(new DeleteTableCommand({ TableName: tableName }))
+      } finally {
+        admin.destroy()
+      }
+    },
+  }
+}
+
+/** The factory the conformance suite takes. */
+export const dynamoFactory: BackendFactory = () => createTestTable()

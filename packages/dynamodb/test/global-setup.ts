@@ -1,0 +1,35 @@
+import type { AddressInfo } from 'node:net'
+import dynalite from 'dynalite'
+import type { TestProject } from 'vitest/node'
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    dynamoEndpoint: string
+    dynamoIsDynalite: boolean
+  }
+}
+
+/**
+ * One in-memory dynalite for the whole run, on 127.0.0.1 and a free port; with `DYNAMODB_ENDPOINT`
+ * set (DynamoDB Local, AWS) the tests use that endpoint instead and nothing is started.
+ */
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  const endpoint = process.env.DYNAMODB_ENDPOINT
+  if (endpoint) {
+    project.provide('dynamoEndpoint', endpoint)
+    project.provide('dynamoIsDynalite', false)
+    console.log(`dynamodb tests: using DYNAMODB_ENDPOINT=${endpoint}`)
+    return undefined
+  }
+  // Tables become ACTIVE at once: every test case creates its own.
+  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  const { port } = server.address() as AddressInfo
+  project.provide('dynamoEndpoint', `http://127.0.0.1:${port}`)
+  project.provide('dynamoIsDynalite', true)
+  console.log(`dynamodb tests: dynalite on 127.0.0.1:${port} (in memory)`)
+  return () => new Promise<void>((resolve) => server.close(() => resolve()))
+}
