@@ -1,0 +1,45 @@
+import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
+import { afterAll, afterEach, expect, test } from 'vitest'
+import { createLeaseTable, DynamoBackend } from '../src/index.js'
+import { newClient, returnValuesOnConditionCheckFailure, uniqueTableName } from './dynamo-harness.js'
+
+const client = newClient()
+const created: string[] = []
+afterEach(async () => {
+  for (const TableName of created.splice(0)) await client.send(new DeleteTableCommand({ TableName }))
+})
+afterAll(() => client.destroy())
+
+test('creates an on-demand table keyed by the partition key, ACTIVE when it returns', async () => {
+  const tableName = uniqueTableName()
+  await createLeaseTable(client, { tableName, partitionKey: 'pk' })
+  created.push(tableName)
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }))
+  expect(Table?.TableStatus).toBe('ACTIVE')
+  expect(Table?.KeySchema).toEqual([{ AttributeName: 'pk', KeyType: 'HASH' }])
+  expect(Table?.AttributeDefinitions).toEqual([{ AttributeName: 'pk', AttributeType: 'S' }])
+  expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST')
+
+  const backend = new DynamoBackend({
+    client,
+    tableName,
+    partitionKey: 'pk',
+    returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
+  })
+  const record = await backend.acquire('job-1', 'a', 10_000)
+  await backend.checkpoint(record, Uint8Array.of(7), 10_000)
+  expect(await backend.readCheckpoint(record)).toEqual({ state: Uint8Array.of(7), cleanHandoff: true })
+  // A partition key name that differs from the table's is DynamoDB's validation error, not a lease outcome.
+  const wrongKey = new DynamoBackend({ client, tableName })
+  await expect(wrongKey.acquire('job-1', 'a', 10_000)).rejects.toMatchObject({ name: 'ValidationException' })
+})
+
+test('an existing table is an error unless ifNotExists', async () => {
+  const tableName = uniqueTableName()
+  await createLeaseTable(client, { tableName })
+  created.push(tableName)
+  await expect(createLeaseTable(client, { tableName })).rejects.toMatchObject({
+    name: 'ResourceInUseException',
+  })
+  await createLeaseTable(client, { tableName, ifNotExists: true })
+})
