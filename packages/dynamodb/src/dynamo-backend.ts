@@ -59,11 +59,11 @@ export interface DynamoBackendOptions {
    */
   clock?: Clock
   /**
-   * Whether the server returns the item with a failed condition
-   * (`ReturnValuesOnConditionCheckFailure: 'ALL_OLD'`), so a failed renew tells `FENCED` from
-   * `LEASE_EXPIRED` without a second request. DynamoDB and DynamoDB Local 2 do; dynalite silently
-   * ignores the parameter, so set `false` there (a failed renew then reads the item once).
-   * Default: `true`.
+   * Whether to ask for the item with a failed condition (`ReturnValuesOnConditionCheckFailure:
+   * 'ALL_OLD'`), so a failed renew tells `FENCED` from `LEASE_EXPIRED` without a second request.
+   * DynamoDB supports it. A server that ignores it (dynalite) stays correct: with no item in the reply
+   * the backend reads the item once, as it always does with `false`. Set `false` for a server that
+   * rejects the parameter. Default: `true`.
    *
    * ```ts
    * const backend = new DynamoBackend({ client, tableName: 'leases', returnValuesOnConditionCheckFailure: false })
@@ -236,7 +236,8 @@ export class DynamoBackend implements Backend {
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error
       // The write decided nothing here: this only picks the error to throw.
-      const item = this.#returnOldOnFailure ? error.Item : await this.#readValidity(record.workId, options)
+      // No item in the reply also when the server ignores the parameter (dynalite does): read it then.
+      const item = error.Item ?? (await this.#readValidity(record.workId, options))
       if (item && isValid(item, record)) throw new LeaseExpiredError(undefined, { cause: error })
       throw new FencedError(undefined, { cause: error })
     }

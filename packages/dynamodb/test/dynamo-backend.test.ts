@@ -238,6 +238,16 @@ describe('DynamoBackend on a real server', () => {
     expect(table.roundTrips() - failed).toBe(returnValuesOnConditionCheckFailure() ? 1 : 2)
   })
 
+  test('asking for the item on a failed condition stays correct on a server that ignores it', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock }, { returnValuesOnConditionCheckFailure: true })
+    const record = await backend.acquire('job-1', 'a', 1_000)
+    clock.advance(1_000)
+    expect(await code(backend.renew(record, 1_000))).toBe('LEASE_EXPIRED')
+    expect(await code(backend.renew({ ...record, holderId: 'b' }, 1_000))).toBe('FENCED')
+    expect(await code(backend.renew({ ...record, workId: 'job-2' }, 1_000))).toBe('FENCED')
+  })
+
   test('50 concurrent acquires from 50 clients: exactly one winner', async () => {
     const backends = Array.from({ length: 50 }, () => table.open({ clock: manualClock() }))
     const outcomes = await Promise.all(
