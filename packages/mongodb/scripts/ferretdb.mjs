@@ -149,8 +149,12 @@ export async function startFerretdb({ binary = buildFerretdb(), log = console.er
   })
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
   let running = true
+  // If the test run dies without its teardown, do not leave the server behind.
+  const killOnExit = () => child.kill('SIGKILL')
+  process.once('exit', killOnExit)
   exited.then(() => {
     running = false
+    process.removeListener('exit', killOnExit)
   })
 
   const stop = async () => {
