@@ -1,0 +1,87 @@
+import type { Timers } from './timers.js'
+
+/**
+ * @internal Settles like `promise`, or rejects with `signal.reason` as soon as `signal` aborts, so a
+ * backend that ignores its signal cannot hold the runner past a deadline. The abandoned promise's
+ * outcome is observed (no unhandled rejection) and handed to `onAbandoned`.
+ */
+export function raceSignal<T>(
+  promise: Promise<T>,
+  signal: AbortSignal,
+  onAbandoned?: (outcome: PromiseSettledResult<T>) => void,
+): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    let settled = false
+    const onAbort = () => {
+      if (settled) return
+      settled = true
+      reject(signal.reason)
+    }
+    if (signal.aborted) onAbort()
+    else signal.addEventListener('abort', onAbort, { once: true })
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        if (settled) return onAbandoned?.({ status: 'fulfilled', value })
+        settled = true
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        if (settled) return onAbandoned?.({ status: 'rejected', reason: error })
+        settled = true
+        reject(error)
+      },
+    )
+  })
+}
+
+/** @internal Waits `ms` on `timers`; resolves early (never rejects) when `signal` aborts. */
+export function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve()
+    const done = () => {
+      timers.clearTimeout(handle)
+      signal?.removeEventListener('abort', done)
+      resolve()
+    }
+    const handle = timers.setTimeout(done, Math.max(0, ms))
+    signal?.addEventListener('abort', done, { once: true })
+  })
+}
+
+/**
+ * @internal An AbortController that aborts when any of `signals` aborts, or after `timeoutMs` on
+ * `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`). Call `dispose` to detach.
+ */
+export function linkedController(
+  timers: Timers,
+  signals: readonly (AbortSignal | undefined)[],
+  timeoutMs?: number,
+): { controller: AbortController; dispose: () => void } {
+  const controller = new AbortController()
+  const detach: (() => void)[] = []
+  for (const signal of signals) {
+    if (!signal) continue
+    if (signal.aborted) {
+      controller.abort(signal.reason)
+      break
+    }
+    const onAbort = () => controller.abort(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    detach.push(() => signal.removeEventListener('abort', onAbort))
+  }
+  if (timeoutMs !== undefined && Number.isFinite(timeoutMs) && !controller.signal.aborted) {
+    const handle = timers.setTimeout(
+      () => controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')),
+      timeoutMs,
+    )
+    detach.push(() => timers.clearTimeout(handle))
+  }
+  return {
+    controller,
+    dispose: () => {
+      for (const fn of detach) fn()
+    },
+  }
+}

@@ -1,0 +1,106 @@
+import diagnosticsChannel from 'node:diagnostics_channel'
+import type { LeaseRecord } from '@worklease/spec'
+import type { LeaseEndReason, LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
+
+/** Fields every event carries. */
+export interface LeaseEventBase {
+  readonly workId: string
+  readonly holderId: string
+  readonly fencingToken: bigint
+}
+
+/**
+ * What a {@link Leaser} reports, by event name. The same payloads are published on
+ * `node:diagnostics_channel` (see {@link leaserChannels}).
+ *
+ * ```ts
+ * leaser.on('lost', ({ workId, reason, error }) => log.warn({ workId, reason, err: error.cause }))
+ * ```
+ */
+export interface LeaserEvents {
+  /** A lease was acquired; `attempts` counts the backend calls it took (LEASE_HELD polls included). */
+  acquired: LeaseEventBase & { readonly record: LeaseRecord; readonly attempts: number }
+  /** A renew or checkpoint succeeded; `remainingMs` is the new time to the local deadline. */
+  renewed: LeaseEventBase & { readonly op: 'renew' | 'checkpoint'; readonly remainingMs: number }
+  /**
+   * A renew, checkpoint or release failed with a transient store error and will be retried until the
+   * local deadline; the lease is still held.
+   */
+  renewFailed: LeaseEventBase & {
+    readonly op: 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
+    readonly error: unknown
+    readonly attempt: number
+    readonly remainingMs: number
+  }
+  /** The lease was lost; `error` is what its `signal` aborted with. */
+  lost: LeaseEventBase & { readonly reason: LeaseLossReason; readonly error: LeaseLostError }
+  /**
+   * The holder ended the lease: `clean` is `true` after a release (also by `close()`), `false` after
+   * `abandon()` (left to expire, so the successor sees an unclean handoff).
+   */
+  released: LeaseEventBase & { readonly clean: boolean; readonly reason: LeaseEndReason }
+}
+
+/** The name of a {@link LeaserEvents} event. */
+export type LeaserEventName = keyof LeaserEvents
+
+/** A listener of one {@link LeaserEvents} event. */
+export type LeaserListener<E extends LeaserEventName> = (event: LeaserEvents[E]) => void
+
+/**
+ * The `node:diagnostics_channel` channel names each event is published on, so metrics and tracing
+ * can attach without a reference to the Leaser. Messages are the {@link LeaserEvents} payloads.
+ *
+ * ```ts
+ * import diagnosticsChannel from 'node:diagnostics_channel'
+ * diagnosticsChannel.subscribe(leaserChannels.lost, (message) => metrics.increment('lease.lost'))
+ * ```
+ */
+export const leaserChannels = Object.freeze({
+  acquired: 'worklease:acquired',
+  renewed: 'worklease:renewed',
+  renewFailed: 'worklease:renewFailed',
+  lost: 'worklease:lost',
+  released: 'worklease:released',
+} as const satisfies Record<LeaserEventName, string>)
+
+const channels = Object.fromEntries(
+  Object.entries(leaserChannels).map(([event, name]) => [event, diagnosticsChannel.channel(name)]),
+) as Record<LeaserEventName, diagnosticsChannel.Channel>
+
+/** @internal A minimal typed emitter that also publishes on the diagnostics channels. */
+export class LeaserEmitter {
+  readonly #listeners = new Map<LeaserEventName, Set<(event: never) => void>>()
+
+  on<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): () => void {
+    let set = this.#listeners.get(event)
+    if (!set) {
+      set = new Set()
+      this.#listeners.set(event, set)
+    }
+    set.add(listener as (event: never) => void)
+    return () => this.off(event, listener)
+  }
+
+  off<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): void {
+    this.#listeners.get(event)?.delete(listener as (event: never) => void)
+  }
+
+  emit<E extends LeaserEventName>(event: E, payload: LeaserEvents[E]): void {
+    const channel = channels[event]
+    if (channel.hasSubscribers) channel.publish(payload)
+    const set = this.#listeners.get(event)
+    if (!set) return
+    for (const listener of [...set]) {
+      try {
+        ;(listener as LeaserListener<E>)(payload)
+      } catch (error) {
+        // Like diagnostics_channel: a throwing listener is a bug to surface, but it must not corrupt
+        // the lease state machine that is in the middle of a transition.
+        process.nextTick(() => {
+          throw error
+        })
+      }
+    }
+  }
+}

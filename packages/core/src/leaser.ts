@@ -1,0 +1,477 @@
+import {
+  type Backend,
+  InvalidArgumentError,
+  isLeaseHeldError,
+  isWorkleaseError,
+  LeaseHeldError,
+  type LeaseRecord,
+  validateId,
+  validateTtl,
+} from '@worklease/spec'
+import { linkedController, raceSignal, sleep } from './abortable.js'
+import { defaultHolderId } from './default-holder-id.js'
+import { closeLease, Lease, type LeaseContext } from './lease.js'
+import { LeaseLostError } from './lease-lost-error.js'
+import { LeaserClosedError } from './leaser-closed-error.js'
+import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
+import { backoffDelay, DEFAULT_RETRY, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js'
+import { systemTimers, type Timers } from './timers.js'
+
+/** Options of {@link Leaser}. */
+export interface LeaserOptions {
+  /**
+   * Where leases are stored: any worklease driver.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend: new KyselyBackend({ db }), ttlMs: 30_000 })
+   * ```
+   */
+  backend: Backend
+  /**
+   * How long a lease lasts without renewal. Also bounds how long a crashed holder blocks the work.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 15_000 })
+   * ```
+   */
+  ttlMs: number
+  /**
+   * Who this Leaser holds leases as. Must be unique per process and per Leaser (leases are not
+   * reentrant). Default: `hostname-pid-random` ({@link defaultHolderId}).
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, holderId: `${podName}-worker` })
+   * ```
+   */
+  holderId?: string
+  /**
+   * Time between renewals, measured from the start of the last successful renew or checkpoint;
+   * each interval is shortened by up to `renewJitter` at random so holders spread their load.
+   * Must be below `ttlMs - safetyMarginMs`. Default: `ttlMs / 3`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, renewIntervalMs: 5_000 })
+   * ```
+   */
+  renewIntervalMs?: number
+  /**
+   * Fraction (0..1) by which each renew interval is randomly shortened. Default: 0.2.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, renewJitter: 0 }) // exact intervals
+   * ```
+   */
+  renewJitter?: number
+  /**
+   * How long before the backend's expiry the lease is declared lost locally: covers clock-rate drift
+   * and, for client-clock backends, the clock skew between hosts. The local deadline is the start of
+   * the last successful acquire, renew or checkpoint + `ttlMs - safetyMarginMs`. Default: `ttlMs / 10`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, safetyMarginMs: 5_000 })
+   * ```
+   */
+  safetyMarginMs?: number
+  /**
+   * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
+   * longer is abandoned (its signal aborted) and counts as a transient error. Checkpoints have none,
+   * so an abandoned checkpoint can never overwrite a newer one. Default: `renewIntervalMs`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
+   * ```
+   */
+  callTimeoutMs?: number
+  /**
+   * Backoff for transient store errors and for polling a held lease with `wait`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, retry: { initialDelayMs: 200, maxDelayMs: 5_000 } })
+   * ```
+   */
+  retry?: RetryPolicy
+  /**
+   * Monotonic clock and timers. Default: `performance.now()` and unref'd Node.js timers. Inject a
+   * fake in tests (together with the backend's wall clock).
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 1_000, timers: fakeTime })
+   * ```
+   */
+  timers?: Timers
+  /**
+   * Source of randomness in [0, 1) for jitter. Default: `Math.random`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 1_000, random: () => 0.5 })
+   * ```
+   */
+  random?: () => number
+}
+
+/** Options of {@link Leaser.acquire}. */
+export interface AcquireOptions {
+  /**
+   * While the lease is held by someone else, keep trying (with backoff) instead of throwing
+   * `LeaseHeldError` at once. Default: false.
+   *
+   * ```ts
+   * const lease = await leaser.acquire('nightly-report', { wait: true, timeoutMs: 60_000 })
+   * ```
+   */
+  wait?: boolean
+  /**
+   * Gives up: rejects with `signal.reason`.
+   *
+   * ```ts
+   * const lease = await leaser.acquire('job-7', { wait: true, signal: AbortSignal.timeout(10_000) })
+   * ```
+   */
+  signal?: AbortSignal
+  /**
+   * Gives up after this many milliseconds: rejects with a `LeaseHeldError` if the lease was still
+   * held, otherwise with the last store error (a `TimeoutError` if no attempt ever completed).
+   *
+   * ```ts
+   * const lease = await leaser.acquire('job-7', { wait: true, timeoutMs: 5_000 })
+   * ```
+   */
+  timeoutMs?: number
+}
+
+/** Options of {@link Leaser.run}. */
+export interface RunOptions extends AcquireOptions {
+  /**
+   * What to do with the lease when the callback throws: `'release'` it (the successor sees a clean
+   * handoff) or let it `'expire'` (the successor sees `cleanHandoff: false` and can tell the previous
+   * attempt failed). Default: `'release'`.
+   *
+   * ```ts
+   * await leaser.run('job-7', work, { onError: 'expire' })
+   * ```
+   */
+  onError?: 'release' | 'expire'
+}
+
+/** Options of {@link Leaser.close}. */
+export interface CloseOptions {
+  /**
+   * How long to wait for releases; leases still not released by then are abandoned (they expire on
+   * their own). Default: the ttl.
+   *
+   * ```ts
+   * process.on('SIGTERM', () => leaser.close({ timeoutMs: 5_000 }))
+   * ```
+   */
+  timeoutMs?: number
+}
+
+function checkNumber(name: string, value: unknown, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`${name} must be a number in ${min}..${max}, got ${String(value)}`)
+  }
+  return value
+}
+
+function resolveRetry(retry: RetryPolicy | undefined): ResolvedRetryPolicy {
+  const policy = { ...DEFAULT_RETRY, ...retry }
+  checkNumber('retry.initialDelayMs', policy.initialDelayMs, 0, 2_147_483_647)
+  checkNumber('retry.maxDelayMs', policy.maxDelayMs, policy.initialDelayMs, 2_147_483_647)
+  checkNumber('retry.multiplier', policy.multiplier, 1, 1_000)
+  if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) {
+    throw new InvalidArgumentError(`retry.maxAttempts must be a positive integer, got ${policy.maxAttempts}`)
+  }
+  return Object.freeze(policy)
+}
+
+/**
+ * The runner: acquires leases over any {@link Backend}, waits for held ones with backoff, renews
+ * them in the background, aborts their signal on loss, and releases them. One Leaser holds leases
+ * under one holderId; create one per process (or per worker pool).
+ *
+ * ```ts
+ * const leaser = new Leaser({ backend, ttlMs: 30_000 })
+ * const report = await leaser.run('nightly-report', async (lease) => build({ signal: lease.signal }), {
+ *   wait: true,
+ * })
+ * await leaser.close()
+ * ```
+ */
+export class Leaser implements AsyncDisposable {
+  readonly backend: Backend
+  readonly holderId: string
+  readonly ttlMs: number
+  readonly renewIntervalMs: number
+  readonly safetyMarginMs: number
+
+  readonly #ctx: LeaseContext
+  readonly #leases = new Set<Lease>()
+  readonly #events = new LeaserEmitter()
+  readonly #closeController = new AbortController()
+  #closing: Promise<void> | undefined
+
+  constructor(options: LeaserOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('options are required')
+    const { backend, ttlMs } = options
+    if (typeof backend !== 'object' || backend === null || typeof backend.acquire !== 'function') {
+      throw new InvalidArgumentError('options.backend must be a Backend')
+    }
+    validateTtl(ttlMs)
+    const holderId = options.holderId ?? defaultHolderId()
+    validateId('holderId', holderId)
+    const safetyMarginMs = checkNumber(
+      'safetyMarginMs',
+      options.safetyMarginMs ?? Math.floor(ttlMs / 10),
+      0,
+      ttlMs - 1,
+    )
+    const usable = ttlMs - safetyMarginMs
+    const renewIntervalMs = checkNumber(
+      'renewIntervalMs',
+      options.renewIntervalMs ?? Math.max(1, Math.floor(ttlMs / 3)),
+      1,
+      ttlMs,
+    )
+    if (renewIntervalMs >= usable) {
+      throw new InvalidArgumentError(`renewIntervalMs must be below ttlMs - safetyMarginMs (${usable})`)
+    }
+    const renewJitter = checkNumber('renewJitter', options.renewJitter ?? 0.2, 0, 1)
+    const callTimeoutMs = checkNumber(
+      'callTimeoutMs',
+      options.callTimeoutMs ?? renewIntervalMs,
+      1,
+      2_147_483_647,
+    )
+    const random = options.random ?? Math.random
+    if (typeof random !== 'function') throw new InvalidArgumentError('options.random must be a function')
+
+    this.backend = backend
+    this.holderId = holderId
+    this.ttlMs = ttlMs
+    this.renewIntervalMs = renewIntervalMs
+    this.safetyMarginMs = safetyMarginMs
+    this.#ctx = Object.freeze({
+      backend,
+      ttlMs,
+      safetyMarginMs,
+      renewIntervalMs,
+      renewJitter,
+      callTimeoutMs,
+      retry: resolveRetry(options.retry),
+      timers: options.timers ?? systemTimers,
+      random,
+      events: this.#events,
+      onEnd: (lease: Lease) => {
+        this.#leases.delete(lease)
+      },
+    })
+  }
+
+  /** The leases this Leaser currently holds. */
+  get leases(): readonly Lease[] {
+    return [...this.#leases].filter((lease) => lease.held)
+  }
+
+  /** Whether `close()` was called. */
+  get closed(): boolean {
+    return this.#closing !== undefined
+  }
+
+  /**
+   * Subscribes to an event; returns a function that unsubscribes. Listeners run synchronously and
+   * must not throw (a throw is rethrown on the next tick, like `diagnostics_channel` does).
+   *
+   * ```ts
+   * const off = leaser.on('renewFailed', ({ workId, error }) => log.warn({ workId, err: error }))
+   * ```
+   */
+  on<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): () => void {
+    return this.#events.on(event, listener)
+  }
+
+  /** Removes a listener added with {@link on}. */
+  off<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): void {
+    this.#events.off(event, listener)
+  }
+
+  /**
+   * Acquires the lease on `workId` and starts renewing it. Transient store errors are retried with
+   * backoff, up to `retry.maxAttempts` in a row.
+   * @throws `LeaseHeldError` if someone holds it (with `wait`: once `timeoutMs` passed).
+   * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
+   */
+  async acquire(workId: string, options: AcquireOptions = {}): Promise<Lease> {
+    validateId('workId', workId)
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('options must be an object')
+    const { wait = false, signal, timeoutMs } = options
+    if (timeoutMs !== undefined) checkNumber('timeoutMs', timeoutMs, 0, Number.MAX_SAFE_INTEGER)
+    if (this.closed) throw new LeaserClosedError()
+    signal?.throwIfAborted()
+
+    const { timers, retry, random, callTimeoutMs, ttlMs } = this.#ctx
+    const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
+    const { controller, dispose } = linkedController(timers, [signal, this.#closeController.signal])
+    let heldPolls = 0
+    let transientInARow = 0
+    let attempts = 0
+    let lastError: unknown
+    try {
+      for (;;) {
+        const start = timers.now()
+        attempts++
+        let record: LeaseRecord
+        try {
+          record = await this.#acquireOnce(
+            workId,
+            controller.signal,
+            Math.min(callTimeoutMs, giveUpAt - start),
+            ttlMs,
+          )
+        } catch (error) {
+          if (controller.signal.aborted) throw controller.signal.reason
+          if (isLeaseHeldError(error)) {
+            if (!wait) throw error
+            transientInARow = 0
+            lastError = error
+          } else if (isWorkleaseError(error)) {
+            throw error
+          } else {
+            lastError = error
+            if (++transientInARow >= retry.maxAttempts) throw error
+          }
+          const now = timers.now()
+          if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
+          const delay = isLeaseHeldError(error)
+            ? backoffDelay(retry, heldPolls++, random)
+            : backoffDelay(retry, transientInARow - 1, random)
+          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal)
+          if (controller.signal.aborted) throw controller.signal.reason
+          continue
+        }
+        return this.#adopt(record, start, attempts)
+      }
+    } finally {
+      dispose()
+    }
+  }
+
+  /**
+   * Acquires `workId`, runs `fn` with the lease, and releases it. Resolves with `fn`'s result.
+   *
+   * If `fn` throws while the lease is held, the lease is released (or, with `onError: 'expire'`,
+   * left to expire) and `run` rejects with `fn`'s error unchanged. If the lease was lost before `fn`
+   * settled (or the release found it taken over), `run` rejects with a {@link LeaseLostError} whatever
+   * `fn` did: `reason` and `cause` describe the loss, and `callbackError` holds `fn`'s error if it
+   * threw. `fn` should watch `lease.signal` to stop early.
+   *
+   * ```ts
+   * await leaser.run('job-7', async (lease) => {
+   *   for await (const batch of source({ signal: lease.signal })) {
+   *     await sink.write(batch, { fencingToken: lease.fencingToken })
+   *     await lease.checkpoint(batch.cursor)
+   *   }
+   * }, { wait: true })
+   * ```
+   */
+  async run<T>(workId: string, fn: (lease: Lease) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+    if (typeof fn !== 'function') throw new InvalidArgumentError('fn must be a function')
+    const { onError = 'release', ...acquireOptions } = options
+    if (onError !== 'release' && onError !== 'expire') {
+      throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${String(onError)}`)
+    }
+    const lease = await this.acquire(workId, acquireOptions)
+    let outcome: { ok: true; value: T } | { ok: false; error: unknown }
+    try {
+      outcome = { ok: true, value: await fn(lease) }
+    } catch (error) {
+      outcome = { ok: false, error }
+    }
+    // Judged when fn settled: a loss during the release below came after the work was done.
+    let loss = lease.lossError
+    if (!outcome.ok && onError === 'expire') lease.abandon()
+    else await lease.release()
+    // FENCED at release means someone had taken the lease over while fn was still running.
+    if (!loss && lease.lossError?.reason === 'fenced') loss = lease.lossError
+    if (loss) {
+      throw new LeaseLostError(loss.reason, {
+        workId,
+        fencingToken: lease.fencingToken,
+        cause: loss.cause,
+        ...(outcome.ok || outcome.error === loss ? {} : { callbackError: outcome.error }),
+      })
+    }
+    if (!outcome.ok) throw outcome.error
+    return outcome.value
+  }
+
+  /**
+   * Stops renewals and releases every held lease; waiting acquires reject with
+   * {@link LeaserClosedError}. Bounded by `timeoutMs` (default: the ttl): leases not released by then
+   * are abandoned. Idempotent.
+   *
+   * ```ts
+   * process.once('SIGTERM', () => void leaser.close())
+   * ```
+   */
+  close(options: CloseOptions = {}): Promise<void> {
+    if (this.#closing) return this.#closing
+    const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
+    this.#closeController.abort(new LeaserClosedError())
+    const leases = [...this.#leases]
+    const released = Promise.allSettled(leases.map((lease) => lease[closeLease]()))
+    this.#closing = (async () => {
+      const { controller, dispose } = linkedController(this.#ctx.timers, [], timeoutMs)
+      try {
+        await Promise.race([released, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
+      } finally {
+        controller.abort()
+        dispose()
+      }
+      for (const lease of leases) lease.abandon()
+    })()
+    return this.#closing
+  }
+
+  /** Same as {@link close}, for `await using leaser = new Leaser(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
+  #acquireOnce(workId: string, signal: AbortSignal, timeoutMs: number, ttlMs: number): Promise<LeaseRecord> {
+    const { controller, dispose } = linkedController(this.#ctx.timers, [signal], Math.max(0, timeoutMs))
+    const call = this.backend.acquire(workId, this.holderId, ttlMs, { signal: controller.signal })
+    return raceSignal(call, controller.signal, (outcome) => {
+      // We gave up on a call that then succeeded: nobody will renew that lease, so free it now
+      // instead of making the next holder wait a whole ttl.
+      if (outcome.status === 'fulfilled') this.backend.release(outcome.value).catch(() => undefined)
+    }).finally(dispose)
+  }
+
+  #adopt(record: LeaseRecord, start: number, attempts: number): Lease {
+    const lease = new Lease(this.#ctx, record, start)
+    if (this.closed) {
+      void lease.release()
+      throw new LeaserClosedError()
+    }
+    if (lease.held) this.#leases.add(lease)
+    this.#events.emit('acquired', {
+      workId: record.workId,
+      holderId: record.holderId,
+      fencingToken: record.fencingToken,
+      record,
+      attempts,
+    })
+    return lease
+  }
+
+  #timeoutError(workId: string, timeoutMs: number, lastError: unknown): unknown {
+    if (isLeaseHeldError(lastError)) {
+      return new LeaseHeldError(`${JSON.stringify(workId)} was still held after ${timeoutMs} ms`, {
+        cause: lastError,
+      })
+    }
+    return lastError ?? new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Exponential backoff with full jitter for transient store errors and for waiting on a held lease:
+ * the n-th delay (from 0) is uniformly random in `[0, min(maxDelayMs, initialDelayMs * multiplier ** n))`.
+ *
+ * ```ts
+ * const leaser = new Leaser({
+ *   backend,
+ *   ttlMs: 30_000,
+ *   retry: { initialDelayMs: 100, maxDelayMs: 5_000, multiplier: 2, maxAttempts: 8 },
+ * })
+ * ```
+ */
+export interface RetryPolicy {
+  /**
+   * Upper bound of the first delay. Default: 50.
+   *
+   * ```ts
+   * retry: { initialDelayMs: 100 }
+   * ```
+   */
+  initialDelayMs?: number
+  /**
+   * Upper bound of any single delay. Default: 2000.
+   *
+   * ```ts
+   * retry: { maxDelayMs: 10_000 }
+   * ```
+   */
+  maxDelayMs?: number
+  /**
+   * Growth factor of the bound between attempts. Default: 2.
+   *
+   * ```ts
+   * retry: { multiplier: 1.5 }
+   * ```
+   */
+  multiplier?: number
+  /**
+   * Consecutive transient store errors after which `acquire` gives up and rethrows the last one.
+   * Renewals, checkpoints and releases are bounded by the lease's local deadline instead. Default: 5.
+   *
+   * ```ts
+   * retry: { maxAttempts: 10 }
+   * ```
+   */
+  maxAttempts?: number
+}
+
+/** @internal A {@link RetryPolicy} with every default filled in. */
+export type ResolvedRetryPolicy = Required<RetryPolicy>
+
+export const DEFAULT_RETRY: ResolvedRetryPolicy = Object.freeze({
+  initialDelayMs: 50,
+  maxDelayMs: 2_000,
+  multiplier: 2,
+  maxAttempts: 5,
+})
+
+/** @internal Full jitter: random in [0, cap), where cap grows exponentially and is bounded. */
+export function backoffDelay(policy: ResolvedRetryPolicy, attempt: number, random: () => number): number {
+  const cap = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.multiplier ** Math.min(attempt, 64))
+  return Math.floor(random() * cap)
+}
