@@ -6,9 +6,9 @@ import {
   type Clock,
   createLeaseRecord,
   FencedError,
-  type LeaseRecord,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseRecord,
   systemClock,
   validateAcquireArgs,
   validateCheckpointArgs,
@@ -73,7 +73,12 @@ export class MemoryBackend implements Backend {
     })
   }
 
-  async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
     validateAcquireArgs(workId, holderId, ttlMs, options)
     this.store.operations++
     const now = this.#clock.now()
@@ -91,7 +96,12 @@ export class MemoryBackend implements Backend {
     return createLeaseRecord(workId, holderId, next.fencingToken, next.expiresAtMs)
   }
 
-  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+  async checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<void> {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     this.store.operations++
     const lease = this.#valid(record)
@@ -125,7 +135,12 @@ export class MemoryBackend implements Backend {
 
   #valid(record: LeaseRecord): StoredLease {
     const lease = this.store.leases.get(record.workId)
-    if (!lease || lease.released || lease.fencingToken !== record.fencingToken || lease.holderId !== record.holderId) {
+    if (
+      !lease ||
+      lease.released ||
+      lease.fencingToken !== record.fencingToken ||
+      lease.holderId !== record.holderId
+    ) {
       throw new FencedError()
     }
     return lease

@@ -83,7 +83,8 @@ export const isLeaseHeldError = (error: unknown): error is LeaseHeldError =>
   isWorkleaseError(error, ErrorCode.LEASE_HELD)
 
 /** `error` is a {@link FencedError} from any copy of this package. */
-export const isFencedError = (error: unknown): error is FencedError => isWorkleaseError(error, ErrorCode.FENCED)
+export const isFencedError = (error: unknown): error is FencedError =>
+  isWorkleaseError(error, ErrorCode.FENCED)
 
 /** `error` is a {@link LeaseExpiredError} from any copy of this package. */
 export const isLeaseExpiredError = (error: unknown): error is LeaseExpiredError =>

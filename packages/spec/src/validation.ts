@@ -25,10 +25,13 @@ function describe(value: unknown): string {
  * without U+0000 (many stores truncate at it) or lone surrogates (not representable in UTF-8).
  */
 export function validateId(name: 'workId' | 'holderId', value: unknown): asserts value is string {
-  if (typeof value !== 'string') throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`)
+  if (typeof value !== 'string')
+    throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`)
   if (value.length === 0) throw new InvalidArgumentError(`${name} must not be empty`)
   if (value.length > MAX_ID_LENGTH) {
-    throw new InvalidArgumentError(`${name} must be at most ${MAX_ID_LENGTH} UTF-16 code units, got ${value.length}`)
+    throw new InvalidArgumentError(
+      `${name} must be at most ${MAX_ID_LENGTH} UTF-16 code units, got ${value.length}`,
+    )
   }
   if (value.includes('\u0000')) throw new InvalidArgumentError(`${name} must not contain U+0000`)
   if (LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${name} must not contain lone surrogates`)
@@ -47,7 +50,9 @@ export function validateState(state: unknown, maxStateBytes: number): asserts st
     throw new InvalidArgumentError(`state must be a Uint8Array, got ${describe(state)}`)
   }
   if (state.byteLength > maxStateBytes) {
-    throw new InvalidArgumentError(`state is ${state.byteLength} bytes; this backend accepts at most ${maxStateBytes}`)
+    throw new InvalidArgumentError(
+      `state is ${state.byteLength} bytes; this backend accepts at most ${maxStateBytes}`,
+    )
   }
 }
 
@@ -94,7 +99,12 @@ export function validateCallOptions(options: unknown): asserts options is CallOp
 }
 
 /** Everything {@link Backend.acquire} must check before its round trip. */
-export function validateAcquireArgs(workId: unknown, holderId: unknown, ttlMs: unknown, options: unknown): void {
+export function validateAcquireArgs(
+  workId: unknown,
+  holderId: unknown,
+  ttlMs: unknown,
+  options: unknown,
+): void {
   validateId('workId', workId)
   validateId('holderId', holderId)
   validateTtl(ttlMs)
@@ -129,6 +139,11 @@ export function validateRecordArgs(record: unknown, options: unknown): void {
 }
 
 /** Builds the frozen record a backend returns from `acquire`. */
-export function createLeaseRecord(workId: string, holderId: string, fencingToken: bigint, expiresAtMs: number): LeaseRecord {
+export function createLeaseRecord(
+  workId: string,
+  holderId: string,
+  fencingToken: bigint,
+  expiresAtMs: number,
+): LeaseRecord {
   return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
 }

@@ -1,0 +1,249 @@
+import type { Backend, LeaseRecord } from '@worklease/spec'
+import { isWorkleaseError } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
+import { type CaseContext, forge, LONG_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+/** The backend as untyped JavaScript callers see it. */
+type Loose = Record<keyof Omit<Backend, 'capabilities'>, (...args: unknown[]) => Promise<unknown>>
+
+const BAD_IDS: ReadonlyArray<[string, unknown]> = [
+  ['undefined', undefined],
+  ['null', null],
+  ['a number', 42],
+  ['an object', { toString: () => 'w' }],
+  ['the empty string', ''],
+  ['256 code units', 'x'.repeat(256)],
+  ['U+0000', 'a\u0000b'],
+  ['a lone high surrogate', 'a\uD800'],
+  ['a lone low surrogate', '\uDC00b'],
+  ['reversed surrogates', '\uDC00\uD800'],
+]
+
+const BAD_TTLS: ReadonlyArray<[string, unknown]> = [
+  ['0', 0],
+  ['-1', -1],
+  ['1.5', 1.5],
+  ['NaN', Number.NaN],
+  ['Infinity', Number.POSITIVE_INFINITY],
+  ['2^31', 2_147_483_648],
+  ['2^53', 2 ** 53],
+  ['a numeric string', '1000'],
+  ['a bigint', 1000n],
+  ['undefined', undefined],
+]
+
+const BAD_STATES: ReadonlyArray<[string, unknown]> = [
+  ['a string', 'state'],
+  ['an array of numbers', [1, 2, 3]],
+  ['an ArrayBuffer', new ArrayBuffer(4)],
+  ['a Uint16Array', new Uint16Array(2)],
+  ['a DataView', new DataView(new ArrayBuffer(2))],
+  ['null', null],
+  ['undefined', undefined],
+]
+
+function badRecords(record: LeaseRecord): ReadonlyArray<[string, unknown]> {
+  const { workId, holderId, fencingToken, expiresAt } = record
+  return [
+    ['null', null],
+    ['undefined', undefined],
+    ['a string', 'record'],
+    ['an empty object', {}],
+    ['token 0n', forge(record, { fencingToken: 0n })],
+    ['token -1n', forge(record, { fencingToken: -1n })],
+    ['token as a number', forge(record, { fencingToken: Number(fencingToken) })],
+    ['token as a string', forge(record, { fencingToken: String(fencingToken) })],
+    ['token 2^63', forge(record, { fencingToken: 2n ** 63n })],
+    ['an empty workId', forge(record, { workId: '' })],
+    ['a numeric workId', forge(record, { workId: 7 })],
+    ['a 256-unit holderId', forge(record, { holderId: 'h'.repeat(256) })],
+    ['expiresAt as a string', forge(record, { expiresAt: expiresAt.toISOString() })],
+    ['expiresAt an invalid Date', forge(record, { expiresAt: new Date(Number.NaN) })],
+    ['no fencingToken', { workId, holderId, expiresAt }],
+  ]
+}
+
+const BAD_OPTIONS: ReadonlyArray<[string, unknown]> = [
+  ['a string', 'fast'],
+  ['null', null],
+  ['a signal that is not an AbortSignal', { signal: { aborted: false } }],
+  ['a signal that is a string', { signal: 'abort' }],
+]
+
+/** A lease that bad calls must leave exactly as it was, and a free workId they must not create. */
+interface Fixture {
+  held: LeaseRecord
+  free: string
+}
+
+async function fixture(c: CaseContext): Promise<Fixture> {
+  const held = await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS)
+  await c.backend.checkpoint(held, bytes('kept'), LONG_TTL_MS)
+  return { held, free: c.workId('free') }
+}
+
+async function checkUntouched(c: CaseContext, { held, free }: Fixture): Promise<void> {
+  await checkRejects(
+    () => c.backend.acquire(held.workId, 'holder-b', LONG_TTL_MS),
+    'LEASE_HELD',
+    'the held lease after bad calls',
+  )
+  const read = await c.backend.readCheckpoint(held)
+  checkBytes(read.state, bytes('kept'), 'state after bad calls')
+  await c.backend.release(held)
+  checkEqual(
+    (await c.backend.acquire(held.workId, 'holder-b', LONG_TTL_MS)).fencingToken,
+    2n,
+    'next token after bad calls',
+  )
+  checkEqual(
+    (await c.backend.acquire(free, 'holder-b', LONG_TTL_MS)).fencingToken,
+    1n,
+    'first token of a workId only bad calls named',
+  )
+}
+
+async function checkInvalid(c: CaseContext, what: string, action: () => Promise<unknown>): Promise<void> {
+  const before = c.roundTrips()
+  const error = await rejection(action, what)
+  if (!isWorkleaseError(error, 'INVALID_ARGUMENT')) {
+    throw new Error(`${what}: expected INVALID_ARGUMENT, got ${show(error)}`, { cause: error })
+  }
+  check(error instanceof Error && error.message.length > 0, `${what}: INVALID_ARGUMENT needs a message`)
+  const after = c.roundTrips()
+  checkEqual(after, before, `${what}: round trips made for input rejected up front`)
+}
+
+export const badInputCases: CaseDefinition[] = [
+  {
+    name: 'bad workIds and holderIds are INVALID_ARGUMENT on every operation, before any round trip',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      for (const [label, id] of BAD_IDS) {
+        await checkInvalid(c, `acquire with workId ${label}`, () => b.acquire(id, 'holder-b', LONG_TTL_MS))
+        await checkInvalid(c, `acquire with holderId ${label}`, () => b.acquire(f.free, id, LONG_TTL_MS))
+        for (const field of ['workId', 'holderId'] as const) {
+          const record = forge(f.held, { [field]: id })
+          await checkInvalid(c, `renew with record.${field} ${label}`, () => b.renew(record, LONG_TTL_MS))
+          await checkInvalid(c, `checkpoint with record.${field} ${label}`, () =>
+            b.checkpoint(record, bytes('x'), LONG_TTL_MS),
+          )
+          await checkInvalid(c, `release with record.${field} ${label}`, () => b.release(record))
+          await checkInvalid(c, `readCheckpoint with record.${field} ${label}`, () =>
+            b.readCheckpoint(record),
+          )
+        }
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: 'bad ttls are INVALID_ARGUMENT on acquire, renew and checkpoint',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      for (const [label, ttl] of BAD_TTLS) {
+        await checkInvalid(c, `acquire with ttl ${label}`, () => b.acquire(f.free, 'holder-b', ttl))
+        await checkInvalid(c, `acquire of the held lease with ttl ${label}`, () =>
+          b.acquire(f.held.workId, 'holder-b', ttl),
+        )
+        await checkInvalid(c, `renew with ttl ${label}`, () => b.renew(f.held, ttl))
+        await checkInvalid(c, `checkpoint with ttl ${label}`, () =>
+          b.checkpoint(f.held, bytes('bad ttl'), ttl),
+        )
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: 'state that is not a Uint8Array, or too large, is INVALID_ARGUMENT',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      for (const [label, state] of BAD_STATES) {
+        await checkInvalid(c, `checkpoint with ${label}`, () => b.checkpoint(f.held, state, LONG_TTL_MS))
+      }
+      const oversized = new Uint8Array(c.capabilities.maxStateBytes + 1)
+      await checkInvalid(c, 'checkpoint with maxStateBytes + 1 bytes', () =>
+        b.checkpoint(f.held, oversized, LONG_TTL_MS),
+      )
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: 'malformed and forged-type records are INVALID_ARGUMENT on every operation',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      for (const [label, record] of badRecords(f.held)) {
+        await checkInvalid(c, `renew with ${label}`, () => b.renew(record, LONG_TTL_MS))
+        await checkInvalid(c, `checkpoint with ${label}`, () =>
+          b.checkpoint(record, bytes('forged'), LONG_TTL_MS),
+        )
+        await checkInvalid(c, `release with ${label}`, () => b.release(record))
+        await checkInvalid(c, `readCheckpoint with ${label}`, () => b.readCheckpoint(record))
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: 'bad options are INVALID_ARGUMENT on every operation',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      for (const [label, options] of BAD_OPTIONS) {
+        await checkInvalid(c, `acquire with options ${label}`, () =>
+          b.acquire(f.free, 'holder-b', LONG_TTL_MS, options),
+        )
+        await checkInvalid(c, `renew with options ${label}`, () => b.renew(f.held, LONG_TTL_MS, options))
+        await checkInvalid(c, `checkpoint with options ${label}`, () =>
+          b.checkpoint(f.held, bytes('x'), LONG_TTL_MS, options),
+        )
+        await checkInvalid(c, `release with options ${label}`, () => b.release(f.held, options))
+        await checkInvalid(c, `readCheckpoint with options ${label}`, () => b.readCheckpoint(f.held, options))
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: "an already-aborted signal throws the signal's reason before any round trip",
+    async run(c) {
+      const f = await fixture(c)
+      const reason = new Error('caller gave up')
+      const controller = new AbortController()
+      controller.abort(reason)
+      const options = { signal: controller.signal }
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ['acquire', () => c.backend.acquire(f.free, 'holder-b', LONG_TTL_MS, options)],
+        ['renew', () => c.backend.renew(f.held, LONG_TTL_MS, options)],
+        ['checkpoint', () => c.backend.checkpoint(f.held, bytes('aborted'), LONG_TTL_MS, options)],
+        ['release', () => c.backend.release(f.held, options)],
+        ['readCheckpoint', () => c.backend.readCheckpoint(f.held, options)],
+      ]
+      for (const [name, call] of calls) {
+        const before = c.roundTrips()
+        const error = await rejection(call, `${name} with an aborted signal`)
+        check(
+          error === reason,
+          `${name} with an aborted signal must throw the signal's reason, got ${show(error)}`,
+        )
+        checkEqual(c.roundTrips(), before, `${name} with an aborted signal: round trips`)
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
+    name: 'a live signal is accepted',
+    async run(c) {
+      const { signal } = new AbortController()
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS, { signal })
+      await c.backend.renew(record, LONG_TTL_MS, { signal })
+      await c.backend.checkpoint(record, bytes('x'), LONG_TTL_MS, { signal })
+      await c.backend.readCheckpoint(record, { signal })
+      await c.backend.release(record, { signal })
+    },
+  },
+]

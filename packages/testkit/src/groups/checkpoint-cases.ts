@@ -1,0 +1,138 @@
+import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
+import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+export const checkpointCases: CaseDefinition[] = [
+  {
+    name: 'checkpoint stores state that readCheckpoint returns',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('step 1'), LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('step 1'), 'state after checkpoint')
+    },
+  },
+  {
+    name: 'the last checkpoint wins',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('step 1 of a longer run'), LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('step 2'), LONG_TTL_MS)
+      checkBytes(
+        (await c.backend.readCheckpoint(record)).state,
+        bytes('step 2'),
+        'state after two checkpoints',
+      )
+    },
+  },
+  {
+    name: 'checkpoint extends the lease like renew',
+    async run(c) {
+      const workId = c.workId()
+      const ttl = c.clientClock ? SHORT_TTL_MS : 1_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.elapse(ttl * 0.6)
+      await c.backend.checkpoint(record, bytes('x'), ttl)
+      await c.elapse(ttl * 0.6)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after checkpoint',
+      )
+    },
+  },
+  {
+    name: 'checkpoint of an expired lease that nobody took succeeds and extends it',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await c.backend.checkpoint(record, bytes('late but unchallenged'), LONG_TTL_MS)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after the late checkpoint',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('late but unchallenged'), 'state')
+      await c.backend.renew(record, LONG_TTL_MS)
+    },
+  },
+  {
+    name: 'checkpoint after a takeover is FENCED and the successor does not see it',
+    async run(c) {
+      const workId = c.workId()
+      const old = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(old, bytes('before'), SHORT_TTL_MS)
+      await c.expire()
+      const successor = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      await checkRejects(
+        () => c.backend.checkpoint(old, bytes('stale write'), LONG_TTL_MS),
+        'FENCED',
+        'stale checkpoint',
+      )
+      checkBytes(
+        (await c.backend.readCheckpoint(successor)).state,
+        bytes('before'),
+        'state seen by the successor',
+      )
+    },
+  },
+  {
+    name: 'checkpoint after release is FENCED and changes nothing',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('final'), LONG_TTL_MS)
+      await c.backend.release(record)
+      await checkRejects(
+        () => c.backend.checkpoint(record, bytes('after release'), LONG_TTL_MS),
+        'FENCED',
+        'checkpoint after release',
+      )
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      const read = await c.backend.readCheckpoint(next)
+      checkBytes(read.state, bytes('final'), 'state seen by the successor')
+      checkEqual(read.cleanHandoff, true, 'cleanHandoff after a release')
+    },
+  },
+  {
+    name: 'checkpoint with a forged token or holderId is FENCED and changes nothing',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('real'), LONG_TTL_MS)
+      await checkRejects(
+        () =>
+          c.backend.checkpoint(
+            forge(record, { fencingToken: record.fencingToken + 1n }),
+            bytes('forged'),
+            LONG_TTL_MS,
+          ),
+        'FENCED',
+        'forged token',
+      )
+      await checkRejects(
+        () => c.backend.checkpoint(forge(record, { holderId: 'intruder' }), bytes('forged'), LONG_TTL_MS),
+        'FENCED',
+        'forged holderId',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('real'), 'state')
+    },
+  },
+  {
+    name: 'checkpoint stores a copy: changing the array afterwards changes nothing stored',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      const state = bytes('original')
+      await c.backend.checkpoint(record, state, LONG_TTL_MS)
+      state.fill(0)
+      const read = await c.backend.readCheckpoint(record)
+      checkBytes(read.state, bytes('original'), 'state after the caller reused its buffer')
+      read.state?.fill(1)
+      checkBytes(
+        (await c.backend.readCheckpoint(record)).state,
+        bytes('original'),
+        'state after the reader changed its copy',
+      )
+    },
+  },
+]

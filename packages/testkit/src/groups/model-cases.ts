@@ -1,0 +1,225 @@
+import type { Backend, LeaseRecord } from '@worklease/spec'
+import { isWorkleaseError } from '@worklease/spec'
+import fc from 'fast-check'
+import { ContractViolation, checkBytes, checkEqual, show } from '../assertions.js'
+import { type CaseContext, LONG_TTL_MS } from '../case-context.js'
+import { type ModelOutcome, ReferenceModel } from '../reference-model.js'
+import type { CaseDefinition } from '../suite-case.js'
+
+const HOLDERS = ['holder-a', 'holder-b'] as const
+const WORK_SLOTS = 2
+const RUNS = Number(process.env.WORKLEASE_MODEL_RUNS ?? 25)
+const MAX_COMMANDS = 40
+
+interface Model {
+  readonly reference: ReferenceModel
+  /** Which holder/work pairs have a record, stale or not (the real side keeps the records). */
+  readonly known: Set<string>
+}
+
+interface Real {
+  readonly context: CaseContext
+  readonly backend: Backend
+  readonly workIds: readonly string[]
+  readonly records: Map<string, LeaseRecord>
+}
+
+const key = (holder: number, slot: number) => `${holder}/${slot}`
+const now = (r: Real) => (r.context.clientClock ? r.context.clock.now() : Date.now())
+
+async function actual<T>(action: () => Promise<T>): Promise<ModelOutcome<T>> {
+  try {
+    return { ok: true, value: await action() }
+  } catch (error) {
+    if (isWorkleaseError(error)) return { ok: false, code: error.code }
+    throw error
+  }
+}
+
+function compare(what: string, got: ModelOutcome<unknown>, want: ModelOutcome<unknown>): void {
+  const show = (o: ModelOutcome<unknown>) => (o.ok ? 'success' : o.code)
+  if (got.ok !== want.ok || (!got.ok && !want.ok && got.code !== want.code)) {
+    throw new ContractViolation(
+      `${what}: the reference model says ${show(want)}, the backend said ${show(got)}`,
+    )
+  }
+}
+
+abstract class RecordCommand implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly holder: number,
+    readonly slot: number,
+  ) {}
+  check(m: Readonly<Model>): boolean {
+    return m.known.has(key(this.holder, this.slot))
+  }
+  abstract run(m: Model, r: Real): Promise<void>
+  abstract toString(): string
+  protected record(r: Real): LeaseRecord {
+    return r.records.get(key(this.holder, this.slot))!
+  }
+}
+
+class Acquire implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly holder: number,
+    readonly slot: number,
+    readonly ttlMs: number,
+  ) {}
+  check(): boolean {
+    return true
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const workId = r.workIds[this.slot]!
+    const holderId = HOLDERS[this.holder]!
+    const at = now(r)
+    const got = await actual(() => r.backend.acquire(workId, holderId, this.ttlMs))
+    const want = m.reference.acquire(workId, holderId, this.ttlMs, at)
+    compare(this.toString(), got, want)
+    if (got.ok && want.ok) {
+      checkEqual(got.value.fencingToken, want.value.token, `${this} token`)
+      checkEqual(got.value.holderId, holderId, `${this} holderId`)
+      if (r.context.clientClock)
+        checkEqual(got.value.expiresAt.getTime(), want.value.expiresAt, `${this} expiresAt`)
+      r.records.set(key(this.holder, this.slot), got.value)
+      m.known.add(key(this.holder, this.slot))
+    }
+  }
+  toString(): string {
+    return `acquire(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
+  }
+}
+
+class Renew extends RecordCommand {
+  constructor(
+    holder: number,
+    slot: number,
+    readonly ttlMs: number,
+  ) {
+    super(holder, slot)
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const record = this.record(r)
+    const at = now(r)
+    compare(
+      `${this}`,
+      await actual(() => r.backend.renew(record, this.ttlMs)),
+      m.reference.renew(record, this.ttlMs, at),
+    )
+  }
+  toString(): string {
+    return `renew(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
+  }
+}
+
+class Checkpoint extends RecordCommand {
+  constructor(
+    holder: number,
+    slot: number,
+    readonly ttlMs: number,
+    readonly state: Uint8Array,
+  ) {
+    super(holder, slot)
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const record = this.record(r)
+    const at = now(r)
+    compare(
+      `${this}`,
+      await actual(() => r.backend.checkpoint(record, this.state, this.ttlMs)),
+      m.reference.checkpoint(record, this.state, this.ttlMs, at),
+    )
+  }
+  toString(): string {
+    return `checkpoint(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}, [${this.state.join(',')}])`
+  }
+}
+
+class Release extends RecordCommand {
+  async run(m: Model, r: Real): Promise<void> {
+    const record = this.record(r)
+    const at = now(r)
+    compare(`${this}`, await actual(() => r.backend.release(record)), m.reference.release(record, at))
+  }
+  toString(): string {
+    return `release(w${this.slot}, ${HOLDERS[this.holder]})`
+  }
+}
+
+class Read extends RecordCommand {
+  async run(m: Model, r: Real): Promise<void> {
+    const record = this.record(r)
+    const got = await actual(() => r.backend.readCheckpoint(record))
+    const want = m.reference.readCheckpoint(record)
+    compare(`${this}`, got, want)
+    if (got.ok && want.ok) {
+      checkBytes(got.value.state, want.value.state, `${this} state`)
+      checkEqual(got.value.cleanHandoff, want.value.cleanHandoff, `${this} cleanHandoff`)
+    }
+  }
+  toString(): string {
+    return `readCheckpoint(w${this.slot}, ${HOLDERS[this.holder]})`
+  }
+}
+
+class Elapse implements fc.AsyncCommand<Model, Real> {
+  constructor(readonly ms: number) {}
+  check(): boolean {
+    return true
+  }
+  async run(_m: Model, r: Real): Promise<void> {
+    await r.context.elapse(this.ms)
+  }
+  toString(): string {
+    return `elapse(${this.ms})`
+  }
+}
+
+function commands(clientClock: boolean) {
+  const holder = fc.integer({ min: 0, max: HOLDERS.length - 1 })
+  const slot = fc.integer({ min: 0, max: WORK_SLOTS - 1 })
+  // Without a controllable clock nothing may expire mid-run, or the model and the server would
+  // disagree about "now"; releases still free leases.
+  const ttl = clientClock ? fc.constantFrom(100, 1_000, LONG_TTL_MS) : fc.constant(LONG_TTL_MS)
+  const state = fc.uint8Array({ maxLength: 8 })
+  const all: Array<fc.Arbitrary<fc.AsyncCommand<Model, Real>>> = [
+    fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Acquire(h, s, t)),
+    fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Renew(h, s, t)),
+    fc.tuple(holder, slot, ttl, state).map(([h, s, t, b]) => new Checkpoint(h, s, t, b)),
+    fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
+    fc.tuple(holder, slot).map(([h, s]) => new Read(h, s)),
+  ]
+  if (clientClock) all.push(fc.constantFrom(1, 99, 100, 500, 1_000).map((ms) => new Elapse(ms)))
+  return fc.commands(all, { maxCommands: MAX_COMMANDS, size: 'max' })
+}
+
+export const modelCases: CaseDefinition[] = [
+  {
+    name: `random histories of ${HOLDERS.length} holders on ${WORK_SLOTS} workIds agree with the reference model`,
+    timeoutMs: 120_000,
+    async run(c) {
+      const seedText = process.env.WORKLEASE_MODEL_SEED
+      const property = fc.asyncProperty(commands(c.clientClock), async (cmds) => {
+        const workIds = Array.from({ length: WORK_SLOTS }, () => c.workId('model'))
+        const setup = () => ({
+          model: { reference: new ReferenceModel(), known: new Set<string>() },
+          real: { context: c, backend: c.backend, workIds, records: new Map<string, LeaseRecord>() },
+        })
+        await fc.asyncModelRun(setup, cmds)
+      })
+      const details = await fc.check(property, {
+        numRuns: RUNS,
+        ...(seedText ? { seed: Number(seedText), path: process.env.WORKLEASE_MODEL_PATH } : {}),
+      })
+      if (details.failed) {
+        const failure = details.errorInstance
+        throw new ContractViolation(
+          `model-based run failed: ${failure instanceof Error ? failure.message : show(failure)}\n` +
+            `counterexample: ${fc.stringify(details.counterexample)}\n` +
+            `replay with WORKLEASE_MODEL_SEED=${details.seed} WORKLEASE_MODEL_PATH=${details.counterexamplePath}`,
+          { cause: failure },
+        )
+      }
+    },
+  },
+]

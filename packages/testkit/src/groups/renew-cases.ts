@@ -1,0 +1,121 @@
+import { checkEqual, checkRejects } from '../assertions.js'
+import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+
+export const renewCases: CaseDefinition[] = [
+  {
+    name: 'renew keeps a lease held past its original expiry',
+    async run(c) {
+      const workId = c.workId()
+      const ttl = c.clientClock ? SHORT_TTL_MS : 1_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.elapse(ttl * 0.6)
+      await c.backend.renew(record, ttl)
+      await c.elapse(ttl * 0.6)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after renew',
+      )
+    },
+  },
+  {
+    name: 'renew sets expiry to now + ttl, also shorter than before',
+    unsupported: (caps) =>
+      caps.clock === 'server' ? 'needs a controllable client clock to land on the boundary' : undefined,
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.renew(record, 100)
+      await c.elapse(99)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        '1 ms before expiry',
+      )
+      await c.elapse(1)
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'token at expiry')
+    },
+  },
+  {
+    name: 'renew can be repeated with identical values (a retried renew whose reply was lost)',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.renew(record, LONG_TTL_MS)
+      await c.backend.renew(record, LONG_TTL_MS)
+      await c.backend.renew(record, LONG_TTL_MS)
+    },
+  },
+  {
+    name: 'renew of an expired lease that nobody took is LEASE_EXPIRED',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'LEASE_EXPIRED', 'renew after expiry')
+    },
+  },
+  {
+    name: 'a refused renew leaves the lease free for a successor',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'LEASE_EXPIRED', 'renew after expiry')
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'successor token')
+    },
+  },
+  {
+    name: 'renew after a takeover is FENCED',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'FENCED', 'renew by the old holder')
+    },
+  },
+  {
+    name: 'renew after release is FENCED',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(record)
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'FENCED', 'renew after release')
+    },
+  },
+  {
+    name: 'renew with the right token but another holderId is FENCED',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await checkRejects(
+        () => c.backend.renew(forge(record, { holderId: 'holder-b' }), LONG_TTL_MS),
+        'FENCED',
+        'forged holder',
+      )
+      await c.backend.renew(record, LONG_TTL_MS)
+    },
+  },
+  {
+    name: 'renew with a token from the future is FENCED',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await checkRejects(
+        () => c.backend.renew(forge(record, { fencingToken: record.fencingToken + 1n }), LONG_TTL_MS),
+        'FENCED',
+        'forged token',
+      )
+    },
+  },
+  {
+    name: 'renew of a workId never acquired is FENCED',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await checkRejects(
+        () => c.backend.renew(forge(record, { workId: c.workId('never') }), LONG_TTL_MS),
+        'FENCED',
+        'unknown workId',
+      )
+    },
+  },
+]

@@ -1,0 +1,35 @@
+import type { LeaseRecord } from '@worklease/spec'
+import { check, checkEqual } from '../assertions.js'
+import type { CaseContext } from '../case-context.js'
+
+const encoder = new TextEncoder()
+
+export const bytes = (text: string): Uint8Array => encoder.encode(text)
+
+// Wide enough to forgive a remote server's clock, narrow enough to catch seconds-for-milliseconds
+// and time-zone mistakes, which are off by minutes or more.
+const SERVER_CLOCK_TOLERANCE_MS = 30_000
+
+/** `record` is a well-formed lease for `workId`/`holderId` expiring `ttlMs` after "now". */
+export function checkRecord(
+  context: CaseContext,
+  record: LeaseRecord,
+  expected: { workId: string; holderId: string; fencingToken: bigint; ttlMs: number; startedAt: number },
+): void {
+  checkEqual(typeof record.fencingToken, 'bigint', 'record.fencingToken type')
+  checkEqual(record.fencingToken, expected.fencingToken, 'record.fencingToken')
+  checkEqual(record.workId, expected.workId, 'record.workId')
+  checkEqual(record.holderId, expected.holderId, 'record.holderId')
+  check(record.expiresAt instanceof Date, 'record.expiresAt must be a Date')
+  const expiresAt = record.expiresAt.getTime()
+  if (context.clientClock) {
+    checkEqual(expiresAt, context.clock.now() + expected.ttlMs, 'record.expiresAt (client clock: now + ttl)')
+  } else {
+    const low = expected.startedAt + expected.ttlMs - SERVER_CLOCK_TOLERANCE_MS
+    const high = Date.now() + expected.ttlMs + SERVER_CLOCK_TOLERANCE_MS
+    check(
+      expiresAt >= low && expiresAt <= high,
+      `record.expiresAt ${record.expiresAt.toISOString()} is not about now + ttl (${expected.ttlMs} ms)`,
+    )
+  }
+}

@@ -1,0 +1,60 @@
+import { check, checkEqual, checkRejects } from '../assertions.js'
+import { LONG_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+const SKEW_MS = 10_000
+const needsClientClock = (caps: { clock: string }) =>
+  caps.clock === 'server'
+    ? 'the server clock decides expiry, so skew between client processes cannot change an outcome'
+    : undefined
+
+export const skewCases: CaseDefinition[] = [
+  {
+    name: `release is seen at once by a successor whose clock is ${SKEW_MS / 1000} s behind`,
+    unsupported: needsClientClock,
+    async run(c) {
+      const workId = c.workId()
+      const behind = await c.open(-SKEW_MS)
+      const record = await c.backend.acquire(workId, 'holder-a', 5_000)
+      await c.backend.release(record)
+      const next = await behind.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'successor token')
+      checkEqual((await behind.readCheckpoint(next)).cleanHandoff, true, 'cleanHandoff')
+    },
+  },
+  {
+    name: 'a successor whose clock is ahead gets in early, but the fence still stops the old holder',
+    unsupported: needsClientClock,
+    async run(c) {
+      const workId = c.workId()
+      const ahead = await c.open(SKEW_MS)
+      const old = await c.backend.acquire(workId, 'holder-a', 5_000)
+      const successor = await ahead.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(successor.fencingToken, 2n, 'successor token')
+      await checkRejects(
+        () => c.backend.checkpoint(old, bytes('stale'), 5_000),
+        'FENCED',
+        'old holder checkpoint',
+      )
+      await checkRejects(() => c.backend.renew(old, 5_000), 'FENCED', 'old holder renew')
+    },
+  },
+  {
+    name: 'a process whose clock is behind sees a live lease as held',
+    unsupported: needsClientClock,
+    async run(c) {
+      const workId = c.workId()
+      const behind = await c.open(-SKEW_MS)
+      const record = await c.backend.acquire(workId, 'holder-a', 5_000)
+      await c.elapse(6_000)
+      await checkRejects(
+        () => behind.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire on the slow clock',
+      )
+      const ok = await c.backend.acquire(workId, 'holder-c', LONG_TTL_MS)
+      check(ok.fencingToken > record.fencingToken, 'acquire on the right clock after expiry')
+    },
+  },
+]

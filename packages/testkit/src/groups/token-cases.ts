@@ -1,0 +1,78 @@
+import { checkEqual, checkRejects } from '../assertions.js'
+import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+const CYCLES = 200
+
+export const tokenCases: CaseDefinition[] = [
+  {
+    name: `tokens go up by one over ${CYCLES} acquire/release cycles`,
+    timeoutMs: 60_000,
+    async run(c) {
+      const workId = c.workId()
+      for (let i = 1; i <= CYCLES; i++) {
+        const record = await c.backend.acquire(workId, `holder-${i % 3}`, LONG_TTL_MS)
+        checkEqual(record.fencingToken, BigInt(i), `token of cycle ${i}`)
+        await c.backend.release(record)
+      }
+    },
+  },
+  {
+    name: 'tokens keep rising across expiries, releases, renewals and checkpoints',
+    timeoutMs: 30_000,
+    async run(c) {
+      const workId = c.workId()
+      let expected = 0n
+      for (let i = 0; i < 4; i++) {
+        const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+        expected++
+        checkEqual(record.fencingToken, expected, `token after ${i} expiries`)
+        await c.backend.renew(record, SHORT_TTL_MS)
+        await c.backend.checkpoint(record, bytes(`round ${i}`), SHORT_TTL_MS)
+        if (i % 2 === 0) await c.backend.release(record)
+        else await c.expire()
+      }
+    },
+  },
+  {
+    name: 'failed acquires never consume a token',
+    async run(c) {
+      const workId = c.workId()
+      const held = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      for (let i = 0; i < 10; i++) {
+        await checkRejects(
+          () => c.backend.acquire(workId, `holder-${i}`, LONG_TTL_MS),
+          'LEASE_HELD',
+          `acquire ${i}`,
+        )
+      }
+      await c.backend.release(held)
+      checkEqual((await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)).fencingToken, 2n, 'next token')
+    },
+  },
+  {
+    name: 'tokens are per workId',
+    async run(c) {
+      const busy = c.workId('busy')
+      for (let i = 0; i < 5; i++)
+        await c.backend.release(await c.backend.acquire(busy, 'holder-a', LONG_TTL_MS))
+      const fresh = await c.backend.acquire(c.workId('fresh'), 'holder-a', LONG_TTL_MS)
+      checkEqual(fresh.fencingToken, 1n, 'first token of another workId')
+    },
+  },
+  {
+    name: 'a backend opened later (a restart) continues the sequence',
+    async run(c) {
+      const workId = c.workId()
+      for (let i = 0; i < 3; i++)
+        await c.backend.release(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
+      const restarted = await c.open()
+      checkEqual(
+        (await restarted.acquire(workId, 'holder-a', LONG_TTL_MS)).fencingToken,
+        4n,
+        'token after restart',
+      )
+    },
+  },
+]

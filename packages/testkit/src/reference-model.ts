@@ -1,0 +1,92 @@
+import type { ErrorCode } from '@worklease/spec'
+
+interface ModelLease {
+  token: bigint
+  holderId: string
+  expiresAt: number
+  released: boolean
+  cleanHandoff: boolean
+  state: Uint8Array | null
+}
+
+/** What the model predicts for one operation. */
+export type ModelOutcome<T = undefined> = { ok: true; value: T } | { ok: false; code: ErrorCode }
+
+/** The parts of a record the model checks; `expiresAt` only on client clocks. */
+export interface ModelRecord {
+  workId: string
+  holderId: string
+  fencingToken: bigint
+}
+
+/**
+ * The contract as a sequential state machine, written independently of any backend (including
+ * `MemoryBackend`) so that the model-based group compares two implementations, not one with itself.
+ * Time is whatever the caller says "now" is.
+ */
+export class ReferenceModel {
+  readonly #leases = new Map<string, ModelLease>()
+
+  acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    now: number,
+  ): ModelOutcome<{ token: bigint; expiresAt: number }> {
+    const lease = this.#leases.get(workId)
+    if (lease && !lease.released && lease.expiresAt > now) return { ok: false, code: 'LEASE_HELD' }
+    const token = (lease?.token ?? 0n) + 1n
+    this.#leases.set(workId, {
+      token,
+      holderId,
+      expiresAt: now + ttlMs,
+      released: false,
+      cleanHandoff: lease === undefined || lease.released,
+      state: lease?.state ?? null,
+    })
+    return { ok: true, value: { token, expiresAt: now + ttlMs } }
+  }
+
+  renew(record: ModelRecord, ttlMs: number, now: number): ModelOutcome {
+    const lease = this.#valid(record)
+    if (!lease) return { ok: false, code: 'FENCED' }
+    if (lease.expiresAt <= now) return { ok: false, code: 'LEASE_EXPIRED' }
+    lease.expiresAt = now + ttlMs
+    return { ok: true, value: undefined }
+  }
+
+  checkpoint(record: ModelRecord, state: Uint8Array, ttlMs: number, now: number): ModelOutcome {
+    const lease = this.#valid(record)
+    if (!lease) return { ok: false, code: 'FENCED' }
+    lease.state = state.slice()
+    lease.expiresAt = now + ttlMs
+    return { ok: true, value: undefined }
+  }
+
+  release(record: ModelRecord, now: number): ModelOutcome {
+    const lease = this.#valid(record)
+    if (!lease) return { ok: false, code: 'FENCED' }
+    lease.released = true
+    lease.expiresAt = Math.min(lease.expiresAt, now - 1)
+    return { ok: true, value: undefined }
+  }
+
+  readCheckpoint(record: ModelRecord): ModelOutcome<{ state: Uint8Array | null; cleanHandoff: boolean }> {
+    const lease = this.#valid(record)
+    if (!lease) return { ok: false, code: 'FENCED' }
+    return { ok: true, value: { state: lease.state, cleanHandoff: lease.cleanHandoff } }
+  }
+
+  #valid(record: ModelRecord): ModelLease | undefined {
+    const lease = this.#leases.get(record.workId)
+    if (
+      !lease ||
+      lease.released ||
+      lease.token !== record.fencingToken ||
+      lease.holderId !== record.holderId
+    ) {
+      return undefined
+    }
+    return lease
+  }
+}

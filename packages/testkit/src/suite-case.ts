@@ -1,0 +1,63 @@
+import type { BackendCapabilities } from '@worklease/spec'
+import type { CaseContext } from './case-context.js'
+
+/** The groups of the conformance suite, in the order they run. */
+export const GROUP_NAMES = [
+  'acquire',
+  'renew',
+  'checkpoint',
+  'release',
+  'readCheckpoint',
+  'handoff',
+  'tokens',
+  'expiry',
+  'skew',
+  'races',
+  'badInput',
+  'state',
+  'unicode',
+  'isolation',
+  'roundTrips',
+  'model',
+] as const
+
+export type GroupName = (typeof GROUP_NAMES)[number]
+
+/** One case as a group defines it: what it needs and what it checks. */
+export interface CaseDefinition {
+  readonly name: string
+  /** Returns why the case cannot run on a backend with these capabilities, or `undefined` if it can. */
+  readonly unsupported?: (
+    capabilities: BackendCapabilities,
+    context: { countsRoundTrips: boolean },
+  ) => string | undefined
+  /** Case-specific time budget; the default is enough for cases that wait out one short ttl. */
+  readonly timeoutMs?: number
+  readonly run: (context: CaseContext) => Promise<void>
+}
+
+/** The outcome of {@link SuiteCase.run}. */
+export type CaseOutcome =
+  | { readonly status: 'passed' }
+  | { readonly status: 'skipped'; readonly reason: string }
+
+/**
+ * A case ready to run on any test runner: vitest (through `backendSuite`), `node:test`, or a plain
+ * loop. `run` rejects when the backend breaks the contract.
+ *
+ * ```ts
+ * import { test } from 'node:test'
+ * for (const c of suiteCases({ factory })) {
+ *   test(`${c.group} > ${c.name}`, async (t) => {
+ *     const outcome = await c.run()
+ *     if (outcome.status === 'skipped') t.skip(outcome.reason)
+ *   })
+ * }
+ * ```
+ */
+export interface SuiteCase {
+  readonly group: GroupName
+  readonly name: string
+  readonly timeoutMs: number
+  run(): Promise<CaseOutcome>
+}

@@ -1,0 +1,235 @@
+import { MemoryBackend, MemoryStore, type StoredLease } from '@worklease/memory'
+import {
+  type Backend,
+  type CallOptions,
+  type CheckpointRead,
+  type Clock,
+  createLeaseRecord,
+  FencedError,
+  type LeaseRecord,
+} from '@worklease/spec'
+import type { BackendFactory, GroupName } from '../src/index.js'
+
+/**
+ * A MemoryBackend with one rule broken. Each subclass overrides one operation the way a plausible
+ * driver bug would, so the suite's own tests can show that some case catches it.
+ */
+class Flawed implements Backend {
+  readonly inner: MemoryBackend
+  constructor(
+    readonly store: MemoryStore,
+    readonly clock: Clock,
+  ) {
+    this.inner = new MemoryBackend({ store, clock })
+  }
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  lease(workId: string): StoredLease | undefined {
+    return this.store.leases.get(workId)
+  }
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    return this.inner.acquire(workId, holderId, ttlMs, options)
+  }
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+    return this.inner.checkpoint(record, state, ttlMs, options)
+  }
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    return this.inner.renew(record, ttlMs, options)
+  }
+  release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    return this.inner.release(record, options)
+  }
+  readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    return this.inner.readCheckpoint(record, options)
+  }
+}
+
+/** Drops a lease outright, as if the acquire's write never checked the previous holder. */
+function forceFree(lease: StoredLease | undefined): void {
+  if (lease) lease.released = true
+}
+
+type BrokenBackendClass = new (store: MemoryStore, clock: Clock) => Backend
+
+const broken: Record<string, BrokenBackendClass> = {
+  'no token bump': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const previous = this.lease(workId)?.fencingToken ?? 1n
+      const record = await super.acquire(workId, holderId, ttlMs)
+      this.lease(workId)!.fencingToken = previous
+      return createLeaseRecord(workId, holderId, previous, record.expiresAt.getTime())
+    }
+  },
+  'token reset after release': class extends Flawed {
+    override async release(record: LeaseRecord) {
+      await super.release(record)
+      this.lease(record.workId)!.fencingToken = 0n
+    }
+  },
+  'double acquire allowed': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      forceFree(this.lease(workId))
+      return super.acquire(workId, holderId, ttlMs)
+    }
+  },
+  'checkpoint ignoring the token': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      const lease = this.lease(record.workId)
+      if (!lease) throw new FencedError()
+      lease.state = state.slice()
+      lease.expiresAtMs = this.clock.now() + ttlMs
+    }
+  },
+  'renew ignoring expiry': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      const lease = this.lease(record.workId)
+      if (lease && lease.expiresAtMs <= this.clock.now()) lease.expiresAtMs = this.clock.now() + 1
+      return super.renew(record, ttlMs)
+    }
+  },
+  'release not freeing at once': class extends Flawed {
+    override async release(record: LeaseRecord) {
+      await super.release(record)
+      const lease = this.lease(record.workId)!
+      lease.released = false
+      lease.holderId = `${lease.holderId} (releasing)`
+      lease.expiresAtMs = this.clock.now() + 1_000
+    }
+  },
+  'release relying on the timestamp alone': class extends Flawed {
+    override async release(record: LeaseRecord) {
+      await super.release(record)
+      const lease = this.lease(record.workId)!
+      lease.released = false
+      lease.holderId = `${lease.holderId} (released)`
+    }
+  },
+  'cleanHandoff always true': class extends Flawed {
+    override async readCheckpoint(record: LeaseRecord) {
+      return { ...(await super.readCheckpoint(record)), cleanHandoff: true }
+    }
+  },
+  'state lost on acquire': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const record = await super.acquire(workId, holderId, ttlMs)
+      this.lease(workId)!.state = null
+      return record
+    }
+  },
+  'bad input accepted': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const usable = Number.isSafeInteger(ttlMs) && ttlMs > 0 && ttlMs <= 2_147_483_647 ? ttlMs : 1_000
+      return super.acquire(workId, holderId, usable)
+    }
+  },
+  'renew bumping the token': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      await super.renew(record, ttlMs)
+      this.lease(record.workId)!.fencingToken++
+    }
+  },
+  'readCheckpoint without a fence': class extends Flawed {
+    override async readCheckpoint(record: LeaseRecord) {
+      const lease = this.lease(record.workId)
+      return { state: lease?.state ?? null, cleanHandoff: lease?.cleanHandoff ?? true }
+    }
+  },
+  'expiry off by one (free only after expiresAt)': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const lease = this.lease(workId)
+      if (lease && !lease.released && lease.expiresAtMs === this.clock.now()) lease.expiresAtMs++
+      return super.acquire(workId, holderId, ttlMs)
+    }
+  },
+  'token returned as a number': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const record = await super.acquire(workId, holderId, ttlMs)
+      return { ...record, fencingToken: Number(record.fencingToken) } as unknown as LeaseRecord
+    }
+  },
+  'checkpoint accepted after release': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      const lease = this.lease(record.workId)
+      const wasReleased = lease?.released === true
+      if (lease) lease.released = false
+      try {
+        await super.checkpoint(record, state, ttlMs)
+      } finally {
+        if (lease && wasReleased) lease.released = true
+      }
+    }
+  },
+  'state stored without copying': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      await super.checkpoint(record, state, ttlMs)
+      this.lease(record.workId)!.state = state
+    }
+  },
+  'read-then-write acquire (a race window)': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const lease = this.lease(workId)
+      const free = !lease || lease.released || lease.expiresAtMs <= this.clock.now()
+      await new Promise((resolve) => setImmediate(resolve))
+      if (free) forceFree(this.lease(workId))
+      return super.acquire(workId, holderId, ttlMs)
+    }
+  },
+  'aborted signal ignored': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, _options?: CallOptions) {
+      return super.renew(record, ttlMs)
+    }
+  },
+  'failed acquire reported as FENCED': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.acquire(workId, holderId, ttlMs, options)
+      } catch (error) {
+        throw new FencedError(undefined, { cause: error })
+      }
+    }
+  },
+}
+
+/** The group written to catch each bug; other groups may catch it too, but this one must. */
+const expectedGroup: Record<keyof typeof broken, GroupName> = {
+  'no token bump': 'tokens',
+  'token reset after release': 'tokens',
+  'double acquire allowed': 'acquire',
+  'checkpoint ignoring the token': 'checkpoint',
+  'renew ignoring expiry': 'renew',
+  'release not freeing at once': 'release',
+  'release relying on the timestamp alone': 'skew',
+  'cleanHandoff always true': 'handoff',
+  'state lost on acquire': 'handoff',
+  'bad input accepted': 'badInput',
+  'renew bumping the token': 'tokens',
+  'readCheckpoint without a fence': 'readCheckpoint',
+  'expiry off by one (free only after expiresAt)': 'expiry',
+  'token returned as a number': 'acquire',
+  'checkpoint accepted after release': 'release',
+  'state stored without copying': 'checkpoint',
+  'read-then-write acquire (a race window)': 'races',
+  'aborted signal ignored': 'badInput',
+  'failed acquire reported as FENCED': 'acquire',
+}
+
+/** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */
+export interface BrokenBackend {
+  readonly name: string
+  readonly caughtBy: GroupName
+  readonly factory: BackendFactory
+}
+
+export const brokenBackends: readonly BrokenBackend[] = Object.entries(broken).map(([name, Backend]) => ({
+  name,
+  caughtBy: expectedGroup[name]!,
+  factory: () => {
+    const store = new MemoryStore()
+    return {
+      open: ({ clock }) => new Backend(store, clock),
+      roundTrips: () => store.operations,
+      close: async () => {},
+    }
+  },
+}))
