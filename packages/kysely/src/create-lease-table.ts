@@ -1,0 +1,134 @@
+import { InvalidArgumentError } from '@worklease/spec'
+import { type Kysely, type Migration, sql } from 'kysely'
+import {
+  type DialectFamily,
+  detectFamily,
+  LEASE_DIALECTS,
+  type LeaseDialect,
+  resolveDialect,
+} from './lease-dialect.js'
+import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+
+/** Options of {@link createLeaseTable}, {@link dropLeaseTable} and {@link createLeaseTableMigration}. */
+export interface LeaseTableOptions {
+  /**
+   * The table to create; the same name goes to `KyselyBackend`. Default: `'worklease_leases'`.
+   *
+   * ```ts
+   * await createLeaseTable(db, { table: 'jobs.leases' })
+   * ```
+   */
+  table?: string
+  /**
+   * The SQL flavour. Default: detected from Kysely's dialect adapter (`'mysql'` and `'mariadb'` create
+   * the same table).
+   *
+   * ```ts
+   * await createLeaseTable(db, { dialect: 'sqlite' })
+   * ```
+   */
+  dialect?: LeaseDialect
+}
+
+function familyOf(db: Kysely<any>, dialect: LeaseDialect | undefined): DialectFamily {
+  if (dialect !== undefined) {
+    if (!LEASE_DIALECTS.includes(dialect)) {
+      throw new InvalidArgumentError(`dialect must be one of ${LEASE_DIALECTS.join(', ')}`)
+    }
+    return resolveDialect(dialect).family
+  }
+  const family = detectFamily(db)
+  if (!family)
+    throw new InvalidArgumentError(`cannot tell the SQL flavour; pass dialect (${LEASE_DIALECTS.join(', ')})`)
+  return family
+}
+
+// Column types per family, and why:
+// - token: a signed 64-bit integer everywhere (SQLite's INTEGER is one; the CHECK turns SQLite's silent
+//   overflow to REAL into an error).
+// - expires_at: epoch milliseconds as BIGINT, an instant that no session or server time zone can shift.
+// - work_id/holder: compared byte for byte. PostgreSQL: COLLATE "C". MySQL/MariaDB: VARBINARY, because
+//   the utf8mb4 collations (utf8mb4_bin included) are PAD SPACE, so 'a' and 'a ' would be one key and
+//   one holder; 1020 bytes hold 255 UTF-16 code units of UTF-8. SQLite: TEXT's default BINARY collation.
+function createTableSql(family: DialectFamily, table: string) {
+  const name = sql.table(table)
+  switch (family) {
+    case 'postgres':
+      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+  work_id varchar(255) COLLATE "C" NOT NULL PRIMARY KEY,
+  token bigint NOT NULL CHECK (token >= 1),
+  holder varchar(255) COLLATE "C" NOT NULL,
+  expires_at bigint NOT NULL,
+  released boolean NOT NULL DEFAULT false,
+  clean_handoff boolean NOT NULL DEFAULT true,
+  state bytea
+)`
+    case 'mysql':
+      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+  work_id VARBINARY(1020) NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL,
+  holder VARBINARY(1020) NOT NULL,
+  expires_at BIGINT NOT NULL,
+  released TINYINT(1) NOT NULL DEFAULT 0,
+  clean_handoff TINYINT(1) NOT NULL DEFAULT 1,
+  state LONGBLOB NULL
+) ENGINE=InnoDB`
+    case 'sqlite':
+      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+  work_id TEXT NOT NULL PRIMARY KEY,
+  token INTEGER NOT NULL CHECK (typeof(token) = 'integer' AND token >= 1),
+  holder TEXT NOT NULL,
+  expires_at INTEGER NOT NULL,
+  released INTEGER NOT NULL DEFAULT 0,
+  clean_handoff INTEGER NOT NULL DEFAULT 1,
+  state BLOB
+)`
+  }
+}
+
+/**
+ * Creates the lease table if it does not exist, with the right column types for the database.
+ *
+ * ```ts
+ * await createLeaseTable(db)                              // worklease_leases, flavour detected
+ * await createLeaseTable(db, { table: 'leases', dialect: 'mysql' })
+ * ```
+ */
+export async function createLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
+  const { table = DEFAULT_TABLE, dialect } = options
+  validateTableName(table)
+  await createTableSql(familyOf(db, dialect), table).execute(db)
+}
+
+/**
+ * Drops the lease table if it exists. Tokens restart at 1 afterwards, so only do this when no holder
+ * of an old token can still write anywhere.
+ *
+ * ```ts
+ * await dropLeaseTable(db, { table: 'leases' })
+ * ```
+ */
+export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
+  const { table = DEFAULT_TABLE } = options
+  validateTableName(table)
+  await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)
+}
+
+/**
+ * A Kysely `Migration` that creates the lease table (and drops it on `down`), for `Migrator` users.
+ *
+ * ```ts
+ * const migrator = new Migrator({
+ *   db,
+ *   provider: { getMigrations: async () => ({ '0001_worklease': createLeaseTableMigration() }) },
+ * })
+ * await migrator.migrateToLatest()
+ * ```
+ */
+export function createLeaseTableMigration(options: LeaseTableOptions = {}): Migration {
+  validateTableName(options.table ?? DEFAULT_TABLE)
+  return {
+    up: (db) => createLeaseTable(db, options),
+    down: (db) => dropLeaseTable(db, options),
+  }
+}

@@ -1,0 +1,9 @@
+export {
+  createLeaseTable,
+  createLeaseTableMigration,
+  dropLeaseTable,
+  type LeaseTableOptions,
+} from './create-lease-table.js'
+export { KyselyBackend, type KyselyBackendOptions } from './kysely-backend.js'
+export type { DialectFamily, LeaseDialect } from './lease-dialect.js'
+export { DEFAULT_TABLE, validateTableName } from './table-name.js'

@@ -1,0 +1,295 @@
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CallOptions,
+  type CheckpointRead,
+  createLeaseRecord,
+  FencedError,
+  InvalidArgumentError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  type LeaseRecord,
+  validateAcquireArgs,
+  validateCheckpointArgs,
+  validateRecordArgs,
+  validateRenewArgs,
+} from '@worklease/spec'
+import type { Kysely, QueryResult, RawBuilder } from 'kysely'
+import {
+  type DialectFamily,
+  detectFamily,
+  LEASE_DIALECTS,
+  type LeaseDialect,
+  type ResolvedDialect,
+  resolveDialect,
+} from './lease-dialect.js'
+import { type AcquiredRow, LeaseStatements, type RecordKey } from './lease-statements.js'
+import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+
+/** Options of {@link KyselyBackend}. */
+export interface KyselyBackendOptions {
+  /**
+   * Your Kysely instance (any database type; the backend only issues raw SQL). It may be a transaction,
+   * but then every lease operation joins it: leases are meant to be visible to other processes at once,
+   * so prefer the root instance.
+   *
+   * ```ts
+   * const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString }) }) })
+   * const backend = new KyselyBackend({ db })
+   * ```
+   */
+  db: Kysely<any>
+  /**
+   * The lease table, as created by {@link createLeaseTable}: letters, digits and underscores, optionally
+   * `schema.table`. Default: `'worklease_leases'`.
+   *
+   * ```ts
+   * const backend = new KyselyBackend({ db, table: 'jobs.leases' })
+   * ```
+   */
+  table?: string
+  /**
+   * The SQL flavour. Default: detected from Kysely's dialect adapter. A MySQL adapter cannot tell MySQL
+   * from MariaDB, so the first acquire then tries MariaDB's `INSERT ... RETURNING` and, if the server
+   * rejects the syntax (MySQL 8), settles on the MySQL form for the backend's lifetime.
+   *
+   * ```ts
+   * const backend = new KyselyBackend({ db, dialect: 'mariadb' })
+   * ```
+   */
+  dialect?: LeaseDialect
+  /**
+   * Largest checkpoint state in bytes. Default: 16 MiB on PostgreSQL and SQLite, 4 MiB on
+   * MySQL/MariaDB (the state travels hex-encoded and must fit `max_allowed_packet`, 16 MiB by default).
+   *
+   * ```ts
+   * const backend = new KyselyBackend({ db, maxStateBytes: 256 * 1024 })
+   * ```
+   */
+  maxStateBytes?: number
+}
+
+const MiB = 1024 * 1024
+const DEFAULT_MAX_STATE_BYTES: Record<DialectFamily, number> = {
+  postgres: 16 * MiB,
+  sqlite: 16 * MiB,
+  mysql: 4 * MiB,
+}
+// MySQL 8's answer to MariaDB's INSERT ... RETURNING: a syntax error, raised before anything runs.
+const ER_PARSE_ERROR = 1064
+
+/**
+ * A worklease backend over PostgreSQL, MySQL/MariaDB or SQLite, through a Kysely instance you own.
+ * Expiry is decided on the database server's clock, in epoch milliseconds. Every operation is one SQL
+ * statement on its happy path (acquire on MySQL 8: two, see the README).
+ *
+ * ```ts
+ * import { Kysely, PostgresDialect } from 'kysely'
+ * import pg from 'pg'
+ * import { createLeaseTable, KyselyBackend } from '@worklease/kysely'
+ *
+ * const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString }) }) })
+ * await createLeaseTable(db)
+ * const backend = new KyselyBackend({ db })
+ * const record = await backend.acquire('invoice-42', 'worker-a', 30_000)
+ * ```
+ */
+export class KyselyBackend implements Backend {
+  readonly capabilities: BackendCapabilities
+  readonly #db: Kysely<any>
+  readonly #statements: LeaseStatements
+  #dialect: ResolvedDialect
+
+  constructor(options: KyselyBackendOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('options must be an object')
+    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes } = options
+    if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
+      throw new InvalidArgumentError('options.db must be a Kysely instance')
+    }
+    validateTableName(table)
+    if (dialect !== undefined && !LEASE_DIALECTS.includes(dialect)) {
+      throw new InvalidArgumentError(`options.dialect must be one of ${LEASE_DIALECTS.join(', ')}`)
+    }
+    if (dialect !== undefined) {
+      this.#dialect = resolveDialect(dialect)
+    } else {
+      const family = detectFamily(db)
+      if (!family) {
+        throw new InvalidArgumentError(
+          `cannot tell the SQL flavour of this Kysely dialect; pass options.dialect (${LEASE_DIALECTS.join(', ')})`,
+        )
+      }
+      this.#dialect = { family, returning: family === 'mysql' ? undefined : true }
+    }
+    if (maxStateBytes !== undefined && (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0)) {
+      throw new InvalidArgumentError('options.maxStateBytes must be a non-negative safe integer')
+    }
+    this.#db = db
+    this.#statements = new LeaseStatements(this.#dialect.family, table)
+    this.capabilities = Object.freeze({
+      clock: 'server',
+      maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
+      crossConnectionAtomic: true,
+    })
+  }
+
+  /** The SQL family in use: `'postgres'`, `'mysql'` (MySQL and MariaDB) or `'sqlite'`. */
+  get family(): DialectFamily {
+    return this.#dialect.family
+  }
+
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
+    validateAcquireArgs(workId, holderId, ttlMs, options)
+    const signal = options?.signal
+    if (this.#dialect.family !== 'mysql') {
+      const { rows } = await this.#run(this.#statements.acquireUpsert(workId, holderId, ttlMs), signal)
+      const row = rows[0]
+      if (!row) throw new LeaseHeldError()
+      return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+    }
+    if (this.#dialect.returning !== false) {
+      let result: QueryResult<AcquiredRow> | undefined
+      try {
+        result = await this.#run(this.#statements.acquireMysql(workId, holderId, ttlMs, true), signal)
+      } catch (error) {
+        // Only an undecided dialect probes; a parse error never executed anything, so nothing is retried.
+        if (
+          this.#dialect.returning !== undefined ||
+          (error as { errno?: unknown }).errno !== ER_PARSE_ERROR
+        ) {
+          throw error
+        }
+        this.#dialect = { family: 'mysql', returning: false }
+      }
+      if (result) {
+        this.#dialect = { family: 'mysql', returning: true }
+        const row = result.rows[0]
+        if (!row || BigInt(String(row.acquired)) === 0n) throw new LeaseHeldError()
+        return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+      }
+    }
+    return this.#acquireWithoutReturning(workId, holderId, ttlMs, signal)
+  }
+
+  // MySQL 8 reports the token through LAST_INSERT_ID in the OK packet, but nothing carries the server's
+  // expiry back, so a second, read-only statement fetches it, keyed by the new token. Only the lease's
+  // own holder could change that row before it expires, and the holder does not have the record yet.
+  async #acquireWithoutReturning(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<LeaseRecord> {
+    const { insertId } = await this.#run(
+      this.#statements.acquireMysql(workId, holderId, ttlMs, false),
+      signal,
+    )
+    if (insertId === undefined || insertId === 0n) throw new LeaseHeldError()
+    const token = BigInt(insertId)
+    const { rows } = await this.#run(this.#statements.acquiredExpiry(workId, token.toString()), signal)
+    const row = rows[0]
+    // A null expiry means the lease already expired and was taken over; it ended by "now" at the latest.
+    const expiresAt = row?.expires_at ?? row?.now_ms
+    if (expiresAt === undefined || expiresAt === null)
+      throw new Error('the lease expiry could not be read back')
+    return createLeaseRecord(workId, holderId, token, toMillis(expiresAt))
+  }
+
+  async checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<void> {
+    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const key = keyOf(record)
+    const bytes = Buffer.from(state.buffer, state.byteOffset, state.byteLength)
+    const result = await this.#run(this.#statements.checkpoint(key, bytes, ttlMs), options?.signal)
+    if (affected(result) > 0n) return
+    // MySQL without CLIENT_FOUND_ROWS reports changed rows, and an identical rewrite changes none. A record
+    // that is valid after the update was valid during it (validity never comes back), so it landed.
+    if (this.#dialect.family === 'mysql') {
+      const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+      if (rows.length > 0) return
+    }
+    throw new FencedError()
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    validateRenewArgs(record, ttlMs, options)
+    const key = keyOf(record)
+    const result = await this.#run(this.#statements.renew(key, ttlMs), options?.signal)
+    if (affected(result) > 0n) return
+    // One read to name the failure. "Valid and unexpired" can only mean the update matched without
+    // changing anything (MySQL without CLIENT_FOUND_ROWS, same millisecond): the renew landed.
+    const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+    const row = rows[0]
+    if (!row) throw new FencedError()
+    if (Number(row.live) !== 1) throw new LeaseExpiredError()
+  }
+
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    validateRecordArgs(record, options)
+    // Setting released always changes a valid row, so zero rows means invalid even without found-rows.
+    const result = await this.#run(this.#statements.release(keyOf(record)), options?.signal)
+    if (affected(result) === 0n) throw new FencedError()
+  }
+
+  async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    validateRecordArgs(record, options)
+    const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(record)), options?.signal)
+    const row = rows[0]
+    if (!row) throw new FencedError()
+    return {
+      state: row.state === null || row.state === undefined ? null : new Uint8Array(row.state),
+      cleanHandoff: Number(row.clean_handoff) === 1,
+    }
+  }
+
+  async #run<R>(query: RawBuilder<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
+    const pending = query.execute(this.#db)
+    if (!signal) return pending
+    return abortable(pending, signal)
+  }
+}
+
+function keyOf(record: LeaseRecord): RecordKey {
+  return { workId: record.workId, holderId: record.holderId, token: record.fencingToken.toString() }
+}
+
+function affected(result: QueryResult<unknown>): bigint {
+  return result.numAffectedRows ?? 0n
+}
+
+function toMillis(value: unknown): number {
+  const ms = Number(value)
+  if (!Number.isSafeInteger(ms))
+    throw new Error(`the server returned an expiry that is not epoch milliseconds: ${value}`)
+  return ms
+}
+
+// A signal firing mid-flight abandons the wait, not the statement: the outcome is unknown, as the
+// contract says for a lost reply. The statement's own failure is still observed (no unhandled rejection).
+function abortable<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
+  signal.throwIfAborted()
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    pending.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}

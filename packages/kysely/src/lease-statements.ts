@@ -1,0 +1,144 @@
+import { type RawBuilder, sql } from 'kysely'
+import type { DialectFamily } from './lease-dialect.js'
+
+/** A row handed back by acquire: text columns, so 64-bit values never pass through a JS number. */
+export interface AcquiredRow {
+  token: string
+  expires_at: string
+  /** MySQL family only: `LAST_INSERT_ID()`, 0 when the lease was held. */
+  acquired?: unknown
+}
+
+export interface LiveRow {
+  live: unknown
+}
+
+export interface CheckpointRow {
+  state: Uint8Array | null
+  clean_handoff: unknown
+}
+
+/** The identity of a lease as a record names it; `token` is the decimal text of the bigint. */
+export interface RecordKey {
+  readonly workId: string
+  readonly holderId: string
+  readonly token: string
+}
+
+/**
+ * Every statement the backend issues, for one SQL family and one table. Values are always parameters;
+ * the only text spliced in is the validated table name and fixed fragments defined here.
+ */
+export class LeaseStatements {
+  readonly family: DialectFamily
+  readonly #table: RawBuilder<unknown>
+  // The database server's clock in epoch milliseconds, so session time zones never enter.
+  // PostgreSQL: clock_timestamp(), not now(), which is frozen at the start of the caller's transaction.
+  // MySQL/MariaDB: UTC_TIMESTAMP is independent of the session time_zone (UNIX_TIMESTAMP(NOW()) is not
+  // across DST folds). SQLite: julianday('now') works on every version, unlike unixepoch('subsec').
+  readonly #now: RawBuilder<unknown>
+  readonly #true: RawBuilder<unknown>
+  readonly #false: RawBuilder<unknown>
+
+  constructor(family: DialectFamily, table: string) {
+    this.family = family
+    this.#table = sql.table(table)
+    this.#now = sql.raw(
+      family === 'postgres'
+        ? 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint'
+        : family === 'mysql'
+          ? "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+          : "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
+    )
+    this.#true = sql.raw(family === 'postgres' ? 'true' : '1')
+    this.#false = sql.raw(family === 'postgres' ? 'false' : '0')
+  }
+
+  // Tokens travel as decimal text and are cast on the server: MySQL compares a BIGINT column with a
+  // string parameter as DOUBLE, which would confuse tokens above 2^53.
+  #token(token: string): RawBuilder<unknown> {
+    const type = this.family === 'postgres' ? 'bigint' : this.family === 'mysql' ? 'SIGNED' : 'INTEGER'
+    return sql`CAST(${token} AS ${sql.raw(type)})`
+  }
+
+  #text(column: string): RawBuilder<unknown> {
+    const type = this.family === 'postgres' ? 'text' : this.family === 'mysql' ? 'CHAR' : 'TEXT'
+    return sql`CAST(${sql.ref(column)} AS ${sql.raw(type)})`
+  }
+
+  #valid(key: RecordKey): RawBuilder<unknown> {
+    return sql`work_id = ${key.workId} AND token = ${this.#token(key.token)} AND holder = ${key.holderId} AND released = ${this.#false}`
+  }
+
+  /**
+   * PostgreSQL and SQLite: a conditional upsert that returns a row only when it took the lease.
+   * Both evaluate every SET expression against the old row, so `clean_handoff = released` reads the
+   * previous lease's released mark.
+   */
+  acquireUpsert(workId: string, holderId: string, ttlMs: number): RawBuilder<AcquiredRow> {
+    const now = this.#now
+    return sql<AcquiredRow>`INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff)
+VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, ${this.#false}, ${this.#true})
+ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released
+WHERE l.released = ${this.#true} OR l.expires_at <= ${now}
+RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at`
+  }
+
+  /**
+   * MySQL/MariaDB: `ON DUPLICATE KEY UPDATE` has no WHERE, so every assignment is an IF() on "free".
+   * MySQL applies assignments left to right and later ones see earlier results, so the columns "free"
+   * reads (released, expires_at) are assigned last, and clean_handoff reads released before it is
+   * cleared. `released = 0` needs no condition: a lease that is not free is not released.
+   * LAST_INSERT_ID(expr) reports the outcome in the same reply: the new token, or 0 when held.
+   * With `returning`, MariaDB hands back the token, expiry and that flag as a row.
+   */
+  acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
+    const now = this.#now
+    const free = sql`(released <> 0 OR expires_at <= ${now})`
+    const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff)
+VALUES (${workId}, LAST_INSERT_ID(1), ${holderId}, ${now} + ${ttlMs}, 0, 1)
+ON DUPLICATE KEY UPDATE
+  token = IF(${free}, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
+  holder = IF(${free}, ${holderId}, holder),
+  clean_handoff = IF(${free}, released, clean_handoff),
+  expires_at = IF(${free}, ${now} + ${ttlMs}, expires_at),
+  released = 0`
+    if (!returning) return insert as RawBuilder<AcquiredRow>
+    return sql<AcquiredRow>`${insert}
+RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at, LAST_INSERT_ID() AS acquired`
+  }
+
+  /** MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token). */
+  acquiredExpiry(workId: string, token: string): RawBuilder<{ expires_at: string | null; now_ms: string }> {
+    return sql<{ expires_at: string | null; now_ms: string }>`SELECT
+  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${workId} AND token = ${this.#token(token)}) AS expires_at,
+  CAST(${this.#now} AS CHAR) AS now_ms`
+  }
+
+  renew(key: RecordKey, ttlMs: number): RawBuilder<unknown> {
+    return sql`UPDATE ${this.#table} SET expires_at = ${this.#now} + ${ttlMs}
+WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
+  }
+
+  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number): RawBuilder<unknown> {
+    return sql`UPDATE ${this.#table} SET state = ${state}, expires_at = ${this.#now} + ${ttlMs}
+WHERE ${this.#valid(key)}`
+  }
+
+  /** Marks released and moves expiry strictly before now (never later than it was). */
+  release(key: RecordKey): RawBuilder<unknown> {
+    const least = this.family === 'sqlite' ? 'MIN' : 'LEAST'
+    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${sql.raw(least)}(expires_at, ${this.#now} - 1)
+WHERE ${this.#valid(key)}`
+  }
+
+  readCheckpoint(key: RecordKey): RawBuilder<CheckpointRow> {
+    return sql<CheckpointRow>`SELECT state, clean_handoff FROM ${this.#table} WHERE ${this.#valid(key)}`
+  }
+
+  /** The failure-path read: no row = the record is invalid; `live` says whether the lease is unexpired. */
+  liveness(key: RecordKey): RawBuilder<LiveRow> {
+    return sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
+FROM ${this.#table} WHERE ${this.#valid(key)}`
+  }
+}

@@ -1,0 +1,19 @@
+import { InvalidArgumentError } from '@worklease/spec'
+
+/** The table {@link KyselyBackend} and {@link createLeaseTable} use unless told otherwise. */
+export const DEFAULT_TABLE = 'worklease_leases'
+
+// Letters, digits and underscores, optionally schema-qualified: every server accepts these quoted or not,
+// and 63 characters fit PostgreSQL's limit. Anything else is refused rather than escaped.
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
+
+/** Checks a table name (`leases` or `schema.leases`) so it can be quoted into SQL safely. */
+export function validateTableName(table: unknown): asserts table is string {
+  if (typeof table !== 'string') throw new InvalidArgumentError('table must be a string')
+  const parts = table.split('.')
+  if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
+    throw new InvalidArgumentError(
+      `table must be an identifier of letters, digits and underscores (optionally schema.table), got ${JSON.stringify(table)}`,
+    )
+  }
+}

@@ -1,0 +1,44 @@
+import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import type { Kysely } from 'kysely'
+import { createLeaseTable, dropLeaseTable, KyselyBackend, type KyselyBackendOptions } from '../src/index.js'
+import type { Target, TargetStorage } from './targets.js'
+
+export interface KyselyHarness extends BackendHarness {
+  readonly storage: TargetStorage
+  open(): KyselyBackend
+}
+
+/**
+ * A harness over a fresh table (random name) on `target`. Every `open` is a separate process with its
+ * own Kysely and pool (except on `:memory:`); statements are counted through each Kysely's `log` hook,
+ * which fires once per statement sent, errors included. `close` drops the table and ends the pools.
+ */
+export async function kyselyHarness(
+  target: Target,
+  options: Omit<KyselyBackendOptions, 'db' | 'table'> = {},
+): Promise<KyselyHarness> {
+  const storage = await target.storage()
+  await createLeaseTable(storage.admin, { table: storage.table })
+  let statements = 0
+  const opened: Kysely<any>[] = []
+  return {
+    storage,
+    open: () => {
+      const db = storage.connect(() => {
+        statements++
+      })
+      if (storage.separateConnections) opened.push(db)
+      return new KyselyBackend({ ...options, db, table: storage.table })
+    },
+    roundTrips: () => statements,
+    close: async () => {
+      await Promise.all(opened.map((db) => db.destroy()))
+      await dropLeaseTable(storage.admin, { table: storage.table })
+      await storage.dispose()
+    },
+  }
+}
+
+export function kyselyFactory(target: Target): BackendFactory {
+  return () => kyselyHarness(target)
+}
