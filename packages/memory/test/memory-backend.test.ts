@@ -1,0 +1,41 @@
+import { describe, expect, test } from 'vitest'
+import { MemoryBackend, MemoryStore } from '../src/index.js'
+
+// The conformance suite runs against MemoryBackend in @worklease/testkit's own tests; these cover
+// what is specific to the in-process store.
+describe('MemoryBackend', () => {
+  test('backends sharing a store see each other, each on its own clock', async () => {
+    const store = new MemoryStore()
+    let now = 1_000
+    const a = new MemoryBackend({ store, clock: { now: () => now } })
+    const b = new MemoryBackend({ store, clock: { now: () => now - 500 } })
+    const record = await a.acquire('w', 'a', 1_000)
+    expect(record.expiresAt.getTime()).toBe(2_000)
+    await expect(b.acquire('w', 'b', 1_000)).rejects.toMatchObject({ code: 'LEASE_HELD' })
+    now = 2_000
+    await expect(b.acquire('w', 'b', 1_000)).rejects.toMatchObject({ code: 'LEASE_HELD' })
+    expect((await a.acquire('w', 'a2', 1_000)).fencingToken).toBe(2n)
+  })
+
+  test('a separate store is a separate world', async () => {
+    await new MemoryBackend().acquire('w', 'a', 1_000)
+    expect((await new MemoryBackend().acquire('w', 'a', 1_000)).fencingToken).toBe(1n)
+  })
+
+  test('maxStateBytes is declared and enforced', async () => {
+    const backend = new MemoryBackend({ maxStateBytes: 4 })
+    expect(backend.capabilities).toEqual({ clock: 'client', maxStateBytes: 4, crossConnectionAtomic: true })
+    const record = await backend.acquire('w', 'a', 1_000)
+    await expect(backend.checkpoint(record, new Uint8Array(5), 1_000)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+  })
+
+  test('only operations that pass validation count as round trips', async () => {
+    const backend = new MemoryBackend()
+    await expect(backend.acquire('', 'a', 1_000)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    expect(backend.store.operations).toBe(0)
+    await backend.acquire('w', 'a', 1_000)
+    expect(backend.store.operations).toBe(1)
+  })
+})

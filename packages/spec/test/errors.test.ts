@@ -1,0 +1,58 @@
+import { describe, expect, test } from 'vitest'
+import {
+  ErrorCode,
+  FencedError,
+  InvalidArgumentError,
+  isFencedError,
+  isInvalidArgumentError,
+  isLeaseExpiredError,
+  isLeaseHeldError,
+  isWorkleaseError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  WorkleaseError,
+} from '../src/index.js'
+
+describe('error codes', () => {
+  test('the codes are the stable uppercase strings of the contract', () => {
+    expect(Object.values(ErrorCode).sort()).toEqual([
+      'FENCED',
+      'INVALID_ARGUMENT',
+      'LEASE_EXPIRED',
+      'LEASE_HELD',
+    ])
+  })
+
+  test.each([
+    [new LeaseHeldError(), 'LEASE_HELD', 'LeaseHeldError'],
+    [new FencedError(), 'FENCED', 'FencedError'],
+    [new LeaseExpiredError(), 'LEASE_EXPIRED', 'LeaseExpiredError'],
+    [new InvalidArgumentError('bad'), 'INVALID_ARGUMENT', 'InvalidArgumentError'],
+  ])('%s carries its code and name', (error, code, name) => {
+    expect(error).toBeInstanceOf(WorkleaseError)
+    expect(error).toBeInstanceOf(Error)
+    expect(error.code).toBe(code)
+    expect(error.name).toBe(name)
+    expect(isWorkleaseError(error, code as ErrorCode)).toBe(true)
+  })
+
+  test('guards recognise errors from another copy of the package by code alone', () => {
+    const foreign = Object.assign(new Error('from a duplicate install'), { code: 'FENCED' })
+    expect(isFencedError(foreign)).toBe(true)
+    expect(isWorkleaseError(foreign)).toBe(true)
+    expect(isLeaseHeldError(foreign)).toBe(false)
+  })
+
+  test('guards reject look-alikes and non-errors', () => {
+    expect(isWorkleaseError(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(false)
+    expect(isWorkleaseError(null)).toBe(false)
+    expect(isWorkleaseError('FENCED')).toBe(false)
+    expect(isLeaseExpiredError(new FencedError())).toBe(false)
+    expect(isInvalidArgumentError(new InvalidArgumentError('x'))).toBe(true)
+  })
+
+  test('a cause is kept', () => {
+    const cause = new Error('socket hang up')
+    expect(new FencedError('fenced', { cause }).cause).toBe(cause)
+  })
+})
