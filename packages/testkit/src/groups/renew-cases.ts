@@ -7,7 +7,7 @@ export const renewCases: CaseDefinition[] = [
     name: 'renew keeps a lease held past its original expiry',
     async run(c) {
       const workId = c.workId()
-      const ttl = c.clientClock ? SHORT_TTL_MS : 1_000
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
       const record = await c.backend.acquire(workId, 'holder-a', ttl)
       await c.elapse(ttl * 0.6)
       await c.backend.renew(record, ttl)
