@@ -62,7 +62,7 @@ export function buildFerretdb({ log = console.error } = {}) {
   const binary = ferretdbBinaryPath()
   if (cachedVersionMatches(binary)) return binary
   const started = Date.now()
-  log(`building FerretDB ${FERRETDB_VERSION} into ${binary} (takes a few minutes the first time)`)
+  log(`building FerretDB ${FERRETDB_VERSION} into ${binary} (about a minute the first time)`)
   const work = mkdtempSync(join(tmpdir(), 'worklease-ferretdb-build-'))
   try {
     const { Dir: moduleDir } = JSON.parse(
