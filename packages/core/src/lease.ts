@@ -274,7 +274,8 @@ export class Lease implements AsyncDisposable {
   /** Waits before the next attempt: backoff, but never past the local deadline. */
   #backoff(attempt: number): Promise<void> {
     const { timers, retry, random } = this.#ctx
-    const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline - timers.now())
+    // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
+    const ms = Math.min(backoffDelay(retry, attempt, random), (this.#deadline - timers.now()) / 2)
     return sleep(timers, ms, this.#controller.signal)
   }
 

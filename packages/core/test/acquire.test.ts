@@ -1,0 +1,183 @@
+import { type Backend, isInvalidArgumentError, isLeaseHeldError } from '@worklease/spec'
+import { describe, expect, test } from 'vitest'
+import { InjectedFaultError } from '../../testkit/src/fault-injecting-backend.js'
+import { defaultHolderId, Leaser } from '../src/index.js'
+import { setup, TTL, track } from './setup.js'
+
+describe('acquire', () => {
+  test('returns a lease with the record, token and a live signal', async () => {
+    const { leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    expect(lease.workId).toBe('job')
+    expect(lease.fencingToken).toBe(1n)
+    expect(lease.record.holderId).toBe('worker-a')
+    expect(lease.signal.aborted).toBe(false)
+    expect(lease.remainingMs()).toBe(900)
+    expect(leaser.leases).toEqual([lease])
+    expect(named('acquired')).toHaveLength(1)
+    expect(named('acquired')[0]!.event).toMatchObject({ workId: 'job', fencingToken: 1n, attempts: 1 })
+  })
+
+  test('without wait, a held lease throws LEASE_HELD at once', async () => {
+    const { leaser, other, backend } = setup()
+    await other.acquire('job', 'worker-b', TTL)
+    await expect(leaser.acquire('job')).rejects.toSatisfy(isLeaseHeldError)
+    expect(backend.calls.acquire).toBe(1)
+  })
+
+  test('leases are not reentrant: the same Leaser cannot take a lease it holds', async () => {
+    const { leaser } = setup()
+    await leaser.acquire('job')
+    await expect(leaser.acquire('job')).rejects.toSatisfy(isLeaseHeldError)
+  })
+
+  test('with wait, retries LEASE_HELD with exponential backoff until the holder releases', async () => {
+    const { time, leaser, other, backend } = setup()
+    const held = await other.acquire('job', 'worker-b', 60_000)
+    const waiting = track(leaser.acquire('job', { wait: true }))
+    // random() = 0.5: delays 25, 50, 100, 200, 400, 800, then capped at 2000 / 2.
+    await time.advance(1_574)
+    expect(backend.calls.acquire).toBe(6) // at 0, 25, 75, 175, 375, 775
+    await time.advance(1)
+    expect(backend.calls.acquire).toBe(7) // at 1575
+    await time.advance(999)
+    expect(backend.calls.acquire).toBe(7)
+    await time.advance(1)
+    expect(backend.calls.acquire).toBe(8) // at 2575: the delay stays at its cap
+    expect(waiting.settled).toBe(false)
+    await other.release(held)
+    await time.advance(1_000)
+    expect(waiting.settled).toBe(true)
+    expect(waiting.rejected).toBe(false)
+    expect(waiting.value!.fencingToken).toBe(2n)
+  })
+
+  test('with wait, gets the lease once the holder crashed and its lease expired', async () => {
+    const { time, leaser, other } = setup()
+    await other.acquire('job', 'worker-b', TTL)
+    const lease = leaser.acquire('job', { wait: true })
+    await time.until(lease)
+    expect(time.now()).toBeGreaterThanOrEqual(TTL)
+    expect((await lease).fencingToken).toBe(2n)
+    expect((await (await lease).readCheckpoint()).cleanHandoff).toBe(false)
+  })
+
+  test('with wait and timeoutMs, rejects with LEASE_HELD once the timeout passed', async () => {
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 500 }))
+    await time.advance(499)
+    expect(waiting.settled).toBe(false)
+    await time.advance(1)
+    expect(waiting.rejected).toBe(true)
+    expect(isLeaseHeldError(waiting.error)).toBe(true)
+    expect(String((waiting.error as Error).message)).toMatch(/500 ms/)
+    const calls = backend.calls.acquire
+    await time.advance(5_000)
+    expect(backend.calls.acquire).toBe(calls)
+  })
+
+  test('with wait, an abort signal stops waiting with its reason', async () => {
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    const controller = new AbortController()
+    const waiting = track(leaser.acquire('job', { wait: true, signal: controller.signal }))
+    await time.advance(100)
+    const reason = new Error('shutting down')
+    controller.abort(reason)
+    await time.advance(0)
+    expect(waiting.error).toBe(reason)
+    const calls = backend.calls.acquire
+    await time.advance(5_000)
+    expect(backend.calls.acquire).toBe(calls)
+    await expect(leaser.acquire('job', { signal: controller.signal })).rejects.toBe(reason)
+  })
+
+  test('transient store errors are retried with backoff', async () => {
+    const { time, leaser, backend } = setup()
+    backend.failNext('acquire', 2)
+    const lease = leaser.acquire('job')
+    await time.until(lease)
+    expect((await lease).fencingToken).toBe(1n)
+    expect(backend.calls.acquire).toBe(3)
+  })
+
+  test('transient store errors are bounded by retry.maxAttempts and then propagate as thrown', async () => {
+    const { time, leaser, backend } = setup({ retry: { maxAttempts: 4 } })
+    backend.failNext('acquire', 10)
+    const lease = leaser.acquire('job')
+    await time.until(lease)
+    await expect(lease).rejects.toBeInstanceOf(InjectedFaultError)
+    expect(backend.calls.acquire).toBe(4)
+  })
+
+  test('an acquire abandoned by its per-call timeout that lands later is released at once', async () => {
+    const { time, memory } = setup()
+    let slowCalls = 1
+    // A client that ignores the signal: the first acquire lands at 110 ms, after we gave up at 100.
+    const slow: Backend = {
+      capabilities: memory.capabilities,
+      acquire: async (workId, holderId, ttlMs) => {
+        if (slowCalls-- > 0) await time.sleep(110)
+        return memory.acquire(workId, holderId, ttlMs)
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const leaser = new Leaser({
+      backend: slow,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      callTimeoutMs: 100,
+      random: () => 0.5,
+    })
+    const lease = leaser.acquire('job', { wait: true })
+    await time.until(lease)
+    const acquired = await lease
+    // The orphan (token 1) was released when it landed, so the retry got the lease long before its ttl.
+    expect(time.now()).toBeLessThan(TTL)
+    expect(acquired.fencingToken).toBe(2n)
+    expect((await acquired.readCheckpoint()).cleanHandoff).toBe(true)
+  })
+
+  test('validates its input', async () => {
+    const { leaser, backend } = setup()
+    await expect(leaser.acquire('')).rejects.toSatisfy(isInvalidArgumentError)
+    await expect(leaser.acquire('job', { timeoutMs: -1 })).rejects.toSatisfy(isInvalidArgumentError)
+    expect(backend.calls.acquire).toBe(0)
+  })
+})
+
+describe('options', () => {
+  test('the default holderId is hostname-pid-random and differs per Leaser', async () => {
+    const { backend } = setup()
+    const a = new Leaser({ backend, ttlMs: TTL })
+    const b = new Leaser({ backend, ttlMs: TTL })
+    expect(a.holderId).toMatch(new RegExp(`-${process.pid}-[0-9a-f]{12}$`))
+    expect(a.holderId).not.toBe(b.holderId)
+    expect(defaultHolderId()).not.toBe(defaultHolderId())
+  })
+
+  test('defaults: renew every ttl/3, margin ttl/10', () => {
+    const { backend } = setup()
+    const leaser = new Leaser({ backend, ttlMs: 30_000 })
+    expect(leaser.renewIntervalMs).toBe(10_000)
+    expect(leaser.safetyMarginMs).toBe(3_000)
+  })
+
+  test('rejects inconsistent options', () => {
+    const { backend } = setup()
+    const bad = (options: object) => () => new Leaser({ backend, ttlMs: TTL, ...options })
+    expect(bad({ ttlMs: 0 })).toThrow(/ttlMs/)
+    expect(bad({ safetyMarginMs: TTL })).toThrow(/safetyMarginMs/)
+    expect(bad({ renewIntervalMs: 900 })).toThrow(/renewIntervalMs/)
+    expect(bad({ holderId: '' })).toThrow(/holderId/)
+    expect(bad({ retry: { maxAttempts: 0 } })).toThrow(/maxAttempts/)
+    expect(bad({ retry: { initialDelayMs: 100, maxDelayMs: 10 } })).toThrow(/maxDelayMs/)
+    expect(bad({ renewJitter: 2 })).toThrow(/renewJitter/)
+    expect(() => new Leaser({ backend: {} as never, ttlMs: TTL })).toThrow(/backend/)
+  })
+})

@@ -1,0 +1,317 @@
+import { MemoryBackend } from '@worklease/memory'
+import { isFencedError, isLeaseExpiredError, isLeaseHeldError } from '@worklease/spec'
+import { describe, expect, test } from 'vitest'
+import { InjectedFaultError } from '../../testkit/src/fault-injecting-backend.js'
+import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
+import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
+
+describe('renewal', () => {
+  test('renews in the background so the lease outlives many ttls', async () => {
+    const { time, backend, leaser, other, named } = setup()
+    const lease = await leaser.acquire('job')
+    await time.advance(10 * TTL)
+    expect(lease.held).toBe(true)
+    expect(lease.signal.aborted).toBe(false)
+    // One renew per interval, from the start of the previous one.
+    expect(backend.calls.renew).toBe(Math.floor((10 * TTL) / INTERVAL))
+    expect(named('renewed')).toHaveLength(backend.calls.renew)
+    await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
+  })
+
+  test('a renew whose reply was lost (applied, but the call failed) is retried and the lease stays held', async () => {
+    const { time, backend, leaser, named, store } = setup()
+    const lease = await leaser.acquire('job')
+    backend.loseNextReplies('renew')
+    await time.advance(INTERVAL)
+    expect(backend.calls.renew).toBe(1)
+    // The write landed even though the caller saw an error.
+    expect(store.leases.get('job')!.expiresAtMs).toBe(time.wall.now() + TTL)
+    expect(named('renewFailed')).toHaveLength(1)
+    expect(named('renewFailed')[0]!.event.error).toBeInstanceOf(InjectedFaultError)
+    // Retried after a backoff of 25 ms (cap 50, random 0.5); same token, so the retry succeeds.
+    await time.advance(25)
+    expect(backend.calls.renew).toBe(2)
+    expect(named('renewed')).toHaveLength(1)
+    await time.advance(5 * TTL)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toHaveLength(0)
+    expect(lease.fencingToken).toBe(1n)
+  })
+
+  test('the store down for less than the ttl: renews are retried and the lease survives', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setDown(true)
+    await time.advance(800) // the renew at 333 and its retries at 358, 408, 508, 708 all fail
+    expect(lease.held).toBe(true)
+    expect(named('renewFailed').length).toBeGreaterThanOrEqual(3)
+    backend.setDown(false)
+    await time.advance(50) // the next retry, at 804, is within half the time left to the deadline
+    expect(named('renewed')).toHaveLength(1)
+    expect(lease.held).toBe(true)
+    await time.advance(5 * TTL)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toHaveLength(0)
+  })
+
+  test.each(['error', 'hang'] as const)(
+    'the store down (%s) for longer than the ttl: lost at the local deadline, before a successor can get in',
+    async (mode) => {
+      const { time, backend, leaser, other, named } = setup()
+      const lease = await leaser.acquire('job')
+      backend.setDown(true, mode)
+      let successorAtLoss: Promise<unknown> | undefined
+      leaser.on('lost', () => {
+        // MemoryBackend decides synchronously, so this is the store's view at the very moment of loss.
+        successorAtLoss = other.acquire('job', 'worker-b', TTL).catch((error: unknown) => error)
+      })
+      await time.advance(DEADLINE - 1)
+      expect(lease.held).toBe(true)
+      await time.advance(1)
+      expect(lease.signal.aborted).toBe(true)
+      const reason = lease.signal.reason as LeaseLostError
+      expect(isLeaseLostError(reason)).toBe(true)
+      expect(reason.reason).toBe('deadline')
+      expect(mode === 'error' ? reason.cause : true).toBeTruthy()
+      expect(named('lost')).toHaveLength(1)
+      expect(named('lost')[0]!.at).toBe(DEADLINE)
+      expect(isLeaseHeldError(await successorAtLoss)).toBe(true)
+      // Once the backend's expiry passed, the successor gets in with a higher token...
+      await time.advance(TTL - DEADLINE)
+      const successor = await other.acquire('job', 'worker-b', TTL)
+      expect(successor.fencingToken).toBe(2n)
+      // ...and the lost holder never renews or re-acquires behind the user's back.
+      const renews = backend.calls.renew
+      backend.setDown(false)
+      await time.advance(5 * TTL)
+      expect(backend.calls.renew).toBe(renews)
+      expect(backend.calls.acquire).toBe(1)
+      await expect(lease.checkpoint(bytes('x'))).rejects.toBe(reason)
+    },
+  )
+
+  test('a process pause longer than the ttl: reported lost at once, the successor has a higher token', async () => {
+    const { time, backend, leaser, other, named } = setup()
+    const lease = await leaser.acquire('job')
+    time.jump(2 * TTL) // no timer ran meanwhile
+    expect(lease.signal.aborted).toBe(true)
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('deadline')
+    expect(named('lost')).toHaveLength(1)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect(successor.fencingToken).toBeGreaterThan(lease.fencingToken)
+    await time.advance(0) // the overdue timers fire now
+    expect(backend.calls.renew).toBe(0)
+    expect(named('lost')).toHaveLength(1)
+  })
+
+  test('a renew reply that arrives after a pause past the deadline is not trusted', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setReplyLatency(10, 'renew')
+    await time.advance(INTERVAL) // the renew is applied, its reply is on its way
+    expect(backend.calls.renew).toBe(1)
+    time.jump(2 * TTL)
+    await time.advance(0) // the reply arrives first, then the watchdog
+    expect(lease.held).toBe(false)
+    expect(named('renewed')).toHaveLength(0)
+    expect(named('lost')).toHaveLength(1)
+    expect(named('lost')[0]!.event.reason).toBe('deadline')
+  })
+
+  test('a slow renew does not hold the lease past the local deadline', async () => {
+    const { time, backend, leaser, named } = setup({ callTimeoutMs: 5_000 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(2 * TTL, 'renew')
+    await time.advance(DEADLINE)
+    expect(lease.held).toBe(false)
+    expect(named('lost')[0]!.at).toBe(DEADLINE)
+    // The in-flight call was abandoned through its signal.
+    await time.advance(0)
+    expect(backend.log.filter((entry) => entry.outcome === 'pending')).toHaveLength(0)
+  })
+
+  test('FENCED aborts at once, with no retry and no re-acquire', async () => {
+    const { time, backend, leaser, store } = setup()
+    const lease = await leaser.acquire('job')
+    // A successor whose clock runs ahead takes the lease over.
+    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    await ahead.acquire('job', 'worker-b', TTL)
+    await time.advance(INTERVAL)
+    expect(lease.signal.aborted).toBe(true)
+    const reason = lease.signal.reason as LeaseLostError
+    expect(reason.reason).toBe('fenced')
+    expect(isFencedError(reason.cause)).toBe(true)
+    await time.advance(5 * TTL)
+    expect(backend.calls.renew).toBe(1)
+    expect(backend.calls.acquire).toBe(1)
+  })
+
+  test('LEASE_EXPIRED aborts at once and does not re-acquire', async () => {
+    const { time, backend, leaser } = setup()
+    const lease = await leaser.acquire('job')
+    time.wallOffset += 5 * TTL // the store's clock moves on; this process was not paused
+    await time.advance(INTERVAL)
+    const reason = lease.signal.reason as LeaseLostError
+    expect(reason.reason).toBe('expired')
+    expect(isLeaseExpiredError(reason.cause)).toBe(true)
+    await time.advance(5 * TTL)
+    expect(backend.calls.renew).toBe(1)
+    expect(backend.calls.acquire).toBe(1)
+  })
+
+  test('expiry is counted from the start of the last successful renew, not the first failed attempt', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    await time.advance(INTERVAL) // renew #1 succeeds, started at 333: deadline 1233
+    backend.setDown(true)
+    await time.advance(DEADLINE - 1) // t = 1232: renews since 666 failed
+    expect(lease.held).toBe(true)
+    await time.advance(1)
+    expect(lease.held).toBe(false)
+    expect(named('lost')[0]!.at).toBe(INTERVAL + DEADLINE)
+  })
+})
+
+describe('ordering', () => {
+  test('release waits for an in-flight renew and never races it', async () => {
+    const { time, backend, leaser, other } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setLatency(50, 'renew')
+    await time.advance(INTERVAL) // renew in flight until 383
+    const released = track(lease.release())
+    await time.advance(10)
+    expect(backend.calls.release).toBe(0)
+    await time.advance(40)
+    expect(released.settled).toBe(true)
+    expect(backend.log.map((entry) => `${entry.operation}:${entry.outcome}`)).toEqual([
+      'acquire:ok',
+      'renew:ok',
+      'release:ok',
+    ])
+    expect(lease.held).toBe(false)
+    expect(lease.lossError).toBeUndefined()
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('released')
+    // Released at once for the successor, with a clean handoff.
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect(successor.fencingToken).toBe(2n)
+    expect((await other.readCheckpoint(successor)).cleanHandoff).toBe(true)
+    // Every timer of the lease was cleared.
+    await time.advance(5 * TTL)
+    expect(time.pending).toBe(0)
+    expect(backend.calls.renew).toBe(1)
+  })
+
+  test('checkpoints, reads and renews never overlap', async () => {
+    const { time, backend, leaser } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setLatency(40, '*')
+    // The latency happens before the inner call, so a call is 'pending' in the log for 40 ms.
+    await time.advance(INTERVAL - 10)
+    const all = Promise.all([
+      lease.checkpoint(bytes('1')),
+      lease.checkpoint(bytes('2')),
+      lease.readCheckpoint(),
+      lease.checkpoint(bytes('3')),
+    ])
+    let maxPending = 0
+    for (let i = 0; i < 60; i++) {
+      await time.advance(5)
+      maxPending = Math.max(maxPending, backend.log.filter((entry) => entry.outcome === 'pending').length)
+    }
+    const [, , read] = await all
+    expect(maxPending).toBe(1)
+    expect(text(read.state)).toBe('2')
+    const last = lease.readCheckpoint()
+    await time.until(last)
+    expect(text((await last).state)).toBe('3')
+  })
+
+  test('a checkpoint counts as a renewal and moves the next renew and the deadline', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    await time.advance(200)
+    await lease.checkpoint(bytes('step 1'))
+    expect(named('renewed').map((e) => e.event.op)).toEqual(['checkpoint'])
+    await time.advance(INTERVAL - 1) // t = 532: the renew is due at 533, not 333
+    expect(backend.calls.renew).toBe(0)
+    await time.advance(1)
+    expect(backend.calls.renew).toBe(1)
+    backend.setDown(true)
+    await time.advance(DEADLINE - 1) // deadline = 533 + 900
+    expect(lease.held).toBe(true)
+    await time.advance(1)
+    expect(lease.held).toBe(false)
+  })
+
+  test('a checkpoint whose reply was lost is retried; the state is stored once', async () => {
+    const { time, backend, leaser, other } = setup()
+    const lease = await leaser.acquire('job')
+    backend.loseNextReplies('checkpoint')
+    const done = track(lease.checkpoint(bytes('saved')))
+    await time.advance(25)
+    expect(done.settled && !done.rejected).toBe(true)
+    expect(backend.calls.checkpoint).toBe(2)
+    await lease.release()
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect(text((await other.readCheckpoint(successor)).state)).toBe('saved')
+  })
+
+  test('a fenced checkpoint rejects with LeaseLostError and aborts the signal', async () => {
+    const { time, leaser, store } = setup()
+    const lease = await leaser.acquire('job')
+    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    await ahead.acquire('job', 'worker-b', TTL)
+    const error = await lease.checkpoint(bytes('late')).catch((e: unknown) => e)
+    expect(isLeaseLostError(error)).toBe(true)
+    expect((error as LeaseLostError).reason).toBe('fenced')
+    expect(lease.signal.reason).toBe(error)
+    await expect(lease.readCheckpoint()).rejects.toBe(error)
+  })
+
+  test('checkpoint validates the state before any round trip', async () => {
+    const { backend, leaser } = setup()
+    const lease = await leaser.acquire('job')
+    expect(() => lease.checkpoint('text' as unknown as Uint8Array)).toThrow(/Uint8Array/)
+    expect(backend.calls.checkpoint).toBe(0)
+    expect(lease.held).toBe(true)
+  })
+
+  test('release is idempotent, and after a loss it resolves without calling the store', async () => {
+    const { time, backend, leaser } = setup()
+    const a = await leaser.acquire('a')
+    await Promise.all([a.release(), a.release()])
+    await a.release()
+    expect(backend.calls.release).toBe(1)
+    const b = await leaser.acquire('b')
+    time.jump(2 * TTL)
+    await b.release()
+    expect(backend.calls.release).toBe(1)
+    expect(b.lossError?.reason).toBe('deadline')
+  })
+
+  test('a release whose reply was lost is retried, and the FENCED it then gets means released', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.loseNextReplies('release')
+    const done = track(lease.release())
+    await time.advance(100)
+    expect(done.settled).toBe(true)
+    expect(backend.calls.release).toBe(2)
+    expect(lease.lossError).toBeUndefined()
+    expect(named('released')).toHaveLength(1)
+    expect(named('lost')).toHaveLength(0)
+  })
+
+  test('abandon stops renewals without releasing: the successor sees an unclean handoff', async () => {
+    const { time, backend, leaser, other } = setup()
+    const lease = await leaser.acquire('job')
+    lease.abandon()
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('abandoned')
+    await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
+    await time.advance(TTL)
+    expect(backend.calls.renew).toBe(0)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(successor)).cleanHandoff).toBe(false)
+    expect(time.pending).toBe(0)
+  })
+})

@@ -1,0 +1,67 @@
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
+// Imported from source until the lead exports it from @worklease/testkit's index.
+import { FaultInjectingBackend } from '../../testkit/src/fault-injecting-backend.js'
+import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
+
+export const TTL = 1_000
+/** Default margin: ttl / 10, so the local deadline is 900 ms after the start of the last success. */
+export const DEADLINE = 900
+/** Default renew interval: floor(ttl / 3); jitter is off in these tests. */
+export const INTERVAL = 333
+
+export type RecordedEvent = {
+  [E in LeaserEventName]: { name: E; at: number; event: LeaserEvents[E] }
+}[LeaserEventName]
+
+/**
+ * A Leaser on a fake clock over a fault-injecting MemoryBackend, plus `other`: a second "process"
+ * over the same store with its own backend (not behind the fault injector), to play the successor.
+ */
+export function setup(options: Partial<LeaserOptions> = {}) {
+  const time = new ManualTime()
+  const store = new MemoryStore()
+  const memory = new MemoryBackend({ store, clock: time.wall })
+  const backend = new FaultInjectingBackend(memory, { sleep: (ms, signal) => time.sleep(ms, signal) })
+  const leaser = new Leaser({
+    backend,
+    ttlMs: TTL,
+    holderId: 'worker-a',
+    timers: time,
+    renewJitter: 0,
+    // random() = 0.5: full-jitter delays are exactly half their cap: 25, 50, 100, ... ms.
+    random: () => 0.5,
+    ...options,
+  })
+  const other = new MemoryBackend({ store, clock: time.wall })
+  const events: RecordedEvent[] = []
+  for (const name of ['acquired', 'renewed', 'renewFailed', 'lost', 'released'] as const) {
+    leaser.on(name, (event) => events.push({ name, at: time.now(), event } as RecordedEvent))
+  }
+  const named = <E extends LeaserEventName>(name: E) =>
+    events.filter((e) => e.name === name).map((e) => e as Extract<RecordedEvent, { name: E }>)
+  return { time, store, memory, backend, leaser, other, events, named }
+}
+
+/** Observes a promise's outcome without awaiting it. */
+export function track<T>(promise: Promise<T>) {
+  const state: { settled: boolean; value?: T; error?: unknown; rejected: boolean } = {
+    settled: false,
+    rejected: false,
+  }
+  promise.then(
+    (value) => {
+      state.settled = true
+      state.value = value
+    },
+    (error: unknown) => {
+      state.settled = true
+      state.rejected = true
+      state.error = error
+    },
+  )
+  return state
+}
+
+export const bytes = (text: string) => new TextEncoder().encode(text)
+export const text = (state: Uint8Array | null) => (state === null ? null : new TextDecoder().decode(state))
