@@ -2,6 +2,13 @@ export { ContractViolation } from './assertions.js'
 export type { BackendFactory, BackendHarness, OpenOptions } from './backend-harness.js'
 export { type BackendSuiteOptions, backendSuite, type TestRunnerApi } from './backend-suite.js'
 export { CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from './case-context.js'
+export {
+  FaultInjectingBackend,
+  type FaultInjectingBackendOptions,
+  type FaultOperation,
+  type FaultTarget,
+  InjectedFaultError,
+} from './fault-injecting-backend.js'
 export { acquireCases } from './groups/acquire-cases.js'
 export { badInputCases } from './groups/bad-input-cases.js'
 export { checkpointCases } from './groups/checkpoint-cases.js'
