@@ -159,12 +159,14 @@ describe('renewal', () => {
     expect(backend.calls.acquire).toBe(1)
   })
 
-  test('expiry is counted from the start of the last successful renew, not the first failed attempt', async () => {
+  test('expiry is counted from the start of the last successful renew, not its reply or a failed attempt', async () => {
     const { time, backend, leaser, named } = setup()
     const lease = await leaser.acquire('job')
-    await time.advance(INTERVAL) // renew #1 succeeds, started at 333: deadline 1233
+    backend.setLatency(100, 'renew')
+    await time.advance(INTERVAL + 100) // renew #1 started at 333, answered at 433: deadline 1233
+    expect(named('renewed')).toHaveLength(1)
     backend.setDown(true)
-    await time.advance(DEADLINE - 1) // t = 1232: renews since 666 failed
+    await time.advance(DEADLINE - 101) // t = 1232: the renews since 666 failed
     expect(lease.held).toBe(true)
     await time.advance(1)
     expect(lease.held).toBe(false)

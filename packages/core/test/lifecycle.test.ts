@@ -1,0 +1,340 @@
+import diagnosticsChannel from 'node:diagnostics_channel'
+import { isLeaseHeldError } from '@worklease/spec'
+import { describe, expect, test } from 'vitest'
+import {
+  isLeaseLostError,
+  isLeaserClosedError,
+  type Lease,
+  type LeaseLostError,
+  leaserChannels,
+  systemTimers,
+} from '../src/index.js'
+import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
+
+describe('run', () => {
+  test('acquires, calls, releases on success and resolves with the result', async () => {
+    const { leaser, other, backend } = setup()
+    const result = await leaser.run('job', async (lease) => {
+      expect(lease.held).toBe(true)
+      await lease.checkpoint(bytes('done'))
+      return 42
+    })
+    expect(result).toBe(42)
+    expect(backend.calls.release).toBe(1)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    const read = await other.readCheckpoint(successor)
+    expect(read).toMatchObject({ cleanHandoff: true })
+    expect(text(read.state)).toBe('done')
+  })
+
+  test("on the callback's error: releases and rejects with that error unchanged", async () => {
+    const { leaser, other, backend } = setup()
+    const failure = new Error('boom')
+    await expect(
+      leaser.run('job', () => {
+        throw failure
+      }),
+    ).rejects.toBe(failure)
+    expect(backend.calls.release).toBe(1)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(successor)).cleanHandoff).toBe(true)
+  })
+
+  test("onError: 'expire' leaves the lease to expire so the successor sees an unclean handoff", async () => {
+    const { time, leaser, other, backend } = setup()
+    const failure = new Error('boom')
+    await expect(
+      leaser.run(
+        'job',
+        async () => {
+          throw failure
+        },
+        { onError: 'expire' },
+      ),
+    ).rejects.toBe(failure)
+    expect(backend.calls.release).toBe(0)
+    await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
+    await time.advance(TTL)
+    expect(backend.calls.renew).toBe(0)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(successor)).cleanHandoff).toBe(false)
+  })
+
+  test('a loss while the callback runs rejects with LeaseLostError, even if the callback rethrew the abort', async () => {
+    const { time, leaser, backend } = setup()
+    const running = track(
+      leaser.run('job', async (lease) => {
+        await new Promise((_, reject) =>
+          lease.signal.addEventListener('abort', () => reject(lease.signal.reason)),
+        )
+      }),
+    )
+    await time.advance(10)
+    backend.setDown(true)
+    await time.advance(DEADLINE)
+    expect(running.rejected).toBe(true)
+    const error = running.error as LeaseLostError
+    expect(isLeaseLostError(error)).toBe(true)
+    expect(error.reason).toBe('deadline')
+    expect(error.callbackError).toBeUndefined()
+    expect(backend.calls.release).toBe(0)
+  })
+
+  test("a loss while the callback runs: the callback's own error is kept as callbackError", async () => {
+    const { time, leaser, backend } = setup()
+    const failure = new Error('downstream rejected the stale token')
+    const running = track(
+      leaser.run('job', async (lease) => {
+        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+        throw failure
+      }),
+    )
+    backend.setDown(true)
+    await time.advance(DEADLINE)
+    const error = running.error as LeaseLostError
+    expect(isLeaseLostError(error)).toBe(true)
+    expect(error.callbackError).toBe(failure)
+    expect(error.cause).toBeTruthy() // the store error behind the loss
+  })
+
+  test('a callback that succeeds after the lease was lost still rejects with LeaseLostError', async () => {
+    const { time, leaser } = setup()
+    const running = track(
+      leaser.run('job', async () => {
+        time.jump(2 * TTL) // a pause in the middle of the work
+        return 'result'
+      }),
+    )
+    await time.advance(0)
+    expect(isLeaseLostError(running.error)).toBe(true)
+    expect(running.value).toBeUndefined()
+  })
+
+  test('a takeover found by the release after a successful callback rejects with reason fenced', async () => {
+    const { time, leaser, store } = setup()
+    const { MemoryBackend } = await import('@worklease/memory')
+    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const error = await leaser
+      .run('job', async () => {
+        await ahead.acquire('job', 'worker-b', TTL) // taken over before any renew noticed
+        return 'result'
+      })
+      .catch((e: unknown) => e)
+    expect(isLeaseLostError(error)).toBe(true)
+    expect((error as LeaseLostError).reason).toBe('fenced')
+  })
+
+  test('a loss during the release after a successful callback does not discard the result', async () => {
+    const { time, leaser, backend } = setup()
+    const running = track(
+      leaser.run('job', async () => {
+        backend.setDown(true)
+        return 'result'
+      }),
+    )
+    await time.advance(DEADLINE)
+    expect(running.value).toBe('result')
+  })
+
+  test('passes wait and timeoutMs to acquire', async () => {
+    const { time, leaser, other } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    const running = track(leaser.run('job', () => 'never', { wait: true, timeoutMs: 300 }))
+    await time.advance(300)
+    expect(isLeaseHeldError(running.error)).toBe(true)
+  })
+})
+
+describe('await using', () => {
+  test('releases at scope exit', async () => {
+    const { leaser, backend, other } = setup()
+    let inside: Lease | undefined
+    {
+      await using lease = await leaser.acquire('job')
+      inside = lease
+      expect(backend.calls.release).toBe(0)
+    }
+    expect(backend.calls.release).toBe(1)
+    expect(inside.held).toBe(false)
+    expect((await other.acquire('job', 'worker-b', TTL)).fencingToken).toBe(2n)
+  })
+
+  test('releases when the scope throws, and the error propagates', async () => {
+    const { leaser, backend } = setup()
+    const failure = new Error('boom')
+    const attempt = async () => {
+      await using lease = await leaser.acquire('job')
+      void lease
+      throw failure
+    }
+    await expect(attempt()).rejects.toBe(failure)
+    expect(backend.calls.release).toBe(1)
+  })
+
+  test('does not throw at scope exit after the lease was lost', async () => {
+    const { time, leaser, backend } = setup()
+    const attempt = async () => {
+      await using lease = await leaser.acquire('job')
+      time.jump(2 * TTL)
+      return lease.held
+    }
+    await expect(attempt()).resolves.toBe(false)
+    expect(backend.calls.release).toBe(0)
+  })
+
+  test('a Leaser is AsyncDisposable too', async () => {
+    const { leaser, backend } = setup()
+    {
+      await using owned = leaser
+      await owned.acquire('job')
+    }
+    expect(leaser.closed).toBe(true)
+    expect(backend.calls.release).toBe(1)
+  })
+})
+
+describe('close', () => {
+  test('releases every held lease, rejects waiters and later acquires', async () => {
+    const { time, leaser, other, backend, named } = setup()
+    const a = await leaser.acquire('a')
+    const b = await leaser.acquire('b')
+    await other.acquire('c', 'worker-b', 60_000)
+    const waiter = track(leaser.acquire('c', { wait: true }))
+    await time.advance(10)
+    await leaser.close()
+    await time.advance(0)
+    expect(backend.calls.release).toBe(2)
+    expect(isLeaserClosedError(waiter.error)).toBe(true)
+    for (const lease of [a, b]) {
+      expect(lease.held).toBe(false)
+      expect((lease.signal.reason as LeaseLostError).reason).toBe('closed')
+    }
+    expect(named('released').map((e) => e.event.reason)).toEqual(['closed', 'closed'])
+    await expect(leaser.acquire('d')).rejects.toSatisfy(isLeaserClosedError)
+    expect(leaser.leases).toEqual([])
+    await time.advance(5 * TTL)
+    expect(backend.calls.renew).toBe(0)
+    expect(time.pending).toBe(0)
+  })
+
+  test('waits for an in-flight renew before releasing', async () => {
+    const { time, leaser, backend } = setup()
+    await leaser.acquire('job')
+    backend.setLatency(50, 'renew')
+    await time.advance(INTERVAL)
+    const closing = track(leaser.close())
+    await time.advance(49)
+    expect(backend.calls.release).toBe(0)
+    await time.advance(1)
+    expect(closing.settled).toBe(true)
+    expect(backend.log.map((entry) => entry.operation)).toEqual(['acquire', 'renew', 'release'])
+  })
+
+  test('is bounded in time when the store hangs, and leaves no timers behind', async () => {
+    const { time, leaser, backend } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setDown(true, 'hang')
+    const closing = track(leaser.close({ timeoutMs: 200 }))
+    await time.advance(199)
+    expect(closing.settled).toBe(false)
+    await time.advance(1)
+    expect(closing.settled).toBe(true)
+    expect(lease.held).toBe(false)
+    await time.advance(0)
+    expect(time.pending).toBe(0)
+  })
+
+  test('a run in progress sees its lease closed and rejects with reason closed', async () => {
+    const { time, leaser } = setup()
+    const running = track(
+      leaser.run('job', (lease) => new Promise((resolve) => lease.signal.addEventListener('abort', resolve))),
+    )
+    await time.advance(10)
+    await leaser.close()
+    await time.advance(0)
+    expect((running.error as LeaseLostError).reason).toBe('closed')
+  })
+})
+
+describe('observability', () => {
+  test('events and diagnostics_channel messages for acquired, renewed, renewFailed, lost, released', async () => {
+    const { time, leaser, backend, events } = setup()
+    const published: { channel: string; message: unknown }[] = []
+    const subscriptions = Object.values(leaserChannels).map((channel) => {
+      const listener = (message: unknown) => published.push({ channel, message })
+      diagnosticsChannel.subscribe(channel, listener)
+      return () => diagnosticsChannel.unsubscribe(channel, listener)
+    })
+    try {
+      const kept = await leaser.acquire('kept')
+      await time.advance(INTERVAL)
+      backend.failNext('renew')
+      await time.advance(INTERVAL)
+      await time.advance(100)
+      await kept.release()
+      const lost = await leaser.acquire('lost')
+      time.jump(2 * TTL)
+      expect(lost.held).toBe(false)
+    } finally {
+      for (const unsubscribe of subscriptions) unsubscribe()
+    }
+    expect(events.map((e) => `${e.name}:${e.event.workId}`)).toEqual([
+      'acquired:kept',
+      'renewed:kept',
+      'renewFailed:kept',
+      'renewed:kept',
+      'released:kept',
+      'acquired:lost',
+      'lost:lost',
+    ])
+    expect(published.map((p) => p.channel)).toEqual([
+      'worklease:acquired',
+      'worklease:renewed',
+      'worklease:renewFailed',
+      'worklease:renewed',
+      'worklease:released',
+      'worklease:acquired',
+      'worklease:lost',
+    ])
+    // The same payload objects go to both.
+    expect(published.map((p) => p.message)).toEqual(events.map((e) => e.event))
+    const lostEvent = events.at(-1)!.event as { reason: string; error: unknown; fencingToken: bigint }
+    expect(lostEvent.reason).toBe('deadline')
+    expect(isLeaseLostError(lostEvent.error)).toBe(true)
+  })
+
+  test('off() and the function on() returns unsubscribe', async () => {
+    const { leaser } = setup()
+    const seen: string[] = []
+    const listener = (e: { workId: string }) => seen.push(e.workId)
+    const off = leaser.on('acquired', listener)
+    await leaser.acquire('a')
+    off()
+    await leaser.acquire('b')
+    leaser.on('acquired', listener)
+    leaser.off('acquired', listener)
+    await leaser.acquire('c')
+    expect(seen).toEqual(['a'])
+  })
+
+  test('the system timers are unref’d so a held lease does not keep the process alive', () => {
+    const handle = systemTimers.setTimeout(() => undefined, 60_000) as NodeJS.Timeout
+    try {
+      expect(handle.hasRef()).toBe(false)
+    } finally {
+      systemTimers.clearTimeout(handle)
+    }
+  })
+
+  test('a lease’s timers are cleared when it is released or lost', async () => {
+    const { time, leaser } = setup()
+    const a = await leaser.acquire('a')
+    expect(time.pending).toBeGreaterThan(0)
+    await a.release()
+    expect(time.pending).toBe(0)
+    await leaser.acquire('b')
+    time.jump(2 * TTL)
+    expect(leaser.leases).toEqual([])
+    expect(time.pending).toBe(0)
+  })
+})
