@@ -6,6 +6,7 @@ import type { Target, TargetStorage } from './targets.js'
 export interface KyselyHarness extends BackendHarness {
   readonly storage: TargetStorage
   open(): KyselyBackend
+  roundTrips(): number
 }
 
 /**

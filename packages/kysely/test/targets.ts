@@ -82,6 +82,8 @@ export interface TargetStorage {
   connect(log?: Logger): Kysely<any>
   /** Admin connection, not counted; used for setup, seeding and inspection. */
   readonly admin: Kysely<any>
+  /** The database file, for SQLite file storage. */
+  readonly file?: string
   dispose(): Promise<void>
 }
 
@@ -116,6 +118,7 @@ export const TARGETS: readonly Target[] = [
       return {
         table: randomTable(),
         separateConnections: true,
+        file: file.path,
         connect: (log) => sqliteDb(file.path, log),
         admin,
         dispose: async () => {
@@ -148,4 +151,10 @@ export const TARGETS: readonly Target[] = [
 
 export function selectedTargets(): Target[] {
   return TARGETS.filter((target) => selected(target.filter))
+}
+
+export function targetNamed(name: string): Target {
+  const target = TARGETS.find((candidate) => candidate.name === name)
+  if (!target) throw new Error(`no test target named ${name}`)
+  return target
 }

@@ -1,0 +1,17 @@
+import { backendSuite } from '@worklease/testkit'
+import { afterAll, describe, test } from 'vitest'
+import { kyselyFactory } from './kysely-harness.js'
+import { selected, targetNamed } from './targets.js'
+
+/** The whole conformance suite on one target, or skipped whole when WORKLEASE_DIALECTS leaves it out. */
+export function conformance(name: string): void {
+  const target = targetNamed(name)
+  const on = selected(target.filter)
+  backendSuite({
+    name: `kysely ${target.name}`,
+    describe: on ? describe : describe.skip,
+    test,
+    afterAll: on ? afterAll : undefined,
+    factory: kyselyFactory(target),
+  })
+}

@@ -1,0 +1,312 @@
+import { execFile } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import { type Kysely, Migrator, sql } from 'kysely'
+import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
+import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
+import { bytes, code, rows, seed, sleep } from './helpers.js'
+import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
+import { mysqlDb, postgresDb, randomTable, selected, sqliteDb, targetNamed } from './targets.js'
+
+const HOUR = 3_600_000
+const run = promisify(execFile)
+
+/** A Kysely with one connection, so session settings apply to every statement, and a statement count. */
+function counted(make: (log: () => void) => Kysely<any>): { db: Kysely<any>; statements: () => number } {
+  let count = 0
+  return {
+    db: make(() => {
+      count++
+    }),
+    statements: () => count,
+  }
+}
+
+function expectNearServerNow(expiresAt: Date, ttlMs: number, before: number, after: number): void {
+  // Server and test share this machine's clock: a time zone shift would be hours off, not a second.
+  expect(expiresAt.getTime()).toBeGreaterThanOrEqual(before + ttlMs - 1_000)
+  expect(expiresAt.getTime()).toBeLessThanOrEqual(after + ttlMs + 1_000)
+}
+
+describe.skipIf(!selected('postgres'))('PostgreSQL pitfalls', () => {
+  let h: KyselyHarness
+  beforeEach(async () => {
+    h = await kyselyHarness(targetNamed('postgres'))
+  })
+  afterEach(() => h.close())
+
+  test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
+    const { db } = counted((log) => postgresDb(log, 1))
+    try {
+      await sql`SET TIME ZONE 'Pacific/Kiritimati'`.execute(db)
+      const backend = new KyselyBackend({ db, table: h.storage.table })
+      const before = Date.now()
+      const record = await backend.acquire('tz', 'a', 60_000)
+      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+      await sql`SET TIME ZONE 'Etc/GMT+12'`.execute(db)
+      await backend.renew(record, 60_000)
+      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+      expect((await rows(h, 'postgres'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test('a schema-qualified table name works (public.<table>)', async () => {
+    const table = `public.${randomTable()}`
+    await createLeaseTable(h.storage.admin, { table })
+    try {
+      const backend = new KyselyBackend({ db: h.storage.admin, table })
+      await backend.release(await backend.acquire('job', 'a', HOUR))
+      expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
+    } finally {
+      await sql`DROP TABLE ${sql.table(table)}`.execute(h.storage.admin)
+    }
+  })
+})
+
+describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
+  let h: KyselyHarness
+  beforeEach(async () => {
+    h = await kyselyHarness(targetNamed('mariadb'))
+  })
+  afterEach(() => h.close())
+
+  test('a session time_zone far from UTC does not shift expiry (epoch ms from UTC_TIMESTAMP)', async () => {
+    const { db } = counted((log) => mysqlDb(log, 1))
+    try {
+      await sql`SET time_zone = '+13:00'`.execute(db)
+      const backend = new KyselyBackend({ db, table: h.storage.table })
+      const before = Date.now()
+      const record = await backend.acquire('tz', 'a', 60_000)
+      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+      await sql`SET time_zone = '-12:00'`.execute(db)
+      await backend.renew(record, 60_000)
+      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
+    // SET timestamp freezes this session's clock, so a renew writes exactly the expiry already stored.
+    const frozen = Math.floor(Date.now() / 1000)
+    for (const flags of [undefined, ['-FOUND_ROWS']]) {
+      const { db, statements } = counted((log) => mysqlDb(log, 1, flags))
+      try {
+        await sql`SET timestamp = ${frozen}`.execute(db)
+        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
+        const workId = `frozen-${flags ? 'changed-rows' : 'found-rows'}`
+        const record = await backend.acquire(workId, 'a', HOUR)
+        expect(record.expiresAt.getTime()).toBe(frozen * 1000 + HOUR)
+        let before = statements()
+        await backend.renew(record, HOUR)
+        // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
+        expect(statements() - before).toBe(flags ? 2 : 1)
+        await backend.checkpoint(record, bytes('same'), HOUR)
+        before = statements()
+        await backend.checkpoint(record, bytes('same'), HOUR)
+        expect(statements() - before).toBe(flags ? 2 : 1)
+        await backend.release(record)
+        expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
+        expect(await code(backend.checkpoint(record, bytes('same'), HOUR))).toBe('FENCED')
+      } finally {
+        await db.destroy()
+      }
+    }
+  })
+
+  test('without a dialect, the first acquire settles on MariaDB RETURNING in one statement', async () => {
+    const { db, statements } = counted((log) => mysqlDb(log))
+    try {
+      const backend = new KyselyBackend({ db, table: h.storage.table })
+      expect(backend.family).toBe('mysql')
+      await backend.acquire('probe', 'a', HOUR)
+      expect(statements()).toBe(1)
+      expect(await code(backend.acquire('probe', 'b', HOUR))).toBe('LEASE_HELD')
+      expect(statements()).toBe(2)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test("dialect 'mysql' (MySQL 8, no RETURNING): LAST_INSERT_ID carries the token, one read fetches the expiry", async () => {
+    const { db, statements } = counted((log) => mysqlDb(log))
+    try {
+      const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mysql' })
+      const before = Date.now()
+      const first = await backend.acquire('m8', 'a', 60_000)
+      expect(statements()).toBe(2)
+      expect(first.fencingToken).toBe(1n)
+      expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
+      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
+      expect(await code(backend.acquire('m8', 'b', 60_000))).toBe('LEASE_HELD')
+      expect(statements()).toBe(3)
+      await backend.checkpoint(first, bytes('kept'), 200)
+      await sleep(400)
+      const second = await backend.acquire('m8', 'b', 60_000)
+      expect(second.fencingToken).toBe(2n)
+      expect(await backend.readCheckpoint(second)).toEqual({ state: bytes('kept'), cleanHandoff: false })
+      await seed(h, 'mysql', { workId: 'm8-big', token: 2n ** 60n, holder: 'old', expiresAtMs: 0 })
+      expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
+      const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
+      expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test('work_id and holder are VARBINARY: no PAD SPACE or case folding from a utf8mb4 collation', async () => {
+    const columns = await sql<{
+      COLUMN_NAME: string
+      DATA_TYPE: string
+    }>`SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${h.storage.table}`.execute(h.storage.admin)
+    const types = Object.fromEntries(columns.rows.map((c) => [c.COLUMN_NAME, c.DATA_TYPE]))
+    expect(types).toMatchObject({
+      work_id: 'varbinary',
+      holder: 'varbinary',
+      token: 'bigint',
+      expires_at: 'bigint',
+      state: 'longblob',
+    })
+  })
+})
+
+describe.skipIf(!selected('sqlite'))('SQLite pitfalls', () => {
+  let h: KyselyHarness
+  beforeEach(async () => {
+    h = await kyselyHarness(targetNamed('sqlite-file'))
+  })
+  afterEach(() => h.close())
+
+  test('two connections to one file give one winner (single statements, busy timeout)', async () => {
+    const a = h.open()
+    const b = h.open()
+    for (let round = 0; round < 20; round++) {
+      const results = await Promise.allSettled([
+        a.acquire(`w${round}`, 'a', HOUR),
+        b.acquire(`w${round}`, 'b', HOUR),
+      ])
+      expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    }
+  })
+
+  describe('separate OS processes', () => {
+    const dist = fileURLToPath(new URL('../dist/index.js', import.meta.url))
+    beforeAll(() => {
+      if (!existsSync(dist))
+        throw new Error('this test runs the built package: run `pnpm --filter @worklease/kysely build` first')
+    })
+
+    test('four processes racing over 150 workIds of one file: one winner each, no SQLITE_BUSY', async () => {
+      const script = fileURLToPath(new URL('./fixtures/sqlite-racer.mjs', import.meta.url))
+      const startAt = Date.now() + 1_500
+      const outputs = await Promise.all(
+        ['p1', 'p2', 'p3', 'p4'].map((holder) =>
+          run(process.execPath, [script, h.storage.file!, h.storage.table, holder, String(startAt), '150']),
+        ),
+      )
+      const winners = new Map<number, string[]>()
+      for (const { stdout } of outputs) {
+        const { won, errors } = JSON.parse(stdout) as { won: [number, string][]; errors: string[] }
+        expect(errors).toEqual([])
+        for (const [i, token] of won) {
+          expect(token).toBe('1')
+          winners.set(i, [...(winners.get(i) ?? []), token])
+        }
+      }
+      expect(winners.size).toBe(150)
+      for (const tokens of winners.values()) expect(tokens).toHaveLength(1)
+    }, 60_000)
+  })
+
+  test('a schema-qualified table name works (main.<table>)', async () => {
+    const table = `main.${randomTable()}`
+    await createLeaseTable(h.storage.admin, { table })
+    const backend = new KyselyBackend({ db: h.storage.admin, table })
+    await backend.release(await backend.acquire('job', 'a', HOUR))
+    expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
+  })
+
+  test(':memory: is one connection: every simulated process shares it (so its races are not cross-connection)', async () => {
+    const memory = await kyselyHarness(targetNamed('sqlite-memory'))
+    try {
+      expect(memory.storage.separateConnections).toBe(false)
+      const a = memory.open()
+      const b = memory.open()
+      const record = await a.acquire('job', 'a', HOUR)
+      expect(await code(b.acquire('job', 'b', HOUR))).toBe('LEASE_HELD')
+      await a.release(record)
+      expect((await b.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
+    } finally {
+      await memory.close()
+    }
+  })
+})
+
+describe('table names, dialects and the migration (no server needed)', () => {
+  let db: Kysely<any>
+  beforeEach(() => {
+    db = sqliteDb(':memory:')
+  })
+  afterEach(() => db.destroy())
+
+  test('table names are validated, never escaped: anything but an identifier is INVALID_ARGUMENT', async () => {
+    for (const table of [
+      '',
+      '1abc',
+      'a-b',
+      'a b',
+      'a.b.c',
+      'a"b',
+      'a`b',
+      "a'b",
+      'a;drop',
+      'x'.repeat(64),
+      'é',
+    ]) {
+      expect(() => new KyselyBackend({ db, table })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      )
+      expect(await code(createLeaseTable(db, { table }))).toBe('INVALID_ARGUMENT')
+    }
+    for (const table of ['leases', '_x', 'Leases_2', 'x'.repeat(63), 'app.leases']) {
+      expect(() => new KyselyBackend({ db, table })).not.toThrow()
+    }
+  })
+
+  test('dialects are detected from the adapter or validated when given', () => {
+    expect(new KyselyBackend({ db }).family).toBe('sqlite')
+    expect(new KyselyBackend({ db, dialect: 'postgres' }).family).toBe('postgres')
+    expect(new KyselyBackend({ db, dialect: 'mariadb' }).family).toBe('mysql')
+    expect(() => new KyselyBackend({ db, dialect: 'oracle' as never })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
+    expect(new KyselyBackend({ db }).capabilities).toEqual({
+      clock: 'server',
+      maxStateBytes: 16 * 1024 * 1024,
+      crossConnectionAtomic: true,
+    })
+    expect(new KyselyBackend({ db, dialect: 'mysql' }).capabilities.maxStateBytes).toBe(4 * 1024 * 1024)
+    expect(new KyselyBackend({ db, maxStateBytes: 10 }).capabilities.maxStateBytes).toBe(10)
+  })
+
+  test('createLeaseTableMigration runs under Kysely Migrator, up and down', async () => {
+    const migrator = new Migrator({
+      db,
+      provider: {
+        getMigrations: async () => ({ '0001_worklease': createLeaseTableMigration({ table: 'leases' }) }),
+      },
+    })
+    expect((await migrator.migrateToLatest()).error).toBeUndefined()
+    const backend = new KyselyBackend({ db, table: 'leases' })
+    expect((await backend.acquire('job', 'a', HOUR)).fencingToken).toBe(1n)
+    expect((await migrator.migrateDown()).error).toBeUndefined()
+    expect(await backend.acquire('job', 'a', HOUR).catch((error: Error) => error.message)).toMatch(
+      /no such table/,
+    )
+  })
+})

@@ -1,0 +1,261 @@
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { type DialectFamily, KyselyBackend } from '../src/index.js'
+import { bytes, code, rows, seed, sleep } from './helpers.js'
+import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
+import { selected, TARGETS } from './targets.js'
+
+const FAMILY: Record<string, DialectFamily> = {
+  postgres: 'postgres',
+  mariadb: 'mysql',
+  'sqlite-file': 'sqlite',
+  'sqlite-memory': 'sqlite',
+}
+const HOUR = 3_600_000
+const TWO_POW_60 = 2n ** 60n
+
+for (const target of TARGETS) {
+  const family = FAMILY[target.name]!
+
+  describe.skipIf(!selected(target.filter))(`KyselyBackend on ${target.name}`, () => {
+    let h: KyselyHarness
+    beforeEach(async () => {
+      h = await kyselyHarness(target)
+    })
+    afterEach(() => h.close())
+
+    const statements = async (operation: () => Promise<unknown>): Promise<number> => {
+      const before = h.roundTrips()
+      await operation()
+      return h.roundTrips() - before
+    }
+
+    test('statement counts: 1 per happy-path operation; failures as documented in the README', async () => {
+      const a = h.open()
+      const b = h.open()
+      let record = await a.acquire('warm-up', 'a', HOUR) // settles the MySQL-family RETURNING probe
+      expect(await statements(async () => (record = await a.acquire('job', 'a', HOUR)))).toBe(1)
+      expect(await statements(() => code(b.acquire('job', 'b', HOUR)))).toBe(1) // LEASE_HELD
+      expect(await statements(() => a.renew(record, HOUR))).toBe(1)
+      expect(await statements(() => a.checkpoint(record, bytes('s'), HOUR))).toBe(1)
+      expect(await statements(() => a.readCheckpoint(record))).toBe(1)
+      expect(await statements(() => a.release(record))).toBe(1)
+      // Failure paths, on a released (so invalid) record.
+      expect(await statements(async () => expect(await code(a.renew(record, HOUR))).toBe('FENCED'))).toBe(2)
+      expect(
+        await statements(async () =>
+          expect(await code(a.checkpoint(record, bytes('s'), HOUR))).toBe('FENCED'),
+        ),
+      ).toBe(family === 'mysql' ? 2 : 1)
+      expect(await statements(async () => expect(await code(a.release(record))).toBe('FENCED'))).toBe(1)
+      expect(await statements(async () => expect(await code(a.readCheckpoint(record))).toBe('FENCED'))).toBe(
+        1,
+      )
+      const short = await a.acquire('short', 'a', 1)
+      await sleep(20)
+      expect(
+        await statements(async () => expect(await code(a.renew(short, HOUR))).toBe('LEASE_EXPIRED')),
+      ).toBe(2)
+      expect(
+        await statements(async () => expect(await code(a.acquire('', 'a', HOUR))).toBe('INVALID_ARGUMENT')),
+      ).toBe(0)
+    })
+
+    test('SET ordering (the MySQL pitfall): a released lease whose expiry is still ahead is free, and clean_handoff reads released before it is cleared', async () => {
+      const backend = h.open()
+      await seed(h, family, {
+        workId: 'released',
+        token: 5n,
+        holder: 'old',
+        expiresAtMs: Date.now() + HOUR,
+        released: true,
+      })
+      await seed(h, family, {
+        workId: 'crashed',
+        token: 7n,
+        holder: 'old',
+        expiresAtMs: 0,
+        cleanHandoff: true,
+      })
+      const afterRelease = await backend.acquire('released', 'new', HOUR)
+      expect(afterRelease.fencingToken).toBe(6n)
+      expect(await backend.readCheckpoint(afterRelease)).toEqual({ state: null, cleanHandoff: true })
+      const afterCrash = await backend.acquire('crashed', 'new', HOUR)
+      expect(afterCrash.fencingToken).toBe(8n)
+      expect(await backend.readCheckpoint(afterCrash)).toEqual({ state: null, cleanHandoff: false })
+      const stored = new Map((await rows(h, family)).map((row) => [row.workId, row]))
+      expect(stored.get('released')).toMatchObject({
+        token: 6n,
+        holder: 'new',
+        released: false,
+        cleanHandoff: true,
+      })
+      expect(stored.get('crashed')).toMatchObject({
+        token: 8n,
+        holder: 'new',
+        released: false,
+        cleanHandoff: false,
+      })
+      // A held lease is left exactly as it was, whatever the assignment order.
+      expect(await code(backend.acquire('released', 'other', HOUR))).toBe('LEASE_HELD')
+      expect((await rows(h, family)).find((row) => row.workId === 'released')).toEqual(stored.get('released'))
+    })
+
+    test('tokens above 2^53 stay exact: a row seeded at 2^60 is acquired over as 2^60 + 1', async () => {
+      const backend = h.open()
+      await seed(h, family, { workId: 'big', token: TWO_POW_60, holder: 'old', expiresAtMs: 0 })
+      const record = await backend.acquire('big', 'a', HOUR)
+      expect(record.fencingToken).toBe(TWO_POW_60 + 1n)
+      // 2^60 + 1 and 2^60 + 2 are the same double: a lossy comparison would accept the forgery.
+      const forged = { ...record, fencingToken: TWO_POW_60 + 2n }
+      expect(await code(backend.renew(forged, HOUR))).toBe('FENCED')
+      expect(await code(backend.checkpoint(forged, bytes('x'), HOUR))).toBe('FENCED')
+      expect(await code(backend.readCheckpoint(forged))).toBe('FENCED')
+      expect(await code(backend.release(forged))).toBe('FENCED')
+      await backend.checkpoint(record, bytes('exact'), HOUR)
+      await backend.renew(record, HOUR)
+      expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('exact'), cleanHandoff: false })
+      await backend.release(record)
+      expect((await backend.acquire('big', 'b', HOUR)).fencingToken).toBe(TWO_POW_60 + 2n)
+      await seed(h, family, {
+        workId: 'almost-max',
+        token: MAX_FENCING_TOKEN - 1n,
+        holder: 'old',
+        expiresAtMs: 0,
+      })
+      expect((await backend.acquire('almost-max', 'a', HOUR)).fencingToken).toBe(MAX_FENCING_TOKEN)
+    })
+
+    test('a token at 2^63 - 1 cannot be bumped: the store error propagates, never LEASE_HELD', async () => {
+      const backend = h.open()
+      await seed(h, family, { workId: 'max', token: MAX_FENCING_TOKEN, holder: 'old', expiresAtMs: 0 })
+      const error = await backend.acquire('max', 'a', HOUR).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      )
+      expect(error).toBeInstanceOf(Error)
+      expect((error as { code?: unknown }).code).not.toBe('LEASE_HELD')
+      expect((await rows(h, family))[0]!.token).toBe(MAX_FENCING_TOKEN)
+    })
+
+    test('ids with quotes, backslashes, %, emoji and SQL keywords round-trip exactly, only ever as parameters', async () => {
+      const backend = h.open()
+      const ids = [
+        "it's",
+        'say "hi"',
+        'back\\slash\\',
+        '100%',
+        '%',
+        '_',
+        'a_b%c',
+        'emoji 🦀🚀👩‍👩‍👧',
+        "'; DROP TABLE worklease_leases; --",
+        `\`); DELETE FROM ${h.storage.table}; --`,
+        'SELECT',
+        'NULL',
+        'null',
+        'tab\tnew\nline\r',
+        'x'.repeat(255),
+        '🦀'.repeat(127),
+        'ー'.repeat(255),
+      ]
+      for (const id of ids) {
+        const record = await backend.acquire(id, id, HOUR)
+        expect(record).toMatchObject({ workId: id, holderId: id, fencingToken: 1n })
+        await backend.checkpoint(record, bytes(id), HOUR)
+        expect(await backend.readCheckpoint(record)).toEqual({ state: bytes(id), cleanHandoff: true })
+        await backend.renew(record, HOUR)
+      }
+      const stored = await rows(h, family)
+      expect(stored.map((row) => row.workId).sort()).toEqual([...ids].sort())
+      for (const row of stored) expect(row.holder).toBe(row.workId)
+    })
+
+    test('ids differing only by case, trailing space or normalization are distinct leases and holders', async () => {
+      const backend = h.open()
+      const ids = ['a', 'a ', 'a  ', 'A', ' a', 'é', 'e\u0301', 'ss', 'ß']
+      for (const id of ids) expect((await backend.acquire(id, 'holder', HOUR)).fencingToken).toBe(1n)
+      const record = await backend.acquire('job', 'worker ', HOUR)
+      for (const holderId of ['worker', 'worker  ', 'Worker ']) {
+        expect(await code(backend.renew({ ...record, holderId }, HOUR))).toBe('FENCED')
+        expect(await code(backend.readCheckpoint({ ...record, holderId }))).toBe('FENCED')
+      }
+      await backend.renew(record, HOUR)
+      expect((await rows(h, family)).length).toBe(ids.length + 1)
+    })
+
+    test('time moves inside a caller transaction (the PostgreSQL now() pitfall): expiry uses the clock, not the transaction start', async () => {
+      const db = h.storage.connect()
+      try {
+        await db.transaction().execute(async (trx) => {
+          const backend = new KyselyBackend({ db: trx, table: h.storage.table })
+          const first = await backend.acquire('tx', 'a', 200)
+          await sleep(400)
+          expect(await code(backend.renew(first, 200))).toBe('LEASE_EXPIRED')
+          const second = await backend.acquire('tx', 'b', HOUR)
+          expect(second.fencingToken).toBe(2n)
+          expect(second.expiresAt.getTime()).toBeGreaterThanOrEqual(first.expiresAt.getTime() + 200)
+        })
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
+    test('expiresAt is now + ttl on the server clock, in epoch milliseconds, exactly as stored', async () => {
+      const backend = h.open()
+      const before = Date.now()
+      const record = await backend.acquire('clock', 'a', 90_000)
+      const after = Date.now()
+      // Server and tests share this machine's clock; the slack covers scheduling, not a time zone.
+      expect(record.expiresAt.getTime()).toBeGreaterThanOrEqual(before + 90_000 - 1_000)
+      expect(record.expiresAt.getTime()).toBeLessThanOrEqual(after + 90_000 + 1_000)
+      expect((await rows(h, family))[0]!.expiresAtMs).toBe(record.expiresAt.getTime())
+      await backend.release(record)
+      const released = (await rows(h, family))[0]!
+      expect(released.released).toBe(true)
+      expect(released.expiresAtMs).toBeLessThan(Date.now() + 1_000)
+    })
+
+    test('an empty state is stored as empty, not as "no checkpoint"', async () => {
+      const backend = h.open()
+      const record = await backend.acquire('empty', 'a', HOUR)
+      expect((await backend.readCheckpoint(record)).state).toBeNull()
+      await backend.checkpoint(record, new Uint8Array(0), HOUR)
+      const { state } = await backend.readCheckpoint(record)
+      expect(state).toBeInstanceOf(Uint8Array)
+      expect(state?.byteLength).toBe(0)
+      // A view into a larger buffer stores only its own bytes.
+      const view = new Uint8Array([9, 1, 2, 3, 9]).subarray(1, 4)
+      await backend.checkpoint(record, view, HOUR)
+      expect((await backend.readCheckpoint(record)).state).toEqual(new Uint8Array([1, 2, 3]))
+    })
+
+    test('store failures propagate as the client threw them (a missing table is not LEASE_HELD)', async () => {
+      const db = h.storage.connect()
+      try {
+        const backend = new KyselyBackend({ db, table: 'no_such_table_here' })
+        const error = await backend.acquire('job', 'a', HOUR).then(
+          () => undefined,
+          (reason: unknown) => reason,
+        )
+        expect(error).toBeInstanceOf(Error)
+        expect((error as { code?: unknown }).code).not.toMatch(/^(LEASE_HELD|FENCED|LEASE_EXPIRED)$/)
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
+    test('concurrent acquirers over separate connections: exactly one winner', async () => {
+      const backends = [h.open(), h.open(), h.open()]
+      const results = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, i) => backends[i % 3]!.acquire('contended', `racer-${i}`, HOUR)),
+      )
+      const winners = results.filter((result) => result.status === 'fulfilled')
+      expect(winners).toHaveLength(1)
+      for (const result of results) {
+        if (result.status === 'rejected')
+          expect((result.reason as { code?: unknown }).code).toBe('LEASE_HELD')
+      }
+    })
+  })
+}
