@@ -1,0 +1,1 @@
+export { type LeaserSuiteHarness, type LeaserSuiteOptions, leaserSuite } from './leaser-suite.js'

@@ -1,0 +1,349 @@
+import assert from 'node:assert/strict'
+import {
+  type Backend,
+  type CallOptions,
+  type Clock,
+  isLeaseHeldError,
+  type LeaseRecord,
+  systemClock,
+} from '@worklease/spec'
+import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
+import { Leaser, type LeaserOptions } from '../leaser.js'
+import type { Timers } from '../timers.js'
+
+/**
+ * Fresh isolated storage per case, structurally the testkit's `BackendHarness`: `open` returns a
+ * backend over it as a separate process would have it.
+ */
+export interface LeaserSuiteHarness {
+  open(options: { readonly clock: Clock }): Backend | Promise<Backend>
+  close(): Promise<void>
+}
+
+/** Options of {@link leaserSuite}. */
+export interface LeaserSuiteOptions {
+  /**
+   * Shown in the suite's name.
+   *
+   * ```ts
+   * leaserSuite({ name: 'postgres', describe, test, factory })
+   * ```
+   */
+  name: string
+  /**
+   * vitest's (or jest's) `describe`.
+   *
+   * ```ts
+   * import { describe, test } from 'vitest'
+   * ```
+   */
+  describe: (name: string, body: () => void) => void
+  /**
+   * vitest's (or jest's) `test`; the third argument is the case's timeout in milliseconds.
+   *
+   * ```ts
+   * import { describe, test } from 'vitest'
+   * ```
+   */
+  test: (name: string, body: () => Promise<void>, timeoutMs?: number) => void
+  /**
+   * Makes a fresh harness per case; the testkit's `BackendFactory` fits.
+   *
+   * ```ts
+   * const factory = () => {
+   *   const store = new MemoryStore()
+   *   return { open: ({ clock }) => new MemoryBackend({ store, clock }), close: async () => {} }
+   * }
+   * ```
+   */
+  factory: () => LeaserSuiteHarness | Promise<LeaserSuiteHarness>
+  /**
+   * The ttl of every lease, in real milliseconds. Shorter is faster; it must comfortably exceed a
+   * few round trips to the store. Default: 1000.
+   *
+   * ```ts
+   * leaserSuite({ name: 'dynamodb-local', describe, test, factory, ttlMs: 2_000 })
+   * ```
+   */
+  ttlMs?: number
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+/** A backend whose renews can be made to hang (an unreachable store) and whose calls are counted. */
+class Gate implements Backend {
+  hangRenews = false
+  readonly calls = { acquire: 0, renew: 0, release: 0 }
+  constructor(readonly inner: Backend) {}
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    this.calls.acquire++
+    return this.inner.acquire(workId, holderId, ttlMs, options)
+  }
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
+    return this.inner.checkpoint(record, state, ttlMs, options)
+  }
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    this.calls.renew++
+    if (!this.hangRenews) return this.inner.renew(record, ttlMs, options)
+    return new Promise((_, reject) => {
+      options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
+    })
+  }
+  release(record: LeaseRecord, options?: CallOptions) {
+    this.calls.release++
+    return this.inner.release(record, options)
+  }
+  readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+    return this.inner.readCheckpoint(record, options)
+  }
+}
+
+/** Real timers whose clock runs `rate` times as fast as real time (rate < 1: a slow clock). */
+function scaledTimers(rate: number): Timers {
+  const origin = performance.now()
+  return {
+    now: () => origin + (performance.now() - origin) * rate,
+    setTimeout: (callback, ms) => setTimeout(callback, Math.max(0, ms) / rate).unref(),
+    clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+  }
+}
+
+/**
+ * The runner's behaviour over a real backend, with short real ttls: renewal keeps a lease past its
+ * ttl, waiting for a release or an expiry, clean and unclean handoffs with checkpoints, loss declared
+ * before a successor can get in, the backend's own FENCED/LEASE_EXPIRED stopping the lease, close.
+ * Runs with vitest's `describe`/`test` and asserts with `node:assert`.
+ *
+ * ```ts
+ * import { leaserSuite } from '@worklease/core/testing'
+ * import { describe, test } from 'vitest'
+ * leaserSuite({ name: 'postgres', describe, test, factory })
+ * ```
+ */
+export function leaserSuite(options: LeaserSuiteOptions): void {
+  const { describe, test, factory } = options
+  const ttlMs = options.ttlMs ?? 1_000
+  const caseTimeout = ttlMs * 12 + 10_000
+
+  const leaserOptions = (
+    backend: Backend,
+    holderId: string,
+    extra: Partial<LeaserOptions> = {},
+  ): LeaserOptions => ({
+    backend,
+    holderId,
+    ttlMs,
+    // Wide margin and frequent renewals: real stores on a busy machine answer slowly at times.
+    safetyMarginMs: Math.floor(ttlMs * 0.3),
+    renewIntervalMs: Math.floor(ttlMs / 5),
+    retry: { initialDelayMs: Math.max(1, Math.floor(ttlMs / 50)), maxDelayMs: Math.floor(ttlMs / 5) },
+    ...extra,
+  })
+
+  const withHarness = (body: (open: () => Promise<Backend>) => Promise<void>) => async () => {
+    const harness = await factory()
+    try {
+      await body(async () => harness.open({ clock: systemClock }))
+    } finally {
+      await harness.close()
+    }
+  }
+
+  const workId = (label: string) => `leaser-suite-${label}-${Math.random().toString(36).slice(2, 10)}`
+
+  describe(`Leaser behaviour: ${options.name}`, () => {
+    test(
+      'renews a lease past several ttls, then releases it for the next holder',
+      withHarness(async (open) => {
+        const id = workId('renew')
+        const a = new Leaser(leaserOptions(await open(), 'suite-a'))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          await delay(ttlMs * 3)
+          assert.equal(lease.held, true, 'the lease was renewed in the background')
+          await assert.rejects(other.acquire(id, 'suite-b', ttlMs), isLeaseHeldError)
+          await lease.release()
+          const next = await other.acquire(id, 'suite-b', ttlMs)
+          assert.ok(next.fencingToken > lease.fencingToken)
+          assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'wait: gets the lease as soon as the holder releases it',
+      withHarness(async (open) => {
+        const id = workId('wait')
+        const a = new Leaser(leaserOptions(await open(), 'suite-a'))
+        const b = new Leaser(leaserOptions(await open(), 'suite-b'))
+        try {
+          const held = await a.acquire(id)
+          const waiting = b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
+          await delay(ttlMs / 2)
+          await held.release()
+          const lease = await waiting
+          assert.ok(lease.fencingToken > held.fencingToken)
+          assert.equal((await lease.readCheckpoint()).cleanHandoff, true)
+        } finally {
+          await Promise.all([a.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'wait with timeoutMs: rejects with LEASE_HELD while the lease stays held',
+      withHarness(async (open) => {
+        const id = workId('timeout')
+        const a = new Leaser(leaserOptions(await open(), 'suite-a'))
+        const b = new Leaser(leaserOptions(await open(), 'suite-b'))
+        try {
+          await a.acquire(id)
+          await assert.rejects(b.acquire(id, { wait: true, timeoutMs: ttlMs * 2 }), isLeaseHeldError)
+        } finally {
+          await Promise.all([a.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'checkpoints hand over to the next run; a failed run left to expire is an unclean handoff',
+      withHarness(async (open) => {
+        const id = workId('handoff')
+        const a = new Leaser(leaserOptions(await open(), 'suite-a'))
+        const b = new Leaser(leaserOptions(await open(), 'suite-b'))
+        const encode = (text: string) => new TextEncoder().encode(text)
+        const decode = (state: Uint8Array | null) => (state === null ? null : new TextDecoder().decode(state))
+        try {
+          const failure = new Error('step 2 failed')
+          await assert.rejects(
+            a.run(
+              id,
+              async (lease) => {
+                assert.deepEqual(await lease.readCheckpoint(), { state: null, cleanHandoff: true })
+                await lease.checkpoint(encode('step 1'))
+                throw failure
+              },
+              { onError: 'expire' },
+            ),
+            (error) => error === failure,
+          )
+          const seen = await b.run(
+            id,
+            async (lease) => {
+              const read = await lease.readCheckpoint()
+              await lease.checkpoint(encode('step 2'))
+              return { state: decode(read.state), cleanHandoff: read.cleanHandoff }
+            },
+            { wait: true, timeoutMs: ttlMs * 5 },
+          )
+          assert.deepEqual(seen, { state: 'step 1', cleanHandoff: false })
+          const last = await a.run(id, async (lease) => {
+            const read = await lease.readCheckpoint()
+            return { state: decode(read.state), cleanHandoff: read.cleanHandoff }
+          })
+          assert.deepEqual(last, { state: 'step 2', cleanHandoff: true })
+        } finally {
+          await Promise.all([a.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'store unreachable past the ttl: lost before a successor can acquire, never re-acquired',
+      withHarness(async (open) => {
+        const id = workId('unreachable')
+        const gate = new Gate(await open())
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          gate.hangRenews = true
+          const lost = new Promise<unknown>((resolve) =>
+            lease.signal.addEventListener('abort', () => {
+              // Right at the local deadline the store must still refuse a successor.
+              resolve(
+                other.acquire(id, 'suite-b', ttlMs).then(
+                  (record) => record,
+                  (error: unknown) => error,
+                ),
+              )
+            }),
+          )
+          const atLoss = await lost
+          assert.ok(
+            isLeaseHeldError(atLoss),
+            `a successor got in before the loss was declared: ${String(atLoss)}`,
+          )
+          assert.equal((lease.signal.reason as LeaseLostError).reason, 'deadline')
+          gate.hangRenews = false
+          const b = new Leaser(leaserOptions(other, 'suite-b'))
+          const next = await b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
+          assert.ok(next.fencingToken > lease.fencingToken)
+          assert.equal((await next.readCheckpoint()).cleanHandoff, false)
+          await delay(ttlMs)
+          assert.equal(gate.calls.acquire, 1, 'the lost holder never re-acquires')
+          await b.close()
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      "the backend's FENCED or LEASE_EXPIRED stops the lease at once (a holder whose clock runs slow)",
+      withHarness(async (open) => {
+        const id = workId('fenced')
+        const gate = new Gate(await open())
+        // Its clock runs at 1/8 speed: it renews every 1.6 ttl of real time, too late, and its local
+        // deadline would come far too late too; only the backend's answer can stop it.
+        const slow = new Leaser(leaserOptions(gate, 'suite-slow', { timers: scaledTimers(1 / 8) }))
+        const b = new Leaser(leaserOptions(await open(), 'suite-b'))
+        try {
+          const lease = await slow.acquire(id)
+          const next = await b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
+          assert.ok(next.fencingToken > lease.fencingToken)
+          await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+          const reason = lease.signal.reason as LeaseLostError
+          assert.ok(isLeaseLostError(reason))
+          assert.ok(
+            reason.reason === 'fenced' || reason.reason === 'expired',
+            `unexpected reason ${reason.reason}`,
+          )
+          assert.equal(gate.calls.acquire, 1, 'the fenced holder never re-acquires')
+          assert.equal(next.held, true)
+        } finally {
+          await Promise.all([slow.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'close releases every held lease at once',
+      withHarness(async (open) => {
+        const ids = [workId('close-1'), workId('close-2')]
+        const a = new Leaser(leaserOptions(await open(), 'suite-a'))
+        const other = await open()
+        const leases = await Promise.all(ids.map((id) => a.acquire(id)))
+        await a.close()
+        for (const lease of leases) assert.equal(lease.held, false)
+        for (const id of ids) {
+          const record = await other.acquire(id, 'suite-b', ttlMs)
+          assert.equal((await other.readCheckpoint(record)).cleanHandoff, true)
+        }
+      }),
+      caseTimeout,
+    )
+  })
+}
