@@ -1,0 +1,211 @@
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CallOptions,
+  type CheckpointRead,
+  createLeaseRecord,
+  FencedError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  type LeaseRecord,
+  validateAcquireArgs,
+  validateCheckpointArgs,
+  validateRecordArgs,
+  validateRenewArgs,
+} from '@worklease/spec'
+import { ACQUIRE, CHECKPOINT, READ_CHECKPOINT, RELEASE, RENEW } from './lua-scripts.js'
+import type { RedisScriptClient } from './redis-script-client.js'
+
+/** Options of {@link RedisBackend}. */
+export interface RedisBackendOptions {
+  /**
+   * Your ioredis client. Configure it not to resend commands on its own (`maxRetriesPerRequest: 0`,
+   * `autoResendUnfulfilledCommands: false`): backend calls are single attempts, and retrying is the
+   * caller's decision.
+   *
+   * ```ts
+   * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
+   *   maxRetriesPerRequest: 0,
+   *   autoResendUnfulfilledCommands: false,
+   * })
+   * const backend = new RedisBackend({ client })
+   * ```
+   */
+  client: RedisScriptClient
+  /**
+   * Prepended to every workId to make its key. Default: `'worklease:'`. Give each application (or
+   * each test) its own prefix to keep their leases apart in one database.
+   *
+   * ```ts
+   * const backend = new RedisBackend({ client, keyPrefix: 'billing:leases:' })
+   * ```
+   */
+  keyPrefix?: string
+  /**
+   * Largest checkpoint state in bytes. Default: 16 MiB. Redis accepts up to `proto-max-bulk-len`
+   * (512 MiB by default), but large values block the single-threaded server while they are copied.
+   *
+   * ```ts
+   * const backend = new RedisBackend({ client, maxStateBytes: 1024 * 1024 })
+   * ```
+   */
+  maxStateBytes?: number
+}
+
+type ScriptCall = (...args: Array<string | Buffer>) => Promise<unknown>
+
+const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+
+// Command names this driver adds to the client; the version suffix keeps an older copy of the
+// driver on the same client from overwriting these scripts with different ones.
+const COMMANDS = {
+  acquire: ['workleaseAcquireV1', ACQUIRE],
+  checkpoint: ['workleaseCheckpointV1', CHECKPOINT],
+  renew: ['workleaseRenewV1', RENEW],
+  release: ['workleaseReleaseV1', RELEASE],
+  readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT],
+} as const
+
+type Operation = keyof typeof COMMANDS
+
+/**
+ * A worklease backend on Redis: every operation is one Lua script call, atomic on the server and
+ * timed by Redis's own clock (`capabilities.clock` is `'server'`).
+ *
+ * ```ts
+ * import { Redis } from 'ioredis'
+ * import { RedisBackend } from 'worklease-driver-redis-example'
+ *
+ * const backend = new RedisBackend({ client: new Redis() })
+ * const record = await backend.acquire('job-7', 'worker-a', 30_000)
+ * ```
+ */
+export class RedisBackend implements Backend {
+  readonly capabilities: BackendCapabilities
+  readonly #keyPrefix: string
+  readonly #scripts: Record<Operation, ScriptCall>
+
+  constructor(options: RedisBackendOptions) {
+    const { client } = options
+    this.#keyPrefix = options.keyPrefix ?? 'worklease:'
+    this.capabilities = Object.freeze({
+      clock: 'server',
+      maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
+      crossConnectionAtomic: true,
+    })
+    // defineCommand is local (no round trip); the script body travels with the first call.
+    const scripts = {} as Record<Operation, ScriptCall>
+    for (const [operation, [name, lua]] of Object.entries(COMMANDS) as Array<
+      [Operation, (typeof COMMANDS)[Operation]]
+    >) {
+      client.defineCommand(name, { lua, numberOfKeys: 1 })
+      // The Buffer variant, so that checkpoint state comes back byte for byte.
+      const call = (client as unknown as Record<string, ScriptCall>)[`${name}Buffer`]
+      if (typeof call !== 'function') throw new TypeError(`client.defineCommand did not define ${name}Buffer`)
+      scripts[operation] = call.bind(client)
+    }
+    this.#scripts = scripts
+  }
+
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
+    validateAcquireArgs(workId, holderId, ttlMs, options)
+    const reply = await this.#call('acquire', options, workId, holderId, String(ttlMs))
+    if (reply.status === 'HELD') throw new LeaseHeldError()
+    const [token, expires] = reply.values
+    return createLeaseRecord(workId, holderId, BigInt(text(token)), Number(text(expires)))
+  }
+
+  async checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<void> {
+    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    // A Buffer view over the same bytes: ioredis sends Buffers as they are, binary-safe.
+    const bytes = Buffer.from(state.buffer, state.byteOffset, state.byteLength)
+    this.#settled(await this.#call('checkpoint', options, ...fence(record), String(ttlMs), bytes))
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    validateRenewArgs(record, ttlMs, options)
+    this.#settled(await this.#call('renew', options, ...fence(record), String(ttlMs)))
+  }
+
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    validateRecordArgs(record, options)
+    this.#settled(await this.#call('release', options, ...fence(record)))
+  }
+
+  async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    validateRecordArgs(record, options)
+    const reply = this.#settled(await this.#call('readCheckpoint', options, ...fence(record)))
+    const [clean, state] = reply.values
+    return {
+      cleanHandoff: text(clean) === '1',
+      // Copy out of the reply buffer (which may be pooled) into a plain Uint8Array of our own.
+      state: state === null || state === undefined ? null : new Uint8Array(state as Buffer),
+    }
+  }
+
+  #settled(reply: Reply): Reply {
+    if (reply.status === 'FENCED') throw new FencedError()
+    if (reply.status === 'EXPIRED') throw new LeaseExpiredError()
+    return reply
+  }
+
+  async #call(
+    operation: Operation,
+    options: CallOptions | undefined,
+    workId: string,
+    ...args: Array<string | Buffer>
+  ): Promise<Reply> {
+    const pending = this.#scripts[operation](`${this.#keyPrefix}${workId}`, ...args)
+    const raw = await abortable(pending, options?.signal)
+    if (!Array.isArray(raw) || raw.length === 0) {
+      throw new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
+    }
+    return { status: text(raw[0]), values: raw.slice(1) }
+  }
+}
+
+interface Reply {
+  readonly status: string
+  readonly values: unknown[]
+}
+
+/** The script arguments that identify the holder: the token as an exact decimal string. */
+function fence(record: LeaseRecord): [string, string, string] {
+  return [record.workId, record.fencingToken.toString(), record.holderId]
+}
+
+function text(value: unknown): string {
+  if (Buffer.isBuffer(value)) return value.toString('utf8')
+  if (typeof value === 'string' || typeof value === 'number') return String(value)
+  throw new Error(`worklease redis: unexpected reply element ${String(value)}`)
+}
+
+// ioredis commands cannot be cancelled once queued, so an abort only stops the wait: the script may
+// still run, which callers treat like a lost reply (CallOptions says so).
+function abortable<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return pending
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    pending.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}

@@ -1,0 +1,90 @@
+import { randomUUID } from 'node:crypto'
+import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { Redis } from 'ioredis'
+import { RedisBackend, type RedisBackendOptions } from '../src/index.js'
+
+/** The server the tests use: REDIS_URL, or the machine's Redis on 127.0.0.1:6379. */
+export const redisUrl = (): string => process.env.REDIS_URL ?? 'redis://127.0.0.1:6379'
+
+/**
+ * A client as the README recommends: no resends behind the backend's back, so one backend call is
+ * one attempt. `lazyConnect` lets the harness wait until the connection (and ioredis's INFO ready
+ * check) is done before it starts counting.
+ */
+export async function connect(): Promise<Redis> {
+  const client = new Redis(redisUrl(), {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    autoResendUnfulfilledCommands: false,
+  })
+  await client.connect()
+  return client
+}
+
+/**
+ * Counts every command the client writes to its connection. ioredis sends all of them through
+ * `sendCommand`, including a script's EVALSHA and the EVAL it falls back to on NOSCRIPT, so this is
+ * what reaches the server (test/round-trips.test.ts checks it against MONITOR).
+ */
+export function countCommands(client: Redis, onCommand: (name: string) => void): void {
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command, stream) => {
+    onCommand(command.name)
+    return send(command, stream)
+  }
+}
+
+export interface RedisTestHarness extends BackendHarness {
+  readonly keyPrefix: string
+  /** A client outside the count, for setting up or inspecting keys. */
+  readonly admin: Redis
+  open(options?: unknown, overrides?: Partial<RedisBackendOptions>): Promise<RedisBackend>
+  roundTrips(): number
+  /** Commands by name, e.g. `{ evalsha: 3, eval: 1 }`. */
+  commands(): Record<string, number>
+}
+
+/**
+ * A random key prefix of its own (so cases never see each other's keys in the shared server), and
+ * every `open()` a separate "process": its own connection, so the race cases really race.
+ */
+export async function createHarness(): Promise<RedisTestHarness> {
+  const keyPrefix = `worklease-test:${randomUUID()}:`
+  const admin = await connect()
+  const clients: Redis[] = []
+  const byName: Record<string, number> = {}
+  let total = 0
+  return {
+    keyPrefix,
+    admin,
+    async open(_options, overrides = {}) {
+      const client = await connect()
+      clients.push(client)
+      countCommands(client, (name) => {
+        total++
+        byName[name] = (byName[name] ?? 0) + 1
+      })
+      return new RedisBackend({ client, keyPrefix, ...overrides })
+    },
+    roundTrips: () => total,
+    commands: () => ({ ...byName }),
+    async close() {
+      try {
+        const keys: string[] = []
+        let cursor = '0'
+        do {
+          const [next, batch] = await admin.scan(cursor, 'MATCH', `${keyPrefix}*`, 'COUNT', 1000)
+          cursor = next
+          keys.push(...batch)
+        } while (cursor !== '0')
+        if (keys.length > 0) await admin.unlink(...keys)
+      } finally {
+        for (const client of clients) client.disconnect()
+        admin.disconnect()
+      }
+    },
+  }
+}
+
+/** The factory the conformance suite takes: a fresh prefix and fresh connections per case. */
+export const redisFactory: BackendFactory = () => createHarness()
