@@ -1,6 +1,6 @@
 import { type Backend, isInvalidArgumentError, isLeaseHeldError } from '@worklease/spec'
+import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { InjectedFaultError } from '../../testkit/src/fault-injecting-backend.js'
 import { defaultHolderId, Leaser } from '../src/index.js'
 import { setup, TTL, track } from './setup.js'
 

@@ -1,7 +1,7 @@
 import { MemoryBackend } from '@worklease/memory'
 import { isFencedError, isLeaseExpiredError, isLeaseHeldError } from '@worklease/spec'
+import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { InjectedFaultError } from '../../testkit/src/fault-injecting-backend.js'
 import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
 import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
 

@@ -1,6 +1,5 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
-// Imported from source until the lead exports it from @worklease/testkit's index.
-import { FaultInjectingBackend } from '../../testkit/src/fault-injecting-backend.js'
+import { FaultInjectingBackend } from '@worklease/testkit'
 import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 
