@@ -1,0 +1,160 @@
+import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
+import type { Redis } from 'ioredis'
+import { afterEach, describe, expect, test } from 'vitest'
+import { RedisBackend } from '../src/index.js'
+import { connect, countCommands, createHarness, type RedisTestHarness } from './redis-harness.js'
+
+const TTL = 60_000
+const bytes = (text: string) => new TextEncoder().encode(text)
+
+let harness: RedisTestHarness
+afterEach(async () => {
+  await harness?.close()
+})
+
+/** Writes a lease hash by hand, as if `workId` had already been through `token` acquires. */
+async function seed(workId: string, token: bigint): Promise<void> {
+  await harness.admin.hset(`${harness.keyPrefix}${workId}`, {
+    token: token.toString(),
+    holder: 'ancestor',
+    expires: '0',
+    released: '1',
+    clean: '1',
+  })
+}
+
+describe('tokens are exact decimal strings', () => {
+  test('2^53 + 1 goes up by one (a Lua double would round it)', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await seed('w', 2n ** 53n + 1n)
+    const record = await backend.acquire('w', 'holder-a', TTL)
+    expect(record.fencingToken).toBe(2n ** 53n + 2n)
+    // 2^53 + 2 and 2^53 + 3 are the same double; the fence compares strings, so it tells them apart.
+    const forged: LeaseRecord = { ...record, fencingToken: 2n ** 53n + 3n }
+    await expect(backend.renew(forged, TTL)).rejects.toMatchObject({ code: 'FENCED' })
+    await backend.renew(record, TTL)
+  })
+
+  test('the last token, 2^63 - 1, is handed out and works; the next acquire is a store error', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await seed('w', MAX_FENCING_TOKEN - 1n)
+    const record = await backend.acquire('w', 'holder-a', TTL)
+    expect(record.fencingToken).toBe(9_223_372_036_854_775_807n)
+    await backend.checkpoint(record, bytes('last'), TTL)
+    expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('last'), cleanHandoff: true })
+    await backend.release(record)
+
+    const error = await backend.acquire('w', 'holder-b', TTL).catch((caught: unknown) => caught)
+    expect(isWorkleaseError(error)).toBe(false)
+    expect(String(error)).toMatch(/reached 2\^63-1/)
+    expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'token')).toBe('9223372036854775807')
+  })
+})
+
+describe('storage layout', () => {
+  test('one hash per workId with the documented fields; state stored byte for byte', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('job-7', 'worker-a', TTL)
+    const state = Uint8Array.from({ length: 256 }, (_, i) => 255 - i)
+    await backend.checkpoint(record, state, TTL)
+    const key = `${harness.keyPrefix}job-7`
+    const fields = await harness.admin.hgetall(key)
+    expect(Object.keys(fields).sort()).toEqual(['clean', 'expires', 'holder', 'released', 'state', 'token'])
+    expect(fields).toMatchObject({ token: '1', holder: 'worker-a', released: '0', clean: '1' })
+    expect(Number(fields.expires)).toBeGreaterThan(Date.now() - 30_000)
+    expect(new Uint8Array((await harness.admin.hgetBuffer(key, 'state'))!)).toEqual(state)
+    // No TTL on the key: tokens must outlive every lease, so Redis must never expire it.
+    expect(await harness.admin.pttl(key)).toBe(-1)
+  })
+})
+
+describe('failures of the store are not lease outcomes', () => {
+  test('a key of the wrong type rejects with the Redis error, not LEASE_HELD or FENCED', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await harness.admin.set(`${harness.keyPrefix}w`, 'not a hash')
+    const error = await backend.acquire('w', 'holder-a', TTL).catch((caught: unknown) => caught)
+    expect(isWorkleaseError(error)).toBe(false)
+    expect(String(error)).toMatch(/WRONGTYPE/)
+  })
+
+  test('a closed client rejects with the client error', async () => {
+    harness = await createHarness()
+    const client = await connect()
+    const backend = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+    client.disconnect()
+    const error = await backend.acquire('w', 'holder-a', TTL).catch((caught: unknown) => caught)
+    expect(error).toBeInstanceOf(Error)
+    expect(isWorkleaseError(error)).toBe(false)
+  })
+})
+
+describe('round trips', () => {
+  // ioredis turns the first EVALSHA of each script on a connection into an EVAL with the body as it
+  // writes it, so by name the client only sees 'evalsha'; the MONITOR case below sees both on the wire.
+  test('each operation is one script command, including the first call on a fresh connection', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('w', 'holder-a', TTL)
+    await backend.renew(record, TTL)
+    await backend.checkpoint(record, bytes('s'), TTL)
+    await backend.readCheckpoint(record)
+    await backend.release(record)
+    expect(harness.commands()).toEqual({ evalsha: 5 })
+    const again = await backend.acquire('w', 'holder-b', TTL)
+    await backend.renew(again, TTL)
+    expect(harness.commands()).toEqual({ evalsha: 7 })
+  })
+
+  test('the client-side count equals what the server saw (MONITOR)', async () => {
+    harness = await createHarness()
+    const client = await connect()
+    const address = /addr=(\S+)/.exec(String(await client.client('INFO')))?.[1]
+    expect(address).toBeDefined()
+    let counted = 0
+    countCommands(client, () => counted++)
+    const monitor = await (harness.admin.duplicate() as Redis).monitor()
+    const seen: string[] = []
+    let sawSentinel: () => void = () => {}
+    const sentinel = new Promise<void>((resolve) => {
+      sawSentinel = resolve
+    })
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source !== address) return
+      if (args[0]?.toLowerCase() === 'echo' && args[1] === 'sentinel') sawSentinel()
+      else seen.push(args[0]!.toLowerCase())
+    })
+    try {
+      const backend = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+      for (let i = 0; i < 3; i++) {
+        const record = await backend.acquire('w', 'holder-a', TTL)
+        await backend.checkpoint(record, bytes(`s${i}`), TTL)
+        await backend.release(record)
+      }
+      await backend.acquire('w', 'holder-a', TTL).catch(() => undefined)
+      await backend.acquire('w', 'holder-b', TTL).catch(() => undefined) // LEASE_HELD: still one
+      const before = counted
+      // MONITOR streams commands in execution order: once the sentinel shows, everything before has.
+      await client.echo('sentinel')
+      await sentinel
+      expect(before).toBe(11)
+      expect(seen).toHaveLength(before)
+      expect(new Set(seen)).toEqual(new Set(['eval', 'evalsha']))
+    } finally {
+      monitor.disconnect()
+      client.disconnect()
+    }
+  })
+
+  test('an in-flight call abandoned by its signal rejects with the reason', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const controller = new AbortController()
+    const pending = backend.acquire('w', 'holder-a', TTL, { signal: controller.signal })
+    controller.abort(new Error('gave up'))
+    await expect(pending).rejects.toThrow('gave up')
+  })
+})
