@@ -97,7 +97,7 @@ function createTableSql(family: DialectFamily, table: string) {
 export async function createLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
   const { table = DEFAULT_TABLE, dialect } = options
   validateTableName(table)
-  await createTableSql(familyOf(db, dialect), table).execute(db)
+  await createTableSql(familyOf(db, dialect), table).execute(db.withoutPlugins())
 }
 
 /**
@@ -111,7 +111,7 @@ export async function createLeaseTable(db: Kysely<any>, options: LeaseTableOptio
 export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
   const { table = DEFAULT_TABLE } = options
   validateTableName(table)
-  await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db)
+  await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db.withoutPlugins())
 }
 
 /**

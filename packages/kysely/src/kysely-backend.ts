@@ -31,7 +31,8 @@ export interface KyselyBackendOptions {
   /**
    * Your Kysely instance (any database type; the backend only issues raw SQL). It may be a transaction,
    * but then every lease operation joins it: leases are meant to be visible to other processes at once,
-   * so prefer the root instance.
+   * so prefer the root instance. Its plugins (`CamelCasePlugin`, `withSchema`, ...) are bypassed: name the
+   * schema in `table` instead.
    *
    * ```ts
    * const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString }) }) })
@@ -125,7 +126,8 @@ export class KyselyBackend implements Backend {
     if (maxStateBytes !== undefined && (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0)) {
       throw new InvalidArgumentError('options.maxStateBytes must be a non-negative safe integer')
     }
-    this.#db = db
+    // Plugins such as CamelCasePlugin would rename the columns these raw statements read back.
+    this.#db = db.withoutPlugins()
     this.#statements = new LeaseStatements(this.#dialect.family, table)
     this.capabilities = Object.freeze({
       clock: 'server',

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { type Kysely, Migrator, sql } from 'kysely'
+import { CamelCasePlugin, type Kysely, Migrator, sql } from 'kysely'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
@@ -292,6 +292,19 @@ describe('table names, dialects and the migration (no server needed)', () => {
     })
     expect(new KyselyBackend({ db, dialect: 'mysql' }).capabilities.maxStateBytes).toBe(4 * 1024 * 1024)
     expect(new KyselyBackend({ db, maxStateBytes: 10 }).capabilities.maxStateBytes).toBe(10)
+  })
+
+  test("plugins on the caller's Kysely (CamelCasePlugin, WithSchemaPlugin) do not change the statements", async () => {
+    const plugged = db.withPlugin(new CamelCasePlugin()).withSchema('main')
+    await createLeaseTable(plugged, { table: 'plugged_leases' })
+    const backend = new KyselyBackend({ db: plugged, table: 'plugged_leases' })
+    const record = await backend.acquire('job', 'a', HOUR)
+    expect(record.fencingToken).toBe(1n)
+    expect(record.expiresAt.getTime()).toBeGreaterThan(Date.now())
+    await backend.checkpoint(record, bytes('s'), HOUR)
+    expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('s'), cleanHandoff: true })
+    await backend.renew(record, HOUR)
+    await backend.release(record)
   })
 
   test('createLeaseTableMigration runs under Kysely Migrator, up and down', async () => {
