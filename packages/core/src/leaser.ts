@@ -338,7 +338,10 @@ export class Leaser implements AsyncDisposable {
           } else if (isWorkleaseError(error)) {
             throw error
           } else {
-            lastError = error
+            // An attempt cut short by our own deadline tells nothing about the lease: report the
+            // last outcome that did arrive (usually LEASE_HELD), not the timeout we caused.
+            const cutShortByDeadline = timers.now() >= giveUpAt && lastError !== undefined
+            if (!cutShortByDeadline) lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
           const now = timers.now()

@@ -77,6 +77,18 @@ describe('acquire', () => {
     expect(backend.calls.acquire).toBe(calls)
   })
 
+  test('with wait and timeoutMs, a last attempt cut short by the deadline still reports LEASE_HELD', async () => {
+    // Found on a real store: the final attempt got only the sliver of time left, timed out, and
+    // the caller saw a TimeoutError although every completed attempt had found the lease held.
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    backend.setLatency(40, 'acquire')
+    const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 500 }))
+    await time.advance(2_000)
+    expect(waiting.rejected).toBe(true)
+    expect(isLeaseHeldError(waiting.error)).toBe(true)
+  })
+
   test('with wait, an abort signal stops waiting with its reason', async () => {
     const { time, leaser, other, backend } = setup()
     await other.acquire('job', 'worker-b', 60_000)
