@@ -1,0 +1,38 @@
+import type { ContentionResult } from './contention.js'
+import type { Machine } from './machine.js'
+import type { RoundTripResult } from './round-trips.js'
+import type { RunnerCostResult } from './runner-cost.js'
+import type { Spread } from './stats.js'
+import type { CellResult, ThroughputSettings } from './throughput.js'
+
+/** One backend's numbers, or why it was skipped. */
+export interface BackendResult {
+  readonly name: string
+  readonly server?: string
+  readonly origin?: string
+  readonly notes?: readonly string[]
+  /** Set when the backend could not be measured (server not reachable, ...). */
+  readonly skipped?: string
+  readonly throughput?: readonly CellResult[]
+  /** The median of the cells' median ratios, and the lowest and highest cell median. */
+  readonly ratio?: Spread
+  readonly roundTrips?: RoundTripResult
+  readonly contention?: ContentionResult
+  /** Set when a section failed after the backend opened. */
+  readonly error?: string
+}
+
+/** Everything latest.json holds. */
+export interface BenchResults {
+  readonly mode: 'quick' | 'full'
+  readonly startedAt: string
+  readonly durationSeconds: number
+  readonly machine: Machine
+  readonly settings: Omit<ThroughputSettings, 'state'> & {
+    readonly stateBytes: number
+    readonly contentionAcquirers: number
+    readonly contentionRounds: number
+  }
+  readonly backends: readonly BackendResult[]
+  readonly runnerCost: readonly (RunnerCostResult | { backend: string; error: string })[]
+}

@@ -1,0 +1,77 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { round } from './stats.js'
+
+/** What the child process is told to do. */
+export interface RunnerCostConfig {
+  readonly backend: 'memory' | 'sqlite'
+  readonly leases: number
+  readonly ttlMs: number
+  readonly renewIntervalMs: number
+  readonly renewJitter: number
+  readonly warmupMs: number
+  readonly windowMs: number
+}
+
+/** What it measured over its window (CPU % of one core; memory after a forced GC). */
+export interface RunnerCostSample {
+  readonly backend: 'memory' | 'sqlite'
+  readonly leases: number
+  /** Leases still held when the window started (must equal `leases`). */
+  readonly held: number
+  readonly acquireMs: number
+  readonly windowMs: number
+  readonly cpuPercent: number
+  readonly cpuMsPerRenewal: number
+  readonly renewalsPerSecond: number
+  /** leases / (renewIntervalMs × (1 − renewJitter / 2)): jitter shortens each interval by up to `renewJitter`. */
+  readonly expectedRenewalsPerSecond: number
+  readonly lost: number
+  readonly renewFailures: number
+  readonly rssMiB: number
+  readonly heapUsedMiB: number
+  readonly heapBytesPerLease: number
+  readonly rssBytesPerLease: number
+}
+
+export interface RunnerCostResult extends RunnerCostConfig, RunnerCostSample {
+  /** CPU % at the default renew interval (ttl / 3), from the measured CPU per renewal. */
+  readonly projectedCpuPercentAtDefaultInterval: number
+}
+
+/**
+ * Runs {@link RunnerCostConfig} in a fresh Node.js process (with `--expose-gc`, through tsx) so the
+ * memory and CPU it reports are the runner's and its backend's alone.
+ *
+ * ```ts
+ * const result = await measureRunnerCost({ backend: 'memory', leases: 10_000, ttlMs: 30_000, ... })
+ * ```
+ */
+export async function measureRunnerCost(config: RunnerCostConfig): Promise<RunnerCostResult> {
+  const script = fileURLToPath(new URL('./runner-cost-child.ts', import.meta.url))
+  const child = spawn(
+    process.execPath,
+    ['--expose-gc', '--import', import.meta.resolve('tsx'), script, JSON.stringify(config)],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  )
+  let output = ''
+  child.stdout.setEncoding('utf8')
+  child.stdout.on('data', (chunk: string) => {
+    output += chunk
+  })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  const line = output.trim().split('\n').pop()
+  if (code !== 0 || !line) throw new Error(`runner cost child (${config.backend}) exited with ${code}`)
+  const sample = JSON.parse(line) as RunnerCostSample
+  const defaultRate = (config.leases * 1000) / ((config.ttlMs / 3) * (1 - config.renewJitter / 2))
+  const rounded = Object.fromEntries(
+    Object.entries(sample).map(([key, value]) => [key, typeof value === 'number' ? round(value) : value]),
+  ) as unknown as RunnerCostSample
+  return {
+    ...config,
+    ...rounded,
+    projectedCpuPercentAtDefaultInterval: round((sample.cpuMsPerRenewal * defaultRate) / 10),
+  }
+}

@@ -1,0 +1,88 @@
+import { type ChildProcess, fork } from 'node:child_process'
+import { randomUUID } from 'node:crypto'
+import { Agent } from 'node:http'
+import { createRequire } from 'node:module'
+import { fileURLToPath } from 'node:url'
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import { createLeaseTable, DynamoBackend } from '@worklease/dynamodb'
+import type { Session, Target } from '../target.js'
+import { dynamoBaseline } from './dynamo-baseline.js'
+
+async function startDynalite(): Promise<{ endpoint: string; stop(): void }> {
+  const script = fileURLToPath(new URL('../dynalite-server.mjs', import.meta.url))
+  const child: ChildProcess = fork(script, [], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('exit', (code) => reject(new Error(`dynalite exited with ${code}`)))
+    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())))
+  })
+  const kill = () => child.kill('SIGKILL')
+  process.once('exit', kill)
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    stop: () => {
+      process.removeListener('exit', kill)
+      child.kill('SIGTERM')
+    },
+  }
+}
+
+function dynaliteVersion(): string {
+  const require = createRequire(import.meta.url)
+  return (require('dynalite/package.json') as { version: string }).version
+}
+
+/**
+ * dynalite in a child process on 127.0.0.1 (in memory), or the endpoint in `DYNAMODB_ENDPOINT`.
+ * dynalite ignores `ReturnValuesOnConditionCheckFailure`, so the backend is told not to ask for it.
+ */
+export async function openDynamoTarget(): Promise<Target> {
+  const external = process.env.DYNAMODB_ENDPOINT
+  const server = external ? undefined : await startDynalite()
+  const endpoint = external ?? server!.endpoint
+  const dummy = !external || !process.env.AWS_ACCESS_KEY_ID
+  const newClient = (maxSockets: number) =>
+    new DynamoDBClient({
+      endpoint,
+      region: process.env.AWS_REGION ?? 'us-east-1',
+      ...(dummy ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
+      requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets }) },
+    })
+  const admin = newClient(1)
+  const tables = { worklease: `bench-worklease-${randomUUID()}`, baseline: `bench-baseline-${randomUUID()}` }
+  for (const tableName of Object.values(tables)) await createLeaseTable(admin, { tableName })
+  return {
+    name: 'dynalite',
+    server: external ? `DynamoDB API at ${external}` : `dynalite ${dynaliteVersion()}`,
+    origin: external ? 'DYNAMODB_ENDPOINT' : 'child process on 127.0.0.1',
+    notes: ['AWS SDK v3 DynamoDBClient, keep-alive http agent'],
+    async open(poolSize): Promise<Session> {
+      const client = newClient(poolSize)
+      let requests = 0
+      client.middlewareStack.add(
+        (next) => (args) => {
+          requests++
+          return next(args)
+        },
+        { step: 'finalizeRequest', priority: 'low', name: 'worklease-bench-request-count' },
+      )
+      return {
+        backend: new DynamoBackend({
+          client,
+          tableName: tables.worklease,
+          returnValuesOnConditionCheckFailure: Boolean(external),
+        }),
+        baseline: dynamoBaseline(client, tables.baseline),
+        roundTrips: () => requests,
+        close: async () => client.destroy(),
+      }
+    },
+    async close() {
+      for (const TableName of Object.values(tables)) {
+        await admin.send(new DeleteTableCommand({ TableName })).catch(() => undefined)
+      }
+      admin.destroy()
+      server?.stop()
+    },
+  }
+}

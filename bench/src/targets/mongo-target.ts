@@ -1,0 +1,79 @@
+import { randomBytes } from 'node:crypto'
+import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
+import { MongoClient } from 'mongodb'
+// The same start script the mongodb package's tests use: builds FerretDB once, caches the binary.
+import { startFerretdb } from '../../../packages/mongodb/scripts/ferretdb.mjs'
+import type { Session, Target } from '../target.js'
+import { mongoBaseline } from './mongo-baseline.js'
+
+const DATABASE = 'worklease_bench'
+// Sent by the driver for its own upkeep, never by a lease operation (as the driver tests count).
+const DRIVER_COMMANDS = new Set([
+  'hello',
+  'ismaster',
+  'isMaster',
+  'endSessions',
+  'ping',
+  'buildInfo',
+  'getMore',
+])
+
+/**
+ * FerretDB v1 (started here on 127.0.0.1, SQLite handler) or the MongoDB at `MONGODB_URL`. FerretDB 1.x
+ * needs the same options as in the driver's tests: no findAndModify projection, and no cross-connection
+ * atomicity claim.
+ */
+export async function openMongoTarget(log: (line: string) => void): Promise<Target> {
+  const external = process.env.MONGODB_URL
+  const server = external ? undefined : await startFerretdb({ log })
+  const url = external ?? server!.url
+  const admin = new MongoClient(url)
+  const info = await admin.db('admin').command({ buildInfo: 1 })
+  const ferret = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined
+  const run = randomBytes(4).toString('hex')
+  const names = { worklease: `worklease_${run}`, baseline: `baseline_${run}` }
+  await createLeaseCollection(admin.db(DATABASE), names.worklease)
+  await createLeaseCollection(admin.db(DATABASE), names.baseline)
+  const notes = ['one MongoClient (node driver 6) per session, command monitoring on for counting']
+  if (ferret) notes.push('FerretDB: findAndModifyProjection false, handler sqlite')
+  return {
+    name: 'ferretdb',
+    server: ferret ? `FerretDB ${ferret} (MongoDB wire ${info.version})` : `MongoDB ${info.version}`,
+    origin: external ? 'MONGODB_URL' : 'started here on 127.0.0.1',
+    notes,
+    async open(poolSize): Promise<Session> {
+      const client = new MongoClient(url, { monitorCommands: true, maxPoolSize: poolSize })
+      let commands = 0
+      client.on('commandStarted', (event) => {
+        if (!DRIVER_COMMANDS.has(event.commandName)) commands++
+      })
+      await client.connect()
+      const db = client.db(DATABASE)
+      return {
+        backend: new MongoBackend({
+          collection: db.collection(names.worklease),
+          ...(ferret
+            ? {
+                findAndModifyProjection: false,
+                crossConnectionAtomic: false,
+                crossConnectionAtomicNote: 'FerretDB 1.x: findAndModify is a read then a write',
+              }
+            : {}),
+        }),
+        baseline: mongoBaseline(db.collection(names.baseline), { projection: !ferret }),
+        roundTrips: () => commands,
+        close: () => client.close(),
+      }
+    },
+    async close() {
+      for (const name of Object.values(names))
+        await admin
+          .db(DATABASE)
+          .collection(name)
+          .drop()
+          .catch(() => undefined)
+      await admin.close()
+      await server?.stop()
+    },
+  }
+}
