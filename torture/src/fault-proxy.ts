@@ -1,0 +1,126 @@
+import { connect, createServer, type Server, type Socket } from 'node:net'
+
+/** What the proxy does to traffic, as the nemesis sets it. */
+export type ProxyMode = 'pass' | 'blackhole' | 'drop-replies'
+
+interface Pair {
+  client: Socket
+  server: Socket
+}
+
+/**
+ * A TCP proxy on 127.0.0.1 between the workers and a server, with the faults a network has:
+ * - `dropConnections()`: resets every open connection (clients see ECONNRESET / closed sockets);
+ * - `blackhole`: nothing is forwarded in either direction and new connections hang, until the mode
+ *   changes (then the held bytes flow, as TCP retransmission would deliver them after a partition);
+ * - `drop-replies`: requests reach the server but its replies are discarded and the connection is
+ *   reset, so the client cannot know whether its write landed;
+ * - `latency`: every chunk is delayed, in order.
+ */
+export class FaultProxy {
+  readonly #target: { host: string; port: number }
+  readonly #pairs = new Set<Pair>()
+  #server: Server | undefined
+  #mode: ProxyMode = 'pass'
+  #latencyMs = 0
+  #held: (() => void)[] = []
+  port = 0
+  connections = 0
+
+  constructor(targetPort: number, targetHost = '127.0.0.1') {
+    this.#target = { host: targetHost, port: targetPort }
+  }
+
+  async listen(port = 0): Promise<number> {
+    const server = createServer((client) => this.#accept(client))
+    this.#server = server
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject)
+      server.listen(port, '127.0.0.1', () => resolve())
+    })
+    this.port = (server.address() as { port: number }).port
+    return this.port
+  }
+
+  get mode(): ProxyMode {
+    return this.#mode
+  }
+
+  setMode(mode: ProxyMode): void {
+    this.#mode = mode
+    if (mode !== 'blackhole') {
+      const held = this.#held
+      this.#held = []
+      for (const resume of held) resume()
+    }
+  }
+
+  setLatency(ms: number): void {
+    this.#latencyMs = ms
+  }
+
+  dropConnections(): number {
+    const n = this.#pairs.size
+    for (const pair of this.#pairs) this.#kill(pair)
+    return n
+  }
+
+  async close(): Promise<void> {
+    this.setMode('pass')
+    this.dropConnections()
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()))
+  }
+
+  #kill(pair: Pair): void {
+    pair.client.destroy()
+    pair.server.destroy()
+    this.#pairs.delete(pair)
+  }
+
+  #accept(client: Socket): void {
+    this.connections++
+    client.setNoDelay(true)
+    client.pause()
+    const start = () => {
+      const server = connect(this.#target)
+      server.setNoDelay(true)
+      const pair: Pair = { client, server }
+      this.#pairs.add(pair)
+      const onError = () => this.#kill(pair)
+      client.on('error', onError)
+      server.on('error', onError)
+      client.on('close', onError)
+      server.on('close', onError)
+      this.#pipe(pair, client, server, false)
+      this.#pipe(pair, server, client, true)
+      client.resume()
+    }
+    if (this.#mode === 'blackhole') this.#held.push(start)
+    else start()
+  }
+
+  #pipe(pair: Pair, from: Socket, to: Socket, isReply: boolean): void {
+    // A promise chain per direction keeps chunks in order whatever the latency does.
+    let chain = Promise.resolve()
+    from.on('data', (chunk: Buffer) => {
+      if (isReply && this.#mode === 'drop-replies') {
+        this.#kill(pair)
+        return
+      }
+      const latency = this.#latencyMs
+      chain = chain.then(async () => {
+        if (latency > 0) await new Promise((resolve) => setTimeout(resolve, latency))
+        if (this.#mode === 'blackhole') {
+          from.pause()
+          await new Promise<void>((resolve) => this.#held.push(resolve))
+          from.resume()
+        }
+        if (isReply && this.#mode === 'drop-replies') {
+          this.#kill(pair)
+          return
+        }
+        if (!to.destroyed) to.write(chunk)
+      })
+    })
+  }
+}

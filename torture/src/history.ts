@@ -1,0 +1,167 @@
+import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** The five backend operations, as the history names them. */
+export type OpName = 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
+
+/**
+ * `ok`: the call returned. `fail`: it threw a worklease error (LEASE_HELD, FENCED, LEASE_EXPIRED), which
+ * the contract says changed nothing. `info`: indeterminate: a store error, a timeout, or the process
+ * died before the reply; the operation may or may not have taken effect, at any time after invocation.
+ */
+export type Outcome = 'ok' | 'fail' | 'info'
+
+/** One operation of one worker, as the checker sees it. Times are ms on the host's monotonic clock. */
+export interface Op {
+  readonly id: string
+  /** Worker process incarnation, e.g. `p2.1` (slot 2, second incarnation). */
+  readonly process: string
+  readonly holder: string
+  readonly op: OpName
+  readonly workId: string
+  /** The record's token for ops on a record; the token acquired for an ok acquire. */
+  readonly token: bigint | null
+  readonly ttl: number | null
+  /** Checkpoint: the (unique) value written. */
+  readonly value: string | null
+  readonly invoke: number
+  /** `Infinity` when the completion is unknown (process killed, reply never seen). */
+  readonly complete: number
+  readonly outcome: Outcome
+  /** The worklease error code for `fail`, the error message for `info`. */
+  readonly code: string | null
+  /** readCheckpoint: the state read (null: none). */
+  readonly read: string | null
+  readonly clean: boolean | null
+  /** The injected clock offset (client-clock backends) at invocation and completion. */
+  readonly offsetAtInvoke: number
+  readonly offsetAtComplete: number
+}
+
+interface InvokeLine {
+  e: 'i'
+  id: string
+  p: string
+  h: string
+  op: OpName
+  w: string
+  tok?: string
+  ttl?: number
+  v?: string
+  t: number
+  off: number
+}
+
+interface CompleteLine {
+  e: 'c'
+  id: string
+  t: number
+  off: number
+  o: Outcome
+  code?: string
+  tok?: string
+  r?: string | null
+  clean?: boolean
+}
+
+/** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
+export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
+
+/**
+ * Appends a process's history to a file with synchronous writes, so an invocation is on disk before
+ * the call starts and survives a SIGKILL (an op whose invocation was lost could have effects the
+ * checker cannot explain).
+ */
+export class HistoryWriter {
+  readonly #fd: number
+  readonly #process: string
+  #next = 0
+
+  constructor(path: string, process: string) {
+    this.#fd = openSync(path, 'a')
+    this.#process = process
+  }
+
+  invoke(
+    fields: { holder: string; op: OpName; workId: string; token?: bigint; ttl?: number; value?: string },
+    offset: number,
+  ): string {
+    const id = `${this.#process}:${this.#next++}`
+    const line: InvokeLine = {
+      e: 'i',
+      id,
+      p: this.#process,
+      h: fields.holder,
+      op: fields.op,
+      w: fields.workId,
+      t: monotonicNow(),
+      off: offset,
+    }
+    if (fields.token !== undefined) line.tok = fields.token.toString()
+    if (fields.ttl !== undefined) line.ttl = fields.ttl
+    if (fields.value !== undefined) line.v = fields.value
+    writeSync(this.#fd, `${JSON.stringify(line)}\n`)
+    return id
+  }
+
+  complete(
+    id: string,
+    outcome: Outcome,
+    offset: number,
+    extra: { code?: string; token?: bigint; read?: string | null; clean?: boolean } = {},
+  ): void {
+    const line: CompleteLine = { e: 'c', id, t: monotonicNow(), off: offset, o: outcome }
+    if (extra.code !== undefined) line.code = extra.code.slice(0, 200)
+    if (extra.token !== undefined) line.tok = extra.token.toString()
+    if (extra.read !== undefined) line.r = extra.read
+    if (extra.clean !== undefined) line.clean = extra.clean
+    writeSync(this.#fd, `${JSON.stringify(line)}\n`)
+  }
+
+  close(): void {
+    closeSync(this.#fd)
+  }
+}
+
+/** Reads every `*.jsonl` history in `dir` into ops; an invocation without completion is `info`. */
+export function loadHistory(dir: string): Op[] {
+  const invokes = new Map<string, InvokeLine>()
+  const completes = new Map<string, CompleteLine>()
+  for (const file of readdirSync(dir).filter((name) => name.endsWith('.jsonl'))) {
+    for (const text of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      if (!text) continue
+      let line: InvokeLine | CompleteLine
+      try {
+        line = JSON.parse(text)
+      } catch {
+        continue // a line torn by SIGKILL mid-write: its op never started (invocations are written first)
+      }
+      if (line.e === 'i') invokes.set(line.id, line)
+      else completes.set(line.id, line)
+    }
+  }
+  const ops: Op[] = []
+  for (const inv of invokes.values()) {
+    const done = completes.get(inv.id)
+    const token = inv.tok !== undefined ? BigInt(inv.tok) : done?.tok !== undefined ? BigInt(done.tok) : null
+    ops.push({
+      id: inv.id,
+      process: inv.p,
+      holder: inv.h,
+      op: inv.op,
+      workId: inv.w,
+      token,
+      ttl: inv.ttl ?? null,
+      value: inv.v ?? null,
+      invoke: inv.t,
+      complete: done && done.o !== 'info' ? done.t : Number.POSITIVE_INFINITY,
+      outcome: done?.o ?? 'info',
+      code: done?.code ?? (done ? null : 'no completion (process killed or stopped)'),
+      read: done?.r ?? null,
+      clean: done?.clean ?? null,
+      offsetAtInvoke: inv.off,
+      offsetAtComplete: done?.off ?? inv.off,
+    })
+  }
+  return ops.sort((a, b) => a.invoke - b.invoke)
+}

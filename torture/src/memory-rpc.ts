@@ -1,0 +1,226 @@
+import { connect, createServer, type Server, type Socket } from 'node:net'
+import { MemoryBackend } from '@worklease/memory'
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CheckpointRead,
+  type Clock,
+  createLeaseRecord,
+  FencedError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  type LeaseRecord,
+  isWorkleaseError,
+  validateAcquireArgs,
+  validateCheckpointArgs,
+  validateRecordArgs,
+  validateRenewArgs,
+} from '@worklease/spec'
+
+// The reference MemoryBackend lives in one process; worker processes reach it over a line-delimited
+// JSON protocol on TCP, so the fault proxy can sit in between as it does for real servers. Each request
+// carries the caller's clock reading, because MemoryBackend is a client-clock backend.
+
+interface WireRecord {
+  workId: string
+  holderId: string
+  token: string
+  expiresAt: number
+}
+
+interface Request {
+  id: number
+  op: 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
+  now: number
+  workId?: string
+  holderId?: string
+  ttl?: number
+  record?: WireRecord
+  state?: string
+}
+
+const toWire = (r: LeaseRecord): WireRecord => ({
+  workId: r.workId,
+  holderId: r.holderId,
+  token: r.fencingToken.toString(),
+  expiresAt: r.expiresAt.getTime(),
+})
+const fromWire = (r: WireRecord): LeaseRecord =>
+  createLeaseRecord(r.workId, r.holderId, BigInt(r.token), r.expiresAt)
+
+/** Serves one MemoryBackend (one store) on 127.0.0.1. */
+export class MemoryServer {
+  #server: Server | undefined
+  readonly #sockets = new Set<Socket>()
+  port = 0
+
+  async listen(): Promise<number> {
+    let now = 0
+    const backend = new MemoryBackend({ clock: { now: () => now } })
+    const server = createServer((socket) => {
+      this.#sockets.add(socket)
+      socket.on('close', () => this.#sockets.delete(socket))
+      socket.on('error', () => socket.destroy())
+      let buffer = ''
+      socket.setEncoding('utf8')
+      socket.on('data', (chunk: string) => {
+        buffer += chunk
+        let nl = buffer.indexOf('\n')
+        while (nl >= 0) {
+          const line = buffer.slice(0, nl)
+          buffer = buffer.slice(nl + 1)
+          nl = buffer.indexOf('\n')
+          const request = JSON.parse(line) as Request
+          // MemoryBackend reads its clock synchronously inside each call, before any await.
+          now = request.now
+          const reply = (body: object) => {
+            if (!socket.destroyed) socket.write(`${JSON.stringify({ id: request.id, ...body })}\n`)
+          }
+          this.#call(backend, request).then(
+            (result) => reply({ ok: true, result }),
+            (error: unknown) =>
+              reply({ ok: false, code: isWorkleaseError(error) ? error.code : undefined, message: String(error) }),
+          )
+        }
+      })
+    })
+    this.#server = server
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()))
+    this.port = (server.address() as { port: number }).port
+    return this.port
+  }
+
+  #call(backend: MemoryBackend, r: Request): Promise<unknown> {
+    switch (r.op) {
+      case 'acquire':
+        return backend.acquire(r.workId!, r.holderId!, r.ttl!).then(toWire)
+      case 'checkpoint':
+        return backend.checkpoint(fromWire(r.record!), Buffer.from(r.state!, 'base64'), r.ttl!)
+      case 'renew':
+        return backend.renew(fromWire(r.record!), r.ttl!)
+      case 'release':
+        return backend.release(fromWire(r.record!))
+      case 'readCheckpoint':
+        return backend.readCheckpoint(fromWire(r.record!)).then(({ state, cleanHandoff }) => ({
+          state: state ? Buffer.from(state).toString('base64') : null,
+          cleanHandoff,
+        }))
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.#sockets) socket.destroy()
+    await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()))
+  }
+}
+
+/** A Backend whose store is a {@link MemoryServer} in another process. */
+export class MemoryRpcBackend implements Backend {
+  readonly capabilities: BackendCapabilities = Object.freeze({
+    clock: 'client',
+    maxStateBytes: 1024 * 1024,
+    crossConnectionAtomic: true,
+  })
+  readonly #port: number
+  readonly #clock: Clock
+  #socket: Socket | undefined
+  #nextId = 0
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>()
+
+  constructor(port: number, clock: Clock) {
+    this.#port = port
+    this.#clock = clock
+  }
+
+  #connection(): Socket {
+    if (this.#socket && !this.#socket.destroyed) return this.#socket
+    const socket = connect({ host: '127.0.0.1', port: this.#port })
+    socket.setNoDelay(true)
+    socket.setEncoding('utf8')
+    let buffer = ''
+    socket.on('data', (chunk: string) => {
+      buffer += chunk
+      let nl = buffer.indexOf('\n')
+      while (nl >= 0) {
+        const reply = JSON.parse(buffer.slice(0, nl)) as {
+          id: number
+          ok: boolean
+          result?: unknown
+          code?: string
+          message?: string
+        }
+        buffer = buffer.slice(nl + 1)
+        nl = buffer.indexOf('\n')
+        const waiter = this.#pending.get(reply.id)
+        this.#pending.delete(reply.id)
+        if (!waiter) continue
+        if (reply.ok) waiter.resolve(reply.result)
+        else if (reply.code === 'LEASE_HELD') waiter.reject(new LeaseHeldError())
+        else if (reply.code === 'FENCED') waiter.reject(new FencedError())
+        else if (reply.code === 'LEASE_EXPIRED') waiter.reject(new LeaseExpiredError())
+        else waiter.reject(new Error(`memory server: ${reply.message}`))
+      }
+    })
+    const fail = (error?: Error) => {
+      if (this.#socket === socket) this.#socket = undefined
+      socket.destroy()
+      const pending = [...this.#pending.values()]
+      this.#pending.clear()
+      for (const waiter of pending) waiter.reject(new Error(`connection lost: ${error?.message ?? 'closed'}`))
+    }
+    socket.on('error', fail)
+    socket.on('close', () => fail())
+    this.#socket = socket
+    return socket
+  }
+
+  #send(request: Omit<Request, 'id' | 'now'>): Promise<any> {
+    const id = this.#nextId++
+    const socket = this.#connection()
+    return new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject })
+      socket.write(`${JSON.stringify({ ...request, id, now: this.#clock.now() })}\n`)
+    })
+  }
+
+  async acquire(workId: string, holderId: string, ttlMs: number): Promise<LeaseRecord> {
+    validateAcquireArgs(workId, holderId, ttlMs, undefined)
+    return fromWire(await this.#send({ op: 'acquire', workId, holderId, ttl: ttlMs }))
+  }
+
+  async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number): Promise<void> {
+    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, undefined)
+    await this.#send({
+      op: 'checkpoint',
+      record: toWire(record),
+      ttl: ttlMs,
+      state: Buffer.from(state).toString('base64'),
+    })
+  }
+
+  async renew(record: LeaseRecord, ttlMs: number): Promise<void> {
+    validateRenewArgs(record, ttlMs, undefined)
+    await this.#send({ op: 'renew', record: toWire(record), ttl: ttlMs })
+  }
+
+  async release(record: LeaseRecord): Promise<void> {
+    validateRecordArgs(record, undefined)
+    await this.#send({ op: 'release', record: toWire(record) })
+  }
+
+  async readCheckpoint(record: LeaseRecord): Promise<CheckpointRead> {
+    validateRecordArgs(record, undefined)
+    const reply = (await this.#send({ op: 'readCheckpoint', record: toWire(record) })) as {
+      state: string | null
+      cleanHandoff: boolean
+    }
+    return {
+      state: reply.state === null ? null : new Uint8Array(Buffer.from(reply.state, 'base64')),
+      cleanHandoff: reply.cleanHandoff,
+    }
+  }
+
+  close(): void {
+    this.#socket?.destroy()
+  }
+}

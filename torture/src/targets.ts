@@ -1,0 +1,291 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { connect, createServer } from 'node:net'
+import { join } from 'node:path'
+import type { Backend, Clock } from '@worklease/spec'
+import { MemoryRpcBackend, MemoryServer } from './memory-rpc.js'
+
+/** The backends the suite can torture. */
+export const BACKENDS = ['memory', 'sqlite', 'postgres', 'mariadb', 'ferretdb', 'dynalite'] as const
+export type BackendName = (typeof BACKENDS)[number]
+
+export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+
+/** What the coordinator hands to every worker so it can open the backend. */
+export interface TargetInfo {
+  backend: BackendName
+  /** The port workers connect to: the fault proxy's, or the server's when not proxied. */
+  port: number
+  table: string
+  sqliteFile?: string
+}
+
+/** The server side of a backend, in the coordinator. */
+export interface ServerHandle {
+  /** Where the real server listens (the proxy forwards there), or 0 when there is no server. */
+  readonly port: number
+  readonly clock: 'server' | 'client'
+  /** Why this server cannot be restarted by the suite, when it cannot. */
+  readonly noRestart?: string
+  /** The server's own note when it does not make cross-connection writes atomic. */
+  readonly notAtomic?: string
+  restart?(): Promise<void>
+  stop(): Promise<void>
+}
+
+const FERRETDB_NOTE =
+  'FerretDB 1.x implements findAndModify as a read followed by a write, so conditional writes from ' +
+  'separate connections are not atomic with respect to each other'
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.on('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number }
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+function canConnect(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
+    })
+    socket.once('error', () => resolve(false))
+  })
+}
+
+async function waitForPort(port: number, child: ChildProcess, name: string, stderr: () => string) {
+  const deadline = Date.now() + 60_000
+  while (!(await canConnect(port))) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited:\n${stderr()}`)
+    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}:\n${stderr()}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/**
+ * A server the suite runs as a child process over a data directory that survives restarts, so a
+ * restart is a crash (SIGKILL) and a start over the same data on the same port.
+ */
+async function childServer(name: string, command: string, args: (port: number) => string[]) {
+  const port = await freePort()
+  let child: ChildProcess | undefined
+  let stderr = ''
+  const start = async () => {
+    stderr = ''
+    const proc = spawn(command, args(port), { stdio: ['ignore', 'ignore', 'pipe'] })
+    proc.stderr!.setEncoding('utf8')
+    proc.stderr!.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4096)
+    })
+    child = proc
+    await waitForPort(port, proc, name, () => stderr)
+  }
+  const kill = async () => {
+    const proc = child
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
+    const exited = new Promise((resolve) => proc.once('exit', resolve))
+    proc.kill('SIGKILL')
+    await exited
+  }
+  const onExit = () => child?.kill('SIGKILL')
+  process.once('exit', onExit)
+  await start()
+  return {
+    port,
+    restart: async () => {
+      await kill()
+      await start()
+    },
+    stop: async () => {
+      process.removeListener('exit', onExit)
+      await kill()
+    },
+  }
+}
+
+/** Starts (or connects to) the server of `backend`, with `dir` for its data, and prepares the table. */
+export async function startServer(
+  backend: BackendName,
+  dir: string,
+): Promise<{ server: ServerHandle; info: Omit<TargetInfo, 'port'> }> {
+  const table = `torture_${randomBytes(4).toString('hex')}`
+  switch (backend) {
+    case 'memory': {
+      const memory = new MemoryServer()
+      const port = await memory.listen()
+      return {
+        server: {
+          port,
+          clock: 'client',
+          noRestart: 'the store lives in memory: a restart loses it by design',
+          stop: () => memory.close(),
+        },
+        info: { backend, table },
+      }
+    }
+    case 'sqlite': {
+      const sqliteFile = join(dir, 'leases.db')
+      const { db } = await kyselyFor('sqlite', 0, sqliteFile)
+      const { sql } = await import('kysely')
+      await sql`PRAGMA journal_mode = WAL`.execute(db)
+      const { createLeaseTable } = await import('@worklease/kysely')
+      await createLeaseTable(db, { table })
+      await db.destroy()
+      return {
+        server: { port: 0, clock: 'server', noRestart: 'no server: every worker opens the file', stop: async () => {} },
+        info: { backend, table, sqliteFile },
+      }
+    }
+    case 'postgres':
+    case 'mariadb': {
+      const url = new URL(backend === 'postgres' ? POSTGRES_URL : MYSQL_URL)
+      const { db } = await kyselyFor(backend, Number(url.port))
+      const { createLeaseTable, dropLeaseTable } = await import('@worklease/kysely')
+      await createLeaseTable(db, { table })
+      await db.destroy()
+      return {
+        server: {
+          port: Number(url.port),
+          clock: 'server',
+          noRestart:
+            'the system server is shared with other test runs, so an outage is a long proxy black-hole instead',
+          stop: async () => {
+            const { db } = await kyselyFor(backend, Number(url.port))
+            await dropLeaseTable(db, { table }).catch(() => undefined)
+            await db.destroy()
+          },
+        },
+        info: { backend, table },
+      }
+    }
+    case 'ferretdb': {
+      const script = createRequire(import.meta.url).resolve('@worklease/mongodb/package.json')
+      const { buildFerretdb } = await import(join(script, '..', 'scripts', 'ferretdb.mjs'))
+      const binary: string = buildFerretdb({ log: () => {} })
+      mkdirSync(join(dir, 'ferret-data'), { recursive: true })
+      mkdirSync(join(dir, 'ferret-state'), { recursive: true })
+      const child = await childServer('FerretDB', binary, (port) => [
+        `--listen-addr=127.0.0.1:${port}`,
+        '--handler=sqlite',
+        `--sqlite-url=file:${join(dir, 'ferret-data')}/`,
+        `--state-dir=${join(dir, 'ferret-state')}`,
+        '--telemetry=disable',
+        '--debug-addr=-',
+        '--log-level=error',
+      ])
+      const { MongoClient } = await import('mongodb')
+      const client = new MongoClient(`mongodb://127.0.0.1:${child.port}/?directConnection=true`)
+      const { createLeaseCollection } = await import('@worklease/mongodb')
+      await createLeaseCollection(client.db('torture') as never, table)
+      await client.close()
+      return {
+        server: { ...child, clock: 'client', notAtomic: FERRETDB_NOTE },
+        info: { backend, table },
+      }
+    }
+    case 'dynalite': {
+      const cli = join(createRequire(import.meta.url).resolve('dynalite/package.json'), '..', 'cli.js')
+      const child = await childServer('dynalite', process.execPath, (port) => [
+        cli,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--path',
+        join(dir, 'dynalite'),
+        '--createTableMs',
+        '0',
+      ])
+      const { client } = await dynamoFor(child.port)
+      const { createLeaseTable } = await import('@worklease/dynamodb')
+      await createLeaseTable(client, { tableName: table })
+      client.destroy()
+      return { server: { ...child, clock: 'client' }, info: { backend, table } }
+    }
+  }
+}
+
+async function kyselyFor(backend: 'sqlite' | 'postgres' | 'mariadb', port: number, file?: string) {
+  const { Kysely, PostgresDialect, MysqlDialect, SqliteDialect } = await import('kysely')
+  if (backend === 'sqlite') {
+    const { default: Database } = await import('better-sqlite3')
+    return { db: new Kysely<any>({ dialect: new SqliteDialect({ database: new Database(file!, { timeout: 5_000 }) }) }) }
+  }
+  if (backend === 'postgres') {
+    const { default: pg } = await import('pg')
+    const url = new URL(POSTGRES_URL)
+    url.port = String(port)
+    const pool = new pg.Pool({ connectionString: url.toString(), max: 3, connectionTimeoutMillis: 2_000 })
+    // A connection the proxy reset while idle is reported here; the pool drops it and moves on.
+    pool.on('error', () => {})
+    return { db: new Kysely<any>({ dialect: new PostgresDialect({ pool }) }) }
+  }
+  const { createPool } = await import('mysql2')
+  const url = new URL(MYSQL_URL)
+  url.port = String(port)
+  const pool = createPool({ uri: url.toString(), connectionLimit: 3, connectTimeout: 2_000 })
+  pool.on('connection', (connection) => connection.on('error', () => {}))
+  return { db: new Kysely<any>({ dialect: new MysqlDialect({ pool }) }) }
+}
+
+async function dynamoFor(port: number) {
+  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb')
+  const client = new DynamoDBClient({
+    endpoint: `http://127.0.0.1:${port}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'torture', secretAccessKey: 'torture' },
+    maxAttempts: 1,
+  })
+  return { client }
+}
+
+/** Opens the backend in a worker process, with its own connections and the given clock. */
+export async function openBackend(info: TargetInfo, clock: Clock): Promise<{ backend: Backend; close(): Promise<void> }> {
+  switch (info.backend) {
+    case 'memory': {
+      const backend = new MemoryRpcBackend(info.port, clock)
+      return { backend, close: async () => backend.close() }
+    }
+    case 'sqlite':
+    case 'postgres':
+    case 'mariadb': {
+      const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile)
+      const { KyselyBackend } = await import('@worklease/kysely')
+      const backend = new KyselyBackend({ db, table: info.table, ...(info.backend === 'mariadb' ? { dialect: 'mariadb' } : {}) })
+      return { backend, close: () => db.destroy() }
+    }
+    case 'ferretdb': {
+      const { MongoClient } = await import('mongodb')
+      const client = new MongoClient(`mongodb://127.0.0.1:${info.port}/?directConnection=true`, {
+        maxPoolSize: 4,
+        serverSelectionTimeoutMS: 2_000,
+        connectTimeoutMS: 2_000,
+        socketTimeoutMS: 5_000,
+      })
+      const { MongoBackend } = await import('@worklease/mongodb')
+      const backend = new MongoBackend({
+        collection: client.db('torture').collection(info.table) as never,
+        clock,
+        crossConnectionAtomic: false,
+        crossConnectionAtomicNote: FERRETDB_NOTE,
+        findAndModifyProjection: false,
+      })
+      return { backend, close: () => client.close(true) }
+    }
+    case 'dynalite': {
+      const { client } = await dynamoFor(info.port)
+      const { DynamoBackend } = await import('@worklease/dynamodb')
+      const backend = new DynamoBackend({ client, tableName: info.table, clock, returnValuesOnConditionCheckFailure: false })
+      return { backend, close: async () => client.destroy() }
+    }
+  }
+}

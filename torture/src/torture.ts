@@ -1,0 +1,398 @@
+import { type ChildProcess, fork } from 'node:child_process'
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import { type CheckName, checkHistory, historySlice, type Violation } from './checker.js'
+import { CounterStore } from './counter-store.js'
+import { loadHistory, type Op } from './history.js'
+import { FaultProxy } from './fault-proxy.js'
+import { Random } from './random.js'
+import { type BackendName, type ServerHandle, startServer, type TargetInfo } from './targets.js'
+import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
+
+export interface TortureOptions {
+  backend: BackendName
+  /** How long the random-operation workload and the nemesis run. */
+  durationMs: number
+  seed: number
+  /** Worker processes. Default 5. */
+  processes?: number
+  /** Register workers (async) per process. Default 3. */
+  registerWorkers?: number
+  /** workIds the register workers share. Default 3. */
+  workIds?: number
+  /** Ttls the register workers pick from. Default [200, 2000]. */
+  ttls?: number[]
+  /** Logical counter workers per mode. Default 50. */
+  counterWorkers?: number
+  /** Increments per counter worker. Default 10. */
+  increments?: number
+  /** Counters (and workIds) per mode the counter workers are spread over. Default 5. */
+  counterShards?: number
+  /** How long after `durationMs` the counter workload may take to finish (under faults). Default 120 s. */
+  counterGraceMs?: number
+  /** Turns the nemesis off (a baseline run). */
+  faults?: boolean
+  log?: (line: string) => void
+}
+
+export interface TortureReport {
+  backend: BackendName
+  seed: number
+  durationMs: number
+  elapsedMs: number
+  histories: number
+  operations: number
+  byOutcome: Record<'ok' | 'fail' | 'info', number>
+  byOperation: Record<string, number>
+  faults: Record<string, number>
+  violations: Violation[]
+  violationsByCheck: Partial<Record<CheckName, number>>
+  /** Non-empty when the server is known not to make cross-connection writes atomic. */
+  notAtomic?: string
+  noRestart?: string
+  counter: {
+    fenced: { value: number; acknowledged: number; expected: number; finished: boolean }
+    unfenced: { value: number; acknowledged: number; expected: number; finished: boolean }
+  }
+  /** The history slice printed for each violation (first few). */
+  slices: string[]
+  ops: Op[]
+  dir: string
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url))
+const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
+
+interface Slot {
+  index: number
+  incarnation: number
+  child: ChildProcess
+  paused: boolean
+  offset: number
+  exited: Promise<void>
+}
+
+/** One torture run against one backend: workers, nemesis, then the checker. */
+export async function runTorture(options: TortureOptions): Promise<TortureReport> {
+  const log = options.log ?? (() => {})
+  const processes = options.processes ?? 5
+  const counterWorkers = options.counterWorkers ?? 50
+  const increments = options.increments ?? 10
+  const shards = options.counterShards ?? 5
+  const faultsOn = options.faults ?? true
+  const random = new Random(Random.derive(options.seed, 'nemesis'))
+  const dir = mkdtempSync(join(tmpdir(), `worklease-torture-${options.backend}-`))
+  const historyDir = join(dir, 'history')
+  mkdirSync(historyDir)
+  const faults: Record<string, number> = {}
+  const count = (name: string) => {
+    faults[name] = (faults[name] ?? 0) + 1
+  }
+
+  const { server, info: partialInfo } = await startServer(options.backend, dir)
+  let proxy: FaultProxy | undefined
+  if (server.port > 0) {
+    proxy = new FaultProxy(server.port)
+    await proxy.listen()
+  }
+  const info: TargetInfo = { ...partialInfo, port: proxy?.port ?? 0 }
+
+  const specs: CounterWorkerSpec[] = []
+  for (const mode of ['fenced', 'unfenced'] as const) {
+    for (let i = 0; i < counterWorkers; i++) {
+      specs.push({ name: `${mode}-w${i}`, mode, counter: `counter-${mode}-${i % shards}` })
+    }
+  }
+  const counterFile = join(dir, 'counter.db')
+  CounterStore.create(
+    counterFile,
+    [...new Set(specs.map((s) => s.counter))],
+    specs.map((s) => s.name),
+  )
+
+  let registerStopped = false
+  let stopping = false
+  const slots: Slot[] = []
+  let workerError: string | undefined
+
+  const spawnSlot = async (index: number, incarnation: number): Promise<Slot> => {
+    const config: WorkerConfig = {
+      info,
+      slot: index,
+      incarnation,
+      seed: options.seed,
+      historyDir,
+      counterFile,
+      registerWorkers: registerStopped ? 0 : (options.registerWorkers ?? 3),
+      workIds: Array.from({ length: options.workIds ?? 3 }, (_, i) => `reg-${i}`),
+      ttls: options.ttls ?? [200, 2000],
+      opTimeoutMs: 1_000,
+      counterWorkers: specs.filter((_, i) => i % processes === index),
+      increments,
+      counterTtlMs: 200,
+      slowWorkChance: 0.05,
+    }
+    const child = fork(WORKER, [JSON.stringify(config)], {
+      execArgv: ['--import', TSX],
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    })
+    let stderr = ''
+    child.stderr!.setEncoding('utf8')
+    child.stderr!.on('data', (chunk: string) => {
+      stderr = (stderr + chunk).slice(-4000)
+    })
+    const ready = new Promise<void>((resolve, reject) => {
+      child.on('message', (message: FromWorker) => {
+        if (message.type === 'ready') resolve()
+        if (message.type === 'fatal') {
+          workerError ??= `worker p${index}.${incarnation}: ${message.message}`
+          reject(new Error(workerError))
+        }
+      })
+      child.once('exit', (code, signal) => {
+        if (code !== 0 && signal !== 'SIGKILL' && !stopping) {
+          workerError ??= `worker p${index}.${incarnation} exited with ${code ?? signal}: ${stderr}`
+        }
+        reject(new Error(`worker p${index}.${incarnation} exited before it was ready: ${stderr}`))
+      })
+    })
+    const slot: Slot = {
+      index,
+      incarnation,
+      child,
+      paused: false,
+      offset: 0,
+      exited: new Promise((resolve) => child.once('exit', () => resolve())),
+    }
+    await ready
+    return slot
+  }
+
+  const send = (slot: Slot, message: ToWorker) => {
+    if (slot.child.connected) slot.child.send(message, () => {})
+  }
+
+  const started = Date.now()
+  const cleanup = () => {
+    for (const slot of slots) slot.child.kill('SIGKILL')
+  }
+  process.once('exit', cleanup)
+  let report: TortureReport | undefined
+  try {
+    for (let i = 0; i < processes; i++) slots.push(await spawnSlot(i, 0))
+    log(`${options.backend}: ${processes} workers up (${Date.now() - started} ms); seed ${options.seed}`)
+    const t0 = Date.now()
+    const counterStore = new CounterStore(counterFile)
+    const countersDone = () =>
+      counterStore.totals('fenced').acknowledged >= counterWorkers * increments &&
+      counterStore.totals('unfenced').acknowledged >= counterWorkers * increments
+    const deadline = t0 + options.durationMs + (options.counterGraceMs ?? 120_000)
+    const running = () =>
+      !workerError && Date.now() < deadline && (Date.now() - t0 < options.durationMs || !countersDone())
+
+    const networkLane = async () => {
+      while (running()) {
+        await sleep(random.int(200, 900))
+        if (!running() || !proxy) {
+          if (!proxy) return
+          break
+        }
+        const choices = ['drop', 'blackhole', 'latency', 'drop-replies', server.restart ? 'restart' : 'outage']
+        const kind = random.pick(choices)
+        if (kind === 'drop') {
+          count('proxy: drop connections')
+          proxy.dropConnections()
+        } else if (kind === 'blackhole') {
+          count('proxy: black-hole')
+          proxy.setMode('blackhole')
+          await sleep(random.int(200, 1_500))
+          proxy.setMode('pass')
+        } else if (kind === 'latency') {
+          count('proxy: latency')
+          proxy.setLatency(random.int(10, 150))
+          await sleep(random.int(300, 1_500))
+          proxy.setLatency(0)
+        } else if (kind === 'drop-replies') {
+          count('proxy: forward request, drop reply')
+          proxy.setMode('drop-replies')
+          await sleep(random.int(20, 200))
+          proxy.setMode('pass')
+        } else if (kind === 'restart') {
+          count('server restart (SIGKILL + start)')
+          await server.restart!()
+        } else {
+          count('server outage (long black-hole)')
+          proxy.setMode('blackhole')
+          await sleep(random.int(2_000, 4_000))
+          proxy.setMode('pass')
+        }
+      }
+    }
+
+    const processLane = async () => {
+      while (running()) {
+        await sleep(random.int(200, 900))
+        if (!running()) break
+        const slot = random.pick(slots)
+        const kinds = ['pause', 'kill', ...(server.clock === 'client' ? ['clock-skew', 'clock-jump'] : [])]
+        const kind = random.pick(kinds)
+        if (kind === 'pause' && !slot.paused) {
+          count('SIGSTOP/SIGCONT worker')
+          slot.paused = true
+          slot.child.kill('SIGSTOP')
+          await sleep(random.pick([random.int(250, 600), random.int(2_100, 3_000)]))
+          slot.child.kill('SIGCONT')
+          slot.paused = false
+        } else if (kind === 'kill' && !slot.paused) {
+          count('SIGKILL worker (respawn)')
+          slot.child.kill('SIGKILL')
+          await slot.exited
+          await sleep(random.int(20, 200))
+          const fresh = await spawnSlot(slot.index, slot.incarnation + 1)
+          slots[slot.index] = fresh
+          fresh.offset = slot.offset
+          send(fresh, { type: 'clock', offset: fresh.offset })
+        } else if (kind === 'clock-skew') {
+          count('clock offset')
+          slot.offset = random.int(-400, 400)
+          send(slot, { type: 'clock', offset: slot.offset })
+        } else if (kind === 'clock-jump') {
+          count('clock jump (and back)')
+          const before = slot.offset
+          slot.offset = before + random.pick([-1, 1]) * random.int(1_000, 3_000)
+          send(slot, { type: 'clock', offset: slot.offset })
+          await sleep(random.int(200, 1_000))
+          slot.offset = before
+          send(slot, { type: 'clock', offset: slot.offset })
+        }
+      }
+    }
+
+    const stopRegisterAt = async () => {
+      while (Date.now() - t0 < options.durationMs && !workerError) await sleep(50)
+      registerStopped = true
+      for (const slot of slots) send(slot, { type: 'stop-register' })
+    }
+
+    if (faultsOn) await Promise.all([networkLane(), processLane(), stopRegisterAt()])
+    else
+      await Promise.all([
+        stopRegisterAt(),
+        (async () => {
+          while (running()) await sleep(100)
+        })(),
+      ])
+    if (workerError) throw new Error(workerError)
+
+    // Heal everything, then let the workers finish their in-flight operations and exit.
+    proxy?.setMode('pass')
+    proxy?.setLatency(0)
+    for (const slot of slots) {
+      if (slot.paused) slot.child.kill('SIGCONT')
+      send(slot, { type: 'clock', offset: 0 })
+    }
+    stopping = true
+    for (const slot of slots) send(slot, { type: 'stop' })
+    await Promise.race([Promise.all(slots.map((s) => s.exited)), sleep(10_000)])
+    for (const slot of slots) slot.child.kill('SIGKILL')
+    const elapsedMs = Date.now() - t0
+
+    const fenced = counterStore.totals('fenced')
+    const unfenced = counterStore.totals('unfenced')
+    counterStore.close()
+    const ops = loadHistory(historyDir)
+    const violations = checkHistory(ops)
+    const violationsByCheck: Partial<Record<CheckName, number>> = {}
+    for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
+    const byOutcome = { ok: 0, fail: 0, info: 0 }
+    const byOperation: Record<string, number> = {}
+    for (const op of ops) {
+      byOutcome[op.outcome]++
+      byOperation[op.op] = (byOperation[op.op] ?? 0) + 1
+    }
+    const expected = counterWorkers * increments
+    report = {
+      backend: options.backend,
+      seed: options.seed,
+      durationMs: options.durationMs,
+      elapsedMs,
+      histories: new Set(ops.map((op) => op.workId)).size,
+      operations: ops.length,
+      byOutcome,
+      byOperation,
+      faults,
+      violations,
+      violationsByCheck,
+      ...(server.notAtomic ? { notAtomic: server.notAtomic } : {}),
+      ...(server.noRestart ? { noRestart: server.noRestart } : {}),
+      counter: {
+        fenced: { ...fenced, expected, finished: fenced.acknowledged >= expected },
+        unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
+      },
+      slices: violations.slice(0, 5).map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
+      ops,
+      dir,
+    }
+    return report
+  } finally {
+    stopping = true
+    cleanup()
+    process.removeListener('exit', cleanup)
+    await proxy?.close()
+    await server.stop().catch(() => undefined)
+    if (report && report.violations.length === 0 && !process.env.WORKLEASE_TORTURE_KEEP) {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+}
+
+export function isCounterViolation(report: TortureReport): boolean {
+  const { fenced } = report.counter
+  return fenced.value !== fenced.acknowledged || !fenced.finished
+}
+
+/** Whether the run breached the contract (violations, or a fenced counter that is not exact). */
+export function failed(report: TortureReport): boolean {
+  return report.violations.length > 0 || isCounterViolation(report)
+}
+
+/** A human summary of a run, with the seed and the history slice of each violation. */
+export function formatReport(report: TortureReport): string {
+  const lines: string[] = []
+  const { fenced, unfenced } = report.counter
+  lines.push(
+    `== ${report.backend}  seed=${report.seed}  ran ${(report.elapsedMs / 1000).toFixed(1)} s (workload ${(report.durationMs / 1000).toFixed(0)} s)`,
+  )
+  lines.push(
+    `   histories (workIds): ${report.histories}   operations: ${report.operations}  (ok ${report.byOutcome.ok}, fail ${report.byOutcome.fail}, indeterminate ${report.byOutcome.info})`,
+  )
+  lines.push(`   by operation: ${Object.entries(report.byOperation).map(([k, v]) => `${k} ${v}`).join(', ')}`)
+  lines.push(
+    `   faults: ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+  )
+  if (report.noRestart) lines.push(`   no server restarts: ${report.noRestart}`)
+  lines.push(
+    `   fenced counter:   ${fenced.value} (acknowledged increments ${fenced.acknowledged}, expected ${fenced.expected})${fenced.value === fenced.acknowledged && fenced.finished ? ' OK' : ' VIOLATION'}`,
+  )
+  const lost = unfenced.acknowledged - unfenced.value
+  lines.push(
+    `   unfenced control: ${unfenced.value} (acknowledged ${unfenced.acknowledged}): ${lost > 0 ? `${lost} acknowledged increments lost` : lost < 0 ? `${-lost} duplicated` : 'no anomaly this run'}`,
+  )
+  const checks = Object.entries(report.violationsByCheck)
+  lines.push(
+    `   violations: ${report.violations.length}${checks.length ? ` (${checks.map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
+  )
+  if (report.notAtomic && report.violations.length > 0) {
+    lines.push(`   server not atomic: ${report.notAtomic}; these violations are the server's, reported, not hidden`)
+  }
+  for (const slice of report.slices) lines.push(slice.replace(/^/gm, '     '))
+  if (report.violations.length > 0 || isCounterViolation(report)) {
+    lines.push(`   replay: pnpm torture --backend ${report.backend} --seconds ${Math.round(report.durationMs / 1000)} --seed ${report.seed}`)
+    lines.push(`   history files kept in ${report.dir}`)
+  }
+  return lines.join('\n')
+}

@@ -1,0 +1,216 @@
+// One torture worker process: register workers doing random lease operations, and its share of the
+// counter workload, all recorded to this process's history file. Started by the coordinator with
+// `fork`; takes its config as JSON in argv[2] and clock offsets over IPC.
+import { join } from 'node:path'
+import { type Backend, type CheckpointRead, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
+import { CounterStore } from './counter-store.js'
+import { HistoryWriter, type OpName } from './history.js'
+import { Random } from './random.js'
+import { openBackend, type TargetInfo } from './targets.js'
+
+export interface CounterWorkerSpec {
+  /** Logical worker name, also its row in `progress`. */
+  name: string
+  mode: 'fenced' | 'unfenced'
+  /** The counter (and the workId guarding it). */
+  counter: string
+}
+
+export interface WorkerConfig {
+  info: TargetInfo
+  slot: number
+  incarnation: number
+  seed: number
+  historyDir: string
+  counterFile: string
+  registerWorkers: number
+  workIds: string[]
+  ttls: number[]
+  opTimeoutMs: number
+  counterWorkers: CounterWorkerSpec[]
+  increments: number
+  counterTtlMs: number
+  /** Probability that a counter increment's "work" takes longer than the counter ttl. */
+  slowWorkChance: number
+}
+
+export type ToWorker = { type: 'clock'; offset: number } | { type: 'stop-register' } | { type: 'stop' }
+export type FromWorker = { type: 'ready' } | { type: 'fatal'; message: string }
+
+const config = JSON.parse(process.argv[2]!) as WorkerConfig
+const proc = `p${config.slot}.${config.incarnation}`
+const random = new Random(Random.derive(config.seed, proc))
+const history = new HistoryWriter(join(config.historyDir, `${proc}.jsonl`), proc)
+let offset = 0
+let stopRegister = false
+let stopAll = false
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+process.on('message', (message: ToWorker) => {
+  if (message.type === 'clock') offset = message.offset
+  else if (message.type === 'stop-register') stopRegister = true
+  else if (message.type === 'stop') stopAll = stopRegister = true
+})
+// The coordinator died: nothing will collect this history.
+process.on('disconnect', () => process.exit(0))
+
+type Result<T> = { outcome: 'ok'; value: T } | { outcome: 'fail'; code: string } | { outcome: 'info' }
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  promise.catch(() => {}) // a late rejection after the timeout is expected
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms`)), ms)
+    promise.then(
+      (value) => {
+        clearTimeout(timer)
+        resolve(value)
+      },
+      (error) => {
+        clearTimeout(timer)
+        reject(error)
+      },
+    )
+  })
+}
+
+/** Runs one backend call, recording its invocation before and its outcome after. */
+async function call<T>(
+  fields: { holder: string; op: OpName; workId: string; token?: bigint; ttl?: number; value?: string },
+  run: () => Promise<T>,
+  describe: (value: T) => { token?: bigint; read?: string | null; clean?: boolean } = () => ({}),
+): Promise<Result<T>> {
+  const id = history.invoke(fields, offset)
+  try {
+    const value = await withTimeout(run(), config.opTimeoutMs)
+    history.complete(id, 'ok', offset, describe(value))
+    return { outcome: 'ok', value }
+  } catch (error) {
+    if (isWorkleaseError(error) && error.code !== 'INVALID_ARGUMENT') {
+      history.complete(id, 'fail', offset, { code: error.code })
+      return { outcome: 'fail', code: error.code }
+    }
+    history.complete(id, 'info', offset, { code: error instanceof Error ? error.message : String(error) })
+    return { outcome: 'info' }
+  }
+}
+
+const acquire = (backend: Backend, holder: string, workId: string, ttl: number) =>
+  call(
+    { holder, op: 'acquire', workId, ttl },
+    () => backend.acquire(workId, holder, ttl),
+    (record) => ({ token: record.fencingToken }),
+  )
+
+const onRecord = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?: string } = {}) => ({
+  holder: record.holderId,
+  op,
+  workId: record.workId,
+  token: record.fencingToken,
+  ...extra,
+})
+
+const describeRead = (read: CheckpointRead) => ({
+  read: read.state ? decoder.decode(read.state) : null,
+  clean: read.cleanHandoff,
+})
+
+async function registerWorker(backend: Backend, index: number): Promise<void> {
+  const holder = `${proc}-r${index}`
+  let record: LeaseRecord | null = null
+  let ttl = 0
+  const stale: LeaseRecord[] = []
+  let seq = 0
+  const retire = () => {
+    if (record) stale.push(record)
+    if (stale.length > 3) stale.shift()
+    record = null
+  }
+  while (!stopRegister) {
+    await sleep(random.int(2, 25))
+    if (!record) {
+      if (stale.length > 0 && random.chance(0.08)) {
+        // A paused or confused holder using a record it no longer holds: the store must refuse it.
+        const old = random.pick(stale)
+        const op = random.pick(['checkpoint', 'renew', 'release', 'readCheckpoint'] as const)
+        const value = `${holder}#${seq++}`
+        if (op === 'checkpoint')
+          await call(onRecord(old, op, { ttl: 200, value }), () => backend.checkpoint(old, encoder.encode(value), 200))
+        else if (op === 'renew') await call(onRecord(old, op, { ttl: 200 }), () => backend.renew(old, 200))
+        else if (op === 'release') await call(onRecord(old, op), () => backend.release(old))
+        else await call(onRecord(old, op), () => backend.readCheckpoint(old), describeRead)
+        continue
+      }
+      const workId = random.pick(config.workIds)
+      ttl = random.pick(config.ttls)
+      const result = await acquire(backend, holder, workId, ttl)
+      if (result.outcome === 'ok') record = result.value
+      continue
+    }
+    const current: LeaseRecord = record
+    const roll = random.next()
+    if (roll < 0.35) {
+      const value = `${holder}#${seq++}`
+      const result = await call(onRecord(current, 'checkpoint', { ttl, value }), () =>
+        backend.checkpoint(current, encoder.encode(value), ttl),
+      )
+      if (result.outcome === 'fail') retire()
+    } else if (roll < 0.55) {
+      const result = await call(onRecord(current, 'renew', { ttl }), () => backend.renew(current, ttl))
+      if (result.outcome === 'fail' && (result.code === 'FENCED' || random.chance(0.5))) retire()
+    } else if (roll < 0.78) {
+      const result = await call(onRecord(current, 'readCheckpoint'), () => backend.readCheckpoint(current), describeRead)
+      if (result.outcome === 'fail') retire()
+    } else if (roll < 0.94) {
+      await call(onRecord(current, 'release'), () => backend.release(current))
+      retire()
+    } else {
+      // Walk away without releasing, as a crashed holder would: the successor sees cleanHandoff false.
+      retire()
+    }
+  }
+}
+
+async function counterWorker(backend: Backend, store: CounterStore, spec: CounterWorkerSpec): Promise<void> {
+  const holder = `${proc}-${spec.name}`
+  while (!stopAll && store.progress(spec.name) < config.increments) {
+    const got = await acquire(backend, holder, spec.counter, config.counterTtlMs)
+    if (got.outcome !== 'ok') {
+      await sleep(got.outcome === 'fail' ? random.int(5, 25) : random.int(20, 60))
+      continue
+    }
+    const record = got.value
+    let value: number | null
+    if (spec.mode === 'fenced') value = store.claim(spec.counter, record.fencingToken)
+    else value = store.read(spec.counter)
+    if (value !== null) {
+      // The work between read and write; sometimes longer than the ttl (a GC pause, a slow disk).
+      await sleep(random.chance(config.slowWorkChance) ? random.int(config.counterTtlMs + 50, config.counterTtlMs * 2) : random.int(0, 4))
+      if (spec.mode === 'fenced') store.fencedWrite(spec.counter, record.fencingToken, value + 1, spec.name)
+      else store.unfencedWrite(spec.counter, value + 1, spec.name)
+    }
+    await call(onRecord(record, 'release'), () => backend.release(record))
+  }
+}
+
+async function main(): Promise<void> {
+  const clock = { now: () => Date.now() + offset }
+  const { backend, close } = await openBackend(config.info, clock)
+  const store = new CounterStore(config.counterFile)
+  process.send?.({ type: 'ready' } satisfies FromWorker)
+  const loops: Promise<void>[] = []
+  for (let i = 0; i < config.registerWorkers; i++) loops.push(registerWorker(backend, i))
+  for (const spec of config.counterWorkers) loops.push(counterWorker(backend, store, spec))
+  await Promise.all(loops)
+  while (!stopAll) await sleep(50)
+  store.close()
+  history.close()
+  await Promise.race([close().catch(() => {}), sleep(2_000)])
+  process.exit(0)
+}
+
+main().catch((error: unknown) => {
+  process.send?.({ type: 'fatal', message: String((error as Error)?.stack ?? error) } satisfies FromWorker)
+  process.exit(1)
+})
