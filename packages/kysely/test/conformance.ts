@@ -1,9 +1,13 @@
+import { leaserSuite } from '@worklease/core/testing'
 import { backendSuite } from '@worklease/testkit'
 import { afterAll, describe, test } from 'vitest'
 import { kyselyFactory } from './kysely-harness.js'
 import { selected, targetNamed } from './targets.js'
 
-/** The whole conformance suite on one target, or skipped whole when WORKLEASE_DIALECTS leaves it out. */
+/**
+ * The whole conformance suite and the runner's behaviour suite on one target, or both skipped whole
+ * when WORKLEASE_DIALECTS leaves it out.
+ */
 export function conformance(name: string): void {
   const target = targetNamed(name)
   const on = selected(target.filter)
@@ -13,5 +17,13 @@ export function conformance(name: string): void {
     test,
     afterAll: on ? afterAll : undefined,
     factory: kyselyFactory(target),
+  })
+  // The runner over the real server: renewal, waiting, handoff and loss with real (short) ttls.
+  leaserSuite({
+    name: `kysely ${target.name}`,
+    describe: on ? describe : describe.skip,
+    test,
+    factory: kyselyFactory(target),
+    ttlMs: 1_500,
   })
 }

@@ -1,3 +1,4 @@
+import { leaserSuite } from '@worklease/core/testing'
 import { backendSuite } from '@worklease/testkit'
 import { afterAll, describe, test } from 'vitest'
 import { ferretdbVersion, mongoFactory } from './mongo-harness.js'
@@ -8,4 +9,13 @@ backendSuite({
   test,
   afterAll,
   factory: mongoFactory,
+})
+
+// The runner over the real server: renewal, waiting, handoff and loss with real (short) ttls.
+leaserSuite({
+  name: ferretdbVersion ? `mongodb (FerretDB ${ferretdbVersion})` : 'mongodb',
+  describe,
+  test,
+  factory: mongoFactory,
+  ttlMs: 1_500,
 })
