@@ -1,0 +1,164 @@
+import type { PlannedStrike, RunOutcome, Strike } from './coordinator.js'
+import type { HistoryEntry } from './downstream.js'
+
+/** An item as read back through the lease store after the run. */
+export interface FinalItem {
+  item: string
+  stepsDone: number | undefined
+  token: bigint | undefined
+  error?: string
+}
+
+export interface Check {
+  name: string
+  pass: boolean
+  detail: string
+}
+
+export interface AuditInput {
+  steps: number
+  outcome: RunOutcome
+  final: FinalItem[]
+  histories: Map<string, HistoryEntry[]>
+}
+
+function strike(plan: PlannedStrike[], action: Strike['action']): Strike | undefined {
+  return plan.find((planned) => planned.action === action)?.strike
+}
+
+/** The demo's verdict. Every check reads what the stores hold, or what the workers reported. */
+export function audit({ steps, outcome, final, histories }: AuditInput): Check[] {
+  const checks: Check[] = []
+
+  const complete = final.filter((item) => item.stepsDone === steps)
+  const notComplete = final.filter((item) => item.stepsDone !== steps)
+  checks.push({
+    name: 'every item completed',
+    pass: notComplete.length === 0,
+    detail:
+      `${complete.length}/${final.length} items at step ${steps}/${steps}, read back through the lease store` +
+      (notComplete.length
+        ? `; not: ${notComplete.map((item) => `${item.item} (${item.error ?? `${item.stepsDone ?? 0}/${steps}`})`).join(', ')}`
+        : ''),
+  })
+
+  let missing = 0
+  let duplicated = 0
+  let writes = 0
+  let staleAccepted = 0
+  const staleExamples: string[] = []
+  for (const [item, history] of histories) {
+    const counts = new Map<number, number>()
+    let fence = 0n
+    for (const entry of history) {
+      if (entry.kind === 'claim') {
+        if (entry.token > fence) fence = entry.token
+        continue
+      }
+      writes++
+      counts.set(entry.step, (counts.get(entry.step) ?? 0) + 1)
+      // Stale: a newer holder had already claimed the item (or written to it) when this write landed.
+      if (entry.token < fence) {
+        staleAccepted++
+        staleExamples.push(`${item} step ${entry.step} token ${entry.token} after token ${fence}`)
+      } else {
+        fence = entry.token
+      }
+    }
+    for (let step = 1; step <= steps; step++) {
+      const count = counts.get(step) ?? 0
+      if (count === 0) missing++
+      if (count > 1) duplicated += count - 1
+    }
+  }
+  const expected = histories.size * steps
+  checks.push({
+    name: 'every step result written exactly once',
+    pass: missing === 0 && duplicated === 0 && histories.size === final.length,
+    detail: `${expected - missing}/${expected} steps in the downstream table, ${missing} missing, ${duplicated} written twice`,
+  })
+
+  checks.push({
+    name: 'no step accepted from a stale token',
+    pass: staleAccepted === 0,
+    detail:
+      staleAccepted === 0
+        ? `every one of ${writes} accepted writes carried the item's newest token`
+        : `${staleAccepted} stale writes accepted: ${staleExamples.slice(0, 3).join('; ')}`,
+  })
+
+  const crash = strike(outcome.plan, 'crash')
+  checks.push({
+    name: 'crash followed by an unclean handoff',
+    pass:
+      crash?.handoff !== undefined &&
+      !crash.handoff.cleanHandoff &&
+      crash.handoff.token > crash.token &&
+      crash.handoff.stepsDone === crash.step - 1,
+    detail: !crash
+      ? 'no worker was killed (the run ended first)'
+      : !crash.handoff
+        ? `${crash.worker} killed holding ${crash.item}, but no one took it over`
+        : `${crash.worker} killed in ${crash.item} step ${crash.step} (token ${crash.token}); ${crash.handoff.worker} took token ${crash.handoff.token}, cleanHandoff ${crash.handoff.cleanHandoff}, resumed after step ${crash.handoff.stepsDone}`,
+  })
+
+  const stop = strike(outcome.plan, 'stop')
+  checks.push({
+    name: 'graceful stop followed by a clean handoff',
+    pass:
+      stop?.handoff?.cleanHandoff === true &&
+      stop.handoff.token > stop.token &&
+      stop.handoff.stepsDone === stop.step,
+    detail: !stop
+      ? 'no worker was stopped (the run ended first)'
+      : !stop.handoff
+        ? `${stop.worker} stopped holding ${stop.item}, but no one took it over`
+        : `${stop.worker} finished ${stop.item} step ${stop.step} and released token ${stop.token}; ${stop.handoff.worker} took token ${stop.handoff.token}, cleanHandoff ${stop.handoff.cleanHandoff}, resumed after step ${stop.handoff.stepsDone}`,
+  })
+
+  const pause = strike(outcome.plan, 'pause')
+  const late = pause?.lateWrites ?? []
+  const lateAccepted = late.filter((write) => write.accepted).length
+  checks.push({
+    name: "paused worker's late writes all rejected",
+    pass:
+      pause?.resumedAt !== undefined &&
+      pause.claimedBy !== undefined &&
+      late.length > 0 &&
+      lateAccepted === 0,
+    detail: !pause
+      ? 'no worker was paused (the run ended first)'
+      : !pause.claimedBy
+        ? `${pause.worker} paused holding ${pause.item}, but no one took it over`
+        : late.length === 0
+          ? `${pause.worker} made no write with its old token after it was resumed`
+          : `${pause.worker} paused ${((pause.resumedAt! - pause.at) / 1000).toFixed(1)} s in ${pause.item} step ${pause.step} (token ${pause.token}); ${pause.claimedBy.worker} claimed token ${pause.claimedBy.token}; ${late.length - lateAccepted}/${late.length} late writes rejected`,
+  })
+
+  checks.push({
+    name: 'run finished, no worker failed',
+    pass: !outcome.timedOut && outcome.failures.length === 0,
+    detail: outcome.timedOut
+      ? 'timed out'
+      : outcome.failures.length
+        ? outcome.failures.map((failure) => failure.split('\n')[0]).join('; ')
+        : `${outcome.workers.length} workers started, ${(outcome.elapsedMs / 1000).toFixed(1)} s`,
+  })
+  return checks
+}
+
+/** The audit as a table, and a closing verdict line. */
+export function formatAudit(checks: Check[], color: boolean): string {
+  const paint = (pass: boolean, text: string) => (color ? `\x1b[${pass ? 32 : 31}m${text}\x1b[0m` : text)
+  const nameWidth = Math.max(...checks.map((check) => check.name.length))
+  const lines = [`${'check'.padEnd(nameWidth)}  result  detail`, `${'-'.repeat(nameWidth)}  ------  ------`]
+  for (const check of checks) {
+    lines.push(
+      `${check.name.padEnd(nameWidth)}  ${paint(check.pass, check.pass ? 'PASS  ' : 'FAIL  ')}  ${check.detail}`,
+    )
+  }
+  const passed = checks.filter((check) => check.pass).length
+  const pass = passed === checks.length
+  lines.push('', paint(pass, `audit: ${pass ? 'PASS' : 'FAIL'} (${passed}/${checks.length} checks passed)`))
+  return lines.join('\n')
+}

@@ -1,0 +1,261 @@
+import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
+import { createLeaseTable as createDynamoTable, DynamoBackend } from '@worklease/dynamodb'
+import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
+import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
+import type { Backend } from '@worklease/spec'
+import Database from 'better-sqlite3'
+import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { MongoClient } from 'mongodb'
+import { createPool } from 'mysql2'
+import pg from 'pg'
+import { Downstream } from './downstream.js'
+import type { BackendName } from './options.js'
+import type { StoreSpec } from './protocol.js'
+
+export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+const MONGO_DATABASE = 'worklease_demo'
+
+/** A worker's (or the auditor's) connections: the lease backend and the downstream store. */
+export interface OpenStores {
+  backend: Backend
+  downstream: Downstream
+  close(): Promise<void>
+}
+
+function sqlDb(spec: StoreSpec['downstream']): Kysely<any> {
+  switch (spec.family) {
+    case 'postgres':
+      return new Kysely<any>({
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: spec.url, max: 2 }) }),
+      })
+    case 'mysql':
+      return new Kysely<any>({
+        dialect: new MysqlDialect({ pool: createPool({ uri: spec.url, connectionLimit: 2 }) }),
+      })
+    case 'sqlite':
+      // Several processes share the file: wait for another's write lock rather than fail with SQLITE_BUSY.
+      return new Kysely<any>({
+        dialect: new SqliteDialect({ database: new Database(spec.file, { timeout: 10_000 }) }),
+      })
+  }
+}
+
+function dynamoClient(endpoint: string): DynamoDBClient {
+  // dynalite checks that requests are signed, not by whom; a real endpoint uses the environment's.
+  const dummy = !process.env.AWS_ACCESS_KEY_ID
+  return new DynamoDBClient({
+    endpoint,
+    region: process.env.AWS_REGION ?? 'us-east-1',
+    ...(dummy ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
+  })
+}
+
+/**
+ * Opens the stores a spec names, as a separate process would: its own pool, client or file handle.
+ * `memoryStore` is the shared state of the memory backend (in-process runs only).
+ */
+export function openStores(spec: StoreSpec, fence: boolean, memoryStore?: MemoryStore): OpenStores {
+  const downstreamDb = sqlDb(spec.downstream)
+  const downstream = new Downstream({
+    db: downstreamDb,
+    family: spec.downstream.family,
+    table: spec.outputTable,
+    fence,
+  })
+  const closeDownstream = () => downstreamDb.destroy()
+  switch (spec.backend) {
+    case 'sqlite':
+    case 'postgres':
+    case 'mysql':
+      // The leases and the downstream table share one database, and here one pool.
+      return {
+        backend: new KyselyBackend({ db: downstreamDb, table: spec.leaseTable }),
+        downstream,
+        close: closeDownstream,
+      }
+    case 'mongodb': {
+      const client = new MongoClient(spec.url!, { maxPoolSize: 2 })
+      const collection = client.db(spec.database!).collection(spec.leaseTable)
+      return {
+        backend: new MongoBackend({
+          collection,
+          ...(spec.ferretdb ? { findAndModifyProjection: false, crossConnectionAtomic: false } : {}),
+        }),
+        downstream,
+        close: async () => {
+          await client.close()
+          await closeDownstream()
+        },
+      }
+    }
+    case 'dynamodb': {
+      const client = dynamoClient(spec.url!)
+      return {
+        backend: new DynamoBackend({ client, tableName: spec.leaseTable }),
+        downstream,
+        close: async () => {
+          client.destroy()
+          await closeDownstream()
+        },
+      }
+    }
+    case 'memory':
+      if (!memoryStore) throw new Error('the memory backend only runs in-process')
+      return { backend: new MemoryBackend({ store: memoryStore }), downstream, close: closeDownstream }
+  }
+}
+
+/** The run's storage: created with unique names, dropped by `teardown`. */
+export interface RunStores {
+  spec: StoreSpec
+  /** Where the lease store is, for the header line. */
+  description: string
+  /** The memory backend's shared state (memory only). */
+  memoryStore?: MemoryStore
+  teardown(): Promise<void>
+}
+
+/**
+ * Creates a fresh lease table (collection) and downstream table for one run, starting FerretDB or
+ * dynalite when no server was given.
+ */
+export async function setupStores(
+  backend: BackendName,
+  items: readonly string[],
+  log: (line: string) => void,
+): Promise<RunStores> {
+  const id = randomBytes(4).toString('hex')
+  const dir = mkdtempSync(join(tmpdir(), 'worklease-demo-'))
+  const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })]
+  const teardown = async () => {
+    for (const cleanup of cleanups.reverse()) {
+      try {
+        await cleanup()
+      } catch (error) {
+        log(`cleanup failed: ${(error as Error).message}`)
+      }
+    }
+  }
+  const sqliteFile = join(dir, 'demo.db')
+  const leaseTable = `wl_demo_${id}_leases`
+  const outputTable = `wl_demo_${id}_output`
+  const downstreamSpec: StoreSpec['downstream'] =
+    backend === 'postgres'
+      ? { family: 'postgres', url: POSTGRES_URL }
+      : backend === 'mysql'
+        ? { family: 'mysql', url: MYSQL_URL }
+        : { family: 'sqlite', file: sqliteFile }
+  try {
+    const admin = sqlDb(downstreamSpec)
+    cleanups.push(() => admin.destroy())
+    if (downstreamSpec.family === 'sqlite') {
+      // WAL: readers run beside the writer, and a killed writer leaves nothing to recover by hand.
+      await sql`PRAGMA journal_mode = WAL`.execute(admin)
+    }
+    const downstream = new Downstream({
+      db: admin,
+      family: downstreamSpec.family,
+      table: outputTable,
+      fence: true,
+    })
+    await downstream.create(items)
+    cleanups.push(() => downstream.drop())
+
+    const spec: StoreSpec = { backend, leaseTable, outputTable, downstream: downstreamSpec }
+    let description: string
+    let memoryStore: MemoryStore | undefined
+    switch (backend) {
+      case 'sqlite':
+      case 'postgres':
+      case 'mysql': {
+        await createLeaseTable(admin, { table: leaseTable })
+        cleanups.push(() => dropLeaseTable(admin, { table: leaseTable }))
+        description =
+          backend === 'sqlite'
+            ? `SQLite file ${sqliteFile}`
+            : `${backend === 'postgres' ? 'PostgreSQL' : 'MySQL/MariaDB'} at ${redact(downstreamSpec.family === 'sqlite' ? '' : downstreamSpec.url)}`
+        description += `, tables ${leaseTable} and ${outputTable}`
+        break
+      }
+      case 'mongodb': {
+        let url = process.env.MONGODB_URL
+        if (!url) {
+          const { startFerretdb } = await import(ferretdbScript())
+          const server = await startFerretdb({ log })
+          cleanups.push(() => server.stop())
+          url = server.url as string
+        }
+        const client = new MongoClient(url, { serverSelectionTimeoutMS: 10_000 })
+        cleanups.push(() => client.close())
+        const db = client.db(MONGO_DATABASE)
+        const info = await client.db('admin').command({ buildInfo: 1 })
+        const ferretdb = typeof info.ferretdbVersion === 'string'
+        const collection = await createLeaseCollection(db, leaseTable)
+        cleanups.push(async () => {
+          await collection.drop()
+        })
+        Object.assign(spec, { url, database: MONGO_DATABASE, ferretdb })
+        description = `${ferretdb ? `FerretDB ${info.ferretdbVersion}` : `MongoDB ${info.version}`} at ${redact(url)}, collection ${MONGO_DATABASE}.${leaseTable}; downstream in ${sqliteFile}`
+        break
+      }
+      case 'dynamodb': {
+        let endpoint = process.env.DYNAMODB_ENDPOINT
+        if (!endpoint) {
+          const { default: dynalite } = await import('dynalite')
+          const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
+          await new Promise<void>((resolve, reject) => {
+            server.once('error', reject)
+            server.listen(0, '127.0.0.1', resolve)
+          })
+          cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
+          endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+        }
+        const tableName = `worklease-demo-${id}`
+        const client = dynamoClient(endpoint)
+        cleanups.push(() => client.destroy())
+        await createDynamoTable(client, { tableName })
+        cleanups.push(async () => {
+          await client.send(new DeleteTableCommand({ TableName: tableName }))
+        })
+        Object.assign(spec, { url: endpoint, leaseTable: tableName })
+        description = `${process.env.DYNAMODB_ENDPOINT ? 'DynamoDB' : 'dynalite (in-process)'} at ${endpoint}, table ${tableName}; downstream in ${sqliteFile}`
+        break
+      }
+      case 'memory':
+        memoryStore = new MemoryStore()
+        description = `MemoryBackend, workers in-process; downstream in ${sqliteFile}`
+        break
+    }
+    return { spec, description, memoryStore, teardown }
+  } catch (error) {
+    await teardown()
+    throw error
+  }
+}
+
+/** The FerretDB start script that @worklease/mongodb's tests use (not part of its public exports). */
+function ferretdbScript(): string {
+  const require = createRequire(import.meta.url)
+  const root = dirname(require.resolve('@worklease/mongodb/package.json'))
+  return pathToFileURL(join(root, 'scripts', 'ferretdb.mjs')).href
+}
+
+/** Hides a password in a connection URL. */
+function redact(url: string): string {
+  try {
+    const parsed = new URL(url)
+    if (parsed.password) parsed.password = '***'
+    return parsed.toString()
+  } catch {
+    return url
+  }
+}
