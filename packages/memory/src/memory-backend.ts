@@ -9,6 +9,7 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
   systemClock,
   validateAcquireArgs,
   validateCheckpointArgs,
@@ -84,6 +85,11 @@ export class MemoryBackend implements Backend {
     const now = this.#clock.now()
     const previous = this.store.leases.get(workId)
     if (previous && !previous.released && previous.expiresAtMs > now) throw new LeaseHeldError()
+    if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) {
+      // What a SQL store does on bigint overflow: fail the write rather than hand out a token no
+      // record can carry.
+      throw new RangeError(`the fencing tokens of ${JSON.stringify(workId)} are exhausted`)
+    }
     const next: StoredLease = {
       fencingToken: (previous?.fencingToken ?? 0n) + 1n,
       holderId,

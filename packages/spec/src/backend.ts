@@ -36,6 +36,8 @@ export interface Backend {
    * Takes the lease if it is free: token = previous + 1 (1 for a new workId), expiry = now + ttl,
    * checkpointed state kept, cleanHandoff = "the previous lease ended by release".
    * @throws `LeaseHeldError` if someone (including this same holderId) holds it.
+   * @throws the store's own error once the workId's tokens reach `MAX_FENCING_TOKEN` (2^63 - 1):
+   * never a record whose token no store can keep.
    */
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord>
 
