@@ -328,7 +328,7 @@ export class Coordinator {
     for (const planned of this.plan) {
       if (planned.strike || this.progress < planned.atProgress) continue
       const current = planned.target ? this.workers.get(planned.target) : undefined
-      if (current && (current.status === 'working' || current.status === 'idle')) continue
+      if (current?.status === 'working') continue
       const eligible = [...this.workers.values()]
         .filter((worker) => worker.status === 'working' && !worker.role)
         .map((worker) => worker.name)
@@ -343,8 +343,11 @@ export class Coordinator {
   #maybeStrike(worker: WorkerInfo, item: string, token: bigint, step: number): void {
     const planned = this.plan.find((candidate) => candidate.target === worker.name && !candidate.strike)
     if (!planned || worker.status !== 'working' || this.#finishing) return
-    // A graceful stop in the last step would leave no one to hand over to.
-    if (planned.action === 'stop' && step >= this.#options.steps) return
+    // A graceful stop in the last step would leave no one to hand over to: let another worker be picked.
+    if (planned.action === 'stop' && step >= this.#options.steps) {
+      planned.target = undefined
+      return
+    }
     const strike: Strike = {
       action: planned.action,
       worker: worker.name,
@@ -356,7 +359,7 @@ export class Coordinator {
     }
     planned.strike = strike
     worker.role = planned.action
-    const where = `holding ${item} token ${token} in step ${step}`
+    const where = `holding ${item} token ${token} in step ${step}${this.#spec.backend === 'memory' ? ' (simulated in-process)' : ''}`
     switch (planned.action) {
       case 'crash':
         worker.handle.kill()

@@ -132,9 +132,11 @@ export class LiveView implements View {
     )
     lines.push(dim('worker  status    item       token  step   '))
     for (const worker of coordinator.workers.values()) {
-      const holding = worker.item
+      let holding = worker.item
         ? `${worker.item.padEnd(9)}  ${String(worker.token).padStart(5)}  ${String(worker.step ?? 0).padStart(2)}/${steps}`
         : ''
+      // A killed worker's lease lingers until it expires; show it, greyed out.
+      if (holding && worker.status === 'killed') holding = dim(holding)
       const note = worker.role
         ? yellow(`  ${worker.role}`)
         : worker.replaces

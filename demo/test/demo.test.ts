@@ -1,0 +1,114 @@
+import { spawn } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, test } from 'vitest'
+
+const DEMO_DIR = fileURLToPath(new URL('..', import.meta.url))
+
+const CHECKS = [
+  'every item completed',
+  'every step result written exactly once',
+  'no step accepted from a stale token',
+  'crash followed by an unclean handoff',
+  'graceful stop followed by a clean handoff',
+  "paused worker's late writes all rejected",
+  'run finished, no worker failed',
+]
+
+// Small enough for CI, large enough that every strike happens with someone left to take over.
+const SMALL = [
+  '--items',
+  '6',
+  '--steps',
+  '4',
+  '--workers',
+  '3',
+  '--ttl',
+  '1000',
+  '--step-ms',
+  '100',
+  '--seed',
+  '42',
+]
+
+/** Runs the demo as `pnpm demo` does (tsx, which the workers it forks inherit), without a TTY. */
+function runDemo(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+      cwd: DEMO_DIR,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let output = ''
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+    })
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+    })
+    child.once('error', reject)
+    child.once('exit', (code) => resolve({ code, output }))
+  })
+}
+
+/** The audit's verdict per check, from its table. */
+function verdicts(output: string): Record<string, string> {
+  const result: Record<string, string> = {}
+  for (const line of output.split('\n')) {
+    for (const name of CHECKS) {
+      const match = line.startsWith(name) ? /^\S.*?\s{2,}(PASS|FAIL)\s/.exec(line) : null
+      if (match) result[name] = match[1]!
+    }
+  }
+  return result
+}
+
+/** `WORKLEASE_DIALECTS=postgres,mysql,sqlite` (default: all) picks the SQL servers, as in the kysely tests. */
+function selected(name: string): boolean {
+  const wanted = (process.env.WORKLEASE_DIALECTS ?? 'postgres,mysql,sqlite').split(',').map((s) => s.trim())
+  return wanted.includes(name) || (name === 'mysql' && wanted.includes('mariadb'))
+}
+
+describe('pnpm demo', () => {
+  test('--help', async () => {
+    const { code, output } = await runDemo(['--help'])
+    expect(code).toBe(0)
+    expect(output).toContain('--backend')
+    expect(output).toContain('--no-fence')
+  })
+
+  test('rejects a bad option', async () => {
+    const { code, output } = await runDemo(['--backend', 'oracle'])
+    expect(code).toBe(2)
+    expect(output).toContain('--backend must be one of')
+  })
+
+  for (const backend of ['sqlite', 'postgres', 'mysql', 'memory'] as const) {
+    test.skipIf(backend !== 'memory' && !selected(backend))(`the audit passes on ${backend}`, async () => {
+      const { code, output } = await runDemo(['--backend', backend, ...SMALL])
+      const verdict = verdicts(output)
+      for (const name of CHECKS)
+        expect({ check: name, verdict: verdict[name], output }).toMatchObject({ verdict: 'PASS' })
+      expect(output).toContain('audit: PASS (7/7 checks passed)')
+      expect(output).toMatch(/SIGKILL w\d+ holding/)
+      expect(output).toMatch(/SIGSTOP w\d+ holding/)
+      expect(output).toMatch(/SIGCONT w\d+ after/)
+      expect(output).toMatch(/SIGTERM w\d+ holding/)
+      expect(output).toMatch(/REJECTED by the fence/)
+      expect(code).toBe(0)
+    })
+  }
+
+  test.skipIf(!selected('sqlite'))(
+    '--no-fence makes the audit fail: the stale write is accepted',
+    async () => {
+      const { code, output } = await runDemo(['--no-fence', ...SMALL])
+      const verdict = verdicts(output)
+      expect({ verdict: verdict['no step accepted from a stale token'], output }).toMatchObject({
+        verdict: 'FAIL',
+      })
+      expect(verdict["paused worker's late writes all rejected"]).toBe('FAIL')
+      expect(output).toMatch(/ACCEPTED \(no fence\)/)
+      expect(output).toContain('audit: FAIL')
+      expect(code).toBe(1)
+    },
+  )
+})
