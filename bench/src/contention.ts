@@ -3,7 +3,15 @@ import { isLeaseHeldError } from '@worklease/spec'
 import { round, type Spread, spread } from './stats.js'
 import type { Session } from './target.js'
 
+/**
+ * `new`: the workId has never been leased (the race is decided by inserting the row / document / item).
+ * `released`: its previous lease was released, so the row exists and is free (the race is decided by a
+ * conditional update: the everyday handoff).
+ */
+export type ContentionKind = 'new' | 'released'
+
 export interface ContentionResult {
+  readonly kind: ContentionKind
   readonly acquirers: number
   readonly rounds: number
   /** Winners per round: must be exactly 1 every time. */
@@ -29,15 +37,24 @@ export interface ContentionResult {
  */
 export async function measureContention(
   session: Session,
-  options: { acquirers: number; rounds: number; prefix: string },
+  options: { acquirers: number; rounds: number; prefix: string; kind: ContentionKind },
 ): Promise<ContentionResult> {
-  const { acquirers, rounds, prefix } = options
+  const { acquirers, rounds, kind } = options
+  const prefix = `${options.prefix}-${kind}`
+  // Leaves the workId free but existing, on both sides, before the race (not counted).
+  const prepare = async (workId: string) => {
+    if (kind === 'new') return
+    await session.backend.release(await session.backend.acquire(workId, 'previous-holder', 30_000))
+    const held = await session.baseline.acquire(workId, 'previous-holder', 30_000)
+    if (held) await session.baseline.release(held)
+  }
   const winners: number[] = []
   const settle: number[] = []
   const perLoser: number[] = []
   let otherErrors = 0
   for (let r = 0; r < rounds; r++) {
     const workId = `${prefix}-contend-${r}`
+    await prepare(workId)
     const before = session.roundTrips()
     const started = performance.now()
     const results = await Promise.allSettled(
@@ -72,6 +89,7 @@ export async function measureContention(
     return { median: round(s.median), min: round(s.min), max: round(s.max) }
   }
   return {
+    kind,
     acquirers,
     rounds,
     winners,

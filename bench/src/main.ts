@@ -91,14 +91,17 @@ for (const name of options.backends) {
     }
     const wide = await target.open(contentionPool(name))
     try {
-      result.contention = await measureContention(wide, {
-        ...contention,
-        prefix: randomBytes(3).toString('hex'),
-      })
-      log(
-        `  contention: winners ${result.contention.winners.join(',')}, settle ${result.contention.settleMs.median} ms, ` +
-          `${result.contention.roundTripsPerLoser} round trips per loser`,
-      )
+      const prefix = randomBytes(3).toString('hex')
+      const races = []
+      for (const kind of ['new', 'released'] as const) {
+        const race = await measureContention(wide, { ...contention, prefix, kind })
+        log(
+          `  contention (${kind} workId): winners ${race.winners.join(',')}, settle ${race.settleMs.median} ms, ` +
+            `${race.roundTripsPerLoser} round trips per loser`,
+        )
+        races.push(race)
+      }
+      result.contention = races
     } finally {
       await wide.close()
     }
@@ -123,7 +126,7 @@ for (const backend of options.runnerCost) {
       // rate is exact; the report also projects CPU to the default interval.
       renewIntervalMs: 2_000,
       renewJitter: 0.2,
-      warmupMs: 2_000,
+      warmupMs: 4_000,
       windowMs: options.quick ? 8_000 : 15_000,
     })
     log(

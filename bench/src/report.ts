@@ -179,14 +179,16 @@ export function renderMarkdown(results: BenchResults): string {
   out.push('## Contention', '')
   out.push(
     `${settings.contentionAcquirers} concurrent acquires of one free workId, launched in the same tick, ` +
-      `${settings.contentionRounds} rounds (a new workId each). Winners must be 1 in every round. Settle = until the ` +
-      'last acquire answered, median [min–max].',
+      `${settings.contentionRounds} rounds (a fresh workId each). Winners must be 1 in every round. Settle = until the ` +
+      'last acquire answered, median [min–max]. "new": the workId was never leased, so the insert of its ' +
+      'row decides; "released": its last lease was released, so a conditional update decides (the everyday handoff).',
     '',
   )
   out.push(
     table(
       [
         'backend',
+        'workId',
         'winners per round',
         'settle ms (worklease)',
         'settle ms (baseline)',
@@ -194,33 +196,37 @@ export function renderMarkdown(results: BenchResults): string {
         'round trips per loser',
         'store errors',
       ],
-      withContention.map((backend) => {
-        const c = backend.contention!
-        const ok = c.winners.every((w) => w === 1)
-        return [
+      withContention.flatMap((backend) =>
+        backend.contention!.map((c) => [
           backend.name,
-          `${c.winners.join(', ')}${ok ? '' : ' ⚠'}`,
+          c.kind,
+          `${c.winners.join(', ')}${c.winners.every((w) => w === 1) ? '' : ' ⚠'}`,
           range(c.settleMs),
           range(c.baselineSettleMs),
-          c.baselineWinners.join(', '),
+          `${c.baselineWinners.join(', ')}${c.baselineWinners.every((w) => w === 1) ? '' : ' ⚠'}`,
           String(c.roundTripsPerLoser),
           String(c.otherErrors),
-        ]
-      }),
+        ]),
+      ),
     ),
     '',
   )
 
   out.push('## Runner cost', '')
-  out.push(
-    'One process with a `Leaser` holding 10,000 leases (ttl 30 s). The renew interval is shortened to 2 s (jitter ' +
-      '0.2) so the measurement window holds several renewal rounds and the expected rate, ' +
-      'leases / (interval × (1 − jitter / 2)), is exact; leases are acquired at an even pace over one interval. CPU is ' +
-      '% of one core over the window (process.cpuUsage, runner + driver + in-process store); memory after a forced ' +
-      'GC. "CPU at ttl/3" projects the measured CPU per renewal onto the default interval (10 s).',
-    '',
-  )
   const costs = results.runnerCost
+  const config = costs.find((cost): cost is RunnerCostResult => !('error' in cost))
+  if (config) {
+    out.push(
+      `One process with a \`Leaser\` holding ${config.leases.toLocaleString('en')} leases (ttl ${config.ttlMs / 1000} s). ` +
+        `The renew interval is shortened to ${config.renewIntervalMs / 1000} s (jitter ${config.renewJitter}) so the ` +
+        'window holds several renewal rounds and the expected rate, leases / (interval × (1 − jitter / 2)), is exact. ' +
+        'Leases are acquired at an even pace over one interval (or as fast as the store takes them), then ' +
+        `${config.warmupMs / 1000} s of warm-up. CPU is % of one core over the window (process.cpuUsage: runner + ` +
+        'driver + in-process store; SQLite runs in-process), memory after a forced GC. "CPU % at ttl/3" projects the ' +
+        `measured CPU per renewal onto the default interval (${config.ttlMs / 3000} s).`,
+      '',
+    )
+  }
   out.push(
     table(
       [

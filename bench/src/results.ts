@@ -17,7 +17,8 @@ export interface BackendResult {
   /** The median of the cells' median ratios, and the lowest and highest cell median. */
   readonly ratio?: Spread
   readonly roundTrips?: RoundTripResult
-  readonly contention?: ContentionResult
+  /** A never-leased workId, then a released one. */
+  readonly contention?: readonly ContentionResult[]
   /** Set when a section failed after the backend opened. */
   readonly error?: string
 }
