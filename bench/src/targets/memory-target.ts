@@ -2,6 +2,8 @@ import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import { type BaselineLease, type LeaseOps, LostLeaseError } from '../lease-ops.js'
 import type { Session, Target } from '../target.js'
 
+const MAX_TOKEN = 0x7fff_ffff_ffff_ffffn
+
 interface Row {
   token: bigint
   holderId: string
@@ -30,6 +32,7 @@ function memoryBaseline(counter: { operations: number }): LeaseOps<BaselineLease
       const now = Date.now()
       const previous = rows.get(workId)
       if (previous && !previous.released && previous.expiresAtMs > now) return null
+      if (previous && previous.token >= MAX_TOKEN) throw new RangeError('tokens exhausted')
       const token = (previous?.token ?? 0n) + 1n
       rows.set(workId, {
         token,
