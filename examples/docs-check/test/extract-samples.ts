@@ -13,7 +13,8 @@ export interface Sample {
 }
 
 const FENCE = /^(\s*)```(\w*)\s*$/
-const PRELUDE = /<!--\s*prelude\s*\n([\s\S]*?)-->\s*$/
+// The body may not contain `-->`, so a file with several preludes gives each block only its own.
+const PRELUDE = /<!--\s*prelude\s*\n((?:(?!-->)[\s\S])*)-->\s*$/
 
 /**
  * Every ```ts (or ```typescript) block of a Markdown file. A block may be preceded by an HTML

@@ -20,6 +20,9 @@ const files = [
     .map((name) => `docs/${name}`),
   'README.md',
   'examples/driver-redis/README.md',
+  ...['spec', 'memory', 'testkit', 'core', 'kysely', 'mongodb', 'dynamodb'].map(
+    (name) => `packages/${name}/README.md`,
+  ),
 ]
 
 /**
