@@ -205,6 +205,11 @@ export class Coordinator {
         break
       case 'acquired': {
         const item = this.items.get(event.item)!
+        if (event.stepsDone >= this.#options.steps) {
+          // It had not heard yet that the item is done (a late message): it just releases it again.
+          this.#log(`${name} found ${event.item} already done (token ${event.token})`, false)
+          break
+        }
         if (item.token > 0n) item.handoffs++
         if (!event.cleanHandoff) item.unclean++
         item.holder = name
@@ -256,7 +261,12 @@ export class Coordinator {
             `${name} late write of ${event.item} step ${event.step} with token ${event.token} REJECTED by the fence`,
             true,
           )
-        } else if (pause?.resumedAt && pause.worker === name && pause.token === event.token) {
+        } else if (
+          pause?.resumedAt &&
+          pause.worker === name &&
+          pause.item === event.item &&
+          pause.token === event.token
+        ) {
           this.#log(
             `${name} late write of ${event.item} step ${event.step} with token ${event.token} ACCEPTED (no fence)`,
             true,

@@ -11,7 +11,7 @@ const out = (text: string) => process.stdout.write(text)
 
 /** Reads every item back through the lease store: acquire (the workers are gone), read, release. */
 async function readBack(stores: RunStores, items: string[], options: DemoOptions): Promise<FinalItem[]> {
-  const { backend, close } = openStores(stores.spec, true, stores.memoryStore)
+  const { backend, close } = await openStores(stores.spec, true, stores.memoryStore)
   try {
     const final: FinalItem[] = []
     for (const item of items) {
@@ -82,7 +82,7 @@ async function main(): Promise<number> {
     process.removeListener('SIGINT', interrupt)
 
     const final = await readBack(stores, items, options)
-    const { downstream, close } = openStores(stores.spec, true, stores.memoryStore)
+    const { downstream, close } = await openStores(stores.spec, true, stores.memoryStore)
     const histories = await downstream.histories().finally(close)
     const checks = audit({ steps: options.steps, outcome, final, histories })
     for (const failure of outcome.failures) process.stderr.write(`${failure}\n`)

@@ -5,20 +5,17 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
-import { createLeaseTable as createDynamoTable, DynamoBackend } from '@worklease/dynamodb'
+import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
-import { MemoryBackend, MemoryStore } from '@worklease/memory'
-import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
+import type { MemoryStore } from '@worklease/memory'
 import type { Backend } from '@worklease/spec'
 import Database from 'better-sqlite3'
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
-import { MongoClient } from 'mongodb'
-import { createPool } from 'mysql2'
-import pg from 'pg'
+import { Kysely, SqliteDialect, sql } from 'kysely'
 import { Downstream } from './downstream.js'
 import type { BackendName } from './options.js'
 import type { StoreSpec } from './protocol.js'
+
+// Clients of the other stores are imported when used: every worker process loads only its own.
 
 export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -31,16 +28,20 @@ export interface OpenStores {
   close(): Promise<void>
 }
 
-function sqlDb(spec: StoreSpec['downstream']): Kysely<any> {
+async function sqlDb(spec: StoreSpec['downstream']): Promise<Kysely<any>> {
   switch (spec.family) {
-    case 'postgres':
+    case 'postgres': {
+      const [{ PostgresDialect }, { default: pg }] = await Promise.all([import('kysely'), import('pg')])
       return new Kysely<any>({
         dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: spec.url, max: 2 }) }),
       })
-    case 'mysql':
+    }
+    case 'mysql': {
+      const [{ MysqlDialect }, { createPool }] = await Promise.all([import('kysely'), import('mysql2')])
       return new Kysely<any>({
         dialect: new MysqlDialect({ pool: createPool({ uri: spec.url, connectionLimit: 2 }) }),
       })
+    }
     case 'sqlite':
       // Several processes share the file: wait for another's write lock rather than fail with SQLITE_BUSY.
       return new Kysely<any>({
@@ -49,7 +50,8 @@ function sqlDb(spec: StoreSpec['downstream']): Kysely<any> {
   }
 }
 
-function dynamoClient(endpoint: string): DynamoDBClient {
+async function dynamoClient(endpoint: string): Promise<DynamoDBClient> {
+  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb')
   // dynalite checks that requests are signed, not by whom; a real endpoint uses the environment's.
   const dummy = !process.env.AWS_ACCESS_KEY_ID
   return new DynamoDBClient({
@@ -63,8 +65,12 @@ function dynamoClient(endpoint: string): DynamoDBClient {
  * Opens the stores a spec names, as a separate process would: its own pool, client or file handle.
  * `memoryStore` is the shared state of the memory backend (in-process runs only).
  */
-export function openStores(spec: StoreSpec, fence: boolean, memoryStore?: MemoryStore): OpenStores {
-  const downstreamDb = sqlDb(spec.downstream)
+export async function openStores(
+  spec: StoreSpec,
+  fence: boolean,
+  memoryStore?: MemoryStore,
+): Promise<OpenStores> {
+  const downstreamDb = await sqlDb(spec.downstream)
   const downstream = new Downstream({
     db: downstreamDb,
     family: spec.downstream.family,
@@ -83,6 +89,10 @@ export function openStores(spec: StoreSpec, fence: boolean, memoryStore?: Memory
         close: closeDownstream,
       }
     case 'mongodb': {
+      const [{ MongoClient }, { MongoBackend }] = await Promise.all([
+        import('mongodb'),
+        import('@worklease/mongodb'),
+      ])
       const client = new MongoClient(spec.url!, { maxPoolSize: 2 })
       const collection = client.db(spec.database!).collection(spec.leaseTable)
       return {
@@ -98,7 +108,8 @@ export function openStores(spec: StoreSpec, fence: boolean, memoryStore?: Memory
       }
     }
     case 'dynamodb': {
-      const client = dynamoClient(spec.url!)
+      const { DynamoBackend } = await import('@worklease/dynamodb')
+      const client = await dynamoClient(spec.url!)
       return {
         backend: new DynamoBackend({ client, tableName: spec.leaseTable }),
         downstream,
@@ -108,9 +119,11 @@ export function openStores(spec: StoreSpec, fence: boolean, memoryStore?: Memory
         },
       }
     }
-    case 'memory':
+    case 'memory': {
       if (!memoryStore) throw new Error('the memory backend only runs in-process')
+      const { MemoryBackend } = await import('@worklease/memory')
       return { backend: new MemoryBackend({ store: memoryStore }), downstream, close: closeDownstream }
+    }
   }
 }
 
@@ -155,7 +168,7 @@ export async function setupStores(
         ? { family: 'mysql', url: MYSQL_URL }
         : { family: 'sqlite', file: sqliteFile }
   try {
-    const admin = sqlDb(downstreamSpec)
+    const admin = await sqlDb(downstreamSpec)
     cleanups.push(() => admin.destroy())
     if (downstreamSpec.family === 'sqlite') {
       // WAL: readers run beside the writer, and a killed writer leaves nothing to recover by hand.
@@ -194,6 +207,10 @@ export async function setupStores(
           cleanups.push(() => server.stop())
           url = server.url as string
         }
+        const [{ MongoClient }, { createLeaseCollection }] = await Promise.all([
+          import('mongodb'),
+          import('@worklease/mongodb'),
+        ])
         const client = new MongoClient(url, { serverSelectionTimeoutMS: 10_000 })
         cleanups.push(() => client.close())
         const db = client.db(MONGO_DATABASE)
@@ -219,8 +236,12 @@ export async function setupStores(
           cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
           endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
         }
+        const [{ DeleteTableCommand }, { createLeaseTable: createDynamoTable }] = await Promise.all([
+          import('@aws-sdk/client-dynamodb'),
+          import('@worklease/dynamodb'),
+        ])
         const tableName = `worklease-demo-${id}`
-        const client = dynamoClient(endpoint)
+        const client = await dynamoClient(endpoint)
         cleanups.push(() => client.destroy())
         await createDynamoTable(client, { tableName })
         cleanups.push(async () => {
@@ -231,7 +252,7 @@ export async function setupStores(
         break
       }
       case 'memory':
-        memoryStore = new MemoryStore()
+        memoryStore = new (await import('@worklease/memory')).MemoryStore()
         description = `MemoryBackend, workers in-process; downstream in ${sqliteFile}`
         break
     }

@@ -78,7 +78,7 @@ export function inProcessWorker(
 ): WorkerHandle {
   const vp = new VirtualProcess()
   const control: WorkerControl = { stopping: false, finished: false, done: new Set() }
-  const stores = openStores(config.store, config.fence, memoryStore)
+  const opening = openStores(config.store, config.fence, memoryStore)
   const holderId = `${config.name}-${hostname()}-${process.pid}`
   let resolveExit!: (exit: WorkerExit) => void
   const exited = new Promise<WorkerExit>((resolve) => {
@@ -87,31 +87,30 @@ export function inProcessWorker(
   const send = (event: WorkerEvent) => {
     if (!vp.killed) onEvent(event)
   }
-  // Reported on the next tick, like a child's first message.
-  setImmediate(() => send({ type: 'ready', holderId, pid: process.pid }))
-  runWorker({
-    config,
-    holderId,
-    backend: vp.wrapBackend(stores.backend),
-    downstream: vp.wrapDownstream(stores.downstream),
-    timers: vp.timers,
-    control,
-    send,
-  }).then(
-    async () => {
-      await stores.close()
-      send({ type: 'exiting' })
-      resolveExit({ code: 0, signal: null, stderr: '' })
-    },
-    async (error: unknown) => {
-      await stores.close()
-      send({
-        type: 'failed',
-        message: error instanceof Error ? (error.stack ?? error.message) : String(error),
+  const fail = (error: unknown) => {
+    send({ type: 'failed', message: error instanceof Error ? (error.stack ?? error.message) : String(error) })
+    resolveExit({ code: 1, signal: null, stderr: '' })
+  }
+  opening.then(async (stores) => {
+    send({ type: 'ready', holderId, pid: process.pid })
+    try {
+      await runWorker({
+        config,
+        holderId,
+        backend: vp.wrapBackend(stores.backend),
+        downstream: vp.wrapDownstream(stores.downstream),
+        timers: vp.timers,
+        control,
+        send,
       })
-      resolveExit({ code: 1, signal: null, stderr: '' })
-    },
-  )
+    } catch (error) {
+      await stores.close()
+      return fail(error)
+    }
+    await stores.close()
+    send({ type: 'exiting' })
+    resolveExit({ code: 0, signal: null, stderr: '' })
+  }, fail)
   return {
     pid: undefined,
     send: (message) => {
@@ -120,7 +119,7 @@ export function inProcessWorker(
     },
     kill: () => {
       vp.kill()
-      void stores.close()
+      opening.then((stores) => stores.close()).catch(() => undefined)
       resolveExit({ code: null, signal: 'SIGKILL', stderr: '' })
     },
     stop: () => vp.stop(),

@@ -29,7 +29,7 @@ process.on('disconnect', () => {
 })
 
 async function main(config: WorkerConfig): Promise<void> {
-  const stores = openStores(config.store, config.fence)
+  const stores = await openStores(config.store, config.fence)
   const holderId = `${config.name}-${hostname()}-${process.pid}`
   try {
     send({ type: 'ready', holderId, pid: process.pid })
