@@ -147,15 +147,30 @@ export function audit({ steps, outcome, final, histories }: AuditInput): Check[]
   return checks
 }
 
-/** The audit as a table, and a closing verdict line. */
-export function formatAudit(checks: Check[], color: boolean): string {
-  const paint = (pass: boolean, text: string) => (color ? `\x1b[${pass ? 32 : 31}m${text}\x1b[0m` : text)
+/**
+ * The audit as a table, and a closing verdict line. When the table would be wider than `width` (a
+ * terminal), each detail goes on its own line under its check instead.
+ */
+export function formatAudit(checks: Check[], options: { color: boolean; width?: number }): string {
+  const paint = (pass: boolean, text: string) =>
+    options.color ? `\x1b[${pass ? 32 : 31}m${text}\x1b[0m` : text
   const nameWidth = Math.max(...checks.map((check) => check.name.length))
-  const lines = [`${'check'.padEnd(nameWidth)}  result  detail`, `${'-'.repeat(nameWidth)}  ------  ------`]
-  for (const check of checks) {
-    lines.push(
-      `${check.name.padEnd(nameWidth)}  ${paint(check.pass, check.pass ? 'PASS  ' : 'FAIL  ')}  ${check.detail}`,
-    )
+  const wide = Math.max(...checks.map((check) => nameWidth + 10 + check.detail.length))
+  const lines: string[] = []
+  if (options.width === undefined || wide <= options.width) {
+    lines.push(`${'check'.padEnd(nameWidth)}  result  detail`, `${'-'.repeat(nameWidth)}  ------  ------`)
+    for (const check of checks) {
+      const verdict = paint(check.pass, check.pass ? 'PASS  ' : 'FAIL  ')
+      lines.push(`${check.name.padEnd(nameWidth)}  ${verdict}  ${check.detail}`)
+    }
+  } else {
+    lines.push('audit')
+    for (const check of checks) {
+      lines.push(
+        `  ${paint(check.pass, check.pass ? 'PASS' : 'FAIL')}  ${check.name}`,
+        `        ${check.detail}`,
+      )
+    }
   }
   const passed = checks.filter((check) => check.pass).length
   const pass = passed === checks.length

@@ -86,7 +86,7 @@ async function main(): Promise<number> {
     const histories = await downstream.histories().finally(close)
     const checks = audit({ steps: options.steps, outcome, final, histories })
     for (const failure of outcome.failures) process.stderr.write(`${failure}\n`)
-    out(`\n${formatAudit(checks, live)}\n`)
+    out(`\n${formatAudit(checks, { color: live, width: live ? process.stdout.columns : undefined })}\n`)
     exitCode = checks.every((check) => check.pass) ? 0 : 1
   } finally {
     await stores.teardown()
