@@ -94,7 +94,8 @@ export function audit({ steps, outcome, final, histories }: AuditInput): Check[]
       crash?.handoff !== undefined &&
       !crash.handoff.cleanHandoff &&
       crash.handoff.token > crash.token &&
-      crash.handoff.stepsDone === crash.step - 1,
+      // The step in progress is redone, unless the kill landed just after its checkpoint.
+      crash.handoff.stepsDone >= crash.step - 1,
     detail: !crash
       ? 'no worker was killed (the run ended first)'
       : !crash.handoff

@@ -249,7 +249,7 @@ export class Coordinator {
       case 'step':
         this.#setHolding(worker, event.item, event.token, event.step - 1)
         worker.step = event.step
-        this.#maybeStrike(worker, event.item, event.token, event.step)
+        this.#maybeStrike(worker, event.item, event.token, event.step, Date.now() - event.sentAt)
         break
       case 'wrote': {
         const pause = this.#strike('pause')
@@ -350,9 +350,12 @@ export class Coordinator {
   }
 
   /** Strikes at the start of a step, while the worker sleeps through the step's work with no I/O. */
-  #maybeStrike(worker: WorkerInfo, item: string, token: bigint, step: number): void {
+  #maybeStrike(worker: WorkerInfo, item: string, token: bigint, step: number, ageMs: number): void {
     const planned = this.plan.find((candidate) => candidate.target === worker.name && !candidate.strike)
     if (!planned || worker.status !== 'working' || this.#finishing) return
+    // On a busy machine the report can arrive late; strike only while the step's work surely goes on
+    // (it takes at least 3/4 of --step-ms), so the signal lands before the write, never after it.
+    if (ageMs > this.#options.stepMs / 4) return
     // A graceful stop in the last step would leave no one to hand over to: let another worker be picked.
     if (planned.action === 'stop' && step >= this.#options.steps) {
       planned.target = undefined

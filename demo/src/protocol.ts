@@ -41,7 +41,8 @@ export type WorkerEvent =
   | { type: 'ready'; holderId: string; pid: number }
   | { type: 'acquired'; item: string; token: bigint; cleanHandoff: boolean; stepsDone: number }
   | { type: 'claimed'; item: string; token: bigint; accepted: boolean }
-  | { type: 'step'; item: string; token: bigint; step: number }
+  /** `sentAt` (Date.now()) lets the coordinator tell whether the worker is still early in the step. */
+  | { type: 'step'; item: string; token: bigint; step: number; sentAt: number }
   | { type: 'wrote'; item: string; token: bigint; step: number; accepted: boolean }
   | { type: 'checkpointed'; item: string; token: bigint; step: number }
   | { type: 'done'; item: string; token: bigint }

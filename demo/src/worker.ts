@@ -99,7 +99,7 @@ async function workOn(deps: WorkerDeps, lease: Lease, random: Random): Promise<v
       for (let step = stepsDone + 1; step <= config.steps; step++) {
         if (control.stopping || control.finished) break
         lease.throwIfLost()
-        send({ type: 'step', item, token, step })
+        send({ type: 'step', item, token, step, sentAt: Date.now() })
         // The work itself. It ignores lease.signal on purpose, like a call that cannot be interrupted:
         // a process paused here wakes up and writes with its old token, whatever it checked before.
         // Only the downstream's fence can refuse that write.
