@@ -29,7 +29,9 @@ Options:
                      sqlite    a SQLite file in a temp dir (embedded, no server)
                      postgres  POSTGRES_URL, default postgres://postgres@127.0.0.1:5432/test
                      mysql     MYSQL_URL, default mysql://root@127.0.0.1:3306/test (MySQL or MariaDB)
-                     mongodb   MONGODB_URL, or a FerretDB it starts on 127.0.0.1 (built with Go once)
+                     mongodb   MONGODB_URL, or a FerretDB it starts on 127.0.0.1 (built with Go once;
+                               FerretDB 1.x does not make acquires atomic across connections, which
+                               the downstream claim then shows as REFUSED)
                      dynamodb  DYNAMODB_ENDPOINT, or an in-process dynalite on 127.0.0.1
                      memory    MemoryBackend: single-process by nature, so the workers run inside the
                                demo's own process; kill, stop and resume are simulated by freezing
@@ -42,8 +44,9 @@ Options:
   --steps S        steps per item (default 6)
   --step-ms MS     duration of one step (default 200; below a fifth of the ttl)
   --ttl MS         lease ttl in milliseconds (default 1500)
-  --seed N         seed of the schedule: worker roles, when they strike, item order, step times
-                   (default: random, printed so a run can be replayed)
+  --seed N         seed of the schedule: the progress at which each strike comes, whom it picks
+                   among the busy workers, item order, step times (default: random, printed in the
+                   title so a run can be replayed; process timing still varies a little)
   --no-fence       negative control: workers write downstream without the token guard; the audit
                    must then fail (the paused worker's stale write is accepted)
   --live / --no-live
