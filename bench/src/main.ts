@@ -27,8 +27,8 @@ const machine = describeMachine()
 const settings: ThroughputSettings = {
   concurrencies: [1, 16],
   workIdCounts: [1, 1000],
-  repetitions: options.quick ? 4 : 5,
-  durationMs: options.quick ? 400 : 2_000,
+  repetitions: options.quick ? 6 : 10,
+  durationMs: options.quick ? 200 : 1_000,
   warmupMs: options.quick ? 800 : 2_000,
   ttlMs: 30_000,
   state: randomBytes(1024),
@@ -126,8 +126,8 @@ for (const backend of options.runnerCost) {
       // rate is exact; the report also projects CPU to the default interval.
       renewIntervalMs: 2_000,
       renewJitter: 0.2,
-      warmupMs: 4_000,
-      windowMs: options.quick ? 8_000 : 15_000,
+      warmupMs: options.quick ? 3_000 : 4_000,
+      windowMs: options.quick ? 6_000 : 15_000,
     })
     log(
       `  ${measured.renewalsPerSecond} renewals/s (expected ${measured.expectedRenewalsPerSecond}), CPU ${measured.cpuPercent}%, heap ${measured.heapUsedMiB} MiB`,

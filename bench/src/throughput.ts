@@ -35,6 +35,8 @@ export interface CellResult {
   readonly ratio: Spread
 }
 
+const collectGarbage: () => void = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
+
 function summarize(runs: readonly CycleRun[]): SideResult {
   const latencyMs = {} as Record<Operation, { p50: number; p99: number }>
   for (const operation of OPERATIONS) {
@@ -89,6 +91,8 @@ export async function measureThroughput(
         const order =
           rep % 2 === 0 ? (['worklease', 'baseline'] as const) : (['baseline', 'worklease'] as const)
         for (const side of order) {
+          // Garbage one side left behind must not be collected on the other side's time.
+          collectGarbage()
           runs[side].push(
             await runCycles(
               sides[side],
