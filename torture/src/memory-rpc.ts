@@ -48,11 +48,24 @@ const toWire = (r: LeaseRecord): WireRecord => ({
 const fromWire = (r: WireRecord): LeaseRecord =>
   createLeaseRecord(r.workId, r.holderId, BigInt(r.token), r.expiresAt)
 
+/**
+ * Deliberate bugs the memory server can have, to prove the whole pipeline (workers, history, checker)
+ * catches a broken store: `checkpoint-unfenced` stores any holder's checkpoint, valid or not;
+ * `token-reuse` hands out the previous token again on every third takeover.
+ */
+export type MemoryBug = 'checkpoint-unfenced' | 'token-reuse'
+
 /** Serves one MemoryBackend (one store) on 127.0.0.1. */
 export class MemoryServer {
+  readonly #bug: MemoryBug | undefined
+  #takeovers = 0
   #server: Server | undefined
   readonly #sockets = new Set<Socket>()
   port = 0
+
+  constructor(bug?: MemoryBug) {
+    this.#bug = bug
+  }
 
   async listen(): Promise<number> {
     let now = 0
@@ -91,6 +104,15 @@ export class MemoryServer {
   }
 
   #call(backend: MemoryBackend, r: Request): Promise<unknown> {
+    const stored = backend.store.leases.get(r.record?.workId ?? r.workId ?? '')
+    if (this.#bug === 'checkpoint-unfenced' && r.op === 'checkpoint' && stored) {
+      stored.state = Buffer.from(r.state!, 'base64')
+      return Promise.resolve(undefined)
+    }
+    if (this.#bug === 'token-reuse' && r.op === 'acquire' && stored && stored.fencingToken > 1n) {
+      const free = stored.released || stored.expiresAtMs <= r.now
+      if (free && ++this.#takeovers % 3 === 0) stored.fencingToken--
+    }
     switch (r.op) {
       case 'acquire':
         return backend.acquire(r.workId!, r.holderId!, r.ttl!).then(toWire)

@@ -5,7 +5,7 @@ import { createRequire } from 'node:module'
 import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Backend, Clock } from '@worklease/spec'
-import { MemoryRpcBackend, MemoryServer } from './memory-rpc.js'
+import { type MemoryBug, MemoryRpcBackend, MemoryServer } from './memory-rpc.js'
 
 /** The backends the suite can torture. */
 export const BACKENDS = ['memory', 'sqlite', 'postgres', 'mariadb', 'ferretdb', 'dynalite'] as const
@@ -116,11 +116,12 @@ async function childServer(name: string, command: string, args: (port: number) =
 export async function startServer(
   backend: BackendName,
   dir: string,
+  bug?: MemoryBug,
 ): Promise<{ server: ServerHandle; info: Omit<TargetInfo, 'port'> }> {
   const table = `torture_${randomBytes(4).toString('hex')}`
   switch (backend) {
     case 'memory': {
-      const memory = new MemoryServer()
+      const memory = new MemoryServer(bug)
       const port = await memory.listen()
       return {
         server: {
@@ -227,6 +228,8 @@ async function kyselyFor(backend: 'sqlite' | 'postgres' | 'mariadb', port: numbe
     const pool = new pg.Pool({ connectionString: url.toString(), max: 3, connectionTimeoutMillis: 2_000 })
     // A connection the proxy reset while idle is reported here; the pool drops it and moves on.
     pool.on('error', () => {})
+    // A connection the proxy resets while a query runs also emits 'error' on its client.
+    pool.on('connect', (client) => client.on('error', () => {}))
     return { db: new Kysely<any>({ dialect: new PostgresDialect({ pool }) }) }
   }
   const { createPool } = await import('mysql2')

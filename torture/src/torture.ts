@@ -8,6 +8,7 @@ import { type CheckName, checkHistory, historySlice, type Violation } from './ch
 import { CounterStore } from './counter-store.js'
 import { loadHistory, type Op } from './history.js'
 import { FaultProxy } from './fault-proxy.js'
+import type { MemoryBug } from './memory-rpc.js'
 import { Random } from './random.js'
 import { type BackendName, type ServerHandle, startServer, type TargetInfo } from './targets.js'
 import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
@@ -33,6 +34,8 @@ export interface TortureOptions {
   counterShards?: number
   /** How long after `durationMs` the counter workload may take to finish (under faults). Default 120 s. */
   counterGraceMs?: number
+  /** Memory backend only: a deliberate bug, to show the checker catches it end to end. */
+  bug?: MemoryBug
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
   log?: (line: string) => void
@@ -93,7 +96,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     faults[name] = (faults[name] ?? 0) + 1
   }
 
-  const { server, info: partialInfo } = await startServer(options.backend, dir)
+  const { server, info: partialInfo } = await startServer(options.backend, dir, options.bug)
   let proxy: FaultProxy | undefined
   if (server.port > 0) {
     proxy = new FaultProxy(server.port)
