@@ -1,0 +1,158 @@
+import {
+  type Backend,
+  type CallOptions,
+  type CheckpointRead,
+  createLeaseRecord,
+  FencedError,
+  isLeaseHeldError,
+  isWorkleaseError,
+  type LeaseRecord,
+} from '@worklease/spec'
+import type { BackendFactory } from './backend-harness.js'
+import type { GroupName } from './suite-case.js'
+
+/**
+ * A bug any backend could have, made by wrapping a working one. Running the suite over a driver's own
+ * backends with each mutant proves that the harness is wired so that the suite can fail: a harness
+ * whose `open()` ignored its storage, or a count that never moved, would let mutants through.
+ */
+export interface Mutant {
+  readonly name: string
+  /** The group written to catch it; `selfCheck` runs this group and expects a failure in it. */
+  readonly caughtBy: GroupName
+  /** Whether the mutant can only be seen through `roundTrips()`. */
+  readonly needsRoundTrips?: boolean
+  wrap(backend: Backend): Backend
+}
+
+/** Forwards everything; each mutant overrides one method. */
+class Forwarding implements Backend {
+  constructor(readonly inner: Backend) {}
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    return this.inner.acquire(workId, holderId, ttlMs, options)
+  }
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+    return this.inner.checkpoint(record, state, ttlMs, options)
+  }
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    return this.inner.renew(record, ttlMs, options)
+  }
+  release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    return this.inner.release(record, options)
+  }
+  readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    return this.inner.readCheckpoint(record, options)
+  }
+}
+
+const mutant = (
+  name: string,
+  caughtBy: GroupName,
+  Wrapper: new (inner: Backend) => Backend,
+  needsRoundTrips = false,
+): Mutant => ({ name, caughtBy, needsRoundTrips, wrap: (backend) => new Wrapper(backend) })
+
+/** Interface-level bugs that the suite must catch on any backend. */
+export const mutants: readonly Mutant[] = [
+  mutant(
+    'renew swallows FENCED',
+    'renew',
+    class extends Forwarding {
+      override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+        await super.renew(record, ttlMs, options).catch((error: unknown) => {
+          if (!isWorkleaseError(error, 'FENCED')) throw error
+        })
+      }
+    },
+  ),
+  mutant(
+    'checkpoint acknowledged but never written',
+    'checkpoint',
+    class extends Forwarding {
+      override async checkpoint() {}
+    },
+  ),
+  mutant(
+    'release acknowledged but never written',
+    'release',
+    class extends Forwarding {
+      override async release() {}
+    },
+  ),
+  mutant(
+    'cleanHandoff always true',
+    'handoff',
+    class extends Forwarding {
+      override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+        return { ...(await super.readCheckpoint(record, options)), cleanHandoff: true }
+      }
+    },
+  ),
+  mutant(
+    'LEASE_HELD reported as FENCED',
+    'acquire',
+    class extends Forwarding {
+      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        try {
+          return await super.acquire(workId, holderId, ttlMs, options)
+        } catch (error) {
+          throw isLeaseHeldError(error) ? new FencedError(undefined, { cause: error }) : error
+        }
+      }
+    },
+  ),
+  mutant(
+    'acquire returns a token one too high',
+    'acquire',
+    class extends Forwarding {
+      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        const record = await super.acquire(workId, holderId, ttlMs, options)
+        return createLeaseRecord(workId, holderId, record.fencingToken + 1n, record.expiresAt.getTime())
+      }
+    },
+  ),
+  mutant(
+    'expiresAt reported in seconds',
+    'acquire',
+    class extends Forwarding {
+      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        const record = await super.acquire(workId, holderId, ttlMs, options)
+        return Object.freeze({
+          ...record,
+          expiresAt: new Date(Math.floor(record.expiresAt.getTime() / 1000)),
+        })
+      }
+    },
+  ),
+  mutant(
+    'aborted signal ignored',
+    'badInput',
+    class extends Forwarding {
+      override async release(record: LeaseRecord) {
+        return super.release(record)
+      }
+    },
+  ),
+  mutant(
+    'renew takes two round trips',
+    'roundTrips',
+    class extends Forwarding {
+      override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+        await super.renew(record, ttlMs, options)
+        await super.renew(record, ttlMs, options)
+      }
+    },
+    true,
+  ),
+]
+
+/** `factory` with every backend it opens wrapped by `mutant`. */
+export function mutateFactory(factory: BackendFactory, mutant: Mutant): BackendFactory {
+  return async () => {
+    const harness = await factory()
+    return { ...harness, open: async (options) => mutant.wrap(await harness.open(options)) }
+  }
+}
