@@ -6,4 +6,5 @@ export {
 } from './create-lease-table.js'
 export { KyselyBackend, type KyselyBackendOptions } from './kysely-backend.js'
 export type { DialectFamily, LeaseDialect } from './lease-dialect.js'
+export { type FencedUpsert, SqlFence, type SqlFenceOptions } from './sql-fence.js'
 export { DEFAULT_TABLE, validateTableName } from './table-name.js'

@@ -1,5 +1,6 @@
 import { type RawBuilder, sql } from 'kysely'
 import type { DialectFamily } from './lease-dialect.js'
+import { tokenSql } from './token-sql.js'
 
 /** A row handed back by acquire: text columns, so 64-bit values never pass through a JS number. */
 export interface AcquiredRow {
@@ -54,11 +55,8 @@ export class LeaseStatements {
     this.#false = sql.raw(family === 'postgres' ? 'false' : '0')
   }
 
-  // Tokens travel as decimal text and are cast on the server: MySQL compares a BIGINT column with a
-  // string parameter as DOUBLE, which would confuse tokens above 2^53.
   #token(token: string): RawBuilder<unknown> {
-    const type = this.family === 'postgres' ? 'bigint' : this.family === 'mysql' ? 'SIGNED' : 'INTEGER'
-    return sql`CAST(${token} AS ${sql.raw(type)})`
+    return tokenSql(this.family, token)
   }
 
   #text(column: string): RawBuilder<unknown> {

@@ -1,0 +1,255 @@
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
+import { type Kysely, sql } from 'kysely'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { type DialectFamily, SqlFence } from '../src/index.js'
+import { code } from './helpers.js'
+import { selected, TARGETS, type TargetStorage } from './targets.js'
+
+const FAMILY: Record<string, DialectFamily> = {
+  postgres: 'postgres',
+  mariadb: 'mysql',
+  'sqlite-file': 'sqlite',
+  'sqlite-memory': 'sqlite',
+}
+const TWO_POW_53 = 2n ** 53n
+
+interface Row {
+  id: string
+  total: string | null
+  token: bigint | null
+}
+
+for (const target of TARGETS) {
+  const family = FAMILY[target.name]!
+  const text = sql.raw(family === 'postgres' ? 'text' : family === 'mysql' ? 'CHAR' : 'TEXT')
+
+  describe.skipIf(!selected(target.filter))(`SqlFence on ${target.name}`, () => {
+    let storage: TargetStorage
+    let db: Kysely<any>
+    let fence: SqlFence
+    let statements: number
+    const opened: Kysely<any>[] = []
+
+    beforeEach(async () => {
+      storage = await target.storage()
+      const columns =
+        family === 'postgres'
+          ? sql`id varchar(64) PRIMARY KEY, total text, fencing_token bigint`
+          : family === 'mysql'
+            ? sql`id varchar(64) PRIMARY KEY, total varchar(64), fencing_token BIGINT NULL`
+            : sql`id TEXT PRIMARY KEY, total TEXT, fencing_token INTEGER`
+      await sql`CREATE TABLE ${sql.table(storage.table)} (${columns})`.execute(storage.admin)
+      statements = 0
+      db = connect()
+      fence = new SqlFence(db)
+    })
+    afterEach(async () => {
+      await Promise.all(opened.splice(0).map((other) => other.destroy()))
+      await sql`DROP TABLE ${sql.table(storage.table)}`.execute(storage.admin)
+      await storage.dispose()
+    })
+
+    /** A separate client, as another process would have; its statements are counted. */
+    function connect(): Kysely<any> {
+      const other = storage.connect(() => {
+        statements++
+      })
+      if (storage.separateConnections) opened.push(other)
+      return other
+    }
+
+    async function seed(id: string, total: string, token: bigint | null): Promise<void> {
+      await storage.admin
+        .insertInto(storage.table)
+        .values({ id, total, fencing_token: token === null ? null : token.toString() })
+        .execute()
+    }
+
+    async function read(id: string): Promise<Row | undefined> {
+      const { rows } = await sql<{
+        id: string
+        total: string | null
+        token: string | null
+      }>`SELECT id, total, CAST(fencing_token AS ${text}) AS token FROM ${sql.table(storage.table)} WHERE id = ${id}`.execute(
+        storage.admin,
+      )
+      const row = rows[0]
+      return row && { id: row.id, total: row.total, token: row.token === null ? null : BigInt(row.token) }
+    }
+
+    const update = (total: string, token: bigint, id = 'order-1', on = db) =>
+      fence.update(on.updateTable(storage.table).set({ total }).where('id', '=', id), token)
+
+    const upsert = (total: string, token: bigint, id = 'order-1', on = db) =>
+      fence.upsert({ db: on, table: storage.table, key: { id }, values: { total }, token })
+
+    test('detects the SQL family from the Kysely adapter', () => {
+      expect(fence.family).toBe(family)
+      expect(fence.column).toBe('fencing_token')
+    })
+
+    test('update: a stale token is refused and changes nothing; the same token writes again; a higher one raises the fence', async () => {
+      await seed('order-1', 'from 5', 5n)
+      expect(await update('stale', 4n)).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 5', token: 5n })
+      expect(await update('again 5', 5n)).toBe(true)
+      expect(await update('again 5', 5n)).toBe(true) // identical rewrite still counts as landed
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'again 5', token: 5n })
+      expect(await update('from 6', 6n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 6', token: 6n })
+      expect(await update('stale 5', 5n)).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 6', token: 6n })
+    })
+
+    test('update: a row never written under a lease (NULL fence) accepts any token; a missing row is not written', async () => {
+      await seed('order-1', 'legacy', null)
+      expect(await update('from 3', 3n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 3', token: 3n })
+      expect(await update('nobody', 9n, 'missing')).toBe(false)
+      expect(await read('missing')).toBeUndefined()
+    })
+
+    test('update: one statement, inside the caller statement; condition() and value() compose by hand too', async () => {
+      await seed('order-1', 'from 1', 1n)
+      const before = statements
+      expect(await update('from 2', 2n)).toBe(true)
+      expect(statements - before).toBe(1)
+      const result = await db
+        .updateTable(storage.table)
+        .set({ total: 'by hand', fencing_token: fence.value(3n) })
+        .where('id', '=', 'order-1')
+        .where(fence.condition(3n))
+        .executeTakeFirst()
+      expect(result.numUpdatedRows).toBe(1n)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'by hand', token: 3n })
+    })
+
+    test('updateOrThrow and upsertOrThrow throw FencedError when refused', async () => {
+      await seed('order-1', 'from 5', 5n)
+      const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
+      expect(await code(fence.updateOrThrow(query, 4n))).toBe('FENCED')
+      expect(await code(fence.updateOrThrow(query, 5n))).toBe('ok')
+      const write = { table: storage.table, key: { id: 'order-1' }, values: { total: 'y' } }
+      expect(await code(fence.upsertOrThrow({ ...write, token: 4n }))).toBe('FENCED')
+      expect(await code(fence.upsertOrThrow({ ...write, token: 5n }))).toBe('ok')
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'y', token: 5n })
+    })
+
+    test('upsert: inserts a new row; a stale token is refused and changes nothing; same and higher tokens update', async () => {
+      const before = statements
+      expect(await upsert('from 5', 5n)).toBe(true)
+      expect(statements - before).toBe(1)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 5', token: 5n })
+      expect(await upsert('stale', 4n)).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 5', token: 5n })
+      expect(await upsert('again 5', 5n)).toBe(true)
+      expect(await upsert('again 5', 5n)).toBe(true) // identical rewrite still counts as landed
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'again 5', token: 5n })
+      expect(await upsert('from 7', 7n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 7', token: 7n })
+      expect(await upsert('stale 6', 6n)).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 7', token: 7n })
+    })
+
+    test('upsert: a NULL fence accepts any token', async () => {
+      await seed('order-1', 'legacy', null)
+      expect(await upsert('from 2', 2n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 2', token: 2n })
+    })
+
+    test('tokens above 2^53 and up to 2^63-1 compare exactly (no DOUBLE, no JS number)', async () => {
+      // As doubles, 2^53 and 2^53 + 1 are equal: a lossy comparison would let the stale write through.
+      await seed('order-1', 'high', TWO_POW_53 + 1n)
+      expect(await update('stale', TWO_POW_53)).toBe(false)
+      expect(await upsert('stale', TWO_POW_53)).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'high', token: TWO_POW_53 + 1n })
+      expect(await update('higher', TWO_POW_53 + 2n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'higher', token: TWO_POW_53 + 2n })
+
+      expect(await upsert('max-1', MAX_FENCING_TOKEN - 1n, 'order-2')).toBe(true)
+      expect(await upsert('max', MAX_FENCING_TOKEN, 'order-2')).toBe(true)
+      expect(await upsert('max again', MAX_FENCING_TOKEN, 'order-2')).toBe(true)
+      expect(await update('stale', MAX_FENCING_TOKEN - 1n, 'order-2')).toBe(false)
+      expect(await upsert('stale', MAX_FENCING_TOKEN - 1n, 'order-2')).toBe(false)
+      expect(await read('order-2')).toEqual({ id: 'order-2', total: 'max again', token: MAX_FENCING_TOKEN })
+    })
+
+    test('a token that is not a fencing token is refused before any statement', async () => {
+      await seed('order-1', 'x', 1n)
+      const before = statements
+      for (const token of [
+        0n,
+        -1n,
+        MAX_FENCING_TOKEN + 1n,
+        5 as unknown as bigint,
+        '5' as unknown as bigint,
+      ]) {
+        expect(await code(update('bad', token))).toBe('INVALID_ARGUMENT')
+        expect(await code(upsert('bad', token))).toBe('INVALID_ARGUMENT')
+        expect(() => fence.condition(token)).toThrow(/token must be a bigint/)
+      }
+      expect(statements).toBe(before)
+    })
+
+    test('concurrent writers with different tokens: the highest token ends as the value and the fence', async () => {
+      const tokens = [3n, 9n, 1n, 7n, 5n, 8n, 2n, 6n, 4n]
+      const writers = tokens.map(() => connect())
+      await seed('order-1', 'start', null)
+      // Each writer updates, then upserts a second row, from its own connection, all at once.
+      const landed = await Promise.all(
+        tokens.map(async (token, i) => [
+          await update(`from ${token}`, token, 'order-1', writers[i]),
+          await upsert(`from ${token}`, token, 'order-2', writers[i]),
+        ]),
+      )
+      for (const id of ['order-1', 'order-2']) {
+        expect(await read(id)).toEqual({ id, total: 'from 9', token: 9n })
+      }
+      // The highest token always lands; whatever lands after it cannot.
+      expect(landed[tokens.indexOf(9n)]).toEqual([true, true])
+    })
+
+    test.skipIf(family !== 'mysql')(
+      'MySQL: the upsert reports its outcome through LAST_INSERT_ID, per statement',
+      async () => {
+        // Fenced, then landed, then fenced on the same connection: no leftover LAST_INSERT_ID leaks.
+        const one = target.name === 'mariadb' ? connect() : db
+        expect(await upsert('from 5', 5n, 'order-1', one)).toBe(true)
+        expect(await upsert('stale', 4n, 'order-1', one)).toBe(false)
+        expect(await upsert('new row', 1n, 'order-2', one)).toBe(true)
+        expect(await upsert('stale', 4n, 'order-1', one)).toBe(false)
+        expect(await upsert('from 5', 5n, 'order-1', one)).toBe(true)
+      },
+    )
+
+    test.skipIf(family !== 'mysql')(
+      'MySQL: a table with an AUTO_INCREMENT column and a unique key (the insert id competes with the outcome)',
+      async () => {
+        const table = `${storage.table}_ai`
+        await sql`CREATE TABLE ${sql.table(table)} (n BIGINT AUTO_INCREMENT PRIMARY KEY, id varchar(64) UNIQUE, total varchar(64), fencing_token BIGINT NULL)`.execute(
+          storage.admin,
+        )
+        try {
+          const write = (id: string, token: bigint) =>
+            fence.upsert({ table, key: { id }, values: { total: `from ${token}` }, token })
+          expect(await write('a', 5n)).toBe(true)
+          expect(await write('a', 4n)).toBe(false)
+          expect(await write('b', 6n)).toBe(true)
+          expect(await write('a', 5n)).toBe(true)
+          expect(await write('b', 3n)).toBe(false)
+          expect(await write('a', 6n)).toBe(true)
+          const { rows } = await sql<{
+            id: string
+            total: string
+          }>`SELECT id, total FROM ${sql.table(table)} ORDER BY id`.execute(storage.admin)
+          expect(rows).toEqual([
+            { id: 'a', total: 'from 6' },
+            { id: 'b', total: 'from 6' },
+          ])
+        } finally {
+          await sql`DROP TABLE ${sql.table(table)}`.execute(storage.admin)
+        }
+      },
+    )
+  })
+}
