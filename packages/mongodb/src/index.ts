@@ -3,5 +3,13 @@ export {
   DEFAULT_LEASE_COLLECTION,
   type LeaseDatabase,
 } from './create-lease-collection.js'
+export { type FenceOptions, fenceFilter } from './fence-filter.js'
+export { fencedUpdate } from './fenced-update.js'
+export {
+  type FencedCollection,
+  type FencedUpdateOneOptions,
+  fencedUpdateOne,
+  fencedUpdateOneOrThrow,
+} from './fenced-update-one.js'
 export type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 export { MongoBackend, type MongoBackendOptions } from './mongo-backend.js'

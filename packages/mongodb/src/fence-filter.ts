@@ -1,0 +1,60 @@
+import { InvalidArgumentError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import type { LeaseDocumentLike } from './lease-collection.js'
+
+/** Where the fencing helpers keep the highest token in your documents. */
+export interface FenceOptions {
+  /**
+   * The field of your documents that holds the highest fencing token written to each (an int64; the
+   * helpers write it as one). A document without it (or with `null`) has never been written under a
+   * lease and accepts any token. Dotted paths work. Default: `'fencingToken'`.
+   *
+   * ```ts
+   * await collection.updateOne({ _id: 7, ...fenceFilter(token, { field: 'lease.token' }) }, update)
+   * ```
+   */
+  field?: string
+}
+
+/**
+ * The filter part of a fenced write: matches a document whose stored token is at most `token` (`<=`:
+ * a holder writes many times under one token) or that has none yet. Spread it into your filter (or put
+ * it in an `$and` if your filter has its own `$or`) and raise the stored token in the same update with
+ * {@link fencedUpdate}; {@link fencedUpdateOne} does both.
+ *
+ * The token goes out as a BSON int64 (a `bigint`), so tokens above 2^53 compare exactly.
+ *
+ * ```ts
+ * const result = await orders.updateOne(
+ *   { _id: 'order-7', ...fenceFilter(lease.fencingToken) },
+ *   fencedUpdate({ $set: { total: 42 } }, lease.fencingToken),
+ * )
+ * const landed = result.matchedCount === 1
+ * ```
+ */
+export function fenceFilter(token: bigint, options: FenceOptions = {}): { $or: LeaseDocumentLike[] } {
+  const field = fenceField(options)
+  checkToken(token)
+  // `null` matches a missing field too. A stored null would otherwise never compare $lte to a number.
+  return { $or: [{ [field]: { $lte: token } }, { [field]: null }] }
+}
+
+/** The fence field after checking the options. */
+export function fenceField(options: FenceOptions | undefined): string {
+  if (options !== undefined && (typeof options !== 'object' || options === null)) {
+    throw new InvalidArgumentError('options must be an object')
+  }
+  const field = options?.field ?? 'fencingToken'
+  if (typeof field !== 'string' || field.length === 0 || field.startsWith('$')) {
+    throw new InvalidArgumentError('options.field must be a non-empty field name (not an operator)')
+  }
+  return field
+}
+
+/** Checks that `token` is a fencing token: a bigint in 1n..2^63-1. */
+export function checkToken(token: unknown): asserts token is bigint {
+  if (typeof token !== 'bigint' || token < 1n || token > MAX_FENCING_TOKEN) {
+    throw new InvalidArgumentError(
+      `token must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${String(token)}`,
+    )
+  }
+}

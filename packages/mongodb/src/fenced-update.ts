@@ -1,0 +1,39 @@
+import { InvalidArgumentError } from '@worklease/spec'
+import { checkToken, type FenceOptions, fenceField } from './fence-filter.js'
+import type { LeaseDocumentLike } from './lease-collection.js'
+
+/**
+ * The update part of a fenced write: your update operators plus `$set` of the fence field to `token`
+ * (an int64), so the same command that passes {@link fenceFilter} raises the stored token. Only update
+ * operator documents: a replacement document or an aggregation pipeline is refused.
+ *
+ * ```ts
+ * await orders.updateOne(
+ *   { _id: 'order-7', ...fenceFilter(token) },
+ *   fencedUpdate({ $set: { total: 42 }, $inc: { edits: 1 } }, token),
+ * )
+ * ```
+ */
+export function fencedUpdate<U extends LeaseDocumentLike>(
+  update: U,
+  token: bigint,
+  options: FenceOptions = {},
+): U & { $set: LeaseDocumentLike } {
+  const field = fenceField(options)
+  checkToken(token)
+  if (typeof update !== 'object' || update === null || Array.isArray(update)) {
+    throw new InvalidArgumentError('update must be a document of update operators (no pipeline)')
+  }
+  const keys = Object.keys(update)
+  if (keys.some((key) => !key.startsWith('$'))) {
+    throw new InvalidArgumentError(
+      'update must use update operators ($set, $inc, ...), not a replacement document',
+    )
+  }
+  // The filter already guarantees the stored token is at most `token`, so $set raises it (never lowers).
+  const set = update.$set
+  if (set !== undefined && (typeof set !== 'object' || set === null)) {
+    throw new InvalidArgumentError('update.$set must be a document')
+  }
+  return { ...update, $set: { ...(set as LeaseDocumentLike | undefined), [field]: token } }
+}
