@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events'
 import type { Timers } from './timers.js'
 
 /**
@@ -54,6 +55,17 @@ export function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise
  * @internal An AbortController that aborts when any of `signals` aborts, or after `timeoutMs` on
  * `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`). Call `dispose` to detach.
  */
+/**
+ * An AbortController whose signal may carry one listener per concurrent operation (every acquire
+ * waiting on a Leaser, every call of a lease): many are expected, so Node's leak warning at 11 would
+ * only cry wolf.
+ */
+export function sharedAbortController(): AbortController {
+  const controller = new AbortController()
+  setMaxListeners(0, controller.signal)
+  return controller
+}
+
 export function linkedController(
   timers: Timers,
   signals: readonly (AbortSignal | undefined)[],

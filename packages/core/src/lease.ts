@@ -7,7 +7,7 @@ import {
   type LeaseRecord,
   validateState,
 } from '@worklease/spec'
-import { linkedController, raceSignal, sleep } from './abortable.js'
+import { linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
 import { type LeaseEndReason, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -55,7 +55,7 @@ export class Lease implements AsyncDisposable {
   readonly record: LeaseRecord
 
   readonly #ctx: LeaseContext
-  readonly #controller = new AbortController()
+  readonly #controller = sharedAbortController()
   #ended: LeaseLostError | undefined
   #loss: LeaseLostError | undefined
   #releaseRequested = false

@@ -8,7 +8,7 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import { linkedController, raceSignal, sleep } from './abortable.js'
+import { linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
@@ -207,7 +207,7 @@ export class Leaser implements AsyncDisposable {
   readonly #ctx: LeaseContext
   readonly #leases = new Set<Lease>()
   readonly #events = new LeaserEmitter()
-  readonly #closeController = new AbortController()
+  readonly #closeController = sharedAbortController()
   #closing: Promise<void> | undefined
 
   constructor(options: LeaserOptions) {

@@ -89,6 +89,21 @@ describe('acquire', () => {
     expect(isLeaseHeldError(waiting.error)).toBe(true)
   })
 
+  test('many concurrent acquires on one Leaser raise no MaxListenersExceededWarning', async () => {
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      const { leaser } = setup()
+      const leases = await Promise.all(Array.from({ length: 30 }, (_, i) => leaser.acquire(`job-${i}`)))
+      expect(leases).toHaveLength(30)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(warnings.map((w) => w.name)).not.toContain('MaxListenersExceededWarning')
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
+
   test('with wait, an abort signal stops waiting with its reason', async () => {
     const { time, leaser, other, backend } = setup()
     await other.acquire('job', 'worker-b', 60_000)
