@@ -1,0 +1,260 @@
+import {
+  type AttributeValue,
+  CreateTableCommand,
+  DeleteTableCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb'
+import { isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { fenceCondition, sendFenced, sendFencedOrThrow, withFence } from '../src/index.js'
+import { countRequests, newClient, uniqueTableName } from './dynamo-harness.js'
+
+const TWO_POW_53 = 2n ** 53n
+
+function code(promise: Promise<unknown>): Promise<string> {
+  return promise.then(
+    () => 'ok',
+    (error: unknown) => {
+      if (isWorkleaseError(error)) return error.code
+      throw error
+    },
+  )
+}
+
+let admin: DynamoDBClient
+let tableName: string
+const clients: DynamoDBClient[] = []
+
+beforeEach(async () => {
+  admin = newClient()
+  tableName = uniqueTableName()
+  await admin.send(
+    new CreateTableCommand({
+      TableName: tableName,
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+    }),
+  )
+})
+afterEach(async () => {
+  for (const client of clients.splice(0)) client.destroy()
+  try {
+    await admin.send(new DeleteTableCommand({ TableName: tableName }))
+  } finally {
+    admin.destroy()
+  }
+})
+
+/** A client of its own, as another process would have; counts its requests. */
+function open(): { client: DynamoDBClient; requests: () => number } {
+  const client = newClient()
+  let requests = 0
+  countRequests(client, () => {
+    requests++
+  })
+  clients.push(client)
+  return { client, requests: () => requests }
+}
+
+async function stored(id: string): Promise<{ total?: string; token?: bigint } | undefined> {
+  const { Item } = await admin.send(
+    new GetItemCommand({ TableName: tableName, Key: { id: { S: id } }, ConsistentRead: true }),
+  )
+  if (!Item) return undefined
+  return {
+    ...(Item.total?.S === undefined ? {} : { total: Item.total.S }),
+    ...(Item.fencingToken?.N === undefined ? {} : { token: BigInt(Item.fencingToken.N) }),
+  }
+}
+
+const put = (total: string, id = 'o1'): { TableName: string; Item: Record<string, AttributeValue> } => ({
+  TableName: tableName,
+  Item: { id: { S: id }, total: { S: total } },
+})
+
+const update = (total: string, id = 'o1') => ({
+  TableName: tableName,
+  Key: { id: { S: id } },
+  UpdateExpression: 'SET #total = :total',
+  ExpressionAttributeNames: { '#total': 'total' },
+  ExpressionAttributeValues: { ':total': { S: total } },
+})
+
+describe('fenceCondition and withFence', () => {
+  test('the fragments', () => {
+    expect(fenceCondition(7n)).toEqual({
+      ConditionExpression: '(attribute_not_exists(#wlFence) OR #wlFence <= :wlFence)',
+      SetAction: '#wlFence = :wlFence',
+      ExpressionAttributeNames: { '#wlFence': 'fencingToken' },
+      ExpressionAttributeValues: { ':wlFence': { N: '7' } },
+    })
+    expect(fenceCondition(MAX_FENCING_TOKEN, { attribute: 'leaseToken', placeholder: 'f' })).toEqual({
+      ConditionExpression: '(attribute_not_exists(#f) OR #f <= :f)',
+      SetAction: '#f = :f',
+      ExpressionAttributeNames: { '#f': 'leaseToken' },
+      ExpressionAttributeValues: { ':f': { N: '9223372036854775807' } },
+    })
+  })
+
+  test('merges into update expressions with and without a SET clause, and into conditions', () => {
+    const merged = (UpdateExpression: string, ConditionExpression?: string) =>
+      withFence({ UpdateExpression, ...(ConditionExpression ? { ConditionExpression } : {}) }, 3n)
+    expect(merged('SET #a = :a REMOVE #b', 'attribute_exists(#a)')).toMatchObject({
+      UpdateExpression: 'SET #wlFence = :wlFence, #a = :a REMOVE #b',
+      ConditionExpression:
+        '(attribute_exists(#a)) AND (attribute_not_exists(#wlFence) OR #wlFence <= :wlFence)',
+    })
+    expect(merged('REMOVE #b set #a = :a').UpdateExpression).toBe(
+      'REMOVE #b set #wlFence = :wlFence, #a = :a',
+    )
+    // `#set` and `:set` are placeholders, not the clause.
+    expect(merged('ADD #set :set').UpdateExpression).toBe('SET #wlFence = :wlFence ADD #set :set')
+    expect(merged('').UpdateExpression).toBe('SET #wlFence = :wlFence')
+    expect(withFence({ Item: { id: { S: 'x' } } }, 3n).Item).toEqual({
+      id: { S: 'x' },
+      fencingToken: { N: '3' },
+    })
+  })
+
+  test('bad input is refused before any request: tokens, colliding placeholders, options', async () => {
+    const { client, requests } = open()
+    for (const token of [0n, -1n, MAX_FENCING_TOKEN + 1n, 5 as unknown as bigint, '5' as unknown as bigint]) {
+      expect(() => fenceCondition(token)).toThrow(/token must be a bigint/)
+      expect(await code(sendFenced(client, put('x'), token))).toBe('INVALID_ARGUMENT')
+    }
+    const colliding = {
+      ...update('x'),
+      UpdateExpression: 'SET #wlFence = :total',
+      ExpressionAttributeNames: { '#wlFence': 'mine' },
+    }
+    expect(await code(sendFenced(client, colliding, 1n))).toBe('INVALID_ARGUMENT')
+    expect(await code(sendFenced(client, colliding, 1n, { placeholder: 'other' }))).toBe('ok')
+    expect(() => fenceCondition(1n, { placeholder: 'has space' })).toThrow(/placeholder/)
+    expect(() => withFence({ Item: {}, UpdateExpression: 'SET #a = :a' }, 1n)).toThrow(/both/)
+    expect(requests()).toBe(1)
+  })
+})
+
+describe('sendFenced on the server', () => {
+  test('UpdateItem: a stale token is refused and changes nothing; the same token writes again; a higher one raises the fence', async () => {
+    const { client, requests } = open()
+    await admin.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: { id: { S: 'o1' }, total: { S: 'from 5' }, fencingToken: { N: '5' } },
+      }),
+    )
+    expect(await sendFenced(client, update('stale'), 4n)).toBe(false)
+    expect(await stored('o1')).toEqual({ total: 'from 5', token: 5n })
+    expect(await sendFenced(client, update('again 5'), 5n)).toBe(true)
+    expect(await sendFenced(client, update('again 5'), 5n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'again 5', token: 5n })
+    expect(await sendFenced(client, update('from 6'), 6n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'from 6', token: 6n })
+    expect(await sendFenced(client, update('stale 5'), 5n)).toBe(false)
+    expect(await stored('o1')).toEqual({ total: 'from 6', token: 6n })
+    expect(requests()).toBe(5) // one request per write, refused or not
+  })
+
+  test('PutItem: creates, refuses a stale token (nothing changes), accepts the same and higher tokens', async () => {
+    const { client } = open()
+    expect(await sendFenced(client, put('from 5'), 5n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'from 5', token: 5n })
+    expect(await sendFenced(client, put('stale'), 4n)).toBe(false)
+    expect(await stored('o1')).toEqual({ total: 'from 5', token: 5n })
+    expect(await sendFenced(client, put('again 5'), 5n)).toBe(true)
+    expect(await sendFenced(client, put('from 8'), 8n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'from 8', token: 8n })
+    expect(await code(sendFencedOrThrow(client, put('stale'), 7n))).toBe('FENCED')
+    expect(await code(sendFencedOrThrow(client, update('again 8'), 8n))).toBe('ok')
+    expect(await stored('o1')).toEqual({ total: 'again 8', token: 8n })
+  })
+
+  test('an item without the attribute accepts any token; UpdateItem creates a missing item unless told not to', async () => {
+    const { client } = open()
+    await admin.send(new PutItemCommand(put('legacy')))
+    expect(await sendFenced(client, update('from 2'), 2n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'from 2', token: 2n })
+    expect(await sendFenced(client, update('created', 'o2'), 2n)).toBe(true)
+    expect(await stored('o2')).toEqual({ total: 'created', token: 2n })
+    const mustExist = {
+      ...update('nope', 'o3'),
+      ConditionExpression: 'attribute_exists(#id)',
+      ExpressionAttributeNames: { '#total': 'total', '#id': 'id' },
+    }
+    expect(await sendFenced(client, mustExist, 2n)).toBe(false)
+    expect(await stored('o3')).toBeUndefined()
+  })
+
+  test('your own condition still applies, joined by AND', async () => {
+    const { client } = open()
+    await admin.send(
+      new PutItemCommand({
+        TableName: tableName,
+        Item: { id: { S: 'o1' }, total: { S: 'open' }, fencingToken: { N: '1' } },
+      }),
+    )
+    const onlyIf = (expected: string) => ({
+      ...update('paid'),
+      ConditionExpression: '#total = :expected',
+      ExpressionAttributeValues: { ':total': { S: 'paid' }, ':expected': { S: expected } },
+    })
+    expect(await sendFenced(client, onlyIf('closed'), 2n)).toBe(false) // the fence passes, the condition not
+    expect(await stored('o1')).toEqual({ total: 'open', token: 1n })
+    expect(await sendFenced(client, onlyIf('open'), 2n)).toBe(true)
+    expect(await stored('o1')).toEqual({ total: 'paid', token: 2n })
+  })
+
+  test('tokens above 2^53 and up to 2^63-1 compare exactly as DynamoDB numbers', async () => {
+    const { client } = open()
+    expect(await sendFenced(client, put('high'), TWO_POW_53 + 1n)).toBe(true)
+    // As doubles, 2^53 and 2^53 + 1 are equal: a lossy comparison would let this stale write through.
+    expect(await sendFenced(client, put('stale'), TWO_POW_53)).toBe(false)
+    expect(await sendFenced(client, update('stale'), TWO_POW_53)).toBe(false)
+    expect(await stored('o1')).toEqual({ total: 'high', token: TWO_POW_53 + 1n })
+    expect(await sendFenced(client, update('max-1'), MAX_FENCING_TOKEN - 1n)).toBe(true)
+    expect(await sendFenced(client, update('max'), MAX_FENCING_TOKEN)).toBe(true)
+    expect(await sendFenced(client, put('stale'), MAX_FENCING_TOKEN - 1n)).toBe(false)
+    expect(await stored('o1')).toEqual({ total: 'max', token: MAX_FENCING_TOKEN })
+  })
+
+  test('the fragments by hand in an UpdateItemCommand', async () => {
+    const { client } = open()
+    const fence = fenceCondition(4n)
+    const send = (token: bigint) =>
+      client.send(
+        new UpdateItemCommand({
+          TableName: tableName,
+          Key: { id: { S: 'o1' } },
+          UpdateExpression: `SET #total = :total, ${fenceCondition(token).SetAction}`,
+          ConditionExpression: fenceCondition(token).ConditionExpression,
+          ExpressionAttributeNames: { '#total': 'total', ...fence.ExpressionAttributeNames },
+          ExpressionAttributeValues: {
+            ':total': { S: `from ${token}` },
+            ...fenceCondition(token).ExpressionAttributeValues,
+          },
+        }),
+      )
+    await send(4n)
+    await expect(send(3n)).rejects.toMatchObject({ name: 'ConditionalCheckFailedException' })
+    expect(await stored('o1')).toEqual({ total: 'from 4', token: 4n })
+  })
+
+  test('concurrent writers with different tokens: the highest token ends as the value and the fence', async () => {
+    const tokens = [3n, 9n, 1n, 7n, 5n, 8n, 2n, 6n, 4n]
+    const writers = tokens.map(() => open().client)
+    await admin.send(new PutItemCommand(put('start')))
+    const landed = await Promise.all(
+      tokens.map(async (token, i) => [
+        await sendFenced(writers[i]!, update(`from ${token}`), token),
+        await sendFenced(writers[i]!, put(`from ${token}`, 'o2'), token),
+      ]),
+    )
+    for (const id of ['o1', 'o2']) expect(await stored(id)).toEqual({ total: 'from 9', token: 9n })
+    expect(landed[tokens.indexOf(9n)]).toEqual([true, true])
+  })
+})
