@@ -92,9 +92,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
 
   // 3. Tokens are consecutive; a missing one must have gone to an acquire whose reply was lost.
   if (acquiresOk.length > 0) {
-    const max = acquiresOk.reduce((m, a) => (a.token! > m ? a.token! : m), 0n)
+    // Not Math.max: tokens are bigints.
+    let max = 0n
+    for (const a of acquiresOk) if (a.token! > max) max = a.token!
     const missing: bigint[] = []
-    for (let t = 1n; t <= max && missing.length <= acquiresInfo.length; t++) if (!byToken.has(t)) missing.push(t)
+    for (let t = 1n; t <= max && missing.length <= acquiresInfo.length; t++)
+      if (!byToken.has(t)) missing.push(t)
     if (missing.length > acquiresInfo.length) {
       add(
         'token-gap',
@@ -152,7 +155,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       }
       // 5. FENCED only if something could have ended the lease before the reply.
       if (x.outcome === 'fail' && x.code === 'FENCED' && !(mayEnd < x.complete)) {
-        add('fenced-while-valid', `${x.op} with token ${t} was FENCED while nothing could have ended its lease`, [x])
+        add(
+          'fenced-while-valid',
+          `${x.op} with token ${t} was FENCED while nothing could have ended its lease`,
+          [x],
+        )
       }
     }
   }
@@ -199,7 +206,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         continue
       }
       if (source.outcome === 'fail') {
-        add('failed-checkpoint-visible', `read the state of a checkpoint that failed with ${source.code}`, [source, r])
+        add('failed-checkpoint-visible', `read the state of a checkpoint that failed with ${source.code}`, [
+          source,
+          r,
+        ])
         continue
       }
       if (source.token! > t || source.invoke > r.complete) {
@@ -226,7 +236,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     // 8. cleanHandoff is whether the previous lease ended by release.
     if (r.clean !== null) {
       const previous = ops.filter((e) => e.op === 'release' && e.token === t - 1n)
-      if (t === 1n && !r.clean) add('clean-handoff', 'token 1 (no previous lease) read cleanHandoff false', [r])
+      if (t === 1n && !r.clean)
+        add('clean-handoff', 'token 1 (no previous lease) read cleanHandoff false', [r])
       if (t > 1n && r.clean && !previous.some(mayHaveHappened)) {
         add('clean-handoff', `cleanHandoff true but token ${t - 1n} was never released`, [...previous, r])
       }
@@ -234,7 +245,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         add('clean-handoff', `cleanHandoff false but token ${t - 1n} was released`, [...previous, r])
       }
       const first = cleanByToken.get(t)
-      if (first && first.clean !== r.clean) add('clean-handoff', `cleanHandoff of token ${t} changed`, [first, r])
+      if (first && first.clean !== r.clean)
+        add('clean-handoff', `cleanHandoff of token ${t} changed`, [first, r])
       else if (!first) cleanByToken.set(t, r)
     }
   }
@@ -303,7 +315,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     const release = (opsByToken.get(last.token!) ?? []).find(
       (e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke,
     )
-    if (release) add('held-when-free', `LEASE_HELD though token ${last.token} had been released`, [last, release, a])
+    if (release)
+      add('held-when-free', `LEASE_HELD though token ${last.token} had been released`, [last, release, a])
   }
 
   return out
@@ -313,13 +326,17 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
 export function historySlice(all: readonly Op[], violation: Violation, max = 30): string {
   const involved = new Set(violation.ops.map((op) => op.id))
   const lo = Math.min(...violation.ops.map((op) => op.invoke)) - 20
-  const hi = Math.max(...violation.ops.map((op) => (Number.isFinite(op.complete) ? op.complete : op.invoke))) + 20
+  const hi =
+    Math.max(...violation.ops.map((op) => (Number.isFinite(op.complete) ? op.complete : op.invoke))) + 20
   const near = all.filter(
     (op) => op.workId === violation.workId && (involved.has(op.id) || (op.invoke <= hi && op.complete >= lo)),
   )
   // Keep the involved ops and the closest others.
   const others = near.filter((op) => !involved.has(op.id))
-  const keep = new Set([...violation.ops.map((op) => op.id), ...others.slice(0, Math.max(0, max - involved.size)).map((op) => op.id)])
+  const keep = new Set([
+    ...violation.ops.map((op) => op.id),
+    ...others.slice(0, Math.max(0, max - involved.size)).map((op) => op.id),
+  ])
   const base = Math.min(...near.map((op) => op.invoke))
   return near
     .filter((op) => keep.has(op.id))
@@ -341,7 +358,9 @@ export function formatOp(op: Op, base = 0): string {
     '->',
     op.outcome,
     op.code ?? '',
-    op.op === 'readCheckpoint' && op.outcome === 'ok' ? `state=${JSON.stringify(op.read)} clean=${op.clean}` : '',
+    op.op === 'readCheckpoint' && op.outcome === 'ok'
+      ? `state=${JSON.stringify(op.read)} clean=${op.clean}`
+      : '',
     op.offsetAtInvoke || op.offsetAtComplete ? `clockOffset=${op.offsetAtInvoke}/${op.offsetAtComplete}` : '',
   ]
   return parts.filter(Boolean).join(' ')

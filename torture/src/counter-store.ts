@@ -48,14 +48,16 @@ export class CounterStore {
    * increment in the same transaction. Returns whether it landed.
    */
   fencedWrite(name: string, token: bigint, value: number, worker: string): boolean {
-    return this.db.transaction(() => {
-      const { changes } = this.db
-        .prepare('UPDATE counters SET value = ? WHERE name = ? AND token = ?')
-        .run(value, name, token)
-      if (changes !== 1) return false
-      this.db.prepare('UPDATE progress SET n = n + 1 WHERE worker = ?').run(worker)
-      return true
-    }).immediate()
+    return this.db
+      .transaction(() => {
+        const { changes } = this.db
+          .prepare('UPDATE counters SET value = ? WHERE name = ? AND token = ?')
+          .run(value, name, token)
+        if (changes !== 1) return false
+        this.db.prepare('UPDATE progress SET n = n + 1 WHERE worker = ?').run(worker)
+        return true
+      })
+      .immediate()
   }
 
   /** Unfenced control: a plain read ... */
@@ -65,21 +67,27 @@ export class CounterStore {
 
   /** ... and a plain write, trusting the lease alone. */
   unfencedWrite(name: string, value: number, worker: string): void {
-    this.db.transaction(() => {
-      this.db.prepare('UPDATE counters SET value = ? WHERE name = ?').run(value, name)
-      this.db.prepare('UPDATE progress SET n = n + 1 WHERE worker = ?').run(worker)
-    }).immediate()
+    this.db
+      .transaction(() => {
+        this.db.prepare('UPDATE counters SET value = ? WHERE name = ?').run(value, name)
+        this.db.prepare('UPDATE progress SET n = n + 1 WHERE worker = ?').run(worker)
+      })
+      .immediate()
   }
 
   /** The sum of one mode's counters, and of the increments its workers had acknowledged. */
   totals(mode: 'fenced' | 'unfenced'): { value: number; acknowledged: number } {
     const value = (
-      this.db.prepare("SELECT COALESCE(SUM(value), 0) AS v FROM counters WHERE name LIKE 'counter-' || ? || '-%'").get(mode) as {
+      this.db
+        .prepare("SELECT COALESCE(SUM(value), 0) AS v FROM counters WHERE name LIKE 'counter-' || ? || '-%'")
+        .get(mode) as {
         v: number
       }
     ).v
     const acknowledged = (
-      this.db.prepare("SELECT COALESCE(SUM(n), 0) AS v FROM progress WHERE worker LIKE ? || '-%'").get(mode) as {
+      this.db
+        .prepare("SELECT COALESCE(SUM(n), 0) AS v FROM progress WHERE worker LIKE ? || '-%'")
+        .get(mode) as {
         v: number
       }
     ).v

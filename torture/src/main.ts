@@ -16,13 +16,14 @@ function parse(argv: string[]) {
 const args = parse(process.argv.slice(2).filter((a) => a !== '--'))
 if (args.has('help')) {
   console.log(
-    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--no-faults]`,
+    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--no-faults]`,
   )
   process.exit(0)
 }
 const wanted = (args.get('backend') ?? 'all').split(',')
 const backends = (wanted.includes('all') ? [...BACKENDS] : wanted) as BackendName[]
-for (const b of backends) if (!BACKENDS.includes(b)) throw new Error(`unknown backend ${b}; one of ${BACKENDS.join(', ')}`)
+for (const b of backends)
+  if (!BACKENDS.includes(b)) throw new Error(`unknown backend ${b}; one of ${BACKENDS.join(', ')}`)
 const durationMs = args.has('minutes')
   ? Number(args.get('minutes')) * 60_000
   : Number(args.get('seconds') ?? 10) * 1_000
@@ -36,6 +37,7 @@ for (const backend of backends) {
     seed,
     processes: args.has('processes') ? Number(args.get('processes')) : 5,
     faults: !args.has('no-faults'),
+    ...(args.has('connections') ? { connections: Number(args.get('connections')) } : {}),
     log: (line) => console.error(line),
   })
   console.log(formatReport(report))

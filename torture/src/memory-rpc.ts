@@ -7,10 +7,10 @@ import {
   type Clock,
   createLeaseRecord,
   FencedError,
+  isWorkleaseError,
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
-  isWorkleaseError,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -92,7 +92,11 @@ export class MemoryServer {
           this.#call(backend, request).then(
             (result) => reply({ ok: true, result }),
             (error: unknown) =>
-              reply({ ok: false, code: isWorkleaseError(error) ? error.code : undefined, message: String(error) }),
+              reply({
+                ok: false,
+                code: isWorkleaseError(error) ? error.code : undefined,
+                message: String(error),
+              }),
           )
         }
       })

@@ -21,6 +21,8 @@ export interface TargetInfo {
   port: number
   table: string
   sqliteFile?: string
+  /** Connections per worker process (pool size). Default 3. */
+  connections?: number
 }
 
 /** The server side of a backend, in the coordinator. */
@@ -142,7 +144,12 @@ export async function startServer(
       await createLeaseTable(db, { table })
       await db.destroy()
       return {
-        server: { port: 0, clock: 'server', noRestart: 'no server: every worker opens the file', stop: async () => {} },
+        server: {
+          port: 0,
+          clock: 'server',
+          noRestart: 'no server: every worker opens the file',
+          stop: async () => {},
+        },
         info: { backend, table, sqliteFile },
       }
     }
@@ -215,17 +222,30 @@ export async function startServer(
   }
 }
 
-async function kyselyFor(backend: 'sqlite' | 'postgres' | 'mariadb', port: number, file?: string) {
+async function kyselyFor(
+  backend: 'sqlite' | 'postgres' | 'mariadb',
+  port: number,
+  file?: string,
+  connections = 3,
+) {
   const { Kysely, PostgresDialect, MysqlDialect, SqliteDialect } = await import('kysely')
   if (backend === 'sqlite') {
     const { default: Database } = await import('better-sqlite3')
-    return { db: new Kysely<any>({ dialect: new SqliteDialect({ database: new Database(file!, { timeout: 5_000 }) }) }) }
+    return {
+      db: new Kysely<any>({
+        dialect: new SqliteDialect({ database: new Database(file!, { timeout: 5_000 }) }),
+      }),
+    }
   }
   if (backend === 'postgres') {
     const { default: pg } = await import('pg')
     const url = new URL(POSTGRES_URL)
     url.port = String(port)
-    const pool = new pg.Pool({ connectionString: url.toString(), max: 3, connectionTimeoutMillis: 2_000 })
+    const pool = new pg.Pool({
+      connectionString: url.toString(),
+      max: connections,
+      connectionTimeoutMillis: 2_000,
+    })
     // A connection the proxy reset while idle is reported here; the pool drops it and moves on.
     pool.on('error', () => {})
     // A connection the proxy resets while a query runs also emits 'error' on its client.
@@ -235,7 +255,7 @@ async function kyselyFor(backend: 'sqlite' | 'postgres' | 'mariadb', port: numbe
   const { createPool } = await import('mysql2')
   const url = new URL(MYSQL_URL)
   url.port = String(port)
-  const pool = createPool({ uri: url.toString(), connectionLimit: 3, connectTimeout: 2_000 })
+  const pool = createPool({ uri: url.toString(), connectionLimit: connections, connectTimeout: 2_000 })
   pool.on('connection', (connection) => connection.on('error', () => {}))
   return { db: new Kysely<any>({ dialect: new MysqlDialect({ pool }) }) }
 }
@@ -252,7 +272,10 @@ async function dynamoFor(port: number) {
 }
 
 /** Opens the backend in a worker process, with its own connections and the given clock. */
-export async function openBackend(info: TargetInfo, clock: Clock): Promise<{ backend: Backend; close(): Promise<void> }> {
+export async function openBackend(
+  info: TargetInfo,
+  clock: Clock,
+): Promise<{ backend: Backend; close(): Promise<void> }> {
   switch (info.backend) {
     case 'memory': {
       const backend = new MemoryRpcBackend(info.port, clock)
@@ -261,18 +284,25 @@ export async function openBackend(info: TargetInfo, clock: Clock): Promise<{ bac
     case 'sqlite':
     case 'postgres':
     case 'mariadb': {
-      const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile)
+      const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile, info.connections)
       const { KyselyBackend } = await import('@worklease/kysely')
-      const backend = new KyselyBackend({ db, table: info.table, ...(info.backend === 'mariadb' ? { dialect: 'mariadb' } : {}) })
+      const backend = new KyselyBackend({
+        db,
+        table: info.table,
+        ...(info.backend === 'mariadb' ? { dialect: 'mariadb' } : {}),
+      })
       return { backend, close: () => db.destroy() }
     }
     case 'ferretdb': {
       const { MongoClient } = await import('mongodb')
       const client = new MongoClient(`mongodb://127.0.0.1:${info.port}/?directConnection=true`, {
-        maxPoolSize: 4,
+        maxPoolSize: info.connections ?? 3,
         serverSelectionTimeoutMS: 2_000,
         connectTimeoutMS: 2_000,
         socketTimeoutMS: 5_000,
+        // After a restart the driver marks the server unknown and waits for a heartbeat; the default
+        // 10 s would stall the workload for most of a short run.
+        heartbeatFrequencyMS: 500,
       })
       const { MongoBackend } = await import('@worklease/mongodb')
       const backend = new MongoBackend({
@@ -287,7 +317,12 @@ export async function openBackend(info: TargetInfo, clock: Clock): Promise<{ bac
     case 'dynalite': {
       const { client } = await dynamoFor(info.port)
       const { DynamoBackend } = await import('@worklease/dynamodb')
-      const backend = new DynamoBackend({ client, tableName: info.table, clock, returnValuesOnConditionCheckFailure: false })
+      const backend = new DynamoBackend({
+        client,
+        tableName: info.table,
+        clock,
+        returnValuesOnConditionCheckFailure: false,
+      })
       return { backend, close: async () => client.destroy() }
     }
   }

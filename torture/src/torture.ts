@@ -6,11 +6,11 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { type CheckName, checkHistory, historySlice, type Violation } from './checker.js'
 import { CounterStore } from './counter-store.js'
-import { loadHistory, type Op } from './history.js'
 import { FaultProxy } from './fault-proxy.js'
+import { loadHistory, type Op } from './history.js'
 import type { MemoryBug } from './memory-rpc.js'
 import { Random } from './random.js'
-import { type BackendName, type ServerHandle, startServer, type TargetInfo } from './targets.js'
+import { type BackendName, startServer, type TargetInfo } from './targets.js'
 import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
 
 export interface TortureOptions {
@@ -20,6 +20,8 @@ export interface TortureOptions {
   seed: number
   /** Worker processes. Default 5. */
   processes?: number
+  /** Connections (pool size) per worker process. Default 3. */
+  connections?: number
   /** Register workers (async) per process. Default 3. */
   registerWorkers?: number
   /** workIds the register workers share. Default 3. */
@@ -102,7 +104,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     proxy = new FaultProxy(server.port)
     await proxy.listen()
   }
-  const info: TargetInfo = { ...partialInfo, port: proxy?.port ?? 0 }
+  const info: TargetInfo = {
+    ...partialInfo,
+    port: proxy?.port ?? 0,
+    ...(options.connections ? { connections: options.connections } : {}),
+  }
 
   const specs: CounterWorkerSpec[] = []
   for (const mode of ['fenced', 'unfenced'] as const) {
@@ -204,7 +210,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           if (!proxy) return
           break
         }
-        const choices = ['drop', 'blackhole', 'latency', 'drop-replies', server.restart ? 'restart' : 'outage']
+        const choices = [
+          'drop',
+          'blackhole',
+          'latency',
+          'drop-replies',
+          server.restart ? 'restart' : 'outage',
+        ]
         const kind = random.pick(choices)
         if (kind === 'drop') {
           count('proxy: drop connections')
@@ -238,7 +250,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 
     const processLane = async () => {
       while (running()) {
-        await sleep(random.int(200, 900))
+        // Without a proxy (SQLite) process faults are all there is: inject them more often.
+        await sleep(proxy ? random.int(200, 900) : random.int(100, 400))
         if (!running()) break
         const slot = random.pick(slots)
         const kinds = ['pause', 'kill', ...(server.clock === 'client' ? ['clock-skew', 'clock-jump'] : [])]
@@ -336,7 +349,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         fenced: { ...fenced, expected, finished: fenced.acknowledged >= expected },
         unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
       },
-      slices: violations.slice(0, 5).map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
+      slices: violations
+        .slice(0, 5)
+        .map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
       ops,
       dir,
     }
@@ -373,9 +388,17 @@ export function formatReport(report: TortureReport): string {
   lines.push(
     `   histories (workIds): ${report.histories}   operations: ${report.operations}  (ok ${report.byOutcome.ok}, fail ${report.byOutcome.fail}, indeterminate ${report.byOutcome.info})`,
   )
-  lines.push(`   by operation: ${Object.entries(report.byOperation).map(([k, v]) => `${k} ${v}`).join(', ')}`)
   lines.push(
-    `   faults: ${Object.entries(report.faults).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    `   by operation: ${Object.entries(report.byOperation)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`,
+  )
+  lines.push(
+    `   faults: ${
+      Object.entries(report.faults)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }`,
   )
   if (report.noRestart) lines.push(`   no server restarts: ${report.noRestart}`)
   lines.push(
@@ -390,11 +413,15 @@ export function formatReport(report: TortureReport): string {
     `   violations: ${report.violations.length}${checks.length ? ` (${checks.map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
   )
   if (report.notAtomic && report.violations.length > 0) {
-    lines.push(`   server not atomic: ${report.notAtomic}; these violations are the server's, reported, not hidden`)
+    lines.push(
+      `   server not atomic: ${report.notAtomic}; these violations are the server's, reported, not hidden`,
+    )
   }
   for (const slice of report.slices) lines.push(slice.replace(/^/gm, '     '))
   if (report.violations.length > 0 || isCounterViolation(report)) {
-    lines.push(`   replay: pnpm torture --backend ${report.backend} --seconds ${Math.round(report.durationMs / 1000)} --seed ${report.seed}`)
+    lines.push(
+      `   replay: pnpm torture --backend ${report.backend} --seconds ${Math.round(report.durationMs / 1000)} --seed ${report.seed}`,
+    )
     lines.push(`   history files kept in ${report.dir}`)
   }
   return lines.join('\n')

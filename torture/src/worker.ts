@@ -136,7 +136,9 @@ async function registerWorker(backend: Backend, index: number): Promise<void> {
         const op = random.pick(['checkpoint', 'renew', 'release', 'readCheckpoint'] as const)
         const value = `${holder}#${seq++}`
         if (op === 'checkpoint')
-          await call(onRecord(old, op, { ttl: 200, value }), () => backend.checkpoint(old, encoder.encode(value), 200))
+          await call(onRecord(old, op, { ttl: 200, value }), () =>
+            backend.checkpoint(old, encoder.encode(value), 200),
+          )
         else if (op === 'renew') await call(onRecord(old, op, { ttl: 200 }), () => backend.renew(old, 200))
         else if (op === 'release') await call(onRecord(old, op), () => backend.release(old))
         else await call(onRecord(old, op), () => backend.readCheckpoint(old), describeRead)
@@ -160,7 +162,11 @@ async function registerWorker(backend: Backend, index: number): Promise<void> {
       const result = await call(onRecord(current, 'renew', { ttl }), () => backend.renew(current, ttl))
       if (result.outcome === 'fail' && (result.code === 'FENCED' || random.chance(0.5))) retire()
     } else if (roll < 0.78) {
-      const result = await call(onRecord(current, 'readCheckpoint'), () => backend.readCheckpoint(current), describeRead)
+      const result = await call(
+        onRecord(current, 'readCheckpoint'),
+        () => backend.readCheckpoint(current),
+        describeRead,
+      )
       if (result.outcome === 'fail') retire()
     } else if (roll < 0.94) {
       await call(onRecord(current, 'release'), () => backend.release(current))
@@ -186,7 +192,11 @@ async function counterWorker(backend: Backend, store: CounterStore, spec: Counte
     else value = store.read(spec.counter)
     if (value !== null) {
       // The work between read and write; sometimes longer than the ttl (a GC pause, a slow disk).
-      await sleep(random.chance(config.slowWorkChance) ? random.int(config.counterTtlMs + 50, config.counterTtlMs * 2) : random.int(0, 4))
+      await sleep(
+        random.chance(config.slowWorkChance)
+          ? random.int(config.counterTtlMs + 50, config.counterTtlMs * 2)
+          : random.int(0, 4),
+      )
       if (spec.mode === 'fenced') store.fencedWrite(spec.counter, record.fencingToken, value + 1, spec.name)
       else store.unfencedWrite(spec.counter, value + 1, spec.name)
     }

@@ -15,7 +15,15 @@ const good = (): Op[] => [
   op('acquire', { holder: 'C', invoke: 7.5, complete: 7.9, outcome: 'fail', code: 'LEASE_HELD' }),
   op('acquire', { holder: 'B', token: 2, invoke: 9, complete: 10, ttl: 100 }),
   op('readCheckpoint', { holder: 'B', token: 2, invoke: 11, complete: 12, read: 'a1', clean: true }),
-  op('checkpoint', { holder: 'A', token: 1, value: 'late', invoke: 13, complete: 14, outcome: 'fail', code: 'FENCED' }),
+  op('checkpoint', {
+    holder: 'A',
+    token: 1,
+    value: 'late',
+    invoke: 13,
+    complete: 14,
+    outcome: 'fail',
+    code: 'FENCED',
+  }),
   op('checkpoint', { holder: 'B', token: 2, value: 'b1', invoke: 15, complete: 16, ttl: 100 }),
   op('acquire', { holder: 'C', token: 3, invoke: 200, complete: 201, ttl: 100 }),
   op('readCheckpoint', { holder: 'C', token: 3, invoke: 202, complete: 203, read: 'b1', clean: false }),
@@ -38,7 +46,14 @@ describe('checker', () => {
       // ... and a lost acquire explains a token nobody was told about.
       op('acquire', { holder: 'C', invoke: 20, outcome: 'info' }),
       op('acquire', { holder: 'D', token: 4, invoke: 5_000, complete: 5_001 }),
-      op('readCheckpoint', { holder: 'D', token: 4, invoke: 5_002, complete: 5_003, read: 'maybe', clean: false }),
+      op('readCheckpoint', {
+        holder: 'D',
+        token: 4,
+        invoke: 5_002,
+        complete: 5_003,
+        read: 'maybe',
+        clean: false,
+      }),
     ]
     expect(checkHistory(ops)).toEqual([])
     // The same history where B read nothing instead is fine too (the write may not have landed).
@@ -106,7 +121,15 @@ describe('checker', () => {
       () => [
         op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
         op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51 }),
-        op('checkpoint', { holder: 'A', token: 1, value: 'a', invoke: 52, complete: 53, outcome: 'fail', code: 'FENCED' }),
+        op('checkpoint', {
+          holder: 'A',
+          token: 1,
+          value: 'a',
+          invoke: 52,
+          complete: 53,
+          outcome: 'fail',
+          code: 'FENCED',
+        }),
         op('readCheckpoint', { holder: 'B', token: 2, invoke: 54, complete: 55, read: 'a', clean: false }),
       ],
     ],
