@@ -35,7 +35,7 @@ export interface SendFencedOptions extends FenceConditionOptions {
  *   { TableName: 'orders', Item: { id: { S: 'order-7' }, total: { N: '42' } } },
  *   lease.fencingToken,
  * )
- * if (!landed) lease.abort() // a newer holder has written: stop working on this unit
+ * if (!landed) return // a newer holder has written: stop working on this unit
  * ```
  */
 export async function sendFenced(

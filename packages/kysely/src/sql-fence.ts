@@ -89,7 +89,7 @@ export interface FencedUpsert {
  *   db.updateTable('orders').set({ total: 42 }).where('id', '=', 7),
  *   lease.fencingToken,
  * )
- * if (!landed) lease.abort() // a newer holder has written: stop working on this unit
+ * if (!landed) return // a newer holder has written: stop working on this unit
  * ```
  */
 export class SqlFence {

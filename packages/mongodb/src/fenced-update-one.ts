@@ -59,7 +59,7 @@ const DUPLICATE_KEY = 11000
  * const landed = await fencedUpdateOne(orders, { _id: 'order-7' }, { $set: { total: 42 } }, lease.fencingToken, {
  *   upsert: true,
  * })
- * if (!landed) lease.abort() // a newer holder has written: stop working on this unit
+ * if (!landed) return // a newer holder has written: stop working on this unit
  * ```
  */
 export async function fencedUpdateOne(
