@@ -24,21 +24,23 @@ function run(backend: BackendName, extra: Partial<TortureOptions> = {}): Promise
 
 describe.each(BACKENDS.filter((b) => selected.includes(b)))('torture: %s', (backend) => {
   test(`${seconds} s of random operations under faults, then 50 x 10 counter increments`, async () => {
-    const report = await run(backend)
+    // FerretDB's races can leave a counter workload crawling; it is reported, not judged, so cap it.
+    const report = await run(backend, backend === 'ferretdb' ? { counterGraceMs: 60_000 } : {})
     const text = formatReport(report)
     console.log(text)
     const { fenced, unfenced } = report.counter
     expect(report.operations, text).toBeGreaterThan(100)
     expect(Object.keys(report.faults).length, text).toBeGreaterThan(0)
-    // The negative control: trusting the lease alone loses acknowledged increments under these faults.
-    expect(unfenced.finished, text).toBe(true)
-    expect(unfenced.value, text).not.toBe(unfenced.acknowledged)
     if (report.notAtomic) {
       // The server says its conditional writes are not atomic across connections: whatever it breaks
-      // is printed above under "server not atomic", counted, and not held against the driver.
+      // is printed above under "server not atomic", counted, and not held against the driver; the
+      // single-connection run below judges the driver on this server.
       console.log(`${backend}: ${report.violations.length} violations on a server that is not atomic`)
       return
     }
+    // The negative control: trusting the lease alone loses acknowledged increments under these faults.
+    expect(unfenced.finished, text).toBe(true)
+    expect(unfenced.value, text).not.toBe(unfenced.acknowledged)
     expect(
       report.violations.map((v) => `${v.check}: ${v.message}`),
       text,
