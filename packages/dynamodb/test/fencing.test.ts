@@ -1,6 +1,5 @@
 import {
   type AttributeValue,
-  CreateTableCommand,
   DeleteTableCommand,
   type DynamoDBClient,
   GetItemCommand,
@@ -9,7 +8,7 @@ import {
 } from '@aws-sdk/client-dynamodb'
 import { isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { fenceCondition, sendFenced, sendFencedOrThrow, withFence } from '../src/index.js'
+import { createLeaseTable, fenceCondition, sendFenced, sendFencedOrThrow, withFence } from '../src/index.js'
 import { countRequests, newClient, uniqueTableName } from './dynamo-harness.js'
 
 const TWO_POW_53 = 2n ** 53n
@@ -31,14 +30,8 @@ const clients: DynamoDBClient[] = []
 beforeEach(async () => {
   admin = newClient()
   tableName = uniqueTableName()
-  await admin.send(
-    new CreateTableCommand({
-      TableName: tableName,
-      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      BillingMode: 'PAY_PER_REQUEST',
-    }),
-  )
+  // A table keyed by a string `id`, like the lease table's; createLeaseTable waits until it is ACTIVE.
+  await createLeaseTable(admin, { tableName, partitionKey: 'id' })
 })
 afterEach(async () => {
   for (const client of clients.splice(0)) client.destroy()
