@@ -171,7 +171,7 @@ export class SqlFence {
       .set(sql.ref(this.column) as any, this.value(token))
       .where(this.condition(token))
       .executeTakeFirst()
-    return (result as { numUpdatedRows?: bigint }).numUpdatedRows !== 0n
+    return ((result as { numUpdatedRows?: bigint }).numUpdatedRows ?? 0n) > 0n
   }
 
   /**
