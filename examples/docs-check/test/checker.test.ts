@@ -42,3 +42,18 @@ test('a broken sample is reported at its Markdown line; a good one and a prelude
   expect(broken![0]).toMatch(/^sample\.md:5: .*'backend' is missing/s)
   expect(good).toEqual([])
 })
+
+test('a block marked no-check is skipped whole, and the blocks after it are still found', () => {
+  const markdown = [
+    '```ts no-check (needs a package this repository does not install)', // 1
+    "import { Stack } from 'aws-cdk-lib'", //                                2
+    '```', //                                                                3
+    '', //                                                                   4
+    '```ts', //                                                              5
+    'const n: number = 1', //                                                6
+    '```', //                                                                7
+  ].join('\n')
+  writeFileSync(join(scratch, 'no-check.md'), markdown)
+  const samples = extractSamples(join(scratch, 'no-check.md'), 'no-check.md')
+  expect(samples.map((sample) => sample.line)).toEqual([6])
+})

@@ -12,12 +12,13 @@ export interface Sample {
   readonly prelude: string
 }
 
-const FENCE = /^(\s*)```(\w*)\s*$/
+// Any opening fence, whatever its info string (```ts no-check (why) opens a block that is not checked).
+const FENCE = /^(\s*)```(\w*)([^`]*)$/
 // The body may not contain `-->`, so a file with several preludes gives each block only its own.
 const PRELUDE = /<!--\s*prelude\s*\n((?:(?!-->)[\s\S])*)-->\s*$/
 
 /**
- * Every ```ts (or ```typescript) block of a Markdown file. A block may be preceded by an HTML
+ * Every ```ts (or ```typescript) block of a Markdown file, except those marked ```ts no-check. A block may be preceded by an HTML
  * comment `<!-- prelude ... -->` (invisible once rendered) holding declarations it needs, such as
  * `declare const db: Kysely<any>`; the checker puts it before the code.
  */
@@ -31,7 +32,8 @@ export function extractSamples(path: string, file: string): Sample[] {
     const start = i + 1
     let end = start
     while (end < lines.length && !/^\s*```\s*$/.test(lines[end]!)) end++
-    if (language === 'ts' || language === 'typescript') {
+    const skipped = /\bno-check\b/.test(open[3]!)
+    if ((language === 'ts' || language === 'typescript') && !skipped) {
       const before = lines.slice(0, i).join('\n')
       const prelude = PRELUDE.exec(before)?.[1] ?? ''
       const indent = open[1]!.length

@@ -1,4 +1,4 @@
-import { InvalidArgumentError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { InvalidArgumentError, validateFencingToken } from '@worklease/spec'
 
 /** Where the fencing helpers keep the highest token in your items, and the placeholders they use. */
 export interface FenceConditionOptions {
@@ -66,11 +66,7 @@ export function fenceCondition(token: bigint, options: FenceConditionOptions = {
   if (typeof placeholder !== 'string' || !/^[A-Za-z0-9_]+$/.test(placeholder)) {
     throw new InvalidArgumentError('options.placeholder must be letters, digits and underscores')
   }
-  if (typeof token !== 'bigint' || token < 1n || token > MAX_FENCING_TOKEN) {
-    throw new InvalidArgumentError(
-      `token must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${String(token)}`,
-    )
-  }
+  validateFencingToken(token)
   const name = `#${placeholder}`
   const value = `:${placeholder}`
   return {

@@ -1,4 +1,4 @@
-import { FencedError, InvalidArgumentError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { FencedError, InvalidArgumentError, validateFencingToken } from '@worklease/spec'
 import { type Kysely, type RawBuilder, type SqlBool, sql, type UpdateQueryBuilder } from 'kysely'
 import { type DialectFamily, detectFamily, LEASE_DIALECTS, type LeaseDialect } from './lease-dialect.js'
 import { tokenSql } from './token-sql.js'
@@ -283,10 +283,6 @@ function pick(values: Record<string, unknown>, columns: string[]): Record<string
 
 /** The token as decimal text, after checking it is a fencing token at all. */
 function checkToken(token: unknown): string {
-  if (typeof token !== 'bigint' || token < 1n || token > MAX_FENCING_TOKEN) {
-    throw new InvalidArgumentError(
-      `token must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${String(token)}`,
-    )
-  }
+  validateFencingToken(token)
   return token.toString()
 }

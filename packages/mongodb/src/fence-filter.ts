@@ -1,4 +1,4 @@
-import { InvalidArgumentError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { InvalidArgumentError, validateFencingToken } from '@worklease/spec'
 import type { LeaseDocumentLike } from './lease-collection.js'
 
 /** Where the fencing helpers keep the highest token in your documents. */
@@ -33,7 +33,7 @@ export interface FenceOptions {
  */
 export function fenceFilter(token: bigint, options: FenceOptions = {}): { $or: LeaseDocumentLike[] } {
   const field = fenceField(options)
-  checkToken(token)
+  validateFencingToken(token)
   // `null` matches a missing field too. A stored null would otherwise never compare $lte to a number.
   return { $or: [{ [field]: { $lte: token } }, { [field]: null }] }
 }
@@ -48,13 +48,4 @@ export function fenceField(options: FenceOptions | undefined): string {
     throw new InvalidArgumentError('options.field must be a non-empty field name (not an operator)')
   }
   return field
-}
-
-/** Checks that `token` is a fencing token: a bigint in 1n..2^63-1. */
-export function checkToken(token: unknown): asserts token is bigint {
-  if (typeof token !== 'bigint' || token < 1n || token > MAX_FENCING_TOKEN) {
-    throw new InvalidArgumentError(
-      `token must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${String(token)}`,
-    )
-  }
 }

@@ -1,5 +1,5 @@
-import { InvalidArgumentError } from '@worklease/spec'
-import { checkToken, type FenceOptions, fenceField } from './fence-filter.js'
+import { InvalidArgumentError, validateFencingToken } from '@worklease/spec'
+import { type FenceOptions, fenceField } from './fence-filter.js'
 import type { LeaseDocumentLike } from './lease-collection.js'
 
 /**
@@ -20,7 +20,7 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
   options: FenceOptions = {},
 ): U & { $set: LeaseDocumentLike } {
   const field = fenceField(options)
-  checkToken(token)
+  validateFencingToken(token)
   if (typeof update !== 'object' || update === null || Array.isArray(update)) {
     throw new InvalidArgumentError('update must be a document of update operators (no pipeline)')
   }

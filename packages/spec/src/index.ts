@@ -24,6 +24,7 @@ export {
   validateAcquireArgs,
   validateCallOptions,
   validateCheckpointArgs,
+  validateFencingToken,
   validateId,
   validateRecord,
   validateRecordArgs,

@@ -60,6 +60,18 @@ function isValidDate(value: unknown): value is Date {
   return Object.prototype.toString.call(value) === '[object Date]' && !Number.isNaN((value as Date).getTime())
 }
 
+/**
+ * Checks a fencing token: an exact bigint in 1n..{@link MAX_FENCING_TOKEN}. Drivers' fencing helpers
+ * for the protected resource use it too, so a token is judged the same everywhere.
+ */
+export function validateFencingToken(token: unknown, name = 'token'): asserts token is bigint {
+  if (typeof token !== 'bigint' || token < 1n || token > MAX_FENCING_TOKEN) {
+    throw new InvalidArgumentError(
+      `${name} must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${describe(token)}`,
+    )
+  }
+}
+
 /** Checks that `record` has the shape of a {@link LeaseRecord}; it does not say the lease is still held. */
 export function validateRecord(record: unknown): asserts record is LeaseRecord {
   if (typeof record !== 'object' || record === null) {
@@ -68,11 +80,7 @@ export function validateRecord(record: unknown): asserts record is LeaseRecord {
   const { workId, holderId, fencingToken, expiresAt } = record as Record<string, unknown>
   validateId('workId', workId)
   validateId('holderId', holderId)
-  if (typeof fencingToken !== 'bigint' || fencingToken < 1n || fencingToken > MAX_FENCING_TOKEN) {
-    throw new InvalidArgumentError(
-      `record.fencingToken must be a bigint in 1n..${MAX_FENCING_TOKEN}n, got ${describe(fencingToken)}`,
-    )
-  }
+  validateFencingToken(fencingToken, 'record.fencingToken')
   if (!isValidDate(expiresAt)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
 }
 
