@@ -8,6 +8,7 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  raceAbort,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -166,7 +167,8 @@ export class RedisBackend implements Backend {
     ...args: Array<string | Buffer>
   ): Promise<Reply> {
     const pending = this.#scripts[operation](`${this.#keyPrefix}${workId}`, ...args)
-    const raw = await abortable(pending, options?.signal)
+    // ioredis cannot cancel a queued command: an abort stops the wait, and the script may still run.
+    const raw = await raceAbort(pending, options?.signal)
     if (!Array.isArray(raw) || raw.length === 0) {
       throw new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
     }
@@ -188,24 +190,4 @@ function text(value: unknown): string {
   if (Buffer.isBuffer(value)) return value.toString('utf8')
   if (typeof value === 'string' || typeof value === 'number') return String(value)
   throw new Error(`worklease redis: unexpected reply element ${String(value)}`)
-}
-
-// ioredis commands cannot be cancelled once queued, so an abort only stops the wait: the script may
-// still run, which callers treat like a lost reply (CallOptions says so).
-function abortable<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return pending
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    pending.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }

@@ -9,6 +9,7 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  raceAbort,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -255,9 +256,8 @@ export class KyselyBackend implements Backend {
   }
 
   async #run<R>(query: RawBuilder<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
-    const pending = query.execute(this.#db)
-    if (!signal) return pending
-    return abortable(pending, signal)
+    // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
+    return raceAbort(query.execute(this.#db), signal)
   }
 }
 
@@ -274,24 +274,4 @@ function toMillis(value: unknown): number {
   if (!Number.isSafeInteger(ms))
     throw new Error(`the server returned an expiry that is not epoch milliseconds: ${value}`)
   return ms
-}
-
-// A signal firing mid-flight abandons the wait, not the statement: the outcome is unknown, as the
-// contract says for a lost reply. The statement's own failure is still observed (no unhandled rejection).
-function abortable<T>(pending: Promise<T>, signal: AbortSignal): Promise<T> {
-  signal.throwIfAborted()
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    pending.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort)
-        resolve(value)
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
-        reject(error)
-      },
-    )
-  })
 }

@@ -16,6 +16,7 @@ export {
   WorkleaseError,
 } from './errors.js'
 export type { LeaseRecord } from './lease-record.js'
+export { raceAbort } from './race-abort.js'
 export {
   createLeaseRecord,
   MAX_FENCING_TOKEN,

@@ -3,6 +3,7 @@ import {
   createLeaseRecord,
   MAX_FENCING_TOKEN,
   MAX_TTL_MS,
+  raceAbort,
   validateCallOptions,
   validateId,
   validateRecord,
@@ -83,5 +84,28 @@ describe('validateCallOptions', () => {
   })
   test('rejects a signal that is not one', () => {
     expect(() => validateCallOptions({ signal: {} })).toThrow(expect.objectContaining(invalid))
+  })
+})
+
+describe('raceAbort', () => {
+  test('passes the result through without a signal or before it fires', async () => {
+    expect(await raceAbort(Promise.resolve(1), undefined)).toBe(1)
+    expect(await raceAbort(Promise.resolve(2), new AbortController().signal)).toBe(2)
+  })
+  test('rejects with the reason as soon as the signal fires, leaving no unhandled rejection', async () => {
+    const controller = new AbortController()
+    const reason = new Error('caller gave up')
+    let fail!: (error: Error) => void
+    const pending = new Promise<never>((_resolve, reject) => {
+      fail = reject
+    })
+    const raced = raceAbort(pending, controller.signal)
+    controller.abort(reason)
+    await expect(raced).rejects.toBe(reason)
+    fail(new Error('the store failed later'))
+  })
+  test('an already-aborted signal rejects at once', async () => {
+    const reason = new Error('already')
+    await expect(raceAbort(new Promise(() => {}), AbortSignal.abort(reason))).rejects.toBe(reason)
   })
 })

@@ -25,8 +25,19 @@ export interface Mutant {
   wrap(backend: Backend): Backend
 }
 
-/** Forwards everything; each mutant overrides one method. */
-class Forwarding implements Backend {
+/**
+ * Forwards every call to `inner`: extend it and override one method to write a mutant of your own.
+ *
+ * ```ts
+ * class SlowRenew extends ForwardingBackend {
+ *   override async renew(record: LeaseRecord, ttlMs: number) {
+ *     await new Promise((resolve) => setTimeout(resolve, 100))
+ *     return super.renew(record, ttlMs)
+ *   }
+ * }
+ * ```
+ */
+export class ForwardingBackend implements Backend {
   constructor(readonly inner: Backend) {}
   get capabilities() {
     return this.inner.capabilities
@@ -60,7 +71,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'renew swallows FENCED',
     'renew',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
         await super.renew(record, ttlMs, options).catch((error: unknown) => {
           if (!isWorkleaseError(error, 'FENCED')) throw error
@@ -71,21 +82,21 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'checkpoint acknowledged but never written',
     'checkpoint',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async checkpoint() {}
     },
   ),
   mutant(
     'release acknowledged but never written',
     'release',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async release() {}
     },
   ),
   mutant(
     'cleanHandoff always true',
     'handoff',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
         return { ...(await super.readCheckpoint(record, options)), cleanHandoff: true }
       }
@@ -94,7 +105,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'LEASE_HELD reported as FENCED',
     'acquire',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
         try {
           return await super.acquire(workId, holderId, ttlMs, options)
@@ -107,7 +118,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'acquire returns a token one too high',
     'acquire',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
         const record = await super.acquire(workId, holderId, ttlMs, options)
         return createLeaseRecord(workId, holderId, record.fencingToken + 1n, record.expiresAt.getTime())
@@ -117,7 +128,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'expiresAt reported in seconds',
     'acquire',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
         const record = await super.acquire(workId, holderId, ttlMs, options)
         return Object.freeze({
@@ -130,7 +141,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'aborted signal ignored',
     'badInput',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async release(record: LeaseRecord) {
         return super.release(record)
       }
@@ -139,7 +150,7 @@ export const mutants: readonly Mutant[] = [
   mutant(
     'renew takes two round trips',
     'roundTrips',
-    class extends Forwarding {
+    class extends ForwardingBackend {
       override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
         await super.renew(record, ttlMs, options)
         await super.renew(record, ttlMs, options)

@@ -2,46 +2,26 @@ import { MemoryBackend, MemoryStore, type StoredLease } from '@worklease/memory'
 import {
   type Backend,
   type CallOptions,
-  type CheckpointRead,
   type Clock,
   createLeaseRecord,
   FencedError,
   type LeaseRecord,
 } from '@worklease/spec'
-import type { BackendFactory, GroupName } from '../src/index.js'
+import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
 
 /**
  * A MemoryBackend with one rule broken. Each subclass overrides one operation the way a plausible
  * driver bug would, so the suite's own tests can show that some case catches it.
  */
-class Flawed implements Backend {
-  readonly inner: MemoryBackend
+class Flawed extends ForwardingBackend {
   constructor(
     readonly store: MemoryStore,
     readonly clock: Clock,
   ) {
-    this.inner = new MemoryBackend({ store, clock })
-  }
-  get capabilities() {
-    return this.inner.capabilities
+    super(new MemoryBackend({ store, clock }))
   }
   lease(workId: string): StoredLease | undefined {
     return this.store.leases.get(workId)
-  }
-  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
-    return this.inner.acquire(workId, holderId, ttlMs, options)
-  }
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
-    return this.inner.checkpoint(record, state, ttlMs, options)
-  }
-  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    return this.inner.renew(record, ttlMs, options)
-  }
-  release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    return this.inner.release(record, options)
-  }
-  readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    return this.inner.readCheckpoint(record, options)
   }
 }
 

@@ -1,0 +1,31 @@
+/**
+ * Settles with `pending`, or rejects with `signal.reason` as soon as `signal` fires, whichever comes
+ * first. For drivers whose client cannot cancel a request: an abort then stops the wait, not the
+ * request, so the outcome is unknown, which `CallOptions.signal` tells callers to treat like a lost
+ * reply. `pending`'s own failure is still observed (never an unhandled rejection).
+ *
+ * ```ts
+ * const rows = await raceAbort(query.execute(db), options?.signal)
+ * ```
+ */
+export function raceAbort<T>(pending: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return pending
+  if (signal.aborted) {
+    pending.catch(() => undefined)
+    return Promise.reject(signal.reason)
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason)
+    signal.addEventListener('abort', onAbort, { once: true })
+    pending.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort)
+        resolve(value)
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort)
+        reject(error)
+      },
+    )
+  })
+}
