@@ -129,7 +129,9 @@ export class RedisBackend implements Backend {
   ): Promise<void> {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     // A Buffer view over the same bytes: ioredis sends Buffers as they are, binary-safe.
-    const bytes = Buffer.from(state.buffer, state.byteOffset, state.byteLength)
+    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
+    // as soon as this returns a promise.
+    const bytes = Buffer.from(state)
     this.#settled(await this.#call('checkpoint', options, ...fence(record), String(ttlMs), bytes))
   }
 

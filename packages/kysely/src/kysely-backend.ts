@@ -212,7 +212,9 @@ export class KyselyBackend implements Backend {
   ): Promise<void> {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     const key = keyOf(record)
-    const bytes = Buffer.from(state.buffer, state.byteOffset, state.byteLength)
+    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
+    // as soon as this returns a promise.
+    const bytes = Buffer.from(state)
     const result = await this.#run(this.#statements.checkpoint(key, bytes, ttlMs), options?.signal)
     if (affected(result) > 0n) return
     // MySQL without CLIENT_FOUND_ROWS reports changed rows, and an identical rewrite changes none. A record

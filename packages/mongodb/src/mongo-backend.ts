@@ -184,10 +184,11 @@ export class MongoBackend implements Backend {
   ): Promise<void> {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     const expiresAt = new Date(this.#clock.now() + ttlMs)
-    // The driver stores any Uint8Array (a Buffer too) as BSON binary subtype 0.
+    // The driver stores any Uint8Array (a Buffer too) as BSON binary subtype 0. It serializes when the
+    // command is sent, which may be later (a busy pool), so it gets a copy taken now.
     const result = await this.#collection.updateOne(
       validFilter(record),
-      { $set: { state, expiresAt } },
+      { $set: { state: state.slice(), expiresAt } },
       signalOf(options),
     )
     if (result.matchedCount === 0) throw new FencedError()

@@ -87,6 +87,16 @@ export const mutants: readonly Mutant[] = [
     },
   ),
   mutant(
+    'checkpoint reads the state after returning',
+    'checkpoint',
+    class extends ForwardingBackend {
+      override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
+        await new Promise((resolve) => setTimeout(resolve, 1))
+        return super.checkpoint(record, state, ttlMs, options)
+      }
+    },
+  ),
+  mutant(
     'release acknowledged but never written',
     'release',
     class extends ForwardingBackend {

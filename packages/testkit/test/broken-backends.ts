@@ -146,6 +146,12 @@ const broken: Record<string, BrokenBackendClass> = {
       this.lease(record.workId)!.state = state
     }
   },
+  'state read after checkpoint returned': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      await new Promise((resolve) => setImmediate(resolve))
+      return super.checkpoint(record, state, ttlMs)
+    }
+  },
   'read-then-write acquire (a race window)': class extends Flawed {
     override async acquire(workId: string, holderId: string, ttlMs: number) {
       const lease = this.lease(workId)
@@ -189,6 +195,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'token returned as a number': 'acquire',
   'checkpoint accepted after release': 'release',
   'state stored without copying': 'checkpoint',
+  'state read after checkpoint returned': 'checkpoint',
   'read-then-write acquire (a race window)': 'races',
   'aborted signal ignored': 'badInput',
   'failed acquire reported as FENCED': 'acquire',

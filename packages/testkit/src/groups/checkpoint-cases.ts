@@ -1,4 +1,4 @@
-import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
+import { check, checkBytes, checkEqual, checkRejects } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -116,6 +116,25 @@ export const checkpointCases: CaseDefinition[] = [
         'forged holderId',
       )
       checkBytes((await c.backend.readCheckpoint(record)).state, bytes('real'), 'state')
+    },
+  },
+  {
+    name: 'checkpoint takes the state at call time: reusing the array before the call settles changes nothing',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      // Several checkpoints at once keep some of them waiting (a pool, a queue) after the buffer changes.
+      const states = Array.from({ length: 4 }, (_, i) => bytes(`checkpoint ${i}`))
+      const pending = Promise.all(
+        states.map((state) => c.backend.checkpoint(record, state, LONG_TTL_MS).then(() => 'ok' as const)),
+      )
+      for (const state of states) state.fill(0x58)
+      await pending
+      const stored = (await c.backend.readCheckpoint(record)).state
+      const text = stored ? new TextDecoder().decode(stored) : String(stored)
+      check(
+        states.some((_, i) => text === `checkpoint ${i}`),
+        `the stored state must be one of the states passed in, got ${JSON.stringify(text)}`,
+      )
     },
   },
   {
