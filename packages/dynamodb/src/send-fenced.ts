@@ -7,6 +7,7 @@ import {
 import { FencedError } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
+import { singleAttempt } from './single-attempt.js'
 import { withFence } from './with-fence.js'
 
 /** Options of {@link sendFenced}: the fence's attribute and placeholder, and the SDK's abort signal. */
@@ -25,9 +26,11 @@ export interface SendFencedOptions extends FenceConditionOptions {
  * Sends your `UpdateItem` (an input with `Key` and `UpdateExpression`) or `PutItem` (an input with
  * `Item`) fenced by {@link withFence}, and resolves whether it landed: `false` when DynamoDB refused the
  * condition (`ConditionalCheckFailedException`: a newer token has written, or a condition of yours
- * failed), nothing changed. Other errors propagate as the SDK threw them. One request (plus whatever
- * retries your client is configured for: a retried fenced write is refused only if a newer token wrote
- * in between).
+ * failed), nothing changed. Other errors propagate as the SDK threw them, including a lost reply: the
+ * request is sent exactly once, whatever your client's `maxAttempts`, because the SDK's retry of a
+ * write that landed but whose reply was lost would come back refused (or apply an `ADD` twice) and
+ * be reported as "nothing changed". Retry such an error yourself: with the same token the retry is
+ * accepted again.
  *
  * ```ts
  * const landed = await sendFenced(
@@ -82,7 +85,7 @@ async function send(
       ? new PutItemCommand(withFence(input as PutItemCommandInput, token, fence))
       : new UpdateItemCommand(withFence(input as UpdateItemCommandInput, token, fence))
   try {
-    await client.send(command, abortSignal ? { abortSignal } : undefined)
+    await client.send(singleAttempt(command), abortSignal ? { abortSignal } : undefined)
     return undefined
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.

@@ -1,7 +1,7 @@
 import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
 import { isWorkleaseError } from '@worklease/spec'
 import { afterEach, beforeEach, expect, test } from 'vitest'
-import { DynamoBackend } from '../src/index.js'
+import { DynamoBackend, sendFenced } from '../src/index.js'
 import {
   createTestTable,
   type DynamoTestTable,
@@ -110,4 +110,27 @@ test('release whose reply is lost: a network error, not FENCED; the lease is fre
   expect(isWorkleaseError(error)).toBe(false)
   expect(proxy.forwarded.UpdateItem).toBe(2)
   expect((await stored('job-1'))?.released?.BOOL).toBe(true)
+})
+
+test('sendFenced whose reply is lost: a network error, never "refused, nothing changed"; the write did land', async () => {
+  const key = { workId: { S: 'fenced-item' } }
+  proxy.loseNextReplies('UpdateItem')
+  const outcome = await sendFenced(
+    client,
+    {
+      TableName: table.tableName,
+      Key: key,
+      UpdateExpression: 'SET #w = :w',
+      ExpressionAttributeNames: { '#w': 'written' },
+      ExpressionAttributeValues: { ':w': { S: 'token-1 write' } },
+    },
+    1n,
+  ).then(
+    (landed) => ({ landed }),
+    (error: unknown) => ({ error }),
+  )
+  // With the SDK's retry the resend is refused by the fence the first attempt raised: `false`.
+  expect(outcome).not.toEqual({ landed: false })
+  expect(outcome).toHaveProperty('error')
+  expect((await stored('fenced-item'))?.written).toEqual({ S: 'token-1 write' })
 })
