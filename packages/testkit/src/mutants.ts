@@ -90,7 +90,12 @@ export const mutants: readonly Mutant[] = [
     'checkpoint reads the state after returning',
     'checkpoint',
     class extends ForwardingBackend {
-      override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
+      override async checkpoint(
+        record: LeaseRecord,
+        state: Uint8Array,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
         await new Promise((resolve) => setTimeout(resolve, 1))
         return super.checkpoint(record, state, ttlMs, options)
       }

@@ -146,6 +146,17 @@ const broken: Record<string, BrokenBackendClass> = {
       this.lease(record.workId)!.state = state
     }
   },
+  'refused checkpoint still moves the expiry': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      try {
+        return await super.checkpoint(record, state, ttlMs)
+      } catch (error) {
+        const lease = this.lease(record.workId)
+        if (lease) lease.expiresAtMs = this.clock.now() + ttlMs
+        throw error
+      }
+    }
+  },
   'state read after checkpoint returned': class extends Flawed {
     override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
       await new Promise((resolve) => setImmediate(resolve))
@@ -195,6 +206,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'token returned as a number': 'acquire',
   'checkpoint accepted after release': 'release',
   'state stored without copying': 'checkpoint',
+  'refused checkpoint still moves the expiry': 'checkpoint',
   'state read after checkpoint returned': 'checkpoint',
   'read-then-write acquire (a race window)': 'races',
   'aborted signal ignored': 'badInput',

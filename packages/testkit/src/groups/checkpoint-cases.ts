@@ -58,15 +58,16 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'checkpoint after a takeover is FENCED and the successor does not see it',
+    name: 'checkpoint after a takeover is FENCED and changes neither the state nor the expiry',
     async run(c) {
       const workId = c.workId()
       const old = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
       await c.backend.checkpoint(old, bytes('before'), SHORT_TTL_MS)
       await c.expire()
       const successor = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      // A 1 ms ttl: had the refused checkpoint touched the expiry, the successor's lease would end.
       await checkRejects(
-        () => c.backend.checkpoint(old, bytes('stale write'), LONG_TTL_MS),
+        () => c.backend.checkpoint(old, bytes('stale write'), 1),
         'FENCED',
         'stale checkpoint',
       )
@@ -74,6 +75,12 @@ export const checkpointCases: CaseDefinition[] = [
         (await c.backend.readCheckpoint(successor)).state,
         bytes('before'),
         'state seen by the successor',
+      )
+      await c.expire()
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-c', LONG_TTL_MS),
+        'LEASE_HELD',
+        "the successor's lease after a refused checkpoint",
       )
     },
   },
