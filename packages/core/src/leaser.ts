@@ -74,8 +74,10 @@ export interface LeaserOptions {
   safetyMarginMs?: number
   /**
    * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
-   * longer is abandoned (its signal aborted) and counts as a transient error. Checkpoints have none,
-   * so an abandoned checkpoint can never overwrite a newer one. Default: `renewIntervalMs`.
+   * longer is abandoned and counts as a transient error. Renew, release and readCheckpoint calls are
+   * abandoned through their signal; an acquire is not cancelled (only no longer awaited), so if it
+   * lands later the lease it took is released at once. Checkpoints have no timeout, so an abandoned
+   * checkpoint can never overwrite a newer one. Default: `renewIntervalMs`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
@@ -444,7 +446,10 @@ export class Leaser implements AsyncDisposable {
 
   #acquireOnce(workId: string, signal: AbortSignal, timeoutMs: number, ttlMs: number): Promise<LeaseRecord> {
     const { controller, dispose } = linkedController(this.#ctx.timers, [signal], Math.max(0, timeoutMs))
-    const call = this.backend.acquire(workId, this.holderId, ttlMs, { signal: controller.signal })
+    // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
+    // the statement already sent may still take the lease, and we could not tell. Only our wait is
+    // abandoned, so the call settles with its real outcome and a late success can be released.
+    const call = this.backend.acquire(workId, this.holderId, ttlMs)
     return raceSignal(call, controller.signal, (outcome) => {
       // We gave up on a call that then succeeded: nobody will renew that lease, so free it now
       // instead of making the next holder wait a whole ttl.

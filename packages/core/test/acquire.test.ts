@@ -1,4 +1,4 @@
-import { type Backend, isInvalidArgumentError, isLeaseHeldError } from '@worklease/spec'
+import { type Backend, isInvalidArgumentError, isLeaseHeldError, raceAbort } from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { defaultHolderId, Leaser } from '../src/index.js'
@@ -165,6 +165,46 @@ describe('acquire', () => {
     await time.until(lease)
     const acquired = await lease
     // The orphan (token 1) was released when it landed, so the retry got the lease long before its ttl.
+    expect(time.now()).toBeLessThan(TTL)
+    expect(acquired.fencingToken).toBe(2n)
+    expect((await acquired.readCheckpoint()).cleanHandoff).toBe(true)
+  })
+
+  test('an acquire abandoned by its per-call timeout is released when it lands, even if the driver rejects on abort', async () => {
+    // Like KyselyBackend (raceAbort) or the AWS SDK: the call rejects with the abort reason at once,
+    // while the statement already on its way still takes the lease 10 ms later.
+    const { time, memory } = setup()
+    let slowCalls = 1
+    const landed: bigint[] = []
+    const abortable: Backend = {
+      capabilities: memory.capabilities,
+      acquire: (workId, holderId, ttlMs, options) => {
+        const statement = (async () => {
+          if (slowCalls-- > 0) await time.sleep(110)
+          const record = await memory.acquire(workId, holderId, ttlMs)
+          landed.push(record.fencingToken)
+          return record
+        })()
+        return raceAbort(statement, options?.signal)
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const leaser = new Leaser({
+      backend: abortable,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      callTimeoutMs: 100,
+      random: () => 0.5,
+    })
+    const lease = leaser.acquire('job', { wait: true })
+    await time.until(lease)
+    const acquired = await lease
+    // Token 1 landed after we gave up and was released at once: the retry got token 2 well within the ttl.
+    expect(landed).toEqual([1n, 2n])
     expect(time.now()).toBeLessThan(TTL)
     expect(acquired.fencingToken).toBe(2n)
     expect((await acquired.readCheckpoint()).cleanHandoff).toBe(true)

@@ -5,6 +5,7 @@ import {
   type Clock,
   isLeaseHeldError,
   type LeaseRecord,
+  raceAbort,
   systemClock,
 } from '@worklease/spec'
 import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
@@ -94,6 +95,44 @@ class Gate implements Backend {
   }
   release(record: LeaseRecord, options?: CallOptions) {
     this.calls.release++
+    return this.inner.release(record, options)
+  }
+  readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+    return this.inner.readCheckpoint(record, options)
+  }
+}
+
+/**
+ * A backend whose first acquire reaches the store only after `delayMs` (a slow network or a busy pool)
+ * and still takes the lease then, while the call honours its signal the way drivers do: it rejects at
+ * once with the abort reason.
+ */
+class LateAcquire implements Backend {
+  /** Settles when the delayed acquire has been applied by the store (or failed there). */
+  landed: Promise<unknown> = Promise.resolve()
+  #slow = true
+  constructor(
+    readonly inner: Backend,
+    readonly delayMs: number,
+  ) {}
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    if (!this.#slow) return this.inner.acquire(workId, holderId, ttlMs, options)
+    this.#slow = false
+    // The statement is on its way: aborting no longer stops it, whatever the signal says.
+    const statement = delay(this.delayMs).then(() => this.inner.acquire(workId, holderId, ttlMs))
+    this.landed = statement.catch(() => undefined)
+    return raceAbort(statement, options?.signal)
+  }
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
+    return this.inner.checkpoint(record, state, ttlMs, options)
+  }
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+    return this.inner.renew(record, ttlMs, options)
+  }
+  release(record: LeaseRecord, options?: CallOptions) {
     return this.inner.release(record, options)
   }
   readCheckpoint(record: LeaseRecord, options?: CallOptions) {
@@ -324,6 +363,28 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           assert.equal(next.held, true)
         } finally {
           await Promise.all([slow.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'an acquire abandoned by its timeout that still lands is released, not left to expire',
+      withHarness(async (open) => {
+        const id = workId('late-acquire')
+        const callTimeoutMs = Math.floor(ttlMs / 5)
+        const late = new LateAcquire(await open(), callTimeoutMs * 2)
+        const a = new Leaser(leaserOptions(late, 'suite-a', { callTimeoutMs, retry: { maxAttempts: 1 } }))
+        const b = new Leaser(leaserOptions(await open(), 'suite-b'))
+        try {
+          await assert.rejects(a.acquire(id), (error: Error) => error.name === 'TimeoutError')
+          await late.landed
+          // Left to expire, the orphan would block everyone for a whole ttl from now.
+          const next = await b.acquire(id, { wait: true, timeoutMs: Math.floor(ttlMs * 0.7) })
+          assert.equal((await next.readCheckpoint()).cleanHandoff, true, 'the orphan was released')
+          assert.equal(a.leases.length, 0)
+        } finally {
+          await Promise.all([a.close(), b.close()])
         }
       }),
       caseTimeout,
