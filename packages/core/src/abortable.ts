@@ -37,18 +37,30 @@ export function raceSignal<T>(
   })
 }
 
-/** @internal Waits `ms` on `timers`; resolves early (never rejects) when `signal` aborts. */
-export function sleep(timers: Timers, ms: number, signal?: AbortSignal): Promise<void> {
+/** @internal Waits `ms` on `timers`; resolves early (never rejects) when any of `signals` aborts. */
+export function sleep(timers: Timers, ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) return resolve()
+    if (signals.some((signal) => signal?.aborted)) return resolve()
     const done = () => {
       timers.clearTimeout(handle)
-      signal?.removeEventListener('abort', done)
+      for (const signal of signals) signal?.removeEventListener('abort', done)
       resolve()
     }
     const handle = timers.setTimeout(done, Math.max(0, ms))
-    signal?.addEventListener('abort', done, { once: true })
+    for (const signal of signals) signal?.addEventListener('abort', done, { once: true })
   })
+}
+
+// Longest delay a Node.js timer takes without overflowing to 1 ms.
+const MAX_TIMER_MS = 2_147_483_647
+
+/**
+ * @internal Keeps the process alive until the returned function is called: a ref'd Node.js timer
+ * that never fires. Independent of the injected timers, which are unref'd (or fake).
+ */
+export function keepProcessAlive(): () => void {
+  const handle = setInterval(() => undefined, MAX_TIMER_MS)
+  return () => clearInterval(handle)
 }
 
 /**

@@ -7,7 +7,7 @@ import {
   type LeaseRecord,
   validateState,
 } from '@worklease/spec'
-import { linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
+import { keepProcessAlive, linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
 import { type LeaseEndReason, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -56,6 +56,8 @@ export class Lease implements AsyncDisposable {
 
   readonly #ctx: LeaseContext
   readonly #controller = sharedAbortController()
+  /** Aborted when a release is requested: wakes a renew from its backoff so the release need not wait. */
+  readonly #releaseRequests = new AbortController()
   #ended: LeaseLostError | undefined
   #loss: LeaseLostError | undefined
   #releaseRequested = false
@@ -147,7 +149,8 @@ export class Lease implements AsyncDisposable {
 
   /**
    * Stops renewing and releases the lease, after any in-flight renew or checkpoint settles (never
-   * racing it). Transient store errors are retried until the local deadline. Idempotent; never
+   * racing it; a renew waiting to retry gives up at once). Transient store errors are retried until
+   * the local deadline. Keeps the process alive until it settles. Idempotent; never
    * rejects: if the lease was lost (before or during the release), `lossError` says so and the
    * `lost` event was emitted.
    */
@@ -271,12 +274,12 @@ export class Lease implements AsyncDisposable {
     return raceSignal(invoke(controller.signal), controller.signal).finally(dispose)
   }
 
-  /** Waits before the next attempt: backoff, but never past the local deadline. */
-  #backoff(attempt: number): Promise<void> {
+  /** Waits before the next attempt: backoff, but never past the local deadline or an abort of `wake`. */
+  #backoff(attempt: number, wake?: AbortSignal): Promise<void> {
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
     const ms = Math.min(backoffDelay(retry, attempt, random), (this.#deadline - timers.now()) / 2)
-    return sleep(timers, ms, this.#controller.signal)
+    return sleep(timers, ms, this.#controller.signal, wake)
   }
 
   #transient(op: Op, error: unknown, attempt: number): void {
@@ -312,9 +315,10 @@ export class Lease implements AsyncDisposable {
         if (!this.#checkDeadline() || this.#outcome(error)) return
         // The token never changes on renew, so retrying after a lost reply is safe.
         this.#transient('renew', error, attempt + 1)
-        // The release queued behind us makes its own attempts; don't delay it.
+        // The release queued behind us makes its own attempts; don't delay it, neither now nor
+        // when it is requested during the backoff.
         if (this.#releaseRequested) return
-        await this.#backoff(attempt)
+        await this.#backoff(attempt, this.#releaseRequests.signal)
         continue
       }
       // A reply that arrives after the deadline proves nothing about now: the deadline check wins.
@@ -379,9 +383,14 @@ export class Lease implements AsyncDisposable {
   #release(reason: 'released' | 'closed'): Promise<void> {
     if (this.#releasing) return this.#releasing
     this.#releaseRequested = true
+    this.#releaseRequests.abort()
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#renewTimer = undefined
-    this.#releasing = this.#enqueue(() => this.#releaseOp(reason))
+    // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
+    // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
+    // local deadline.
+    const letGo = keepProcessAlive()
+    this.#releasing = this.#enqueue(() => this.#releaseOp(reason)).finally(letGo)
     return this.#releasing
   }
 

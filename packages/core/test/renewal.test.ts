@@ -203,6 +203,41 @@ describe('ordering', () => {
     expect(backend.calls.renew).toBe(1)
   })
 
+  test('a release requested while a failed renew waits out its backoff does not wait for it', async () => {
+    const { time, backend, leaser, named } = setup({ retry: { initialDelayMs: 5_000, maxDelayMs: 5_000 } })
+    const lease = await leaser.acquire('job')
+    backend.failNext('renew')
+    await time.advance(INTERVAL) // the renew failed; its retry waits min(2500, (900 - 333) / 2) ms
+    expect(named('renewFailed')).toHaveLength(1)
+    await time.advance(10)
+    const released = track(lease.release())
+    await time.advance(0)
+    expect(released.settled).toBe(true)
+    expect(backend.log.map((entry) => `${entry.operation}:${entry.outcome}`)).toEqual([
+      'acquire:ok',
+      'renew:error',
+      'release:ok',
+    ])
+    expect(lease.lossError).toBeUndefined()
+    expect(time.pending).toBe(0)
+  })
+
+  test("a pending release keeps the process alive (a ref'd handle) until it settles", async () => {
+    const { time, backend, leaser } = setup()
+    const lease = await leaser.acquire('job')
+    // Every timer of the runner is unref'd, so only the release's own handle can keep the process up.
+    const refd = () => process.getActiveResourcesInfo().filter((type) => type === 'Timeout').length
+    const before = refd()
+    backend.setLatency(50, 'release')
+    const released = track(lease.release())
+    await time.advance(10)
+    expect(released.settled).toBe(false)
+    expect(refd()).toBe(before + 1)
+    await time.advance(40)
+    expect(released.settled).toBe(true)
+    expect(refd()).toBe(before)
+  })
+
   test('checkpoints, reads and renews never overlap', async () => {
     const { time, backend, leaser } = setup()
     const lease = await leaser.acquire('job')
