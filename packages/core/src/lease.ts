@@ -125,7 +125,8 @@ export class Lease implements AsyncDisposable {
 
   /**
    * Stores `state` and extends the lease (a checkpoint counts as a renewal). Queued behind any
-   * in-flight renew; transient store errors are retried until the local deadline.
+   * in-flight renew; transient store errors are retried until the local deadline. `state` is copied
+   * at once, so the caller may reuse its buffer as soon as this returns.
    * @throws `InvalidArgumentError` for a state the backend cannot take (the lease is unaffected).
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
    */
@@ -133,7 +134,10 @@ export class Lease implements AsyncDisposable {
     validateState(state, this.#ctx.backend.capabilities.maxStateBytes)
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
     if (this.#releaseRequested) return Promise.reject(this.#endError('released'))
-    return this.#enqueue(() => this.#checkpointOp(state))
+    // Copied now: the op may wait behind a renew, and the caller may reuse its buffer meanwhile.
+    // (Not `state.slice()`: on a Buffer that is a view.)
+    const copy = new Uint8Array(state)
+    return this.#enqueue(() => this.#checkpointOp(copy))
   }
 
   /**

@@ -305,6 +305,29 @@ describe('ordering', () => {
     await expect(lease.readCheckpoint()).rejects.toBe(error)
   })
 
+  test.each([
+    ['Uint8Array', (value: string) => bytes(value)],
+    // Buffer#slice is a view, not a copy.
+    ['Buffer', (value: string) => Buffer.from(value)],
+  ])(
+    'checkpoint stores the bytes it was given, even if the caller reuses its %s while it is queued',
+    async (_, make) => {
+      const { time, backend, leaser, other } = setup()
+      const lease = await leaser.acquire('job')
+      backend.setLatency(50, 'renew')
+      await time.advance(INTERVAL + 10) // a renew is in flight: the checkpoint waits behind it
+      const buffer = make('cursor=42')
+      const done = track(lease.checkpoint(buffer))
+      buffer.fill(0x58) // the caller moves on and reuses its buffer
+      await time.advance(50)
+      expect(done.settled && !done.rejected).toBe(true)
+      expect(backend.calls.checkpoint).toBe(1)
+      await lease.release()
+      const successor = await other.acquire('job', 'worker-b', TTL)
+      expect(text((await other.readCheckpoint(successor)).state)).toBe('cursor=42')
+    },
+  )
+
   test('checkpoint validates the state before any round trip', async () => {
     const { backend, leaser } = setup()
     const lease = await leaser.acquire('job')
