@@ -5,8 +5,9 @@
  * - `'expired'`: the backend said `LEASE_EXPIRED`: nobody took it yet, but it lapsed; it is not
  *   re-acquired behind your back.
  * - `'deadline'`: the local deadline (start of the last successful renew + ttl - safety margin, on
- *   the monotonic clock) passed without a successful renew: the store was unreachable, or the
- *   process was paused. Declared before the backend could let a successor in.
+ *   the monotonic or the wall clock, whichever runs out first) passed without a successful renew: the
+ *   store was unreachable, or the process was paused or the host suspended. Declared before the
+ *   backend could let a successor in.
  * - `'rejected'`: the backend refused the renew with another worklease error (a bug, not a race).
  * - `'closed'`: `leaser.close()` released it.
  * - `'released'`, `'abandoned'`: you ended it with `release()` or `abandon()`; `signal` still aborts

@@ -11,7 +11,7 @@ import { keepProcessAlive, linkedController, raceSignal, sharedAbortController, 
 import { type LeaseEndReason, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
-import type { Timers } from './timers.js'
+import { type Instant, instant, type Timers } from './timers.js'
 
 /** @internal What a {@link Lease} shares with the Leaser that made it. */
 export interface LeaseContext {
@@ -62,7 +62,10 @@ export class Lease implements AsyncDisposable {
   #loss: LeaseLostError | undefined
   #releaseRequested = false
   #releasing: Promise<void> | undefined
+  /** Local deadline on the monotonic clock. */
   #deadline = 0
+  /** Local deadline on the wall clock, which keeps moving while the host is suspended. */
+  #wallDeadline = Number.POSITIVE_INFINITY
   #lastSuccessStart = 0
   #lastTransient: unknown
   #queue: Promise<unknown> = Promise.resolve()
@@ -71,7 +74,7 @@ export class Lease implements AsyncDisposable {
   #watchdog: unknown
 
   /** @internal Use `leaser.acquire`. */
-  constructor(ctx: LeaseContext, record: LeaseRecord, acquireStartedAt: number) {
+  constructor(ctx: LeaseContext, record: LeaseRecord, acquireStartedAt: Instant) {
     this.#ctx = ctx
     this.workId = record.workId
     this.record = record
@@ -112,7 +115,7 @@ export class Lease implements AsyncDisposable {
   /** Milliseconds until the local deadline (0 once no longer held). */
   remainingMs(): number {
     if (!this.#checkDeadline()) return 0
-    return this.#deadline - this.#ctx.timers.now()
+    return this.#remaining()
   }
 
   /**
@@ -191,10 +194,18 @@ export class Lease implements AsyncDisposable {
     return new LeaseLostError(reason, { workId: this.workId, fencingToken: this.record.fencingToken, cause })
   }
 
+  /** Time to the local deadline: the sooner of the monotonic and the wall-clock one. */
+  #remaining(): number {
+    const { timers } = this.#ctx
+    const mono = this.#deadline - timers.now()
+    const wall = timers.wallNow ? this.#wallDeadline - timers.wallNow() : Number.POSITIVE_INFINITY
+    return Math.min(mono, wall)
+  }
+
   /** Whether still held; declares the lease lost if the local deadline passed. */
   #checkDeadline(): boolean {
     if (this.#ended) return false
-    if (this.#ctx.timers.now() >= this.#deadline) {
+    if (this.#remaining() <= 0) {
       this.#lose('deadline', this.#lastTransient)
       return false
     }
@@ -221,10 +232,13 @@ export class Lease implements AsyncDisposable {
   }
 
   /** A renew or checkpoint that started at `start` succeeded: the backend's expiry is >= start + ttl. */
-  #extend(start: number): void {
-    if (start < this.#lastSuccessStart) return
-    this.#lastSuccessStart = start
-    this.#deadline = start + this.#ctx.ttlMs - this.#ctx.safetyMarginMs
+  #extend(start: Instant): void {
+    if (start.mono < this.#lastSuccessStart) return
+    const usable = this.#ctx.ttlMs - this.#ctx.safetyMarginMs
+    this.#lastSuccessStart = start.mono
+    this.#deadline = start.mono + usable
+    // A wall clock stepped back makes this later than it should be; the monotonic deadline still holds.
+    this.#wallDeadline = start.wall === undefined ? Number.POSITIVE_INFINITY : start.wall + usable
     this.#lastTransient = undefined
     this.#arm()
   }
@@ -237,7 +251,7 @@ export class Lease implements AsyncDisposable {
     this.#watchdog = undefined
     if (this.#ended) return
     const now = timers.now()
-    this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), this.#deadline - now)
+    this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), this.#remaining())
     if (this.#releaseRequested) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
     const interval = this.#ctx.renewIntervalMs * (1 - this.#ctx.renewJitter * this.#ctx.random())
@@ -248,10 +262,7 @@ export class Lease implements AsyncDisposable {
     this.#watchdog = undefined
     // Fired early (the deadline moved or the timer ran ahead of the clock): re-arm just the watchdog.
     if (this.#checkDeadline()) {
-      this.#watchdog = this.#ctx.timers.setTimeout(
-        () => this.#onWatchdog(),
-        this.#deadline - this.#ctx.timers.now(),
-      )
+      this.#watchdog = this.#ctx.timers.setTimeout(() => this.#onWatchdog(), this.#remaining())
     }
   }
 
@@ -282,7 +293,7 @@ export class Lease implements AsyncDisposable {
   #backoff(attempt: number, wake?: AbortSignal): Promise<void> {
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
-    const ms = Math.min(backoffDelay(retry, attempt, random), (this.#deadline - timers.now()) / 2)
+    const ms = Math.min(backoffDelay(retry, attempt, random), this.#remaining() / 2)
     return sleep(timers, ms, this.#controller.signal, wake)
   }
 
@@ -293,7 +304,7 @@ export class Lease implements AsyncDisposable {
       op,
       error,
       attempt,
-      remainingMs: Math.max(0, this.#deadline - this.#ctx.timers.now()),
+      remainingMs: Math.max(0, this.#remaining()),
     })
   }
 
@@ -312,7 +323,7 @@ export class Lease implements AsyncDisposable {
     const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline() || this.#releaseRequested) return
-      const start = timers.now()
+      const start = instant(timers)
       try {
         await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callTimeoutMs)
       } catch (error) {
@@ -337,7 +348,7 @@ export class Lease implements AsyncDisposable {
     const { backend, ttlMs, timers } = this.#ctx
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
-      const start = timers.now()
+      const start = instant(timers)
       try {
         // No per-attempt timeout: an abandoned checkpoint could land after a newer one and
         // overwrite it. It is still abandoned when the lease ends.

@@ -15,7 +15,7 @@ import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
 import { backoffDelay, DEFAULT_RETRY, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js'
-import { systemTimers, type Timers } from './timers.js'
+import { type Instant, instant, systemTimers, type Timers } from './timers.js'
 
 /** Options of {@link Leaser}. */
 export interface LeaserOptions {
@@ -93,7 +93,8 @@ export interface LeaserOptions {
    */
   retry?: RetryPolicy
   /**
-   * Monotonic clock and timers. Default: `performance.now()` and unref'd Node.js timers. Inject a
+   * Monotonic clock, wall clock and timers. Default: `performance.now()`, `Date.now()` and unref'd
+   * Node.js timers ({@link systemTimers}). Inject a
    * fake in tests (together with the backend's wall clock).
    *
    * ```ts
@@ -321,14 +322,14 @@ export class Leaser implements AsyncDisposable {
     let lastError: unknown
     try {
       for (;;) {
-        const start = timers.now()
+        const start = instant(timers)
         attempts++
         let record: LeaseRecord
         try {
           record = await this.#acquireOnce(
             workId,
             controller.signal,
-            Math.min(callTimeoutMs, giveUpAt - start),
+            Math.min(callTimeoutMs, giveUpAt - start.mono),
             ttlMs,
           )
         } catch (error) {
@@ -457,7 +458,7 @@ export class Leaser implements AsyncDisposable {
     }).finally(dispose)
   }
 
-  #adopt(record: LeaseRecord, start: number, attempts: number): Lease {
+  #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease {
     const lease = new Lease(this.#ctx, record, start)
     if (this.closed) {
       void lease.release()

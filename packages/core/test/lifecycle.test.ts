@@ -326,6 +326,13 @@ describe('observability', () => {
     }
   })
 
+  test('the system timers measure wall-clock time too (Date.now), which keeps moving during a suspend', () => {
+    const before = Date.now()
+    const wall = systemTimers.wallNow?.()
+    expect(wall).toBeGreaterThanOrEqual(before)
+    expect(wall).toBeLessThanOrEqual(Date.now())
+  })
+
   test('a lease’s timers are cleared when it is released or lost', async () => {
     const { time, leaser } = setup()
     const a = await leaser.acquire('a')

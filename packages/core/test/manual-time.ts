@@ -18,10 +18,18 @@ export class ManualTime implements Timers {
   readonly #timers = new Map<number, Pending>()
   /** Extra wall-clock offset: moves the backend's clock without pausing this process. */
   wallOffset = 0
+  /** Extra offset of this process's own wall clock ({@link wallNow}): a clock step on this host. */
+  localWallOffset = 0
   readonly wall: Clock = { now: () => 1_700_000_000_000 + this.#now + this.wallOffset }
 
   now(): number {
     return this.#now
+  }
+
+  // Near 0 rather than a realistic epoch: a double at 1.7e12 cannot hold the fractional times of
+  // backoffs, and the runner uses only differences of this clock.
+  wallNow(): number {
+    return this.#now + this.localWallOffset
   }
 
   setTimeout(callback: () => void, ms: number): unknown {
@@ -98,5 +106,14 @@ export class ManualTime implements Timers {
   /** A process pause: the clocks jump, no timer or continuation runs meanwhile. */
   jump(ms: number): void {
     this.#now += ms
+  }
+
+  /**
+   * A system suspend: every wall clock (this host's and the store's) moves on, but the monotonic
+   * clock, like CLOCK_MONOTONIC on Linux, does not; nothing runs meanwhile.
+   */
+  suspend(ms: number): void {
+    this.wallOffset += ms
+    this.localWallOffset += ms
   }
 }

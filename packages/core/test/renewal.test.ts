@@ -104,6 +104,67 @@ describe('renewal', () => {
     expect(named('lost')).toHaveLength(1)
   })
 
+  test('a system suspend longer than the ttl (the monotonic clock stood still): lost at the next look', async () => {
+    const { time, backend, leaser, other, named } = setup()
+    const lease = await leaser.acquire('job')
+    await time.advance(100)
+    time.suspend(2 * TTL)
+    expect(lease.signal.aborted).toBe(true)
+    expect((lease.signal.reason as LeaseLostError).reason).toBe('deadline')
+    expect(named('lost')).toHaveLength(1)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect(successor.fencingToken).toBeGreaterThan(lease.fencingToken)
+    await time.advance(5 * TTL)
+    expect(backend.calls.renew).toBe(0)
+  })
+
+  test('after a system suspend, the next timer declares the loss without anyone reading the lease', async () => {
+    const { time, backend, leaser, named } = setup()
+    await leaser.acquire('job')
+    time.suspend(DEADLINE) // the wall-clock deadline has just passed, the monotonic one is 900 ms away
+    await time.advance(INTERVAL) // the renew timer fires, checks the deadline first
+    expect(named('lost')).toHaveLength(1)
+    expect(named('lost')[0]!.event.reason).toBe('deadline')
+    expect(backend.calls.renew).toBe(0)
+  })
+
+  test('a renew reply that arrives after a system suspend past the deadline is not trusted', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setReplyLatency(10, 'renew')
+    await time.advance(INTERVAL) // the renew is applied, its reply is on its way
+    time.suspend(2 * TTL)
+    await time.advance(10)
+    expect(lease.held).toBe(false)
+    expect(named('renewed')).toHaveLength(0)
+    expect(named('lost')[0]!.event.reason).toBe('deadline')
+  })
+
+  test('a wall clock stepped backward never extends the lease', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setDown(true)
+    time.localWallOffset -= 10 * TTL
+    await time.advance(DEADLINE - 1)
+    expect(lease.held).toBe(true)
+    await time.advance(1)
+    expect(lease.held).toBe(false)
+    expect(named('lost')[0]!.at).toBe(DEADLINE)
+  })
+
+  test('a wall clock stepped forward shortens the lease by that much (a safe false alarm)', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setDown(true)
+    time.localWallOffset += 300
+    expect(lease.remainingMs()).toBe(DEADLINE - 300)
+    await time.advance(DEADLINE - 301)
+    expect(lease.held).toBe(true)
+    await time.advance(1)
+    expect(named('lost')).toHaveLength(1)
+    expect(named('lost')[0]!.at).toBe(DEADLINE - 300)
+  })
+
   test('a renew reply that arrives after a pause past the deadline is not trusted', async () => {
     const { time, backend, leaser, named } = setup()
     const lease = await leaser.acquire('job')
