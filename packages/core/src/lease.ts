@@ -131,7 +131,9 @@ export class Lease implements AsyncDisposable {
    * in-flight renew; transient store errors are retried until the local deadline. `state` is copied
    * at once, so the caller may reuse its buffer as soon as this returns.
    * @throws `InvalidArgumentError` for a state the backend cannot take (the lease is unaffected).
-   * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
+   * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released). A checkpoint
+   * already sent when the loss was declared may still be stored (and extend the lease): the outcome is
+   * indeterminate, like a lost reply. One still queued then is never sent.
    */
   checkpoint(state: Uint8Array): Promise<void> {
     validateState(state, this.#ctx.backend.capabilities.maxStateBytes)

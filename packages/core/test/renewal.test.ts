@@ -389,6 +389,18 @@ describe('ordering', () => {
     },
   )
 
+  test('a checkpoint still queued when the lease is lost is never sent', async () => {
+    const { time, backend, leaser } = setup({ callTimeoutMs: 5_000 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(2 * TTL, 'renew')
+    await time.advance(INTERVAL) // a renew hangs until the local deadline
+    const queued = track(lease.checkpoint(bytes('late')))
+    await time.advance(DEADLINE)
+    expect(queued.rejected).toBe(true)
+    expect((queued.error as LeaseLostError).reason).toBe('deadline')
+    expect(backend.calls.checkpoint).toBe(0)
+  })
+
   test('checkpoint validates the state before any round trip', async () => {
     const { backend, leaser } = setup()
     const lease = await leaser.acquire('job')
