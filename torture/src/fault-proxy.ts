@@ -81,7 +81,10 @@ export class FaultProxy {
     this.connections++
     client.setNoDelay(true)
     client.pause()
+    client.on('error', () => client.destroy())
     const start = () => {
+      // The client may have given up while the black-hole held its connection.
+      if (client.destroyed) return
       const server = connect(this.#target)
       server.setNoDelay(true)
       const pair: Pair = { client, server }
