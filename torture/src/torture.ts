@@ -356,6 +356,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       dir,
     }
     return report
+  } catch (error) {
+    // Whatever broke the run itself (a worker that cannot start, a server that does not come back)
+    // is reported with the seed too.
+    throw new Error(
+      `${options.backend} seed=${options.seed}: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    )
   } finally {
     stopping = true
     cleanup()
