@@ -201,7 +201,7 @@ export class DynamoBackend implements Backend {
   ): Promise<void> {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     // Copied now: the SDK serializes later, and the caller may reuse its buffer meanwhile.
-    const copy = state.slice()
+    const copy = new Uint8Array(state)
     await this.#updateValid(
       record,
       'SET #st = :st, #exp = :exp',

@@ -111,7 +111,8 @@ export class MemoryBackend implements Backend {
     validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     this.store.operations++
     const lease = this.#valid(record)
-    lease.state = state.slice()
+    // new Uint8Array copies; slice() would not on a Node.js Buffer (it returns a view of the caller's bytes).
+    lease.state = new Uint8Array(state)
     lease.expiresAtMs = this.#clock.now() + ttlMs
   }
 
@@ -136,7 +137,7 @@ export class MemoryBackend implements Backend {
     validateRecordArgs(record, options)
     this.store.operations++
     const lease = this.#valid(record)
-    return { state: lease.state ? lease.state.slice() : null, cleanHandoff: lease.cleanHandoff }
+    return { state: lease.state ? new Uint8Array(lease.state) : null, cleanHandoff: lease.cleanHandoff }
   }
 
   #valid(record: LeaseRecord): StoredLease {

@@ -188,7 +188,7 @@ export class MongoBackend implements Backend {
     // command is sent, which may be later (a busy pool), so it gets a copy taken now.
     const result = await this.#collection.updateOne(
       validFilter(record),
-      { $set: { state: state.slice(), expiresAt } },
+      { $set: { state: new Uint8Array(state), expiresAt } },
       signalOf(options),
     )
     if (result.matchedCount === 0) throw new FencedError()

@@ -58,7 +58,7 @@ export class ReferenceModel {
   checkpoint(record: ModelRecord, state: Uint8Array, ttlMs: number, now: number): ModelOutcome {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }
-    lease.state = state.slice()
+    lease.state = new Uint8Array(state)
     lease.expiresAt = now + ttlMs
     return { ok: true, value: undefined }
   }

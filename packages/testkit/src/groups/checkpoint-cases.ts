@@ -130,7 +130,9 @@ export const checkpointCases: CaseDefinition[] = [
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
       // Several checkpoints at once keep some of them waiting (a pool, a queue) after the buffer changes.
-      const states = Array.from({ length: 4 }, (_, i) => bytes(`checkpoint ${i}`))
+      const states = Array.from({ length: 4 }, (_, i) =>
+        i % 2 ? Buffer.from(`checkpoint ${i}`) : bytes(`checkpoint ${i}`),
+      )
       const pending = Promise.all(
         states.map((state) => c.backend.checkpoint(record, state, LONG_TTL_MS).then(() => 'ok' as const)),
       )
@@ -145,20 +147,26 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'checkpoint stores a copy: changing the array afterwards changes nothing stored',
+    name: 'checkpoint stores a copy: changing the array (or Buffer) afterwards changes nothing stored',
     async run(c) {
-      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-      const state = bytes('original')
-      await c.backend.checkpoint(record, state, LONG_TTL_MS)
-      state.fill(0)
-      const read = await c.backend.readCheckpoint(record)
-      checkBytes(read.state, bytes('original'), 'state after the caller reused its buffer')
-      read.state?.fill(1)
-      checkBytes(
-        (await c.backend.readCheckpoint(record)).state,
-        bytes('original'),
-        'state after the reader changed its copy',
-      )
+      for (const make of [bytes, (text: string) => Buffer.from(text)]) {
+        const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+        const state = make('original')
+        await c.backend.checkpoint(record, state, LONG_TTL_MS)
+        state.fill(0)
+        const read = await c.backend.readCheckpoint(record)
+        checkBytes(
+          read.state,
+          bytes('original'),
+          `state after the caller reused its ${state.constructor.name}`,
+        )
+        read.state?.fill(1)
+        checkBytes(
+          (await c.backend.readCheckpoint(record)).state,
+          bytes('original'),
+          'state after the reader changed its copy',
+        )
+      }
     },
   },
 ]
