@@ -3,6 +3,7 @@
 // up a dozen per-package summaries. It only reports; the exit code of `pnpm test` decides.
 import { createInterface } from 'node:readline'
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
 const ansi = /\u001b\[[0-9;]*m/g
 const totals = { passed: 0, failed: 0, skipped: 0 }
 const runs = []
