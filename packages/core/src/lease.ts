@@ -356,14 +356,7 @@ export class Lease implements AsyncDisposable {
         // overwrite it. It is still abandoned when the lease ends.
         await this.#call((signal) => backend.checkpoint(this.record, state, ttlMs, { signal }))
       } catch (error) {
-        if (!this.#checkDeadline()) throw this.#ended
-        if (isFencedError(error)) {
-          this.#lose('fenced', error)
-          throw this.#ended
-        }
-        if (isWorkleaseError(error)) throw error
-        this.#transient('checkpoint', error, attempt + 1)
-        await this.#backoff(attempt)
+        await this.#afterFailedCall('checkpoint', error, attempt)
         continue
       }
       if (!this.#checkDeadline()) throw this.#ended
@@ -371,6 +364,25 @@ export class Lease implements AsyncDisposable {
       this.#ctx.events.emit('renewed', { ...this.#base(), op: 'checkpoint', remainingMs: this.remainingMs() })
       return
     }
+  }
+
+  /**
+   * After a failed checkpoint or read: FENCED ends the lease, another lease outcome is the caller's,
+   * and a store error is retried after a backoff, until the local deadline.
+   */
+  async #afterFailedCall(
+    op: 'checkpoint' | 'readCheckpoint',
+    error: unknown,
+    attempt: number,
+  ): Promise<void> {
+    if (!this.#checkDeadline()) throw this.#ended
+    if (isFencedError(error)) {
+      this.#lose('fenced', error)
+      throw this.#ended
+    }
+    if (isWorkleaseError(error)) throw error
+    this.#transient(op, error, attempt + 1)
+    await this.#backoff(attempt)
   }
 
   async #readOp(): Promise<CheckpointRead> {
@@ -385,14 +397,7 @@ export class Lease implements AsyncDisposable {
         if (!this.#checkDeadline()) throw this.#ended
         return read
       } catch (error) {
-        if (!this.#checkDeadline()) throw this.#ended
-        if (isFencedError(error)) {
-          this.#lose('fenced', error)
-          throw this.#ended
-        }
-        if (isWorkleaseError(error)) throw error
-        this.#transient('readCheckpoint', error, attempt + 1)
-        await this.#backoff(attempt)
+        await this.#afterFailedCall('readCheckpoint', error, attempt)
       }
     }
   }
