@@ -15,6 +15,9 @@ export type CheckName =
   | 'clean-handoff'
   | 'early-takeover'
   | 'held-when-free'
+  // The runner workload's (runner-checks.ts):
+  | 'held-after-takeover'
+  | 'run-ok-but-fenced'
 
 export interface Violation {
   readonly check: CheckName

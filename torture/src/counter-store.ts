@@ -76,7 +76,7 @@ export class CounterStore {
   }
 
   /** The sum of one mode's counters, and of the increments its workers had acknowledged. */
-  totals(mode: 'fenced' | 'unfenced'): { value: number; acknowledged: number } {
+  totals(mode: 'fenced' | 'unfenced' | 'runner'): { value: number; acknowledged: number } {
     const value = (
       this.db
         .prepare("SELECT COALESCE(SUM(value), 0) AS v FROM counters WHERE name LIKE 'counter-' || ? || '-%'")

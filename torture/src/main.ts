@@ -1,5 +1,5 @@
 // pnpm torture [--backend X[,Y]] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N]
-//              [--counter-workers N] [--no-faults]
+//              [--counter-workers N] [--runner-workers N] [--no-faults]
 import { BACKENDS, type BackendName } from './targets.js'
 import { failed, formatReport, runTorture } from './torture.js'
 
@@ -17,7 +17,7 @@ function parse(argv: string[]) {
 const args = parse(process.argv.slice(2).filter((a) => a !== '--'))
 if (args.has('help')) {
   console.log(
-    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--no-faults]`,
+    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--no-faults]`,
   )
   process.exit(0)
 }
@@ -40,6 +40,7 @@ for (const backend of backends) {
     faults: !args.has('no-faults'),
     ...(args.has('connections') ? { connections: Number(args.get('connections')) } : {}),
     ...(args.has('counter-workers') ? { counterWorkers: Number(args.get('counter-workers')) } : {}),
+    ...(args.has('runner-workers') ? { runnerWorkers: Number(args.get('runner-workers')) } : {}),
     log: (line) => console.error(line),
   })
   console.log(formatReport(report))

@@ -10,6 +10,14 @@ import { FaultProxy } from './fault-proxy.js'
 import { loadHistory, type Op } from './history.js'
 import type { MemoryBug } from './memory-rpc.js'
 import { Random } from './random.js'
+import { checkRunner, type RunnerSummary } from './runner-checks.js'
+import {
+  loadRunnerLog,
+  type RunnerBug,
+  type RunnerLeaseConfig,
+  runnerCounter,
+  runnerProgress,
+} from './runner-workload.js'
 import { type BackendName, startServer, type TargetInfo } from './targets.js'
 import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
 
@@ -38,6 +46,12 @@ export interface TortureOptions {
   counterGraceMs?: number
   /** Memory backend only: a deliberate bug, to show the checker catches it end to end. */
   bug?: MemoryBug
+  /** Runner workers (jobs through `@worklease/core`'s Leaser.run) per process. Default 2. */
+  runnerWorkers?: number
+  /** workIds the runner workers share. Default 3. */
+  runnerWorkIds?: number
+  /** A deliberately broken runner, to show the runner checks catch it end to end. */
+  runnerBug?: RunnerBug
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
   log?: (line: string) => void
@@ -61,6 +75,11 @@ export interface TortureReport {
   counter: {
     fenced: { value: number; acknowledged: number; expected: number; finished: boolean }
     unfenced: { value: number; acknowledged: number; expected: number; finished: boolean }
+  }
+  runner: RunnerSummary & {
+    /** The runner jobs' fenced counters: their sum must equal the writes that landed. */
+    counter: { value: number; acknowledged: number }
+    leases: RunnerLeaseConfig[]
   }
   /** The history slice printed for each violation (first few). */
   slices: string[]
@@ -116,11 +135,27 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       specs.push({ name: `${mode}-w${i}`, mode, counter: `counter-${mode}-${i % shards}` })
     }
   }
+  const runnerWorkers = options.runnerWorkers ?? 2
+  const runnerWorkIds = Array.from({ length: options.runnerWorkIds ?? 3 }, (_, i) => `job-${i}`)
+  // On a client-clock backend the margin must cover the injected offsets (up to 800 ms apart); the
+  // 1 to 3 s jumps go beyond it on purpose, and the checker counts what they cause apart.
+  const runnerLeases: RunnerLeaseConfig[] =
+    server.clock === 'client'
+      ? [{ ttlMs: 2_000, safetyMarginMs: 900 }]
+      : [
+          { ttlMs: 400, safetyMarginMs: 40 },
+          { ttlMs: 2_000, safetyMarginMs: 200 },
+        ]
   const counterFile = join(dir, 'counter.db')
   CounterStore.create(
     counterFile,
-    [...new Set(specs.map((s) => s.counter))],
-    specs.map((s) => s.name),
+    [...new Set(specs.map((s) => s.counter)), ...runnerWorkIds.map(runnerCounter)],
+    [
+      ...specs.map((s) => s.name),
+      ...Array.from({ length: processes * runnerWorkers }, (_, i) =>
+        runnerProgress(Math.floor(i / runnerWorkers), i % runnerWorkers),
+      ),
+    ],
   )
 
   let registerStopped = false
@@ -144,6 +179,10 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       increments,
       counterTtlMs: 200,
       slowWorkChance: 0.05,
+      runnerWorkers,
+      runnerWorkIds,
+      runnerLeases,
+      ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
     }
     const child = fork(WORKER, [JSON.stringify(config)], {
       execArgv: ['--import', TSX],
@@ -319,9 +358,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 
     const fenced = counterStore.totals('fenced')
     const unfenced = counterStore.totals('unfenced')
+    const runnerCounterTotals = counterStore.totals('runner')
     counterStore.close()
     const ops = loadHistory(historyDir)
-    const violations = checkHistory(ops)
+    const runnerChecked = checkRunner(loadRunnerLog(historyDir), ops, {
+      clientClock: server.clock === 'client',
+    })
+    const violations = [...checkHistory(ops), ...runnerChecked.violations]
     const violationsByCheck: Partial<Record<CheckName, number>> = {}
     for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
     const byOutcome = { ok: 0, fail: 0, info: 0 }
@@ -349,6 +392,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         fenced: { ...fenced, expected, finished: fenced.acknowledged >= expected },
         unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
       },
+      runner: { ...runnerChecked.summary, counter: runnerCounterTotals, leases: runnerLeases },
       slices: violations
         .slice(0, 5)
         .map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
@@ -377,7 +421,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 
 export function isCounterViolation(report: TortureReport): boolean {
   const { fenced } = report.counter
-  return fenced.value !== fenced.acknowledged || !fenced.finished
+  const runner = report.runner.counter
+  return fenced.value !== fenced.acknowledged || !fenced.finished || runner.value !== runner.acknowledged
 }
 
 /** Whether the run breached the contract (violations, or a fenced counter that is not exact). */
@@ -414,6 +459,21 @@ export function formatReport(report: TortureReport): string {
   const lost = unfenced.acknowledged - unfenced.value
   lines.push(
     `   unfenced control: ${unfenced.value} (acknowledged ${unfenced.acknowledged}): ${lost > 0 ? `${lost} acknowledged increments lost` : lost < 0 ? `${-lost} duplicated` : 'no anomaly this run'}`,
+  )
+  const { runner } = report
+  lines.push(
+    `   runner (Leaser.run; ${runner.leases.map((l) => `ttl ${l.ttlMs} / margin ${l.safetyMarginMs}`).join(', ')}): runs ${
+      Object.entries(runner.runs)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'none'
+    }; lease.held asked ${runner.beliefs} times (yes ${runner.heldBeliefs})${
+      runner.wrongBeliefsBeyondMargin
+        ? `, ${runner.wrongBeliefsBeyondMargin} yes after a takeover with clock skew beyond the margin`
+        : ''
+    }`,
+  )
+  lines.push(
+    `   runner counter:   ${runner.counter.value} (fenced writes landed ${runner.counter.acknowledged}, refused by the fence ${runner.refusedByFence})${runner.counter.value === runner.counter.acknowledged ? ' OK' : ' VIOLATION'}`,
   )
   const checks = Object.entries(report.violationsByCheck)
   lines.push(

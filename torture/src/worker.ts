@@ -6,6 +6,15 @@ import { type Backend, type CheckpointRead, isWorkleaseError, type LeaseRecord }
 import { CounterStore } from './counter-store.js'
 import { HistoryWriter, type OpName } from './history.js'
 import { Random } from './random.js'
+import { RecordingBackend } from './recording-backend.js'
+import {
+  type RunnerBug,
+  type RunnerLeaseConfig,
+  RunnerLog,
+  runnerCounter,
+  runnerProgress,
+  runnerWorker,
+} from './runner-workload.js'
 import { openBackend, type TargetInfo } from './targets.js'
 
 export interface CounterWorkerSpec {
@@ -32,6 +41,12 @@ export interface WorkerConfig {
   counterTtlMs: number
   /** Probability that a counter increment's "work" takes longer than the counter ttl. */
   slowWorkChance: number
+  /** Jobs through `@worklease/core`'s Leaser.run, one Leaser each (see runner-workload.ts). */
+  runnerWorkers: number
+  runnerWorkIds: string[]
+  /** The Leaser settings, one per runner worker in turn. */
+  runnerLeases: RunnerLeaseConfig[]
+  runnerBug?: RunnerBug
 }
 
 export type ToWorker = { type: 'clock'; offset: number } | { type: 'stop-register' } | { type: 'stop' }
@@ -212,9 +227,30 @@ async function main(): Promise<void> {
   const loops: Promise<void>[] = []
   for (let i = 0; i < config.registerWorkers; i++) loops.push(registerWorker(backend, i))
   for (const spec of config.counterWorkers) loops.push(counterWorker(backend, store, spec))
+  const runnerLog = new RunnerLog(config.historyDir, proc)
+  const recording = new RecordingBackend(backend, history, () => offset)
+  for (let i = 0; i < config.runnerWorkers; i++) {
+    loops.push(
+      runnerWorker({
+        backend: recording,
+        holderId: `${proc}-j${i}`,
+        lease: config.runnerLeases[i % config.runnerLeases.length]!,
+        workIds: config.runnerWorkIds,
+        counterFor: runnerCounter,
+        progressName: runnerProgress(config.slot, i),
+        store,
+        log: runnerLog,
+        random: new Random(Random.derive(config.seed, `${proc}-j${i}`)),
+        offset: () => offset,
+        stopped: () => stopAll,
+        ...(config.runnerBug ? { bug: config.runnerBug } : {}),
+      }),
+    )
+  }
   await Promise.all(loops)
   while (!stopAll) await sleep(50)
   store.close()
+  runnerLog.close()
   history.close()
   await Promise.race([close().catch(() => {}), sleep(2_000)])
   process.exit(0)

@@ -1,0 +1,96 @@
+import {
+  type Backend,
+  type BackendCapabilities,
+  type CallOptions,
+  type CheckpointRead,
+  isWorkleaseError,
+  type LeaseRecord,
+} from '@worklease/spec'
+import type { HistoryWriter, OpName } from './history.js'
+
+const decoder = new TextDecoder()
+const REFUSALS = new Set(['LEASE_HELD', 'FENCED', 'LEASE_EXPIRED'])
+
+/**
+ * A backend that records every call it forwards, in the same history the register workers write, so
+ * what `@worklease/core` sends (retries, renewals, abandoned calls, releases after a loss) is judged by
+ * the same checker. No timeout of its own: the Leaser bounds and abandons its calls, and an abandoned
+ * or failed call is recorded as indeterminate, since it may still land.
+ */
+export class RecordingBackend implements Backend {
+  readonly capabilities: BackendCapabilities
+  readonly #inner: Backend
+  readonly #history: HistoryWriter
+  readonly #offset: () => number
+
+  constructor(inner: Backend, history: HistoryWriter, offset: () => number) {
+    this.#inner = inner
+    this.capabilities = inner.capabilities
+    this.#history = history
+    this.#offset = offset
+  }
+
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+    return this.#record(
+      { holder: holderId, op: 'acquire', workId, ttl: ttlMs },
+      () => this.#inner.acquire(workId, holderId, ttlMs, options),
+      (record) => ({ token: record.fencingToken }),
+    )
+  }
+
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+    // Decoded before the call: what is recorded is what was sent.
+    const value = decoder.decode(state)
+    return this.#record(on(record, 'checkpoint', { ttl: ttlMs, value }), () =>
+      this.#inner.checkpoint(record, state, ttlMs, options),
+    )
+  }
+
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    return this.#record(on(record, 'renew', { ttl: ttlMs }), () => this.#inner.renew(record, ttlMs, options))
+  }
+
+  release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    return this.#record(on(record, 'release'), () => this.#inner.release(record, options))
+  }
+
+  readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
+    return this.#record(
+      on(record, 'readCheckpoint'),
+      () => this.#inner.readCheckpoint(record, options),
+      (read) => ({ read: read.state ? decoder.decode(read.state) : null, clean: read.cleanHandoff }),
+    )
+  }
+
+  async #record<T>(
+    fields: { holder: string; op: OpName; workId: string; token?: bigint; ttl?: number; value?: string },
+    run: () => Promise<T>,
+    describe: (value: T) => { token?: bigint; read?: string | null; clean?: boolean } = () => ({}),
+  ): Promise<T> {
+    const id = this.#history.invoke(fields, this.#offset())
+    try {
+      const value = await run()
+      this.#history.complete(id, 'ok', this.#offset(), describe(value))
+      return value
+    } catch (error) {
+      // Only the contract's refusals changed nothing; anything else (the Leaser abandoning the call
+      // with its LEASE_LOST reason, a network error) may still have landed.
+      if (isWorkleaseError(error) && REFUSALS.has(error.code)) {
+        this.#history.complete(id, 'fail', this.#offset(), { code: error.code })
+      } else {
+        this.#history.complete(id, 'info', this.#offset(), {
+          code: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        })
+      }
+      throw error
+    }
+  }
+}
+
+const on = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?: string } = {}) => ({
+  holder: record.holderId,
+  op,
+  workId: record.workId,
+  token: record.fencingToken,
+  ...extra,
+})

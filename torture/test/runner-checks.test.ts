@@ -1,0 +1,103 @@
+import { describe, expect, test } from 'vitest'
+import type { Op } from '../src/history.js'
+import { checkRunner } from '../src/runner-checks.js'
+import type { RunnerLine } from '../src/runner-workload.js'
+import { op } from './ops.js'
+
+// A holds token 1 (ttl 100, margin 10): acquired at 0, renewed at 50. Its Leaser's deadline is then
+// 50 + 100 - 10 = 140; the store lets the lease go no earlier than 150. B takes token 2 at 160.
+const history = (offsets: { a?: number; b?: number } = {}): Op[] => [
+  op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 100, offsetAtInvoke: offsets.a ?? 0 }),
+  op('renew', { holder: 'A', token: 1, invoke: 50, complete: 52, ttl: 100, offsetAtInvoke: offsets.a ?? 0 }),
+  op('acquire', {
+    holder: 'B',
+    token: 2,
+    invoke: 158,
+    complete: 160,
+    ttl: 100,
+    offsetAtInvoke: offsets.b ?? 0,
+  }),
+]
+
+const belief = (
+  t: number,
+  held = true,
+  fields: Partial<Extract<RunnerLine, { e: 'b' }>> = {},
+): RunnerLine => ({
+  e: 'b',
+  h: 'A',
+  w: 'w',
+  tok: '1',
+  t,
+  held,
+  ttl: 100,
+  margin: 10,
+  off: 0,
+  ...fields,
+})
+
+const run = (outcome: 'ok' | 'lost', t0: number, t1: number, refused = 0): RunnerLine => ({
+  e: 'r',
+  h: 'A',
+  w: 'w',
+  tok: '1',
+  t0,
+  t1,
+  outcome,
+  landed: 1,
+  refused,
+})
+
+const checks = (lines: RunnerLine[], ops: Op[], clientClock = false) =>
+  checkRunner(lines, ops, { clientClock }).violations.map((v) => v.check)
+
+describe('runner checks', () => {
+  test('held before the takeover, not held after it: fine', () => {
+    expect(checks([belief(100), belief(139), belief(200, false)], history())).toEqual([])
+  })
+
+  test('held after a successor was acknowledged is caught', () => {
+    const { violations } = checkRunner([belief(200)], history(), { clientClock: false })
+    expect(violations.map((v) => v.check)).toEqual(['held-after-takeover'])
+    expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}`)).toEqual(['A:renew', 'B:acquire'])
+  })
+
+  test('a takeover still in flight when held was asked proves nothing', () => {
+    expect(checks([belief(159)], history())).toEqual([])
+  })
+
+  test('client clock: skew beyond the margin is counted, not a violation; within it, a violation', () => {
+    // B's clock 500 ms ahead of A's: B saw the lease expire early. The margin (10) never promised this.
+    const beyond = checkRunner([belief(200)], history({ b: 500 }), { clientClock: true })
+    expect(beyond.violations).toEqual([])
+    expect(beyond.summary.wrongBeliefsBeyondMargin).toBe(1)
+    // 5 ms of skew is within the 10 ms margin (less the 25 ms tolerance it is not, so widen the margin).
+    expect(checks([belief(200, true, { margin: 100 })], history({ b: 5 }), true)).toEqual([
+      'held-after-takeover',
+    ])
+  })
+
+  test('a run that returned normally although its release was FENCED is caught', () => {
+    const ops = [
+      ...history(),
+      op('release', { holder: 'A', token: 1, invoke: 170, complete: 171, outcome: 'fail', code: 'FENCED' }),
+    ]
+    expect(checks([run('ok', 0, 172)], ops)).toEqual(['run-ok-but-fenced'])
+    expect(checks([run('lost', 0, 172)], ops)).toEqual([])
+  })
+
+  test('counts runs, beliefs and fence refusals', () => {
+    const { summary } = checkRunner(
+      [belief(100), belief(200, false), run('ok', 0, 120), run('lost', 0, 210, 2)],
+      history(),
+      { clientClock: false },
+    )
+    expect(summary).toMatchObject({
+      runs: { ok: 1, lost: 1 },
+      beliefs: 2,
+      heldBeliefs: 1,
+      landed: 2,
+      refusedByFence: 2,
+    })
+  })
+})
