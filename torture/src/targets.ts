@@ -177,19 +177,14 @@ export async function startServer(
     }
     case 'ferretdb': {
       const script = createRequire(import.meta.url).resolve('@worklease/mongodb/package.json')
-      const { buildFerretdb } = await import(join(script, '..', 'scripts', 'ferretdb.mjs'))
+      const { buildFerretdb, ferretdbArgs } = await import(join(script, '..', 'scripts', 'ferretdb.mjs'))
       const binary: string = buildFerretdb({ log: () => {} })
-      mkdirSync(join(dir, 'ferret-data'), { recursive: true })
-      mkdirSync(join(dir, 'ferret-state'), { recursive: true })
-      const child = await childServer('FerretDB', binary, (port) => [
-        `--listen-addr=127.0.0.1:${port}`,
-        '--handler=sqlite',
-        `--sqlite-url=file:${join(dir, 'ferret-data')}/`,
-        `--state-dir=${join(dir, 'ferret-state')}`,
-        '--telemetry=disable',
-        '--debug-addr=-',
-        '--log-level=error',
-      ])
+      const ferretDir = join(dir, 'ferretdb')
+      mkdirSync(join(ferretDir, 'data'), { recursive: true })
+      mkdirSync(join(ferretDir, 'state'), { recursive: true })
+      const child = await childServer('FerretDB', binary, (port) =>
+        ferretdbArgs({ dir: ferretDir, port, logLevel: 'error' }),
+      )
       const { MongoClient } = await import('mongodb')
       const client = new MongoClient(`mongodb://127.0.0.1:${child.port}/?directConnection=true`)
       const { createLeaseCollection } = await import('@worklease/mongodb')

@@ -11,3 +11,8 @@ export declare function startFerretdb(options?: {
   binary?: string
   log?: (message: string) => void
 }): Promise<FerretdbServer>
+export declare function ferretdbArgs(options: {
+  dir: string
+  port: number
+  logLevel?: 'debug' | 'info' | 'warn' | 'error'
+}): string[]

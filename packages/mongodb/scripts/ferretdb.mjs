@@ -116,6 +116,29 @@ function canConnect(port) {
 }
 
 /**
+ * The command line of a FerretDB on 127.0.0.1:`port` with its SQLite backend and all state under
+ * `dir` (which must hold `data/` and `state/`). Exported so a harness that restarts the server over
+ * the same data (the torture suite) starts it exactly as the tests do.
+ *
+ * ```js
+ * spawn(buildFerretdb(), ferretdbArgs({ dir, port }))
+ * ```
+ */
+export function ferretdbArgs({ dir, port, logLevel = 'warn' }) {
+  return [
+    `--listen-addr=127.0.0.1:${port}`,
+    '--handler=sqlite',
+    `--sqlite-url=file:${join(dir, 'data')}/`,
+    `--state-dir=${join(dir, 'state')}`,
+    '--telemetry=disable',
+    // The debug HTTP listener defaults to a fixed port (127.0.0.1:8088), which would clash between
+    // parallel runs; nothing here needs it.
+    '--debug-addr=-',
+    `--log-level=${logLevel}`,
+  ]
+}
+
+/**
  * Starts FerretDB on 127.0.0.1 on a free port, with its SQLite backend and all state in a fresh
  * temporary directory, and resolves once it accepts connections.
  *
@@ -130,17 +153,7 @@ export async function startFerretdb({ binary = buildFerretdb(), log = console.er
   mkdirSync(join(dir, 'data'))
   mkdirSync(join(dir, 'state'))
   const port = await freePort()
-  const args = [
-    `--listen-addr=127.0.0.1:${port}`,
-    '--handler=sqlite',
-    `--sqlite-url=file:${join(dir, 'data')}/`,
-    `--state-dir=${join(dir, 'state')}`,
-    '--telemetry=disable',
-    // The debug HTTP listener defaults to a fixed port (127.0.0.1:8088), which would clash between
-    // parallel runs; nothing here needs it.
-    '--debug-addr=-',
-    '--log-level=warn',
-  ]
+  const args = ferretdbArgs({ dir, port })
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr.setEncoding('utf8')
