@@ -1,11 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { connect, createServer } from 'node:net'
 import { join } from 'node:path'
 import type { Backend, Clock } from '@worklease/spec'
+import { childServer } from './child-server.js'
 import { type MemoryBug, MemoryRpcBackend, MemoryServer } from './memory-rpc.js'
+import { mariadbBinaries, postgresBinDir, privateMariadb, privatePostgres } from './sql-servers.js'
 
 /** The backends the suite can torture. */
 export const BACKENDS = ['memory', 'sqlite', 'postgres', 'mariadb', 'ferretdb', 'dynalite'] as const
@@ -21,6 +21,8 @@ export interface TargetInfo {
   port: number
   table: string
   sqliteFile?: string
+  /** PostgreSQL and MariaDB: user and database (the host and port are replaced by the proxy's). */
+  url?: string
   /** Connections per worker process (pool size). Default 3. */
   connections?: number
 }
@@ -41,78 +43,6 @@ export interface ServerHandle {
 const FERRETDB_NOTE =
   'FerretDB 1.x implements findAndModify as a read followed by a write, so conditional writes from ' +
   'separate connections are not atomic with respect to each other'
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer()
-    server.on('error', reject)
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number }
-      server.close(() => resolve(port))
-    })
-  })
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port })
-    socket.once('connect', () => {
-      socket.destroy()
-      resolve(true)
-    })
-    socket.once('error', () => resolve(false))
-  })
-}
-
-async function waitForPort(port: number, child: ChildProcess, name: string, stderr: () => string) {
-  const deadline = Date.now() + 60_000
-  while (!(await canConnect(port))) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited:\n${stderr()}`)
-    if (Date.now() > deadline) throw new Error(`${name} did not listen on ${port}:\n${stderr()}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
-/**
- * A server the suite runs as a child process over a data directory that survives restarts, so a
- * restart is a crash (SIGKILL) and a start over the same data on the same port.
- */
-async function childServer(name: string, command: string, args: (port: number) => string[]) {
-  const port = await freePort()
-  let child: ChildProcess | undefined
-  let stderr = ''
-  const start = async () => {
-    stderr = ''
-    const proc = spawn(command, args(port), { stdio: ['ignore', 'ignore', 'pipe'] })
-    proc.stderr!.setEncoding('utf8')
-    proc.stderr!.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-4096)
-    })
-    child = proc
-    await waitForPort(port, proc, name, () => stderr)
-  }
-  const kill = async () => {
-    const proc = child
-    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
-    const exited = new Promise((resolve) => proc.once('exit', resolve))
-    proc.kill('SIGKILL')
-    await exited
-  }
-  const onExit = () => child?.kill('SIGKILL')
-  process.once('exit', onExit)
-  await start()
-  return {
-    port,
-    restart: async () => {
-      await kill()
-      await start()
-    },
-    stop: async () => {
-      process.removeListener('exit', onExit)
-      await kill()
-    },
-  }
-}
 
 /** Starts (or connects to) the server of `backend`, with `dir` for its data, and prepares the table. */
 export async function startServer(
@@ -155,24 +85,40 @@ export async function startServer(
     }
     case 'postgres':
     case 'mariadb': {
-      const url = new URL(backend === 'postgres' ? POSTGRES_URL : MYSQL_URL)
-      const { db } = await kyselyFor(backend, Number(url.port))
+      // A server of the suite's own, so the nemesis can crash and restart it, unless the user points
+      // the run at a server (POSTGRES_URL / MYSQL_URL), which is never restarted.
+      const given = backend === 'postgres' ? process.env.POSTGRES_URL : process.env.MYSQL_URL
+      const binDir = backend === 'postgres' ? postgresBinDir() : undefined
+      const binaries = backend === 'mariadb' ? mariadbBinaries() : undefined
+      if (given === undefined && (binDir || binaries)) {
+        const own = binDir ? await privatePostgres(dir, binDir) : await privateMariadb(dir, binaries!)
+        const { db } = await kyselyFor(backend, own.port, undefined, 1, own.url)
+        const { createLeaseTable } = await import('@worklease/kysely')
+        await createLeaseTable(db, { table })
+        await db.destroy()
+        return { server: { ...own, clock: 'server' }, info: { backend, table, url: own.url } }
+      }
+      const shared = backend === 'postgres' ? POSTGRES_URL : MYSQL_URL
+      const port = Number(new URL(shared).port)
+      const { db } = await kyselyFor(backend, port, undefined, 1, shared)
       const { createLeaseTable, dropLeaseTable } = await import('@worklease/kysely')
       await createLeaseTable(db, { table })
       await db.destroy()
       return {
         server: {
-          port: Number(url.port),
+          port,
           clock: 'server',
           noRestart:
-            'the system server is shared with other test runs, so an outage is a long proxy black-hole instead',
+            given === undefined
+              ? `no ${backend} server binaries here, so the run uses the shared server and an outage is a long proxy black-hole instead`
+              : `the server is the one ${backend === 'postgres' ? 'POSTGRES_URL' : 'MYSQL_URL'} names, which the suite never restarts: an outage is a long proxy black-hole instead`,
           stop: async () => {
-            const { db } = await kyselyFor(backend, Number(url.port))
+            const { db } = await kyselyFor(backend, port, undefined, 1, shared)
             await dropLeaseTable(db, { table }).catch(() => undefined)
             await db.destroy()
           },
         },
-        info: { backend, table },
+        info: { backend, table, url: shared },
       }
     }
     case 'ferretdb': {
@@ -222,6 +168,7 @@ async function kyselyFor(
   port: number,
   file?: string,
   connections = 3,
+  baseUrl?: string,
 ) {
   const { Kysely, PostgresDialect, MysqlDialect, SqliteDialect } = await import('kysely')
   if (backend === 'sqlite') {
@@ -234,7 +181,7 @@ async function kyselyFor(
   }
   if (backend === 'postgres') {
     const { default: pg } = await import('pg')
-    const url = new URL(POSTGRES_URL)
+    const url = new URL(baseUrl ?? POSTGRES_URL)
     url.port = String(port)
     const pool = new pg.Pool({
       connectionString: url.toString(),
@@ -248,7 +195,7 @@ async function kyselyFor(
     return { db: new Kysely<any>({ dialect: new PostgresDialect({ pool }) }) }
   }
   const { createPool } = await import('mysql2')
-  const url = new URL(MYSQL_URL)
+  const url = new URL(baseUrl ?? MYSQL_URL)
   url.port = String(port)
   const pool = createPool({ uri: url.toString(), connectionLimit: connections, connectTimeout: 2_000 })
   pool.on('connection', (connection) => connection.on('error', () => {}))
@@ -279,7 +226,7 @@ export async function openBackend(
     case 'sqlite':
     case 'postgres':
     case 'mariadb': {
-      const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile, info.connections)
+      const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile, info.connections, info.url)
       const { KyselyBackend } = await import('@worklease/kysely')
       const backend = new KyselyBackend({
         db,

@@ -1,0 +1,123 @@
+import { execFileSync } from 'node:child_process'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { type ChildServer, childServer } from './child-server.js'
+
+/** A server of the suite's own, on 127.0.0.1, that it may crash; `url` names its user and database. */
+export interface PrivateSqlServer extends ChildServer {
+  readonly url: string
+}
+
+const asRoot = () => process.getuid?.() === 0
+
+function userIds(name: string): { uid: number; gid: number } {
+  const id = (flag: string) => Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim())
+  return { uid: id('-u'), gid: id('-g') }
+}
+
+/** The directory holding `initdb` and `postgres`, or undefined when PostgreSQL's server is not installed. */
+export function postgresBinDir(): string | undefined {
+  const candidates: string[] = []
+  try {
+    candidates.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim())
+  } catch {
+    // no pg_config on PATH
+  }
+  if (existsSync('/usr/lib/postgresql')) {
+    for (const version of readdirSync('/usr/lib/postgresql').sort().reverse()) {
+      candidates.push(join('/usr/lib/postgresql', version, 'bin'))
+    }
+  }
+  return candidates.find((dir) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres')))
+}
+
+/** `mariadb-install-db` and `mariadbd`, or undefined when MariaDB's server is not installed. */
+export function mariadbBinaries(): { installDb: string; server: string } | undefined {
+  const find = (names: string[], dirs: string[]) =>
+    dirs.flatMap((dir) => names.map((name) => join(dir, name))).find((path) => existsSync(path))
+  const installDb = find(['mariadb-install-db', 'mysql_install_db'], ['/usr/bin', '/usr/local/bin'])
+  const server = find(['mariadbd', 'mysqld'], ['/usr/sbin', '/usr/bin', '/usr/local/sbin', '/usr/local/bin'])
+  return installDb && server ? { installDb, server } : undefined
+}
+
+/**
+ * A throwaway PostgreSQL cluster under `dir` (initdb, trust auth, TCP on 127.0.0.1 only, its socket in
+ * `dir`). Run as the `postgres` user when the suite runs as root, since PostgreSQL refuses root.
+ */
+export async function privatePostgres(dir: string, binDir: string): Promise<PrivateSqlServer> {
+  const home = join(dir, 'postgres')
+  const data = join(home, 'data')
+  mkdirSync(home, { recursive: true })
+  const ids = asRoot() ? userIds('postgres') : undefined
+  if (ids) {
+    chmodSync(dir, 0o755) // the server's user must reach its directory
+    chownSync(home, ids.uid, ids.gid)
+  }
+  execFileSync(
+    join(binDir, 'initdb'),
+    ['-D', data, '-A', 'trust', '-U', 'postgres', '-E', 'UTF8', '--no-sync', '--no-instructions'],
+    { stdio: ['ignore', 'ignore', 'pipe'], ...(ids ?? {}) },
+  )
+  const server = await childServer(
+    'PostgreSQL',
+    join(binDir, 'postgres'),
+    (port) => [
+      '-D',
+      data,
+      '-p',
+      String(port),
+      '-k',
+      home,
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'shared_buffers=16MB',
+      '-c',
+      'log_min_messages=fatal',
+    ],
+    ids ?? {},
+  )
+  return { ...server, url: `postgres://postgres@127.0.0.1:${server.port}/postgres` }
+}
+
+/**
+ * A throwaway MariaDB under `dir` (mariadb-install-db, root without a password, TCP on 127.0.0.1
+ * only, its socket in `dir`), with a `torture` database.
+ */
+export async function privateMariadb(
+  dir: string,
+  binaries: { installDb: string; server: string },
+): Promise<PrivateSqlServer> {
+  const home = join(dir, 'mariadb')
+  const data = join(home, 'data')
+  mkdirSync(home, { recursive: true })
+  const user = asRoot() ? ['--user=root'] : []
+  execFileSync(
+    binaries.installDb,
+    [
+      '--no-defaults',
+      `--datadir=${data}`,
+      '--auth-root-authentication-method=normal',
+      '--skip-test-db',
+      ...user,
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  )
+  const server = await childServer('MariaDB', binaries.server, (port) => [
+    '--no-defaults',
+    `--datadir=${data}`,
+    `--port=${port}`,
+    '--bind-address=127.0.0.1',
+    `--socket=${join(home, 'mysqld.sock')}`,
+    `--pid-file=${join(home, 'mysqld.pid')}`,
+    `--log-error=${join(home, 'error.log')}`,
+    '--innodb-buffer-pool-size=32M',
+    '--max-connections=300',
+    ...user,
+  ])
+  const { createConnection } = await import('mysql2/promise')
+  const connection = await createConnection({ host: '127.0.0.1', port: server.port, user: 'root' })
+  await connection.query('CREATE DATABASE IF NOT EXISTS torture')
+  await connection.end()
+  return { ...server, url: `mysql://root@127.0.0.1:${server.port}/torture` }
+}
