@@ -15,8 +15,18 @@ function userIds(name: string): { uid: number; gid: number } {
   return { uid: id('-u'), gid: id('-g') }
 }
 
-/** The directory holding `initdb` and `postgres`, or undefined when PostgreSQL's server is not installed. */
+/**
+ * The directory holding `initdb` and `postgres`, or undefined when PostgreSQL's server is not installed
+ * (or the suite runs as root and there is no `postgres` user to run it as).
+ */
 export function postgresBinDir(): string | undefined {
+  if (asRoot()) {
+    try {
+      userIds('postgres')
+    } catch {
+      return undefined
+    }
+  }
   const candidates: string[] = []
   try {
     candidates.push(execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim())
