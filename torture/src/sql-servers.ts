@@ -11,7 +11,8 @@ export interface PrivateSqlServer extends ChildServer {
 const asRoot = () => process.getuid?.() === 0
 
 function userIds(name: string): { uid: number; gid: number } {
-  const id = (flag: string) => Number(execFileSync('id', [flag, name], { encoding: 'utf8' }).trim())
+  const id = (flag: string) =>
+    Number(execFileSync('id', [flag, name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim())
   return { uid: id('-u'), gid: id('-g') }
 }
 
