@@ -5,5 +5,7 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // One Redis serves every worker; the machine is shared, so keep parallelism modest.
     maxWorkers: 2,
+    // A limit on hangs, not on speed: the machine is shared, and a loaded one is slow.
+    testTimeout: 30_000,
   },
 })
