@@ -39,7 +39,8 @@ const extends_ = (op: Op) =>
  *   store cannot have let the lease go before that extension's start + ttl, so this can only happen
  *   with a broken deadline, or on a client-clock backend with skew beyond the margin (counted apart).
  * - `run-ok-but-fenced`: `leaser.run` returned normally although the release of its lease was refused
- *   with FENCED (someone had taken the lease over while the callback ran).
+ *   with FENCED (someone had taken the lease over), and no earlier attempt of that release had an
+ *   unknown outcome (after one, FENCED may be the first attempt's own release having landed).
  */
 export function checkRunner(
   lines: readonly RunnerLine[],
@@ -92,16 +93,19 @@ export function checkRunner(
 function fencedRelease(run: RunEnd, ops: readonly Op[]): Op | undefined {
   if (run.outcome !== 'ok' || run.tok === undefined) return undefined
   const token = BigInt(run.tok)
-  return ops.find(
+  const releases = ops.filter(
     (op) =>
       op.op === 'release' &&
       op.holder === run.h &&
       op.token === token &&
-      op.outcome === 'fail' &&
-      op.code === 'FENCED' &&
       op.invoke >= run.t0 &&
       op.invoke <= run.t1,
   )
+  const fenced = releases.find((op) => op.outcome === 'fail' && op.code === 'FENCED')
+  // After an attempt whose outcome is unknown, FENCED may be that attempt's own release having landed:
+  // the Leaser then counts the lease released, and rightly so.
+  if (!fenced || releases.some((op) => op.outcome === 'info' && op.invoke < fenced.invoke)) return undefined
+  return fenced
 }
 
 function wrongBelief(

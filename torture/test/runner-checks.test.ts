@@ -86,6 +86,15 @@ describe('runner checks', () => {
     expect(checks([run('lost', 0, 172)], ops)).toEqual([])
   })
 
+  test('FENCED on a release retried after an unknown outcome may be its own release: not caught', () => {
+    const ops = [
+      ...history(),
+      op('release', { holder: 'A', token: 1, invoke: 165, outcome: 'info', code: 'TimeoutError' }),
+      op('release', { holder: 'A', token: 1, invoke: 170, complete: 171, outcome: 'fail', code: 'FENCED' }),
+    ]
+    expect(checks([run('ok', 0, 172)], ops)).toEqual([])
+  })
+
   test('counts runs, beliefs and fence refusals', () => {
     const { summary } = checkRunner(
       [belief(100), belief(200, false), run('ok', 0, 120), run('lost', 0, 210, 2)],
