@@ -1,7 +1,8 @@
 // pnpm torture [--backend X[,Y]] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N]
 //              [--counter-workers N] [--runner-workers N] [--no-faults]
+//        pnpm torture --check <kept history dir> --backend X
 import { BACKENDS, type BackendName } from './targets.js'
-import { failed, formatReport, runTorture } from './torture.js'
+import { failed, formatReport, recheck, runTorture } from './torture.js'
 
 function parse(argv: string[]) {
   const args = new Map<string, string>()
@@ -17,9 +18,17 @@ function parse(argv: string[]) {
 const args = parse(process.argv.slice(2).filter((a) => a !== '--'))
 if (args.has('help')) {
   console.log(
-    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--no-faults]`,
+    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--no-faults]\n       pnpm torture --check <history dir a run kept> --backend X   (check it again)`,
   )
   process.exit(0)
+}
+if (args.has('check')) {
+  const backend = args.get('backend') as BackendName
+  if (!BACKENDS.includes(backend))
+    throw new Error(`--check needs the run's --backend, one of ${BACKENDS.join(', ')}`)
+  const { violations, summary } = recheck(args.get('check')!, backend)
+  console.log(summary)
+  process.exit(violations.length > 0 ? 1 : 0)
 }
 const wanted = (args.get('backend') ?? 'all').split(',')
 const backends = (wanted.includes('all') ? [...BACKENDS] : wanted) as BackendName[]

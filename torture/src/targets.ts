@@ -11,6 +11,10 @@ import { mariadbBinaries, postgresBinDir, privateMariadb, privatePostgres } from
 export const BACKENDS = ['memory', 'sqlite', 'postgres', 'mariadb', 'ferretdb', 'dynalite'] as const
 export type BackendName = (typeof BACKENDS)[number]
 
+/** Whose clock decides expiry: the server's, or each caller's (which the nemesis skews). */
+export const clockOf = (backend: BackendName): 'server' | 'client' =>
+  backend === 'memory' || backend === 'ferretdb' || backend === 'dynalite' ? 'client' : 'server'
+
 export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
 

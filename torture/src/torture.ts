@@ -18,7 +18,7 @@ import {
   runnerCounter,
   runnerProgress,
 } from './runner-workload.js'
-import { type BackendName, startServer, type TargetInfo } from './targets.js'
+import { type BackendName, clockOf, startServer, type TargetInfo } from './targets.js'
 import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
 
 export interface TortureOptions {
@@ -417,6 +417,32 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       rmSync(dir, { recursive: true, force: true })
     }
   }
+}
+
+/**
+ * Checks the history files a run kept (`history` under the directory it printed) again, with this
+ * version of the checker: for a run whose violations turn out to be the checker's.
+ */
+export function recheck(
+  historyDir: string,
+  backend: BackendName,
+): { violations: Violation[]; summary: string } {
+  const ops = loadHistory(historyDir)
+  const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock: clockOf(backend) === 'client' })
+  const violations = [...checkHistory(ops), ...runner.violations]
+  const byCheck: Record<string, number> = {}
+  for (const v of violations) byCheck[v.check] = (byCheck[v.check] ?? 0) + 1
+  const summary = [
+    `${historyDir}: ${ops.length} operations, ${violations.length} violations${
+      violations.length
+        ? ` (${Object.entries(byCheck)
+            .map(([k, v]) => `${k} ${v}`)
+            .join(', ')})`
+        : ''
+    }`,
+    ...violations.slice(0, 5).map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
+  ].join('\n')
+  return { violations, summary }
 }
 
 export function isCounterViolation(report: TortureReport): boolean {
