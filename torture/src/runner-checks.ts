@@ -39,8 +39,8 @@ const extends_ = (op: Op) =>
  *   store cannot have let the lease go before that extension's start + ttl, so this can only happen
  *   with a broken deadline, or on a client-clock backend with skew beyond the margin (counted apart).
  * - `run-ok-but-fenced`: `leaser.run` returned normally although the release of its lease was refused
- *   with FENCED (someone had taken the lease over), and no earlier attempt of that release had an
- *   unknown outcome (after one, FENCED may be the first attempt's own release having landed).
+ *   with FENCED (someone had taken the lease over) on its first attempt (after a retry, FENCED may
+ *   be the earlier attempt's own release having landed).
  */
 export function checkRunner(
   lines: readonly RunnerLine[],
@@ -102,9 +102,11 @@ function fencedRelease(run: RunEnd, ops: readonly Op[]): Op | undefined {
       op.invoke <= run.t1,
   )
   const fenced = releases.find((op) => op.outcome === 'fail' && op.code === 'FENCED')
-  // After an attempt whose outcome is unknown, FENCED may be that attempt's own release having landed:
-  // the Leaser then counts the lease released, and rightly so.
-  if (!fenced || releases.some((op) => op.outcome === 'info' && op.invoke < fenced.invoke)) return undefined
+  // The Leaser retries a release only after an attempt whose outcome it did not learn (a store error, or
+  // its call timeout: the attempt may still complete later, as recorded here). FENCED after such an
+  // attempt may be that attempt's own release having landed: the Leaser then counts the lease
+  // released, and rightly so.
+  if (!fenced || releases.some((op) => op.invoke < fenced.invoke)) return undefined
   return fenced
 }
 
