@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { connect, createServer } from 'node:net'
 
 export function freePort(): Promise<number> {
@@ -34,10 +35,45 @@ async function waitForPort(port: number, child: ChildProcess, name: string, stde
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
-function groupAlive(pgid: number): boolean {
+/**
+ * `pid` and every process below it, read from /proc (Linux). A process group is not enough: each
+ * PostgreSQL backend calls setsid() and leads its own.
+ */
+function processTree(pid: number): number[] {
+  const children = new Map<number, number[]>()
+  let entries: string[] = []
   try {
-    process.kill(-pgid, 0)
-    return true
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
+  } catch {
+    return [pid] // no /proc: the group kill has to do
+  }
+  for (const entry of entries) {
+    try {
+      // The command name, in parentheses, may hold spaces: the fields after it are fixed.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1])
+      const list = children.get(ppid) ?? []
+      list.push(Number(entry))
+      children.set(ppid, list)
+    } catch {
+      // exited while we looked
+    }
+  }
+  const tree: number[] = []
+  const queue = [pid]
+  while (queue.length > 0) {
+    const next = queue.shift()!
+    tree.push(next)
+    queue.push(...(children.get(next) ?? []))
+  }
+  return tree
+}
+
+/** Whether `pid` still runs (a zombie, dead but not reaped, does not count). */
+function running(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z'
   } catch {
     return false
   }
@@ -52,16 +88,16 @@ export interface ChildServerOptions {
 /** A server child the suite can crash and start again. */
 export interface ChildServer {
   readonly port: number
-  /** SIGKILL of the whole process group (a crash), then a start over the same data on the same port. */
+  /** SIGKILL of the server and every process below it (a crash), then a start over the same data on the same port. */
   restart(): Promise<void>
   stop(): Promise<void>
 }
 
 /**
  * A server the suite runs as a child process over a data directory that survives restarts, so a
- * restart is a crash (SIGKILL) and a start over the same data on the same port. The child leads its
- * own process group, so the crash takes every process the server forked (PostgreSQL's backends and
- * background workers) with it.
+ * restart is a crash (SIGKILL) and a start over the same data on the same port. The crash takes every
+ * process the server forked (PostgreSQL's backends and background workers) with it, and the start
+ * waits until they are gone.
  */
 export async function childServer(
   name: string,
@@ -72,13 +108,13 @@ export async function childServer(
   const port = await freePort()
   let child: ChildProcess | undefined
   let stderr = ''
-  const start = async (attempts = 5): Promise<void> => {
+  const start = async (attempts = 20): Promise<void> => {
     try {
       await startOnce()
     } catch (error) {
       // A crash can leave a moment of cleanup (shared memory, a lock file) the next start trips on.
       if (attempts <= 1 || child?.exitCode === null) throw error
-      await sleep(200)
+      await sleep(250)
       await start(attempts - 1)
     }
   }
@@ -96,26 +132,31 @@ export async function childServer(
     child = proc
     await waitForPort(port, proc, name, () => stderr)
   }
-  const killGroup = (proc: ChildProcess) => {
-    try {
-      process.kill(-proc.pid!, 'SIGKILL')
-    } catch {
-      // already gone
+  /** SIGKILLs the server's group and every process below it; returns the pids it killed. */
+  const killAll = (proc: ChildProcess): number[] => {
+    const tree = processTree(proc.pid!)
+    for (const target of [-proc.pid!, ...tree]) {
+      try {
+        process.kill(target, 'SIGKILL')
+      } catch {
+        // already gone
+      }
     }
+    return tree
   }
   const kill = async () => {
     const proc = child
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
     const exited = new Promise((resolve) => proc.once('exit', resolve))
-    killGroup(proc)
+    const killed = killAll(proc)
     await exited
-    // The leader's exit does not mean its group is gone: PostgreSQL refuses to start while a killed
-    // backend still holds the old shared memory. (A zombie would keep answering; 3 s bounds the wait.)
-    const deadline = Date.now() + 3_000
-    while (groupAlive(proc.pid!) && Date.now() < deadline) await sleep(20)
+    // The leader's exit does not mean the rest is gone: PostgreSQL refuses to start while a killed
+    // backend still holds the old shared memory.
+    const deadline = Date.now() + 10_000
+    while (killed.some(running) && Date.now() < deadline) await sleep(20)
   }
   const onExit = () => {
-    if (child) killGroup(child)
+    if (child) killAll(child)
   }
   process.once('exit', onExit)
   await start()
