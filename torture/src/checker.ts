@@ -238,7 +238,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
     // 8. cleanHandoff is whether the previous lease ended by release.
     if (r.clean !== null) {
-      const previous = ops.filter((e) => e.op === 'release' && e.token === t - 1n)
+      const previous = (opsByToken.get(t - 1n) ?? []).filter((e) => e.op === 'release')
       if (t === 1n && !r.clean)
         add('clean-handoff', 'token 1 (no previous lease) read cleanHandoff false', [r])
       if (t > 1n && r.clean && !previous.some(mayHaveHappened)) {

@@ -57,19 +57,26 @@ export function checkRunner(
     landed: 0,
     refusedByFence: 0,
   }
-  const byWork = new Map<string, Op[]>()
+  const byWork = new Map<string, WorkIndex>()
   for (const op of ops) {
-    const list = byWork.get(op.workId) ?? []
+    let index = byWork.get(op.workId)
+    if (!index) {
+      index = { byToken: new Map(), successorAfter: () => undefined }
+      byWork.set(op.workId, index)
+    }
+    if (op.token === null) continue
+    const list = index.byToken.get(op.token) ?? []
     list.push(op)
-    byWork.set(op.workId, list)
+    index.byToken.set(op.token, list)
   }
+  for (const index of byWork.values()) index.successorAfter = successors(index.byToken)
 
   for (const line of lines) {
     if (line.e === 'r') {
       summary.runs[line.outcome] = (summary.runs[line.outcome] ?? 0) + 1
       summary.landed += line.landed
       summary.refusedByFence += line.refused ?? 0
-      const fenced = fencedRelease(line, byWork.get(line.w) ?? [])
+      const fenced = fencedRelease(line, byWork.get(line.w))
       if (fenced) {
         violations.push({
           check: 'run-ok-but-fenced',
@@ -83,23 +90,49 @@ export function checkRunner(
     summary.beliefs++
     if (!line.held) continue
     summary.heldBeliefs++
-    const violation = wrongBelief(line, byWork.get(line.w) ?? [], options.clientClock, tolerance)
+    const violation = wrongBelief(line, byWork.get(line.w), options.clientClock, tolerance)
     if (violation === 'beyond-margin') summary.wrongBeliefsBeyondMargin++
     else if (violation) violations.push(violation)
   }
   return { violations, summary }
 }
 
-function fencedRelease(run: RunEnd, ops: readonly Op[]): Op | undefined {
-  if (run.outcome !== 'ok' || run.tok === undefined) return undefined
+/** One workId's ops by token, and the first-acknowledged acquire of a token at least a given one. */
+interface WorkIndex {
+  byToken: Map<bigint, Op[]>
+  successorAfter: (token: bigint) => Op | undefined
+}
+
+const isAcquireOk = (op: Op) => op.op === 'acquire' && op.outcome === 'ok'
+
+/** Suffix minima over tokens: for each token t, the earliest-completing ok acquire of a token >= t. */
+function successors(byToken: Map<bigint, Op[]>): (token: bigint) => Op | undefined {
+  const tokens = [...byToken.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+  const from: (Op | undefined)[] = new Array(tokens.length)
+  let earliest: Op | undefined
+  for (let k = tokens.length - 1; k >= 0; k--) {
+    for (const op of byToken.get(tokens[k]!)!) {
+      if (isAcquireOk(op) && (!earliest || op.complete < earliest.complete)) earliest = op
+    }
+    from[k] = earliest
+  }
+  return (token) => {
+    let lo = 0
+    let hi = tokens.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (tokens[mid]! < token) lo = mid + 1
+      else hi = mid
+    }
+    return from[lo]
+  }
+}
+
+function fencedRelease(run: RunEnd, index: WorkIndex | undefined): Op | undefined {
+  if (run.outcome !== 'ok' || run.tok === undefined || !index) return undefined
   const token = BigInt(run.tok)
-  const releases = ops.filter(
-    (op) =>
-      op.op === 'release' &&
-      op.holder === run.h &&
-      op.token === token &&
-      op.invoke >= run.t0 &&
-      op.invoke <= run.t1,
+  const releases = (index.byToken.get(token) ?? []).filter(
+    (op) => op.op === 'release' && op.holder === run.h && op.invoke >= run.t0 && op.invoke <= run.t1,
   )
   const fenced = releases.find((op) => op.outcome === 'fail' && op.code === 'FENCED')
   // The Leaser retries a release only after an attempt whose outcome it did not learn (a store error, or
@@ -112,25 +145,19 @@ function fencedRelease(run: RunEnd, ops: readonly Op[]): Op | undefined {
 
 function wrongBelief(
   belief: Belief,
-  ops: readonly Op[],
+  index: WorkIndex | undefined,
   clientClock: boolean,
   tolerance: number,
 ): Violation | 'beyond-margin' | undefined {
+  if (!index) return undefined
   const token = BigInt(belief.tok)
-  const successor = ops.find(
-    (op) =>
-      op.op === 'acquire' &&
-      op.outcome === 'ok' &&
-      op.token !== null &&
-      op.token > token &&
-      op.complete + tolerance < belief.t,
-  )
-  if (!successor) return undefined
+  const successor = index.successorAfter(token + 1n)
+  if (!successor || !(successor.complete + tolerance < belief.t)) return undefined
   // The holder's last extension the Leaser can have counted: its deadline is no later than this
   // one's start + ttl - margin, and the store's expiry is no earlier than its start + ttl.
   let last: Op | undefined
-  for (const op of ops) {
-    if (op.holder !== belief.h || op.token !== token || !extends_(op) || op.complete > belief.t) continue
+  for (const op of index.byToken.get(token) ?? []) {
+    if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
     if (!last || op.invoke > last.invoke) last = op
   }
   if (clientClock && last) {
