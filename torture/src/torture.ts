@@ -1,5 +1,5 @@
 import { type ChildProcess, fork } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -360,6 +360,23 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     const unfenced = counterStore.totals('unfenced')
     const runnerCounterTotals = counterStore.totals('runner')
     counterStore.close()
+    // What only the coordinator knows, next to the histories, before the (long) check: a kept run can
+    // then be re-checked with `--check` and still report its faults and counters.
+    writeFileSync(
+      join(dir, 'run.json'),
+      `${JSON.stringify(
+        {
+          backend: options.backend,
+          seed: options.seed,
+          durationMs: options.durationMs,
+          elapsedMs,
+          faults,
+          counter: { fenced, unfenced, runner: runnerCounterTotals },
+        },
+        null,
+        2,
+      )}\n`,
+    )
     const ops = loadHistory(historyDir)
     const runnerChecked = checkRunner(loadRunnerLog(historyDir), ops, {
       clientClock: server.clock === 'client',
@@ -428,11 +445,17 @@ export function recheck(
   backend: BackendName,
 ): { violations: Violation[]; summary: string } {
   const ops = loadHistory(historyDir)
+  const meta = join(historyDir, '..', 'run.json')
+  const run = existsSync(meta)
+    ? readFileSync(meta, 'utf8').trim()
+    : '(no run.json: faults and counters unknown)'
   const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock: clockOf(backend) === 'client' })
   const violations = [...checkHistory(ops), ...runner.violations]
   const byCheck: Record<string, number> = {}
   for (const v of violations) byCheck[v.check] = (byCheck[v.check] ?? 0) + 1
   const summary = [
+    run,
+    `runner: ${JSON.stringify(runner.summary)}`,
     `${historyDir}: ${ops.length} operations, ${violations.length} violations${
       violations.length
         ? ` (${Object.entries(byCheck)
