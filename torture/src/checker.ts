@@ -17,7 +17,6 @@ export type CheckName =
   | 'held-when-free'
   // The runner workload's (runner-checks.ts):
   | 'held-after-takeover'
-  | 'run-ok-but-fenced'
 
 export interface Violation {
   readonly check: CheckName

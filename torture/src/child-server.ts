@@ -113,7 +113,8 @@ export async function childServer(
       await startOnce()
     } catch (error) {
       // A crash can leave a moment of cleanup (shared memory, a lock file) the next start trips on.
-      if (attempts <= 1 || child?.exitCode === null) throw error
+      // Retried only when the server exited (by itself or by a signal): a timeout is a real failure.
+      if (attempts <= 1 || (child?.exitCode === null && child?.signalCode === null)) throw error
       await sleep(250)
       await start(attempts - 1)
     }
@@ -132,16 +133,31 @@ export async function childServer(
     child = proc
     await waitForPort(port, proc, name, () => stderr)
   }
-  /** SIGKILLs the server's group and every process below it; returns the pids it killed. */
-  const killAll = (proc: ChildProcess): number[] => {
-    const tree = processTree(proc.pid!)
-    for (const target of [-proc.pid!, ...tree]) {
+  const signal = (targets: number[], name: NodeJS.Signals) => {
+    for (const target of targets) {
       try {
-        process.kill(target, 'SIGKILL')
+        process.kill(target, name)
       } catch {
         // already gone
       }
     }
+  }
+  /**
+   * SIGKILLs the server's group and every process below it; returns the pids it killed. Stopped
+   * first, so that nothing forks a new child (which would lead its own group) between the scan and
+   * the kill.
+   */
+  const killAll = (proc: ChildProcess): number[] => {
+    const pid = proc.pid!
+    signal([-pid, pid], 'SIGSTOP')
+    let tree = processTree(pid)
+    for (let round = 0; round < 3; round++) {
+      signal(tree, 'SIGSTOP')
+      const again = processTree(pid)
+      if (again.length === tree.length) break
+      tree = again
+    }
+    signal([-pid, ...tree], 'SIGKILL')
     return tree
   }
   const kill = async () => {

@@ -77,30 +77,20 @@ describe('runner checks', () => {
     ])
   })
 
-  test('a run that returned normally although its release was FENCED is caught', () => {
+  test('client clock: an unacknowledged renew sent on a clock jumped back excuses a takeover', () => {
+    // A's renew at 80 went out with A's clock 500 ms behind and its reply was lost: the store's expiry
+    // may be 500 ms earlier than the Leaser assumes. That is skew beyond the margin, not a broken deadline.
     const ops = [
       ...history(),
-      op('release', { holder: 'A', token: 1, invoke: 170, complete: 171, outcome: 'fail', code: 'FENCED' }),
+      op('renew', { holder: 'A', token: 1, invoke: 80, outcome: 'info', offsetAtInvoke: -500 }),
     ]
-    expect(checks([run('ok', 0, 172)], ops)).toEqual(['run-ok-but-fenced'])
-    expect(checks([run('lost', 0, 172)], ops)).toEqual([])
-  })
-
-  test('FENCED on a retried release may be the first attempt landing: not caught', () => {
-    const ops = [
-      ...history(),
-      op('release', { holder: 'A', token: 1, invoke: 165, outcome: 'info', code: 'TimeoutError' }),
-      op('release', { holder: 'A', token: 1, invoke: 170, complete: 171, outcome: 'fail', code: 'FENCED' }),
-    ]
-    expect(checks([run('ok', 0, 172)], ops)).toEqual([])
-    // The same when the first attempt's reply came, but only after the Leaser's call timeout had
-    // given up on it and retried.
-    const late = [
-      ...history(),
-      op('release', { holder: 'A', token: 1, invoke: 165, complete: 180 }),
-      op('release', { holder: 'A', token: 1, invoke: 170, complete: 171, outcome: 'fail', code: 'FENCED' }),
-    ]
-    expect(checks([run('ok', 0, 181)], late)).toEqual([])
+    const { violations, summary } = checkRunner([belief(200, true, { margin: 100 })], ops, {
+      clientClock: true,
+    })
+    expect(violations).toEqual([])
+    expect(summary.wrongBeliefsBeyondMargin).toBe(1)
+    // On a server-clock backend offsets mean nothing: still a violation.
+    expect(checks([belief(200)], ops)).toEqual(['held-after-takeover'])
   })
 
   test('counts runs, beliefs and fence refusals', () => {
