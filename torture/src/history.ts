@@ -1,5 +1,8 @@
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
+import { isWorkleaseError } from '@worklease/spec'
+
+const REFUSALS: ReadonlySet<string> = new Set(['LEASE_HELD', 'FENCED', 'LEASE_EXPIRED'])
 
 /** The five backend operations, as the history names them. */
 export type OpName = 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
@@ -116,6 +119,19 @@ export class HistoryWriter {
     if (extra.read !== undefined) line.r = extra.read
     if (extra.clean !== undefined) line.clean = extra.clean
     writeSync(this.#fd, `${JSON.stringify(line)}\n`)
+  }
+
+  /**
+   * Completes a call that threw: `fail` for the contract's refusals, which changed nothing, and
+   * `info` for anything else (a store error, a timeout, an abandoned call), which may have landed.
+   */
+  threw(id: string, error: unknown, offset: number): void {
+    if (isWorkleaseError(error) && REFUSALS.has(error.code))
+      this.complete(id, 'fail', offset, { code: error.code })
+    else {
+      const code = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
+      this.complete(id, 'info', offset, { code })
+    }
   }
 
   close(): void {

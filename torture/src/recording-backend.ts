@@ -1,15 +1,7 @@
-import {
-  type Backend,
-  type BackendCapabilities,
-  type CallOptions,
-  type CheckpointRead,
-  isWorkleaseError,
-  type LeaseRecord,
-} from '@worklease/spec'
+import type { Backend, BackendCapabilities, CallOptions, CheckpointRead, LeaseRecord } from '@worklease/spec'
 import type { HistoryWriter, OpName } from './history.js'
 
 const decoder = new TextDecoder()
-const REFUSALS = new Set(['LEASE_HELD', 'FENCED', 'LEASE_EXPIRED'])
 
 /**
  * A backend that records every call it forwards, in the same history the register workers write, so
@@ -73,15 +65,7 @@ export class RecordingBackend implements Backend {
       this.#history.complete(id, 'ok', this.#offset(), describe(value))
       return value
     } catch (error) {
-      // Only the contract's refusals changed nothing; anything else (the Leaser abandoning the call
-      // with its LEASE_LOST reason, a network error) may still have landed.
-      if (isWorkleaseError(error) && REFUSALS.has(error.code)) {
-        this.#history.complete(id, 'fail', this.#offset(), { code: error.code })
-      } else {
-        this.#history.complete(id, 'info', this.#offset(), {
-          code: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
-        })
-      }
+      this.#history.threw(id, error, this.#offset())
       throw error
     }
   }

@@ -35,7 +35,6 @@ export interface TargetInfo {
 export interface ServerHandle {
   /** Where the real server listens (the proxy forwards there), or 0 when there is no server. */
   readonly port: number
-  readonly clock: 'server' | 'client'
   /** Why this server cannot be restarted by the suite, when it cannot. */
   readonly noRestart?: string
   /** The server's own note when it does not make cross-connection writes atomic. */
@@ -62,7 +61,6 @@ export async function startServer(
       return {
         server: {
           port,
-          clock: 'client',
           noRestart: 'the store lives in memory: a restart loses it by design',
           stop: () => memory.close(),
         },
@@ -80,7 +78,6 @@ export async function startServer(
       return {
         server: {
           port: 0,
-          clock: 'server',
           noRestart: 'no server: every worker opens the file',
           stop: async () => {},
         },
@@ -100,7 +97,7 @@ export async function startServer(
         const { createLeaseTable } = await import('@worklease/kysely')
         await createLeaseTable(db, { table })
         await db.destroy()
-        return { server: { ...own, clock: 'server' }, info: { backend, table, url: own.url } }
+        return { server: own, info: { backend, table, url: own.url } }
       }
       const shared = backend === 'postgres' ? POSTGRES_URL : MYSQL_URL
       const port = Number(new URL(shared).port)
@@ -111,7 +108,6 @@ export async function startServer(
       return {
         server: {
           port,
-          clock: 'server',
           noRestart:
             given === undefined
               ? `no ${backend} server binaries here, so the run uses the shared server and an outage is a long proxy black-hole instead`
@@ -141,7 +137,7 @@ export async function startServer(
       await createLeaseCollection(client.db('torture') as never, table)
       await client.close()
       return {
-        server: { ...child, clock: 'client', notAtomic: FERRETDB_NOTE },
+        server: { ...child, notAtomic: FERRETDB_NOTE },
         info: { backend, table },
       }
     }
@@ -162,7 +158,7 @@ export async function startServer(
       const { createLeaseTable } = await import('@worklease/dynamodb')
       await createLeaseTable(client, { tableName: table })
       client.destroy()
-      return { server: { ...child, clock: 'client' }, info: { backend, table } }
+      return { server: child, info: { backend, table } }
     }
   }
 }

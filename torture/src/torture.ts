@@ -118,6 +118,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   }
 
   const { server, info: partialInfo } = await startServer(options.backend, dir, options.bug)
+  const clientClock = clockOf(options.backend) === 'client'
   let proxy: FaultProxy | undefined
   if (server.port > 0) {
     proxy = new FaultProxy(server.port)
@@ -139,13 +140,12 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const runnerWorkIds = Array.from({ length: options.runnerWorkIds ?? 3 }, (_, i) => `job-${i}`)
   // On a client-clock backend the margin must cover the injected offsets (up to 800 ms apart); the
   // 1 to 3 s jumps go beyond it on purpose, and the checker counts what they cause apart.
-  const runnerLeases: RunnerLeaseConfig[] =
-    server.clock === 'client'
-      ? [{ ttlMs: 2_000, safetyMarginMs: 900 }]
-      : [
-          { ttlMs: 400, safetyMarginMs: 40 },
-          { ttlMs: 2_000, safetyMarginMs: 200 },
-        ]
+  const runnerLeases: RunnerLeaseConfig[] = clientClock
+    ? [{ ttlMs: 2_000, safetyMarginMs: 900 }]
+    : [
+        { ttlMs: 400, safetyMarginMs: 40 },
+        { ttlMs: 2_000, safetyMarginMs: 200 },
+      ]
   const counterFile = join(dir, 'counter.db')
   CounterStore.create(
     counterFile,
@@ -293,7 +293,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         await sleep(proxy ? random.int(200, 900) : random.int(100, 400))
         if (!running()) break
         const slot = random.pick(slots)
-        const kinds = ['pause', 'kill', ...(server.clock === 'client' ? ['clock-skew', 'clock-jump'] : [])]
+        const kinds = ['pause', 'kill', ...(clientClock ? ['clock-skew', 'clock-jump'] : [])]
         const kind = random.pick(kinds)
         if (kind === 'pause' && !slot.paused) {
           count('SIGSTOP/SIGCONT worker')
@@ -377,13 +377,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         2,
       )}\n`,
     )
-    const ops = loadHistory(historyDir)
-    const runnerChecked = checkRunner(loadRunnerLog(historyDir), ops, {
-      clientClock: server.clock === 'client',
-    })
-    const violations = [...checkHistory(ops), ...runnerChecked.violations]
-    const violationsByCheck: Partial<Record<CheckName, number>> = {}
-    for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
+    const { ops, violations, violationsByCheck, runner: runnerChecked } = checkRun(historyDir, clientClock)
     const byOutcome = { ok: 0, fail: 0, info: 0 }
     const byOperation: Record<string, number> = {}
     for (const op of ops) {
@@ -409,7 +403,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         fenced: { ...fenced, expected, finished: fenced.acknowledged >= expected },
         unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
       },
-      runner: { ...runnerChecked.summary, counter: runnerCounterTotals, leases: runnerLeases },
+      runner: { ...runnerChecked, counter: runnerCounterTotals, leases: runnerLeases },
       slices: violations
         .slice(0, 5)
         .map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
@@ -436,6 +430,16 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   }
 }
 
+/** Every check, on the history files of one run: the register and counter ops, then the runners'. */
+function checkRun(historyDir: string, clientClock: boolean) {
+  const ops = loadHistory(historyDir)
+  const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock })
+  const violations = [...checkHistory(ops), ...runner.violations]
+  const violationsByCheck: Partial<Record<CheckName, number>> = {}
+  for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
+  return { ops, violations, violationsByCheck, runner: runner.summary }
+}
+
 /**
  * Checks the history files a run kept (`history` under the directory it printed) again, with this
  * version of the checker: for a run whose violations turn out to be the checker's.
@@ -444,21 +448,17 @@ export function recheck(
   historyDir: string,
   backend: BackendName,
 ): { violations: Violation[]; summary: string } {
-  const ops = loadHistory(historyDir)
   const meta = join(historyDir, '..', 'run.json')
   const run = existsSync(meta)
     ? readFileSync(meta, 'utf8').trim()
     : '(no run.json: faults and counters unknown)'
-  const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock: clockOf(backend) === 'client' })
-  const violations = [...checkHistory(ops), ...runner.violations]
-  const byCheck: Record<string, number> = {}
-  for (const v of violations) byCheck[v.check] = (byCheck[v.check] ?? 0) + 1
+  const { ops, violations, violationsByCheck, runner } = checkRun(historyDir, clockOf(backend) === 'client')
   const summary = [
     run,
-    `runner: ${JSON.stringify(runner.summary)}`,
+    `runner: ${JSON.stringify(runner)}`,
     `${historyDir}: ${ops.length} operations, ${violations.length} violations${
       violations.length
-        ? ` (${Object.entries(byCheck)
+        ? ` (${Object.entries(violationsByCheck)
             .map(([k, v]) => `${k} ${v}`)
             .join(', ')})`
         : ''

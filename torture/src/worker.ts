@@ -102,11 +102,9 @@ async function call<T>(
     history.complete(id, 'ok', offset, describe(value))
     return { outcome: 'ok', value }
   } catch (error) {
-    if (isWorkleaseError(error) && error.code !== 'INVALID_ARGUMENT') {
-      history.complete(id, 'fail', offset, { code: error.code })
+    history.threw(id, error, offset)
+    if (isWorkleaseError(error) && error.code !== 'INVALID_ARGUMENT')
       return { outcome: 'fail', code: error.code }
-    }
-    history.complete(id, 'info', offset, { code: error instanceof Error ? error.message : String(error) })
     return { outcome: 'info' }
   }
 }
