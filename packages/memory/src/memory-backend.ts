@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   type Clock,
   createLeaseRecord,
@@ -11,6 +12,7 @@ import {
   type LeaseRecord,
   MAX_FENCING_TOKEN,
   systemClock,
+  TokensExhaustedError,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -71,6 +73,7 @@ export class MemoryBackend implements Backend {
       clock: 'client',
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
   }
 
@@ -80,63 +83,72 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
     this.store.operations++
     const now = this.#clock.now()
-    const previous = this.store.leases.get(workId)
-    if (previous && !previous.released && previous.expiresAtMs > now) throw new LeaseHeldError()
-    if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) {
-      // What a SQL store does on bigint overflow: fail the write rather than hand out a token no
-      // record can carry.
-      throw new RangeError(`the fencing tokens of ${JSON.stringify(workId)} are exhausted`)
+    const previous = this.store.leases.get(args.workId)
+    if (previous && !previous.released && previous.expiresAtMs > now) {
+      throw new LeaseHeldError(undefined, {
+        holder: {
+          holderId: previous.holderId,
+          fencingToken: previous.fencingToken,
+          expiresAt: new Date(previous.expiresAtMs),
+          expiresInMs: previous.expiresAtMs - now,
+        },
+      })
     }
+    if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) throw new TokensExhaustedError()
     const next: StoredLease = {
       fencingToken: (previous?.fencingToken ?? 0n) + 1n,
-      holderId,
-      expiresAtMs: now + ttlMs,
+      holderId: args.holderId,
+      expiresAtMs: now + args.ttlMs,
       released: false,
       cleanHandoff: previous ? previous.released : true,
       state: previous?.state ?? null,
+      checkpointSequence: 0,
     }
-    this.store.leases.set(workId, next)
-    return createLeaseRecord(workId, holderId, next.fencingToken, next.expiresAtMs)
+    this.store.leases.set(args.workId, next)
+    return createLeaseRecord(args.workId, args.holderId, next.fencingToken, next.expiresAtMs)
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     this.store.operations++
-    const lease = this.#valid(record)
-    // new Uint8Array copies; slice() would not on a Node.js Buffer (it returns a view of the caller's bytes).
-    lease.state = new Uint8Array(state)
-    lease.expiresAtMs = this.#clock.now() + ttlMs
+    const lease = this.#valid(args.record)
+    if (args.sequence > lease.checkpointSequence) {
+      // validateCheckpointArgs already copied the bytes: the caller cannot change them now.
+      lease.state = args.state
+      lease.checkpointSequence = args.sequence
+    }
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, this.#clock.now() + args.ttlMs)
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
+    const args = validateRenewArgs(record, ttlMs, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     const now = this.#clock.now()
     if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
-    lease.expiresAtMs = now + ttlMs
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     lease.released = true
     lease.expiresAtMs = Math.min(lease.expiresAtMs, this.#clock.now() - 1)
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     return { state: lease.state ? new Uint8Array(lease.state) : null, cleanHandoff: lease.cleanHandoff }
   }
 

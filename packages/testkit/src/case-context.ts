@@ -77,6 +77,11 @@ export class CaseContext {
     return `${this.#prefix}${label}-${this.#ids}`
   }
 
+  /** The harness's `seedToken` (cases that call it declare `needsSeed` first). */
+  async seedToken(workId: string, token: bigint): Promise<void> {
+    await this.harness.seedToken!(workId, token)
+  }
+
   roundTrips(): number | undefined {
     return this.harness.roundTrips?.()
   }

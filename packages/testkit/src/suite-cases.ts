@@ -79,6 +79,7 @@ export function bindCase(group: GroupName, definition: CaseDefinition, factory: 
         const context = await CaseContext.create(harness)
         const reason = definition.unsupported?.(context.capabilities, {
           countsRoundTrips: typeof harness.roundTrips === 'function',
+          seedsTokens: typeof harness.seedToken === 'function',
         })
         if (reason !== undefined) return { status: 'skipped', reason }
         await definition.run(context)
