@@ -24,7 +24,12 @@ describe('MemoryBackend', () => {
 
   test('maxStateBytes is declared and enforced', async () => {
     const backend = new MemoryBackend({ maxStateBytes: 4 })
-    expect(backend.capabilities).toEqual({ clock: 'client', maxStateBytes: 4, crossConnectionAtomic: true, reportsHolder: true })
+    expect(backend.capabilities).toEqual({
+      clock: 'client',
+      maxStateBytes: 4,
+      crossConnectionAtomic: true,
+      reportsHolder: true,
+    })
     const record = await backend.acquire('w', 'a', 1_000)
     await expect(backend.checkpoint(record, new Uint8Array(5), 1_000)).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
