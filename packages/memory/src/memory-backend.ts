@@ -5,16 +5,23 @@ import {
   type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   MAX_FENCING_TOKEN,
   systemClock,
   TokensExhaustedError,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
@@ -51,6 +58,8 @@ export interface MemoryBackendOptions {
 }
 
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+// No valid holderId is empty, so no record ever matches a revoked lease again.
+const REVOKED_HOLDER = ''
 
 /**
  * The reference backend: every rule of the contract in plain code, in process memory. Use it in your
@@ -74,6 +83,8 @@ export class MemoryBackend implements Backend {
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: true,
+      revoke: true,
     })
   }
 
@@ -135,6 +146,43 @@ export class MemoryBackend implements Backend {
     const now = this.#clock.now()
     if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
     lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
+  }
+
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const { prefix, cursor, limit } = validateListArgs(options)
+    this.store.operations++
+    const now = this.#clock.now()
+    const workIds = [...this.store.leases.keys()]
+      .filter(
+        (workId) => workId.startsWith(prefix) && (cursor === undefined || compareWorkIds(workId, cursor) > 0),
+      )
+      .sort(compareWorkIds)
+    const page = workIds.slice(0, limit)
+    const leases = page.map((workId): LeaseListing => {
+      const lease = this.store.leases.get(workId)!
+      return Object.freeze({
+        workId,
+        holderId: lease.holderId,
+        fencingToken: lease.fencingToken,
+        expiresAt: new Date(lease.expiresAtMs),
+        released: lease.released,
+        free: lease.released || lease.expiresAtMs <= now,
+        checkpointBytes: lease.state?.byteLength ?? null,
+      })
+    })
+    return { leases, now: new Date(now), ...(workIds.length > limit ? { cursor: page.at(-1)! } : {}) }
+  }
+
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    validateCallOptions(options)
+    this.store.operations++
+    const lease = this.store.leases.get(workId)
+    const now = this.#clock.now()
+    if (!lease || lease.released || lease.expiresAtMs <= now) return false
+    lease.holderId = REVOKED_HOLDER
+    lease.expiresAtMs = now - 1
+    return true
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {

@@ -29,6 +29,8 @@ describe('MemoryBackend', () => {
       maxStateBytes: 4,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: true,
+      revoke: true,
     })
     const record = await backend.acquire('w', 'a', 1_000)
     await expect(backend.checkpoint(record, new Uint8Array(5), 1_000)).rejects.toMatchObject({

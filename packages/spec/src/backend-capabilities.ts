@@ -36,4 +36,8 @@ export interface BackendCapabilities {
    * recognises a lease its own lost-reply acquire took. Default: false.
    */
   readonly reportsHolder?: boolean
+  /** Whether `backend.list` exists. Default: false. */
+  readonly list?: boolean
+  /** Whether `backend.revoke` exists. Default: false. */
+  readonly revoke?: boolean
 }

@@ -1,5 +1,6 @@
 import type { BackendCapabilities } from './backend-capabilities.js'
 import type { CallOptions, CheckpointOptions } from './call-options.js'
+import type { LeasePage, ListOptions } from './lease-listing.js'
 import type { LeaseRecord } from './lease-record.js'
 
 /** What {@link Backend.readCheckpoint} returns. */
@@ -93,4 +94,31 @@ export interface Backend {
    * @throws `FencedError` if the record is not valid (an expired one that nobody took is fine).
    */
   readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead>
+
+  /**
+   * Optional (`capabilities.list`): one page of the stored leases, by workId prefix, for operators and
+   * for pools that discover their members. Reading only: it never changes a lease. One query per page,
+   * over an index on the workId where the store has one. Leases that change between pages are seen as
+   * they are when their page is read; none is skipped or repeated because of it.
+   *
+   * ```ts
+   * const { leases, now } = await backend.list({ prefix: 'invoice-' })
+   * for (const lease of leases) if (!lease.free) console.log(lease.workId, 'held by', lease.holderId)
+   * ```
+   */
+  list?(options?: ListOptions): Promise<LeasePage>
+
+  /**
+   * Optional (`capabilities.revoke`): ends a wedged holder's lease from outside. Afterwards the old
+   * holder's record is `FENCED` on every operation, and the next acquire gets the next token with
+   * `cleanHandoff: false` (the holder did not finish cleanly); the checkpointed state is kept. A lease
+   * that is already free is left as it is. `list` shows a revoked lease expired, not released, with
+   * holderId `''` (no holder can have that id, so no record matches it again).
+   * @returns whether a live lease was ended.
+   *
+   * ```ts
+   * if (await backend.revoke('invoice-42')) console.log('revoked; the next holder reconciles')
+   * ```
+   */
+  revoke?(workId: string, options?: CallOptions): Promise<boolean>
 }

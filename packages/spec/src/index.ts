@@ -20,14 +20,19 @@ export {
   WorkleaseError,
 } from './errors.js'
 export type { LeaseHolder } from './lease-holder.js'
+export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'
 export type { LeaseRecord } from './lease-record.js'
 export { raceAbort } from './race-abort.js'
 export {
   type AcquireArgs,
   type CheckpointArgs,
+  compareWorkIds,
   createLeaseRecord,
+  DEFAULT_LIST_LIMIT,
+  type ListArgs,
   MAX_FENCING_TOKEN,
   MAX_ID_LENGTH,
+  MAX_LIST_LIMIT,
   MAX_TTL_MS,
   type RecordArgs,
   type RenewArgs,
@@ -38,6 +43,7 @@ export {
   validateCheckpointSequence,
   validateFencingToken,
   validateId,
+  validateListArgs,
   validateRecord,
   validateRecordArgs,
   validateRenewArgs,

@@ -24,7 +24,7 @@ function describe(value: unknown): string {
  * Checks a workId or holderId: a non-empty string of at most {@link MAX_ID_LENGTH} UTF-16 code units,
  * without U+0000 (many stores truncate at it) or lone surrogates (not representable in UTF-8).
  */
-export function validateId(name: 'workId' | 'holderId', value: unknown): asserts value is string {
+export function validateId(name: string, value: unknown): asserts value is string {
   if (typeof value !== 'string')
     throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`)
   if (value.length === 0) throw new InvalidArgumentError(`${name} must not be empty`)
@@ -252,4 +252,59 @@ export function createLeaseRecord(
     )
   }
   return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
+}
+
+/** Largest `ListOptions.limit`. */
+export const MAX_LIST_LIMIT = 1_000
+/** `ListOptions.limit` when none is given. */
+export const DEFAULT_LIST_LIMIT = 100
+
+/** What {@link validateListArgs} returns: the options, read once, with defaults. */
+export interface ListArgs extends ValidatedCallOptions {
+  readonly prefix: string
+  readonly cursor?: string
+  readonly limit: number
+}
+
+/** Everything `Backend.list` must check before its round trip. */
+export function validateListArgs(options: unknown): ListArgs {
+  if (options === undefined) return { prefix: '', limit: DEFAULT_LIST_LIMIT }
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
+  }
+  const {
+    prefix = '',
+    cursor,
+    limit = DEFAULT_LIST_LIMIT,
+  } = readOnce(options, ['prefix', 'cursor', 'limit'], 'options')
+  if (prefix !== '') validateId('options.prefix', prefix)
+  if (cursor !== undefined) validateId('options.cursor', cursor)
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new InvalidArgumentError(
+      `options.limit must be an integer in 1..${MAX_LIST_LIMIT}, got ${describe(limit)}`,
+    )
+  }
+  const { signal } = validateCallOptions(options)
+  return {
+    prefix: prefix as string,
+    limit,
+    ...(cursor === undefined ? {} : { cursor: cursor as string }),
+    ...(signal ? { signal } : {}),
+  }
+}
+
+/**
+ * Orders workIds by Unicode code point, the order of their UTF-8 bytes, which is how SQL binary
+ * columns and MongoDB sort them. JavaScript's `<` compares UTF-16 code units instead, which puts
+ * astral characters (emoji) before U+E000..U+FFFF.
+ */
+export function compareWorkIds(a: string, b: string): number {
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.codePointAt(i)!
+    const y = b.codePointAt(i)!
+    if (x !== y) return x < y ? -1 : 1
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
 }

@@ -19,6 +19,8 @@ export const GROUP_NAMES = [
   'isolation',
   'roundTrips',
   'model',
+  'list',
+  'revoke',
 ] as const
 
 export type GroupName = (typeof GROUP_NAMES)[number]

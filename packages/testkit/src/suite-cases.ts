@@ -6,11 +6,13 @@ import { checkpointCases } from './groups/checkpoint-cases.js'
 import { expiryCases } from './groups/expiry-cases.js'
 import { handoffCases } from './groups/handoff-cases.js'
 import { isolationCases } from './groups/isolation-cases.js'
+import { listCases } from './groups/list-cases.js'
 import { modelCases } from './groups/model-cases.js'
 import { raceCases } from './groups/race-cases.js'
 import { readCheckpointCases } from './groups/read-checkpoint-cases.js'
 import { releaseCases } from './groups/release-cases.js'
 import { renewCases } from './groups/renew-cases.js'
+import { revokeCases } from './groups/revoke-cases.js'
 import { roundTripCases } from './groups/round-trip-cases.js'
 import { skewCases } from './groups/skew-cases.js'
 import { stateCases } from './groups/state-cases.js'
@@ -42,6 +44,8 @@ export const groups: Readonly<Record<GroupName, readonly CaseDefinition[]>> = {
   isolation: isolationCases,
   roundTrips: roundTripCases,
   model: modelCases,
+  list: listCases,
+  revoke: revokeCases,
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000

@@ -10,6 +10,7 @@ import {
   isTokensExhaustedError,
   LeaseHeldError,
   type LeaseRecord,
+  type ListOptions,
   validateRenewArgs,
 } from '@worklease/spec'
 import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
@@ -241,6 +242,34 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  'list sorted by UTF-16 code units': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await this.inner.list!(options)
+      return { ...page, leases: [...page.leases].sort((a, b) => (a.workId < b.workId ? -1 : 1)) }
+    }
+  },
+  'list prefix matched as a LIKE pattern': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const prefix = options?.prefix ?? ''
+      const pattern = new RegExp(
+        `^${prefix
+          .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+          .replaceAll('%', '.*')
+          .replaceAll('_', '.')}`,
+        'u',
+      )
+      const page = await this.inner.list!({ ...options, prefix: '' })
+      return { ...page, leases: page.leases.filter((lease) => pattern.test(lease.workId)) }
+    }
+  },
+  'revoke that releases (a clean handoff)': class extends Flawed {
+    override async revoke(workId: string) {
+      const lease = this.lease(workId)
+      if (!lease || lease.released || lease.expiresAtMs <= this.clock.now()) return false
+      lease.released = true
+      return true
+    }
+  },
   'failed acquire reported as FENCED': class extends Flawed {
     override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
       try {
@@ -281,6 +310,9 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'token ceiling reported as LEASE_HELD': 'tokens',
   'record read again after validation': 'badInput',
   'holder reported with the wrong token': 'acquire',
+  'list sorted by UTF-16 code units': 'list',
+  'list prefix matched as a LIKE pattern': 'list',
+  'revoke that releases (a clean handoff)': 'revoke',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */
