@@ -1,0 +1,41 @@
+import { Command } from 'commander'
+import { colorsFor, type Io, writeLine } from '../io.js'
+import { toRow } from '../lease-row.js'
+import { positiveInteger } from '../parse-number.js'
+import { pages } from '../read-leases.js'
+import { renderTable } from '../render-table.js'
+import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
+
+interface ListOptions extends StoreOptions {
+  json?: boolean
+  limit?: number
+  pageSize: number
+}
+
+export function listCommand(io: Io): Command {
+  return addStoreOptions(new Command('list'))
+    .description('list leases, in workId order, page by page (memory stays bounded whatever the table holds)')
+    .argument('[prefix]', 'only workIds that start with this (literally: no wildcards)', '')
+    .option('--json', 'one JSON object per lease and line (see the README for the fields)')
+    .option('-n, --limit <count>', 'stop after this many leases', positiveInteger('--limit'))
+    .option('--page-size <count>', 'leases per query, 1..1000', positiveInteger('--page-size', 1_000), 500)
+    .action(async (prefix: string, options: ListOptions) => {
+      await withStore(options, io, async ({ backend }) => {
+        const colors = colorsFor(io.stdout, io.env)
+        let total = 0
+        for await (const page of pages(backend, {
+          prefix,
+          pageSize: options.pageSize,
+          max: options.limit ?? Number.POSITIVE_INFINITY,
+        })) {
+          const rows = page.leases.map((lease) => toRow(lease, page.now))
+          if (options.json) for (const row of rows) writeLine(io.stdout, JSON.stringify(row))
+          else if (rows.length > 0)
+            for (const line of renderTable(rows, colors, total === 0)) writeLine(io.stdout, line)
+          total += rows.length
+        }
+        if (!options.json && total === 0)
+          writeLine(io.stderr, `no leases${prefix ? ` under ${JSON.stringify(prefix)}` : ''}`)
+      })
+    })
+}

@@ -1,0 +1,43 @@
+import { Command } from 'commander'
+import { CliError } from '../cli-error.js'
+import { ExitCode } from '../exit-code.js'
+import { findLease } from '../find-lease.js'
+import { colorsFor, type Io, writeLine } from '../io.js'
+import { formatBytes, formatDuration, toRow } from '../lease-row.js'
+import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
+
+interface ShowOptions extends StoreOptions {
+  json?: boolean
+}
+
+export function showCommand(io: Io): Command {
+  return addStoreOptions(new Command('show'))
+    .description('show one lease; exits 3 if the store has none for that workId')
+    .argument('<workId>', 'the unit of work')
+    .option('--json', 'one JSON object (the fields of list --json)')
+    .action(async (workId: string, options: ShowOptions) => {
+      await withStore(options, io, async ({ backend, label }) => {
+        const { lease, now } = await findLease(backend, workId)
+        if (!lease)
+          throw new CliError(`no lease for ${JSON.stringify(workId)} in ${label}`, ExitCode.NOT_FOUND)
+        const row = toRow(lease, now)
+        if (options.json) {
+          writeLine(io.stdout, JSON.stringify(row))
+          return
+        }
+        const { bold } = colorsFor(io.stdout, io.env)
+        const fields: Array<[string, string]> = [
+          ['workId', row.workId],
+          ['status', row.status],
+          ['holder', row.holderId || '-'],
+          ['token', row.fencingToken],
+          ['expires at', `${row.expiresAt} (${formatDuration(row.expiresInMs)} from the store's now)`],
+          ['free', row.free ? 'yes: an acquire would succeed now' : 'no'],
+          ['checkpoint', formatBytes(row.checkpointBytes)],
+          ['store now', row.now],
+        ]
+        for (const [name, value] of fields)
+          writeLine(io.stdout, `${bold(name.padEnd(11))} ${JSON.stringify(value).slice(1, -1)}`)
+      })
+    })
+}

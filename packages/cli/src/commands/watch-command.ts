@@ -1,0 +1,100 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import { Command } from 'commander'
+import { colorsFor, type Io, writeLine } from '../io.js'
+import { type LeaseRow, toRow } from '../lease-row.js'
+import { positiveInteger } from '../parse-number.js'
+import { pages } from '../read-leases.js'
+import { renderTable } from '../render-table.js'
+import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
+
+interface WatchOptions extends StoreOptions {
+  json?: boolean
+  interval: number
+  count?: number
+  limit: number
+}
+
+const CLEAR_SCREEN = '\u001b[H\u001b[2J'
+
+/** What makes a row "changed" for the plain-line and JSON views: not the ticking expiry. */
+const identity = (row: LeaseRow) =>
+  `${row.status}\u0000${row.holderId}\u0000${row.fencingToken}\u0000${row.checkpointBytes}`
+
+export function watchCommand(io: Io): Command {
+  return addStoreOptions(new Command('watch'))
+    .description(
+      'watch leases: a live table on a terminal; elsewhere (or with --json) one line per lease that appears, changes or goes',
+    )
+    .argument('[prefix]', 'only workIds that start with this', '')
+    .option(
+      '--json',
+      'one JSON object per change: {"change":"added"|"changed"|"removed", ...the list --json fields}',
+    )
+    .option('-i, --interval <ms>', 'time between reads', positiveInteger('--interval'), 1_000)
+    .option(
+      '-c, --count <reads>',
+      'stop after this many reads (default: until Ctrl-C)',
+      positiveInteger('--count'),
+    )
+    .option('-n, --limit <count>', 'most leases read each time', positiveInteger('--limit'), 1_000)
+    .action(async (prefix: string, options: WatchOptions) => {
+      await withStore(options, io, async ({ backend, label }) => {
+        const colors = colorsFor(io.stdout, io.env)
+        const live = io.stdout.isTTY === true && !options.json
+        const stop = new AbortController()
+        const onInterrupt = () => stop.abort()
+        process.once('SIGINT', onInterrupt)
+        let previous = new Map<string, LeaseRow>()
+        try {
+          for (let read = 1; !stop.signal.aborted; read++) {
+            const rows: LeaseRow[] = []
+            let now = new Date()
+            for await (const page of pages(backend, { prefix, pageSize: 1_000, max: options.limit })) {
+              now = page.now
+              rows.push(...page.leases.map((lease) => toRow(lease, page.now)))
+            }
+            if (live) {
+              const held = rows.filter((row) => row.status === 'held').length
+              const room = Math.max(5, (io.stdout as { rows?: number }).rows ?? 40) - 3
+              const table = renderTable(rows.slice(0, room), colors)
+              io.stdout.write(CLEAR_SCREEN)
+              writeLine(
+                io.stdout,
+                colors.bold(
+                  `worklease watch  ${label}  ${now.toISOString()}  ${rows.length} leases, ${held} held`,
+                ),
+              )
+              for (const line of table) writeLine(io.stdout, line)
+              if (rows.length > room) writeLine(io.stdout, colors.dim(`... ${rows.length - room} more`))
+            } else {
+              const current = new Map(rows.map((row) => [row.workId, row]))
+              for (const row of rows) {
+                const before = previous.get(row.workId)
+                if (!before || identity(before) !== identity(row))
+                  report(io, options, before ? 'changed' : 'added', row)
+              }
+              for (const [workId, row] of previous)
+                if (!current.has(workId)) report(io, options, 'removed', row)
+              previous = current
+            }
+            if (read === options.count) break
+            await sleep(options.interval, undefined, { signal: stop.signal }).catch(() => undefined)
+          }
+        } finally {
+          process.off('SIGINT', onInterrupt)
+        }
+      })
+    })
+}
+
+function report(io: Io, options: WatchOptions, change: 'added' | 'changed' | 'removed', row: LeaseRow): void {
+  if (options.json) {
+    writeLine(io.stdout, JSON.stringify({ change, ...row }))
+    return
+  }
+  const holder = row.holderId ? ` holder=${JSON.stringify(row.holderId)}` : ''
+  writeLine(
+    io.stdout,
+    `${row.now} ${change} ${JSON.stringify(row.workId)} ${row.status}${holder} token=${row.fencingToken}`,
+  )
+}

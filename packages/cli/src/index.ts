@@ -1,0 +1,7 @@
+export { CliError } from './cli-error.js'
+export { ExitCode } from './exit-code.js'
+export type { Io } from './io.js'
+export { type LeaseRow, type LeaseStatus, statusOf, toRow } from './lease-row.js'
+export { type OpenBackend, openBackend } from './open-backend.js'
+export { createProgram, run } from './run.js'
+export { parseStoreUrl, type StoreTarget } from './store-url.js'

@@ -1,0 +1,14 @@
+import { InvalidArgumentError } from 'commander'
+
+/** A commander option parser for a whole number in 1..max, with a message that names the option. */
+export function positiveInteger(name: string, max = Number.MAX_SAFE_INTEGER): (value: string) => number {
+  return (value) => {
+    const number = Number(value)
+    if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1 || number > max) {
+      throw new InvalidArgumentError(
+        `${name} takes a whole number in 1..${max}, got ${JSON.stringify(value)}`,
+      )
+    }
+    return number
+  }
+}

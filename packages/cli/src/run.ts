@@ -1,0 +1,56 @@
+import { Command, CommanderError } from 'commander'
+import { CliError } from './cli-error.js'
+import { listCommand } from './commands/list-command.js'
+import { revokeCommand } from './commands/revoke-command.js'
+import { showCommand } from './commands/show-command.js'
+import { watchCommand } from './commands/watch-command.js'
+import { ExitCode } from './exit-code.js'
+import { type Io, writeLine } from './io.js'
+
+/** The program, with every command; `io` is where it reads and writes. */
+export function createProgram(io: Io): Command {
+  const program = new Command('worklease')
+    .description("Look at a worklease store's leases and end a wedged holder's lease.")
+    .configureOutput({
+      writeOut: (text) => io.stdout.write(text),
+      writeErr: (text) => io.stderr.write(text),
+    })
+    .exitOverride()
+    .showHelpAfterError('(worklease --help lists the commands; worklease <command> --help their options)')
+  for (const command of [listCommand(io), showCommand(io), watchCommand(io), revokeCommand(io)]) {
+    program.addCommand(command.exitOverride())
+  }
+  return program
+}
+
+/**
+ * Runs the command line and resolves with the exit code; never throws. Every failure is one line on
+ * stderr: store errors are reported by their message, never as a stack trace.
+ *
+ * ```ts
+ * process.exitCode = await run(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env })
+ * ```
+ */
+export async function run(argv: readonly string[], io: Io): Promise<number> {
+  try {
+    await createProgram(io).parseAsync([...argv], { from: 'user' })
+    return ExitCode.OK
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // Help and version end "with an error" in commander; they are successes here.
+      return error.exitCode === 0 ? ExitCode.OK : ExitCode.USAGE
+    }
+    if (error instanceof CliError) {
+      writeLine(io.stderr, `worklease: ${error.message}`)
+      return error.exitCode
+    }
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+    const code = (error as { code?: unknown } | null)?.code
+    if (code === 'INVALID_ARGUMENT') {
+      writeLine(io.stderr, `worklease: ${message}`)
+      return ExitCode.USAGE
+    }
+    writeLine(io.stderr, `worklease: the store failed: ${message}`)
+    return ExitCode.STORE_FAILED
+  }
+}

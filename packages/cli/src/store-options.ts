@@ -1,0 +1,43 @@
+import type { Command } from 'commander'
+import { CliError } from './cli-error.js'
+import { ExitCode } from './exit-code.js'
+import type { Io } from './io.js'
+import { type OpenBackend, openBackend } from './open-backend.js'
+import { parseStoreUrl } from './store-url.js'
+
+/** The options every command shares: where the leases are. */
+export interface StoreOptions {
+  store?: string
+  table?: string
+}
+
+export function addStoreOptions(command: Command): Command {
+  return command
+    .option(
+      '-s, --store <url>',
+      'the store: sqlite:FILE, postgres://..., mysql://..., mongodb://HOST/DB, dynamodb://HOST:PORT?region=R&table=T, ' +
+        'or postgres|mysql|mongodb|dynamodb to read POSTGRES_URL, MYSQL_URL, MONGODB_URL, DYNAMODB_ENDPOINT (default: $WORKLEASE_STORE)',
+    )
+    .option('-t, --table <name>', 'the lease table or collection (default: worklease_leases)')
+}
+
+/** Opens the store the options name, or fails with a usage error that says how to name one. */
+export function openStore(options: StoreOptions, io: Io): Promise<OpenBackend> {
+  const url = options.store ?? io.env.WORKLEASE_STORE
+  if (!url) throw new CliError('no store: pass --store <url> or set WORKLEASE_STORE', ExitCode.USAGE)
+  return openBackend(parseStoreUrl(url, io.env), options.table)
+}
+
+/** Runs `body` with the store open, and always closes it. */
+export async function withStore<T>(
+  options: StoreOptions,
+  io: Io,
+  body: (store: OpenBackend) => Promise<T>,
+): Promise<T> {
+  const store = await openStore(options, io)
+  try {
+    return await body(store)
+  } finally {
+    await store.close().catch(() => undefined)
+  }
+}
