@@ -108,12 +108,22 @@ function readOnce<K extends string>(value: object, keys: readonly K[], name: str
 
 const RECORD_KEYS = ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const
 
+// Records this module froze itself: plain data properties, checked values, no getters and no Proxy,
+// so they cannot answer a second read differently and need no second validation. (Their Date could
+// be mutated in place, which moves nothing: backends never read expiresAt from a record.)
+const MADE_HERE = new WeakSet<object>()
+function remember(record: LeaseRecord): LeaseRecord {
+  MADE_HERE.add(record)
+  return record
+}
+
 /**
  * Checks that `record` has the shape of a {@link LeaseRecord} (it does not say the lease is still held)
  * and returns a frozen copy made of primitives and a fresh Date, read once. Backends use only the copy:
  * an object whose getters answer differently on a second read never reaches the store.
  */
 export function validateRecord(record: unknown): LeaseRecord {
+  if (MADE_HERE.has(record as object)) return record as LeaseRecord
   if (typeof record !== 'object' || record === null) {
     throw new InvalidArgumentError(`record must be a LeaseRecord, got ${describe(record)}`)
   }
@@ -123,7 +133,7 @@ export function validateRecord(record: unknown): LeaseRecord {
   validateFencingToken(fencingToken, 'record.fencingToken')
   const expiresAtMs = dateTime(expiresAt)
   if (Number.isNaN(expiresAtMs)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
-  return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
+  return remember(Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
 }
 
 /** What every validator hands the backend from the caller's options: the signal, read once. */
@@ -251,7 +261,7 @@ export function createLeaseRecord(
       `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,
     )
   }
-  return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
+  return remember(Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
 }
 
 /** Largest `ListOptions.limit`. */
