@@ -107,6 +107,12 @@ describe('lying input is read once', () => {
     expect(snapshot.holderId).toBe('h')
   })
 
+  test('a record createLeaseRecord made is trusted as it is: frozen data cannot lie', () => {
+    expect(validateRecord(good)).toBe(good)
+    const copy = { ...good }
+    expect(validateRecord(copy)).not.toBe(copy)
+  })
+
   test("the snapshot has its own Date, not the caller's mutable one", () => {
     const expiresAt = new Date(1_000)
     const snapshot = validateRecord({ ...good, expiresAt })
