@@ -8,7 +8,14 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import { linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
+import {
+  invoke,
+  keepProcessAlive,
+  linkedController,
+  raceSignal,
+  sharedAbortController,
+  sleep,
+} from './abortable.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
@@ -132,8 +139,12 @@ export interface AcquireOptions {
    */
   signal?: AbortSignal
   /**
-   * Gives up after this many milliseconds: rejects with a `LeaseHeldError` if the lease was still
-   * held, otherwise with the last store error (a `TimeoutError` if no attempt ever completed).
+   * Stops waiting after this many milliseconds: no attempt starts later, and the wait between two
+   * attempts never runs past it. It bounds the waiting, not a round trip: the attempt in flight when
+   * it passes is not cut short (each attempt is bounded by `callTimeoutMs`, so `acquire` settles within
+   * `timeoutMs + callTimeoutMs`), which is why a timeout shorter than one round trip still acquires a
+   * free lease instead of taking it and throwing it away. Then rejects with a `LeaseHeldError` if the
+   * lease was still held, otherwise with the last store error.
    *
    * ```ts
    * const lease = await leaser.acquire('job-7', { wait: true, timeoutMs: 5_000 })
@@ -159,8 +170,9 @@ export interface RunOptions extends AcquireOptions {
 /** Options of {@link Leaser.close}. */
 export interface CloseOptions {
   /**
-   * How long to wait for releases; leases still not released by then are abandoned (they expire on
-   * their own). Default: the ttl.
+   * How long `close` may take in all: waiting for `run` callbacks to settle, then for the releases.
+   * Leases still not released by then are abandoned (they expire on their own, and the successor sees
+   * `cleanHandoff: false`). Default: the ttl.
    *
    * ```ts
    * process.on('SIGTERM', () => leaser.close({ timeoutMs: 5_000 }))
@@ -209,6 +221,8 @@ export class Leaser implements AsyncDisposable {
 
   readonly #ctx: LeaseContext
   readonly #leases = new Set<Lease>()
+  /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
+  readonly #running = new Map<Lease, Promise<void>>()
   readonly #events = new LeaserEmitter()
   readonly #closeController = sharedAbortController()
   #closing: Promise<void> | undefined
@@ -300,7 +314,8 @@ export class Leaser implements AsyncDisposable {
 
   /**
    * Acquires the lease on `workId` and starts renewing it. Transient store errors are retried with
-   * backoff, up to `retry.maxAttempts` in a row.
+   * backoff, up to `retry.maxAttempts` in a row. While pending (waiting or retrying) it keeps the
+   * process alive; the held lease it returns does not (its renewal timers are unref'd).
    * @throws `LeaseHeldError` if someone holds it (with `wait`: once `timeoutMs` passed).
    * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
    */
@@ -316,6 +331,10 @@ export class Leaser implements AsyncDisposable {
     const { timers, retry, random, callTimeoutMs, ttlMs } = this.#ctx
     const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
     const { controller, dispose } = linkedController(timers, [signal, this.#closeController.signal])
+    // The runner's timers are unref'd (a held lease must not keep a finished process up), but a
+    // pending acquire is work in progress: without this, a process whose only work is waiting for a
+    // lease would exit 0 without doing it.
+    const letGo = keepProcessAlive()
     let heldPolls = 0
     let transientInARow = 0
     let attempts = 0
@@ -326,12 +345,9 @@ export class Leaser implements AsyncDisposable {
         attempts++
         let record: LeaseRecord
         try {
-          record = await this.#acquireOnce(
-            workId,
-            controller.signal,
-            Math.min(callTimeoutMs, giveUpAt - start.mono),
-            ttlMs,
-          )
+          // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
+          // which then has to be released again (a burnt token) while we report a timeout.
+          record = await this.#acquireOnce(workId, controller.signal, callTimeoutMs, ttlMs)
         } catch (error) {
           if (controller.signal.aborted) throw controller.signal.reason
           if (isLeaseHeldError(error)) {
@@ -341,10 +357,7 @@ export class Leaser implements AsyncDisposable {
           } else if (isWorkleaseError(error)) {
             throw error
           } else {
-            // An attempt cut short by our own deadline tells nothing about the lease: report the
-            // last outcome that did arrive (usually LEASE_HELD), not the timeout we caused.
-            const cutShortByDeadline = timers.now() >= giveUpAt && lastError !== undefined
-            if (!cutShortByDeadline) lastError = error
+            lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
           const now = timers.now()
@@ -360,6 +373,7 @@ export class Leaser implements AsyncDisposable {
       }
     } finally {
       dispose()
+      letGo()
     }
   }
 
@@ -388,16 +402,29 @@ export class Leaser implements AsyncDisposable {
       throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${String(onError)}`)
     }
     const lease = await this.acquire(workId, acquireOptions)
+    let done!: () => void
+    this.#running.set(
+      lease,
+      new Promise<void>((resolve) => {
+        done = resolve
+      }),
+    )
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
+    let loss: LeaseLostError | undefined
     try {
-      outcome = { ok: true, value: await fn(lease) }
-    } catch (error) {
-      outcome = { ok: false, error }
+      try {
+        outcome = { ok: true, value: await fn(lease) }
+      } catch (error) {
+        outcome = { ok: false, error }
+      }
+      // Judged when fn settled: a loss during the release below came after the work was done.
+      loss = lease.lossError
+      if (!outcome.ok && onError === 'expire') lease.abandon()
+      else await lease.release()
+    } finally {
+      this.#running.delete(lease)
+      done()
     }
-    // Judged when fn settled: a loss during the release below came after the work was done.
-    let loss = lease.lossError
-    if (!outcome.ok && onError === 'expire') lease.abandon()
-    else await lease.release()
     // FENCED at release means someone had taken the lease over while fn was still running.
     if (!loss && lease.lossError?.reason === 'fenced') loss = lease.lossError
     if (loss) {
@@ -413,9 +440,16 @@ export class Leaser implements AsyncDisposable {
   }
 
   /**
-   * Stops renewals and releases every held lease; waiting acquires reject with
-   * {@link LeaserClosedError}. Bounded by `timeoutMs` (default: the ttl): leases not released by then
-   * are abandoned. Idempotent.
+   * Ends every held lease and releases it; waiting acquires reject with {@link LeaserClosedError}.
+   * In this order, so that no successor ever overlaps work that still thinks it holds a lease:
+   * 1. at once, every lease ends locally: its `signal` aborts with a {@link LeaseLostError}
+   *    (`reason: 'closed'`) and `held` turns false;
+   * 2. a lease held by `run` stays renewed in the store until its callback settles, then `run`
+   *    releases it; any other lease is released right away;
+   * 3. after `timeoutMs` (default: the ttl), leases not released yet are abandoned: they expire on
+   *    their own and the successor sees `cleanHandoff: false`.
+   *
+   * Keeps the process alive until it settles. Idempotent.
    *
    * ```ts
    * process.once('SIGTERM', () => void leaser.close())
@@ -426,17 +460,19 @@ export class Leaser implements AsyncDisposable {
     const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
     this.#closeController.abort(new LeaserClosedError())
     const leases = [...this.#leases]
-    const released = Promise.allSettled(leases.map((lease) => lease[closeLease]()))
+    for (const lease of leases) lease[closeLease]()
+    const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
+    const letGo = keepProcessAlive()
     this.#closing = (async () => {
       const { controller, dispose } = linkedController(this.#ctx.timers, [], timeoutMs)
       try {
-        await Promise.race([released, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
+        await Promise.race([done, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
       } finally {
         controller.abort()
         dispose()
       }
       for (const lease of leases) lease.abandon()
-    })()
+    })().finally(letGo)
     return this.#closing
   }
 
@@ -450,12 +486,20 @@ export class Leaser implements AsyncDisposable {
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
     // abandoned, so the call settles with its real outcome and a late success can be released.
-    const call = this.backend.acquire(workId, this.holderId, ttlMs)
+    const call = invoke(() => this.backend.acquire(workId, this.holderId, ttlMs))
     return raceSignal(call, controller.signal, (outcome) => {
       // We gave up on a call that then succeeded: nobody will renew that lease, so free it now
       // instead of making the next holder wait a whole ttl.
-      if (outcome.status === 'fulfilled') this.backend.release(outcome.value).catch(() => undefined)
+      if (outcome.status === 'fulfilled') this.#releaseOrphan(outcome.value)
     }).finally(dispose)
+  }
+
+  /** Releases a lease nobody will use, best effort and bounded like every other store call. */
+  #releaseOrphan(record: LeaseRecord): void {
+    const { controller, dispose } = linkedController(this.#ctx.timers, [], this.#ctx.callTimeoutMs)
+    invoke(() => this.backend.release(record, { signal: controller.signal }))
+      .catch(() => undefined)
+      .finally(dispose)
   }
 
   #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease {

@@ -8,6 +8,7 @@ import {
   raceAbort,
   systemClock,
 } from '@worklease/spec'
+import type { Lease } from '../lease.js'
 import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
 import { Leaser, type LeaserOptions } from '../leaser.js'
 import type { Timers } from '../timers.js'
@@ -71,9 +72,16 @@ export interface LeaserSuiteOptions {
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** A backend whose renews can be made to hang (an unreachable store) and whose calls are counted. */
+/**
+ * A backend whose renews can be made to hang (an unreachable store), whose release replies can be
+ * slowed down or lost after the release was applied, and whose calls are counted.
+ */
 class Gate implements Backend {
   hangRenews = false
+  /** Delay between a release being applied by the store and its reply reaching the caller. */
+  releaseReplyDelayMs = 0
+  /** How many of the next releases are applied but answered with an error (a lost reply). */
+  loseReleaseReplies = 0
   readonly calls = { acquire: 0, renew: 0, release: 0 }
   constructor(readonly inner: Backend) {}
   get capabilities() {
@@ -93,9 +101,14 @@ class Gate implements Backend {
       options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
     })
   }
-  release(record: LeaseRecord, options?: CallOptions) {
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     this.calls.release++
-    return this.inner.release(record, options)
+    await this.inner.release(record, options)
+    if (this.releaseReplyDelayMs > 0) await delay(this.releaseReplyDelayMs)
+    if (this.loseReleaseReplies > 0) {
+      this.loseReleaseReplies--
+      throw Object.assign(new Error('release reply lost'), { code: 'ECONNRESET' })
+    }
   }
   readCheckpoint(record: LeaseRecord, options?: CallOptions) {
     return this.inner.readCheckpoint(record, options)
@@ -385,6 +398,72 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           assert.equal(a.leases.length, 0)
         } finally {
           await Promise.all([a.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'close ends leases locally first: a successor acquiring during close finds the old callback stopped',
+      withHarness(async (open) => {
+        const id = workId('close-order')
+        const gate = new Gate(await open())
+        // The store applies the release at once but its reply takes a while: a successor can get in
+        // long before the release call returns.
+        gate.releaseReplyDelayMs = Math.floor(ttlMs * 0.3)
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        let lease: Lease | undefined
+        let callbackSettled = false
+        let started!: () => void
+        const running = a
+          .run(id, async (l) => {
+            lease = l
+            started()
+            await new Promise((resolve) => l.signal.addEventListener('abort', resolve, { once: true }))
+            await delay(Math.floor(ttlMs * 0.1)) // winds down its current step
+            callbackSettled = true
+          })
+          .catch((error: unknown) => error)
+        await new Promise<void>((resolve) => {
+          started = resolve
+        })
+        const closing = a.close()
+        let atTakeover: { aborted: boolean; held: boolean; callbackSettled: boolean } | undefined
+        const giveUpAt = performance.now() + ttlMs * 3
+        while (!atTakeover && performance.now() < giveUpAt) {
+          try {
+            await other.acquire(id, 'suite-b', ttlMs)
+            atTakeover = { aborted: lease!.signal.aborted, held: lease!.held, callbackSettled }
+          } catch (error) {
+            if (!isLeaseHeldError(error)) throw error
+            await delay(2)
+          }
+        }
+        await closing
+        const error = await running
+        assert.deepEqual(atTakeover, { aborted: true, held: false, callbackSettled: true })
+        assert.ok(isLeaseLostError(error) && error.reason === 'closed', `run rejected with ${String(error)}`)
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'a release retried after a lost reply that answers FENCED is not a loss: run resolves',
+      withHarness(async (open) => {
+        const id = workId('release-retried')
+        const gate = new Gate(await open())
+        gate.loseReleaseReplies = 1
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        try {
+          const result = await a.run(id, async () => 'done')
+          assert.equal(result, 'done')
+          assert.equal(gate.calls.release, 2)
+          const next = await other.acquire(id, 'suite-b', ttlMs)
+          assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
         }
       }),
       caseTimeout,
