@@ -2,17 +2,26 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   MAX_FENCING_TOKEN,
   systemClock,
+  TokensExhaustedError,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
@@ -49,6 +58,8 @@ export interface MemoryBackendOptions {
 }
 
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+// No valid holderId is empty, so no record ever matches a revoked lease again.
+const REVOKED_HOLDER = ''
 
 /**
  * The reference backend: every rule of the contract in plain code, in process memory. Use it in your
@@ -71,6 +82,9 @@ export class MemoryBackend implements Backend {
       clock: 'client',
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
+      reportsHolder: true,
+      list: true,
+      revoke: true,
     })
   }
 
@@ -80,63 +94,109 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
     this.store.operations++
     const now = this.#clock.now()
-    const previous = this.store.leases.get(workId)
-    if (previous && !previous.released && previous.expiresAtMs > now) throw new LeaseHeldError()
-    if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) {
-      // What a SQL store does on bigint overflow: fail the write rather than hand out a token no
-      // record can carry.
-      throw new RangeError(`the fencing tokens of ${JSON.stringify(workId)} are exhausted`)
+    const previous = this.store.leases.get(args.workId)
+    if (previous && !previous.released && previous.expiresAtMs > now) {
+      throw new LeaseHeldError(undefined, {
+        holder: {
+          holderId: previous.holderId,
+          fencingToken: previous.fencingToken,
+          expiresAt: new Date(previous.expiresAtMs),
+          expiresInMs: previous.expiresAtMs - now,
+        },
+      })
     }
+    if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) throw new TokensExhaustedError()
     const next: StoredLease = {
       fencingToken: (previous?.fencingToken ?? 0n) + 1n,
-      holderId,
-      expiresAtMs: now + ttlMs,
+      holderId: args.holderId,
+      expiresAtMs: now + args.ttlMs,
       released: false,
       cleanHandoff: previous ? previous.released : true,
       state: previous?.state ?? null,
+      checkpointSequence: 0,
     }
-    this.store.leases.set(workId, next)
-    return createLeaseRecord(workId, holderId, next.fencingToken, next.expiresAtMs)
+    this.store.leases.set(args.workId, next)
+    return createLeaseRecord(args.workId, args.holderId, next.fencingToken, next.expiresAtMs)
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     this.store.operations++
-    const lease = this.#valid(record)
-    // new Uint8Array copies; slice() would not on a Node.js Buffer (it returns a view of the caller's bytes).
-    lease.state = new Uint8Array(state)
-    lease.expiresAtMs = this.#clock.now() + ttlMs
+    const lease = this.#valid(args.record)
+    if (args.sequence > lease.checkpointSequence) {
+      // validateCheckpointArgs already copied the bytes: the caller cannot change them now.
+      lease.state = args.state
+      lease.checkpointSequence = args.sequence
+    }
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, this.#clock.now() + args.ttlMs)
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
+    const args = validateRenewArgs(record, ttlMs, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     const now = this.#clock.now()
     if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
-    lease.expiresAtMs = now + ttlMs
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
+  }
+
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const { prefix, cursor, limit } = validateListArgs(options)
+    this.store.operations++
+    const now = this.#clock.now()
+    const workIds = [...this.store.leases.keys()]
+      .filter(
+        (workId) => workId.startsWith(prefix) && (cursor === undefined || compareWorkIds(workId, cursor) > 0),
+      )
+      .sort(compareWorkIds)
+    const page = workIds.slice(0, limit)
+    const leases = page.map((workId): LeaseListing => {
+      const lease = this.store.leases.get(workId)!
+      return Object.freeze({
+        workId,
+        holderId: lease.holderId,
+        fencingToken: lease.fencingToken,
+        expiresAt: new Date(lease.expiresAtMs),
+        released: lease.released,
+        free: lease.released || lease.expiresAtMs <= now,
+        checkpointBytes: lease.state?.byteLength ?? null,
+      })
+    })
+    return { leases, now: new Date(now), ...(workIds.length > limit ? { cursor: page.at(-1)! } : {}) }
+  }
+
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    validateCallOptions(options)
+    this.store.operations++
+    const lease = this.store.leases.get(workId)
+    const now = this.#clock.now()
+    if (!lease || lease.released || lease.expiresAtMs <= now) return false
+    lease.holderId = REVOKED_HOLDER
+    lease.expiresAtMs = now - 1
+    return true
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     lease.released = true
     lease.expiresAtMs = Math.min(lease.expiresAtMs, this.#clock.now() - 1)
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     this.store.operations++
-    const lease = this.#valid(record)
+    const lease = this.#valid(args.record)
     return { state: lease.state ? new Uint8Array(lease.state) : null, cleanHandoff: lease.cleanHandoff }
   }
 

@@ -6,6 +6,8 @@ export interface StoredLease {
   released: boolean
   cleanHandoff: boolean
   state: Uint8Array | null
+  /** The largest checkpoint sequence stored for this token; 0 after acquire. */
+  checkpointSequence: number
 }
 
 /**

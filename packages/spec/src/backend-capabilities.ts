@@ -7,6 +7,7 @@
  *   clock: 'server',
  *   maxStateBytes: 16 * 1024 * 1024,
  *   crossConnectionAtomic: true,
+ *   reportsHolder: true,
  * }
  * ```
  */
@@ -28,4 +29,15 @@ export interface BackendCapabilities {
   readonly crossConnectionAtomic: boolean
   /** Why `crossConnectionAtomic` is false; printed by the testkit next to each skipped case. */
   readonly crossConnectionAtomicNote?: string
+  /**
+   * Whether `LeaseHeldError.holder` is filled: who holds the lease and how long until it expires, from
+   * the same round trip (or, where the store cannot answer both at once, one more read on the
+   * LEASE_HELD path only). `@worklease/core` then sleeps until the expiry instead of polling, and
+   * recognises a lease its own lost-reply acquire took. Default: false.
+   */
+  readonly reportsHolder?: boolean
+  /** Whether `backend.list` exists. Default: false. */
+  readonly list?: boolean
+  /** Whether `backend.revoke` exists. Default: false. */
+  readonly revoke?: boolean
 }

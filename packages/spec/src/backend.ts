@@ -1,5 +1,6 @@
 import type { BackendCapabilities } from './backend-capabilities.js'
-import type { CallOptions } from './call-options.js'
+import type { CallOptions, CheckpointOptions } from './call-options.js'
+import type { LeasePage, ListOptions } from './lease-listing.js'
 import type { LeaseRecord } from './lease-record.js'
 
 /** What {@link Backend.readCheckpoint} returns. */
@@ -22,6 +23,14 @@ export interface CheckpointRead {
  * released. A lease is *free* when nothing is stored for its workId, or it expired (`expiresAt <= now`),
  * or it was released.
  *
+ * Expiry only moves forward while a lease is held: renew and checkpoint set
+ * `expiresAt = max(stored expiresAt, now + ttl)`, so a late-landing call, a shorter ttl or a
+ * connection whose clock is behind can never shorten a live lease. Only release moves it back.
+ *
+ * Every method takes its arguments through spec's validators (`validateAcquireArgs`, ...), which read
+ * each caller-supplied object once and return a frozen snapshot of primitives; a backend uses only the
+ * snapshot, so an object whose getters answer differently on a second read cannot reach the store.
+ *
  * ```ts
  * const record = await backend.acquire('job-7', 'worker-a', 30_000)
  * const { state, cleanHandoff } = await backend.readCheckpoint(record)
@@ -35,22 +44,39 @@ export interface Backend {
   /**
    * Takes the lease if it is free: token = previous + 1 (1 for a new workId), expiry = now + ttl,
    * checkpointed state kept, cleanHandoff = "the previous lease ended by release".
-   * @throws `LeaseHeldError` if someone (including this same holderId) holds it.
-   * @throws the store's own error once the workId's tokens reach `MAX_FENCING_TOKEN` (2^63 - 1):
-   * never a record whose token no store can keep.
+   * @throws `LeaseHeldError` if someone (including this same holderId) holds it; with
+   * `capabilities.reportsHolder`, its `holder` says who and for how long, so a caller whose earlier
+   * acquire had an unknown outcome recognises its own lease with this one extra round trip.
+   * @throws `TokensExhaustedError` if the lease is free but its token is already `MAX_FENCING_TOKEN`
+   * (2^63 - 1), checked by the store in the same write: never a record whose token no store can keep.
    */
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord>
 
   /**
-   * Stores `state` and extends expiry to now + ttl, if the record is valid, even if the lease
-   * expired but nobody took it over (the token proves no successor started).
+   * Stores `state` and extends expiry to at least now + ttl (`max(stored, now + ttl)`), if the record
+   * is valid, even if the lease expired but nobody took it over (the token proves no successor
+   * started).
+   *
+   * Checkpoints of one lease are ordered by `options.sequence` (default: drawn when the call is made):
+   * one whose sequence is not above the largest this lease has stored succeeds without storing its
+   * state, so a checkpoint sent earlier never replaces one sent later, whatever the order they arrive
+   * in and however often one is retried. It still extends the expiry like renew: a retry whose first
+   * attempt landed unseen proves the holder alive now. Acquire starts every lease with no sequence
+   * stored. A driver needs one conditional write on the happy path: store state, sequence and expiry
+   * where the record is valid and `stored sequence < sequence`; on no match, one more conditional
+   * write extends the expiry of a valid record (success) or finds it fenced.
    * @throws `FencedError` if the record is not valid; nothing changes then.
    */
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void>
+  checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CheckpointOptions,
+  ): Promise<void>
 
   /**
-   * Extends expiry to now + ttl. The token does not change, so a renew whose reply was lost can be
-   * retried.
+   * Extends expiry to at least now + ttl (`max(stored, now + ttl)`: never shorter than it was). The
+   * token does not change, so a renew whose reply was lost can be retried.
    * @throws `LeaseExpiredError` if the record is valid but the lease expired.
    * @throws `FencedError` if the record is not valid.
    */
@@ -58,7 +84,7 @@ export interface Backend {
 
   /**
    * Ends the lease cleanly: the next acquire succeeds at once (even on a clock behind ours) and sees
-   * `cleanHandoff: true`.
+   * `cleanHandoff: true`. The only call that moves the expiry backward.
    * @throws `FencedError` if the record is not valid (taken over, or already released).
    */
   release(record: LeaseRecord, options?: CallOptions): Promise<void>
@@ -68,4 +94,31 @@ export interface Backend {
    * @throws `FencedError` if the record is not valid (an expired one that nobody took is fine).
    */
   readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead>
+
+  /**
+   * Optional (`capabilities.list`): one page of the stored leases, by workId prefix, for operators and
+   * for pools that discover their members. Reading only: it never changes a lease. One query per page,
+   * over an index on the workId where the store has one. Leases that change between pages are seen as
+   * they are when their page is read; none is skipped or repeated because of it.
+   *
+   * ```ts
+   * const { leases, now } = await backend.list({ prefix: 'invoice-' })
+   * for (const lease of leases) if (!lease.free) console.log(lease.workId, 'held by', lease.holderId)
+   * ```
+   */
+  list?(options?: ListOptions): Promise<LeasePage>
+
+  /**
+   * Optional (`capabilities.revoke`): ends a wedged holder's lease from outside. Afterwards the old
+   * holder's record is `FENCED` on every operation, and the next acquire gets the next token with
+   * `cleanHandoff: false` (the holder did not finish cleanly); the checkpointed state is kept. A lease
+   * that is already free is left as it is. `list` shows a revoked lease expired, not released, with
+   * holderId `''` (no holder can have that id, so no record matches it again).
+   * @returns whether a live lease was ended.
+   *
+   * ```ts
+   * if (await backend.revoke('invoice-42')) console.log('revoked; the next holder reconciles')
+   * ```
+   */
+  revoke?(workId: string, options?: CallOptions): Promise<boolean>
 }

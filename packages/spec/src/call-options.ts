@@ -13,3 +13,29 @@ export interface CallOptions {
    */
   signal?: AbortSignal
 }
+
+/** Options of {@link Backend.checkpoint}. */
+export interface CheckpointOptions extends CallOptions {
+  /**
+   * The place of this checkpoint among the holder's checkpoints of one lease: a positive safe
+   * integer, larger for a checkpoint sent later. The store keeps the largest it has stored for the
+   * current token, and a checkpoint with a sequence not above it succeeds without storing its state
+   * (it still extends the lease), so a checkpoint that was abandoned and lands late never overwrites
+   * a newer one. A retry of the
+   * same checkpoint passes the same sequence. Default: {@link nextCheckpointSequence}`()`, drawn when
+   * the call is made; pass your own only if you pass it on every checkpoint of the lease.
+   *
+   * ```ts
+   * const sequence = nextCheckpointSequence()
+   * for (let attempt = 0; ; attempt++) {
+   *   try {
+   *     await backend.checkpoint(record, state, 30_000, { sequence, signal: AbortSignal.timeout(2_000) })
+   *     break
+   *   } catch (error) {
+   *     if (isWorkleaseError(error) || attempt === 3) throw error // retry only store failures
+   *   }
+   * }
+   * ```
+   */
+  sequence?: number
+}

@@ -1,3 +1,5 @@
+import type { LeaseHolder } from './lease-holder.js'
+
 /**
  * Stable error codes. They never change between major versions; match on them, not on messages or
  * classes (two installed copies of this package have two distinct classes but the same codes).
@@ -7,6 +9,7 @@ export const ErrorCode = Object.freeze({
   FENCED: 'FENCED',
   LEASE_EXPIRED: 'LEASE_EXPIRED',
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
+  TOKENS_EXHAUSTED: 'TOKENS_EXHAUSTED',
 } as const)
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]
@@ -36,10 +39,37 @@ export class WorkleaseError extends Error {
   }
 }
 
-/** The lease is held by someone else (or by the same holderId: leases are not reentrant). */
+/** Options of {@link LeaseHeldError}: the usual `cause`, and the current lease when the store said. */
+export interface LeaseHeldErrorOptions extends ErrorOptions {
+  /** The lease that is in the way, as the store reported it in the same round trip. */
+  holder?: LeaseHolder
+}
+
+/**
+ * The lease is held by someone else (or by the same holderId: leases are not reentrant).
+ *
+ * `holder`, when the backend fills it (`capabilities.reportsHolder`), says who holds it and when it
+ * expires on the store's clock, so a waiter can sleep until then instead of polling blindly, and a
+ * caller whose earlier acquire had an unknown outcome can recognise its own lease:
+ *
+ * ```ts
+ * try {
+ *   await backend.acquire('job-7', 'worker-a', 30_000)
+ * } catch (error) {
+ *   if (!isLeaseHeldError(error)) throw error
+ *   if (error.holder?.holderId === 'worker-a') console.log('an earlier attempt took it after all')
+ *   else await sleep(error.holder?.expiresInMs ?? 1_000)
+ * }
+ * ```
+ */
 export class LeaseHeldError extends WorkleaseError {
-  constructor(message = 'the lease is held', options?: ErrorOptions) {
-    super(ErrorCode.LEASE_HELD, message, options)
+  // `declare`: no own property at all unless the store reported a holder.
+  declare readonly holder?: LeaseHolder
+
+  constructor(message = 'the lease is held', options?: LeaseHeldErrorOptions) {
+    const { holder, ...errorOptions } = options ?? {}
+    super(ErrorCode.LEASE_HELD, message, errorOptions)
+    if (holder !== undefined) Object.defineProperty(this, 'holder', { value: holder, enumerable: true })
   }
 }
 
@@ -64,6 +94,19 @@ export class LeaseExpiredError extends WorkleaseError {
 export class InvalidArgumentError extends WorkleaseError {
   constructor(message: string, options?: ErrorOptions) {
     super(ErrorCode.INVALID_ARGUMENT, message, options)
+  }
+}
+
+/**
+ * The workId's fencing tokens reached `MAX_FENCING_TOKEN` (2^63 - 1): no store can keep a larger one,
+ * so the workId can never be acquired again. Thrown by `acquire` of a free lease at the ceiling, the
+ * same on every backend, checked by the store in the same write that would have taken the lease.
+ * Use another workId; a workId that takes a new holder every millisecond reaches it in 292 million
+ * years, so in practice only a hand-edited store or a seeded test gets here.
+ */
+export class TokensExhaustedError extends WorkleaseError {
+  constructor(message = 'the fencing tokens of this workId are exhausted', options?: ErrorOptions) {
+    super(ErrorCode.TOKENS_EXHAUSTED, message, options)
   }
 }
 
@@ -93,3 +136,7 @@ export const isLeaseExpiredError = (error: unknown): error is LeaseExpiredError 
 /** `error` is an {@link InvalidArgumentError} from any copy of this package. */
 export const isInvalidArgumentError = (error: unknown): error is InvalidArgumentError =>
   isWorkleaseError(error, ErrorCode.INVALID_ARGUMENT)
+
+/** `error` is a {@link TokensExhaustedError} from any copy of this package. */
+export const isTokensExhaustedError = (error: unknown): error is TokensExhaustedError =>
+  isWorkleaseError(error, ErrorCode.TOKENS_EXHAUSTED)

@@ -1,6 +1,7 @@
 export type { Backend, CheckpointRead } from './backend.js'
 export type { BackendCapabilities } from './backend-capabilities.js'
-export type { CallOptions } from './call-options.js'
+export type { CallOptions, CheckpointOptions } from './call-options.js'
+export { nextCheckpointSequence } from './checkpoint-sequence.js'
 export { type Clock, systemClock } from './clock.js'
 export {
   ErrorCode,
@@ -10,23 +11,39 @@ export {
   isInvalidArgumentError,
   isLeaseExpiredError,
   isLeaseHeldError,
+  isTokensExhaustedError,
   isWorkleaseError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseHeldErrorOptions,
+  TokensExhaustedError,
   WorkleaseError,
 } from './errors.js'
+export type { LeaseHolder } from './lease-holder.js'
+export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'
 export type { LeaseRecord } from './lease-record.js'
 export { raceAbort } from './race-abort.js'
 export {
+  type AcquireArgs,
+  type CheckpointArgs,
+  compareWorkIds,
   createLeaseRecord,
+  DEFAULT_LIST_LIMIT,
+  type ListArgs,
   MAX_FENCING_TOKEN,
   MAX_ID_LENGTH,
+  MAX_LIST_LIMIT,
   MAX_TTL_MS,
+  type RecordArgs,
+  type RenewArgs,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCallOptions,
   validateCheckpointArgs,
+  validateCheckpointSequence,
   validateFencingToken,
   validateId,
+  validateListArgs,
   validateRecord,
   validateRecordArgs,
   validateRenewArgs,

@@ -1,4 +1,4 @@
-import type { CallOptions } from './call-options.js'
+import { nextCheckpointSequence } from './checkpoint-sequence.js'
 import { InvalidArgumentError } from './errors.js'
 import type { LeaseRecord } from './lease-record.js'
 
@@ -24,7 +24,7 @@ function describe(value: unknown): string {
  * Checks a workId or holderId: a non-empty string of at most {@link MAX_ID_LENGTH} UTF-16 code units,
  * without U+0000 (many stores truncate at it) or lone surrogates (not representable in UTF-8).
  */
-export function validateId(name: 'workId' | 'holderId', value: unknown): asserts value is string {
+export function validateId(name: string, value: unknown): asserts value is string {
   if (typeof value !== 'string')
     throw new InvalidArgumentError(`${name} must be a string, got ${describe(value)}`)
   if (value.length === 0) throw new InvalidArgumentError(`${name} must not be empty`)
@@ -44,20 +44,40 @@ export function validateTtl(ttlMs: unknown): asserts ttlMs is number {
   }
 }
 
-/** Checks checkpoint state: a `Uint8Array` (a Node.js `Buffer` is one) of at most `maxStateBytes`. */
-export function validateState(state: unknown, maxStateBytes: number): asserts state is Uint8Array {
-  if (!(state instanceof Uint8Array)) {
+// The intrinsic getters read a typed array's internal slots: a Proxy or an object that only claims
+// Uint8Array's prototype makes them throw, and no own property or subclass can change what they say.
+const typedArrayPrototype = Object.getPrototypeOf(Uint8Array.prototype) as object
+const intrinsic = (name: PropertyKey) =>
+  Object.getOwnPropertyDescriptor(typedArrayPrototype, name)?.get as (this: unknown) => unknown
+const typedArrayKind = intrinsic(Symbol.toStringTag)
+const typedArrayByteLength = intrinsic('byteLength')
+
+/**
+ * Checks checkpoint state, a `Uint8Array` (a Node.js `Buffer` is one) of at most `maxStateBytes`, and
+ * returns a copy of its bytes: what the caller does with its buffer afterwards, or what a lying object
+ * would answer on a second read, cannot change what is stored.
+ */
+export function validateState(state: unknown, maxStateBytes: number): Uint8Array {
+  if (typedArrayKind.call(state) !== 'Uint8Array') {
     throw new InvalidArgumentError(`state must be a Uint8Array, got ${describe(state)}`)
   }
-  if (state.byteLength > maxStateBytes) {
+  const byteLength = typedArrayByteLength.call(state) as number
+  if (byteLength > maxStateBytes) {
     throw new InvalidArgumentError(
-      `state is ${state.byteLength} bytes; this backend accepts at most ${maxStateBytes}`,
+      `state is ${byteLength} bytes; this backend accepts at most ${maxStateBytes}`,
     )
   }
+  const copy = new Uint8Array(byteLength)
+  copy.set(state as Uint8Array)
+  return copy
 }
 
-function isValidDate(value: unknown): value is Date {
-  return Object.prototype.toString.call(value) === '[object Date]' && !Number.isNaN((value as Date).getTime())
+const dateTime = (value: unknown): number => {
+  try {
+    return Date.prototype.getTime.call(value)
+  } catch {
+    return Number.NaN // not a real Date (a Proxy, a lookalike object)
+  }
 }
 
 /**
@@ -72,29 +92,63 @@ export function validateFencingToken(token: unknown, name = 'token'): asserts to
   }
 }
 
-/** Checks that `record` has the shape of a {@link LeaseRecord}; it does not say the lease is still held. */
-export function validateRecord(record: unknown): asserts record is LeaseRecord {
+/**
+ * Reads the properties of an object the caller handed us exactly once, so a getter or a Proxy cannot
+ * show validation one value and the store another. A throwing getter is bad input, not a store error.
+ */
+function readOnce<K extends string>(value: object, keys: readonly K[], name: string): Record<K, unknown> {
+  const snapshot = {} as Record<K, unknown>
+  try {
+    for (const key of keys) snapshot[key] = (value as Record<K, unknown>)[key]
+  } catch (error) {
+    throw new InvalidArgumentError(`${name} could not be read`, { cause: error })
+  }
+  return snapshot
+}
+
+const RECORD_KEYS = ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const
+
+/**
+ * Checks that `record` has the shape of a {@link LeaseRecord} (it does not say the lease is still held)
+ * and returns a frozen copy made of primitives and a fresh Date, read once. Backends use only the copy:
+ * an object whose getters answer differently on a second read never reaches the store.
+ */
+export function validateRecord(record: unknown): LeaseRecord {
   if (typeof record !== 'object' || record === null) {
     throw new InvalidArgumentError(`record must be a LeaseRecord, got ${describe(record)}`)
   }
-  const { workId, holderId, fencingToken, expiresAt } = record as Record<string, unknown>
+  const { workId, holderId, fencingToken, expiresAt } = readOnce(record, RECORD_KEYS, 'record')
   validateId('workId', workId)
   validateId('holderId', holderId)
   validateFencingToken(fencingToken, 'record.fencingToken')
-  if (!isValidDate(expiresAt)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
+  const expiresAtMs = dateTime(expiresAt)
+  if (Number.isNaN(expiresAtMs)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
+  return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
+}
+
+/** What every validator hands the backend from the caller's options: the signal, read once. */
+export interface ValidatedCallOptions {
+  readonly signal?: AbortSignal
 }
 
 /**
  * Checks per-call options and throws the signal's reason if it already fired, so an aborted call
- * never reaches the store.
+ * never reaches the store. Returns the options read once.
  */
-export function validateCallOptions(options: unknown): asserts options is CallOptions | undefined {
-  if (options === undefined) return
+export function validateCallOptions(options: unknown): ValidatedCallOptions {
+  return validateOptions(options, ['signal'])
+}
+
+function validateOptions(
+  options: unknown,
+  keys: readonly ('signal' | 'sequence')[],
+): ValidatedCallOptions & { readonly sequence?: unknown } {
+  if (options === undefined) return {}
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
   }
-  const { signal } = options as { signal?: unknown }
-  if (signal === undefined) return
+  const { signal, ...rest } = readOnce(options, keys, 'options')
+  if (signal === undefined) return rest
   if (
     typeof signal !== 'object' ||
     signal === null ||
@@ -104,6 +158,14 @@ export function validateCallOptions(options: unknown): asserts options is CallOp
     throw new InvalidArgumentError('options.signal must be an AbortSignal')
   }
   ;(signal as AbortSignal).throwIfAborted()
+  return { ...rest, signal: signal as AbortSignal }
+}
+
+/** What {@link validateAcquireArgs} returns: the arguments, read once. */
+export interface AcquireArgs extends ValidatedCallOptions {
+  readonly workId: string
+  readonly holderId: string
+  readonly ttlMs: number
 }
 
 /** Everything {@link Backend.acquire} must check before its round trip. */
@@ -112,11 +174,37 @@ export function validateAcquireArgs(
   holderId: unknown,
   ttlMs: unknown,
   options: unknown,
-): void {
+): AcquireArgs {
   validateId('workId', workId)
   validateId('holderId', holderId)
   validateTtl(ttlMs)
-  validateCallOptions(options)
+  return { workId, holderId, ttlMs, ...validateCallOptions(options) }
+}
+
+/** What {@link validateRecordArgs} returns: a frozen snapshot of the record, and the options. */
+export interface RecordArgs extends ValidatedCallOptions {
+  readonly record: LeaseRecord
+}
+
+/** What {@link validateRenewArgs} returns. */
+export interface RenewArgs extends RecordArgs {
+  readonly ttlMs: number
+}
+
+/** What {@link validateCheckpointArgs} returns: the state is a private copy. */
+export interface CheckpointArgs extends RenewArgs {
+  readonly state: Uint8Array
+  /** `options.sequence`, or a fresh {@link nextCheckpointSequence} when the caller gave none. */
+  readonly sequence: number
+}
+
+/** Checks a checkpoint sequence: a positive safe integer. */
+export function validateCheckpointSequence(sequence: unknown): asserts sequence is number {
+  if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 1) {
+    throw new InvalidArgumentError(
+      `options.sequence must be a positive safe integer, got ${describe(sequence)}`,
+    )
+  }
 }
 
 /** Everything {@link Backend.checkpoint} must check before its round trip. */
@@ -126,32 +214,97 @@ export function validateCheckpointArgs(
   ttlMs: unknown,
   maxStateBytes: number,
   options: unknown,
-): void {
-  validateRecord(record)
-  validateState(state, maxStateBytes)
+): CheckpointArgs {
+  const snapshot = validateRecord(record)
+  const bytes = validateState(state, maxStateBytes)
   validateTtl(ttlMs)
-  validateCallOptions(options)
+  const { signal, sequence = nextCheckpointSequence() } = validateOptions(options, ['signal', 'sequence'])
+  validateCheckpointSequence(sequence)
+  return { record: snapshot, state: bytes, ttlMs, sequence, ...(signal ? { signal } : {}) }
 }
 
 /** Everything {@link Backend.renew} must check before its round trip. */
-export function validateRenewArgs(record: unknown, ttlMs: unknown, options: unknown): void {
-  validateRecord(record)
+export function validateRenewArgs(record: unknown, ttlMs: unknown, options: unknown): RenewArgs {
+  const snapshot = validateRecord(record)
   validateTtl(ttlMs)
-  validateCallOptions(options)
+  return { record: snapshot, ttlMs, ...validateCallOptions(options) }
 }
 
 /** Everything {@link Backend.release} and {@link Backend.readCheckpoint} must check before their round trip. */
-export function validateRecordArgs(record: unknown, options: unknown): void {
-  validateRecord(record)
-  validateCallOptions(options)
+export function validateRecordArgs(record: unknown, options: unknown): RecordArgs {
+  return { record: validateRecord(record), ...validateCallOptions(options) }
 }
 
-/** Builds the frozen record a backend returns from `acquire`. */
+/**
+ * Builds the frozen record a backend returns from `acquire`. The token is checked: a store that
+ * answers with one outside `1n..MAX_FENCING_TOKEN` is corrupt, which is a failure of the store
+ * (`RangeError`), not a record to hand out.
+ */
 export function createLeaseRecord(
   workId: string,
   holderId: string,
   fencingToken: bigint,
   expiresAtMs: number,
 ): LeaseRecord {
+  if (typeof fencingToken !== 'bigint' || fencingToken < 1n || fencingToken > MAX_FENCING_TOKEN) {
+    throw new RangeError(
+      `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,
+    )
+  }
   return Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) })
+}
+
+/** Largest `ListOptions.limit`. */
+export const MAX_LIST_LIMIT = 1_000
+/** `ListOptions.limit` when none is given. */
+export const DEFAULT_LIST_LIMIT = 100
+
+/** What {@link validateListArgs} returns: the options, read once, with defaults. */
+export interface ListArgs extends ValidatedCallOptions {
+  readonly prefix: string
+  readonly cursor?: string
+  readonly limit: number
+}
+
+/** Everything `Backend.list` must check before its round trip. */
+export function validateListArgs(options: unknown): ListArgs {
+  if (options === undefined) return { prefix: '', limit: DEFAULT_LIST_LIMIT }
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
+  }
+  const {
+    prefix = '',
+    cursor,
+    limit = DEFAULT_LIST_LIMIT,
+  } = readOnce(options, ['prefix', 'cursor', 'limit'], 'options')
+  if (prefix !== '') validateId('options.prefix', prefix)
+  if (cursor !== undefined) validateId('options.cursor', cursor)
+  if (typeof limit !== 'number' || !Number.isSafeInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
+    throw new InvalidArgumentError(
+      `options.limit must be an integer in 1..${MAX_LIST_LIMIT}, got ${describe(limit)}`,
+    )
+  }
+  const { signal } = validateCallOptions(options)
+  return {
+    prefix: prefix as string,
+    limit,
+    ...(cursor === undefined ? {} : { cursor: cursor as string }),
+    ...(signal ? { signal } : {}),
+  }
+}
+
+/**
+ * Orders workIds by Unicode code point, the order of their UTF-8 bytes, which is how SQL binary
+ * columns and MongoDB sort them. JavaScript's `<` compares UTF-16 code units instead, which puts
+ * astral characters (emoji) before U+E000..U+FFFF.
+ */
+export function compareWorkIds(a: string, b: string): number {
+  const length = Math.min(a.length, b.length)
+  for (let i = 0; i < length; i++) {
+    const x = a.codePointAt(i)!
+    const y = b.codePointAt(i)!
+    if (x !== y) return x < y ? -1 : 1
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
 }

@@ -7,9 +7,11 @@ import {
   isInvalidArgumentError,
   isLeaseExpiredError,
   isLeaseHeldError,
+  isTokensExhaustedError,
   isWorkleaseError,
   LeaseExpiredError,
   LeaseHeldError,
+  TokensExhaustedError,
   WorkleaseError,
 } from '../src/index.js'
 
@@ -20,6 +22,7 @@ describe('error codes', () => {
       'INVALID_ARGUMENT',
       'LEASE_EXPIRED',
       'LEASE_HELD',
+      'TOKENS_EXHAUSTED',
     ])
   })
 
@@ -28,6 +31,7 @@ describe('error codes', () => {
     [new FencedError(), 'FENCED', 'FencedError'],
     [new LeaseExpiredError(), 'LEASE_EXPIRED', 'LeaseExpiredError'],
     [new InvalidArgumentError('bad'), 'INVALID_ARGUMENT', 'InvalidArgumentError'],
+    [new TokensExhaustedError(), 'TOKENS_EXHAUSTED', 'TokensExhaustedError'],
   ])('%s carries its code and name', (error, code, name) => {
     expect(error).toBeInstanceOf(WorkleaseError)
     expect(error).toBeInstanceOf(Error)
@@ -49,6 +53,16 @@ describe('error codes', () => {
     expect(isWorkleaseError('FENCED')).toBe(false)
     expect(isLeaseExpiredError(new FencedError())).toBe(false)
     expect(isInvalidArgumentError(new InvalidArgumentError('x'))).toBe(true)
+  })
+
+  test('LeaseHeldError carries the holder the store reported, and only when given', () => {
+    const holder = { holderId: 'b', fencingToken: 7n, expiresAt: new Date(5), expiresInMs: 250 }
+    const error = new LeaseHeldError('held', { holder, cause: 'x' })
+    expect(error.holder).toBe(holder)
+    expect(error.cause).toBe('x')
+    expect('holder' in new LeaseHeldError()).toBe(false)
+    expect(isTokensExhaustedError(new TokensExhaustedError())).toBe(true)
+    expect(isTokensExhaustedError(error)).toBe(false)
   })
 
   test('a cause is kept', () => {

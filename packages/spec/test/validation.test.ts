@@ -3,10 +3,14 @@ import {
   createLeaseRecord,
   MAX_FENCING_TOKEN,
   MAX_TTL_MS,
+  nextCheckpointSequence,
   raceAbort,
   validateCallOptions,
+  validateCheckpointArgs,
   validateId,
   validateRecord,
+  validateRecordArgs,
+  validateRenewArgs,
   validateState,
   validateTtl,
 } from '../src/index.js'
@@ -69,6 +73,127 @@ describe('validateRecord', () => {
     ['missing holder', { workId: 'w', fencingToken: 1n, expiresAt: new Date() }],
   ])('rejects %s', (_label, bad) => {
     expect(() => validateRecord(bad)).toThrow(expect.objectContaining(invalid))
+  })
+})
+
+describe('lying input is read once', () => {
+  const good = createLeaseRecord('w', 'h', 1n, Date.now())
+
+  /** A record whose getters answer `first` on the first read and `later` on every read after it. */
+  function shapeShifter(first: Record<string, unknown>, later: Record<string, unknown>) {
+    const reads = new Map<string, number>()
+    const record = {}
+    for (const key of Object.keys(first)) {
+      Object.defineProperty(record, key, {
+        enumerable: true,
+        get() {
+          const n = (reads.get(key) ?? 0) + 1
+          reads.set(key, n)
+          return n === 1 ? first[key] : later[key]
+        },
+      })
+    }
+    return { record, reads }
+  }
+
+  test('validateRecord returns a frozen snapshot of primitives, reading each property once', () => {
+    const { record, reads } = shapeShifter({ ...good }, { ...good, workId: { $ne: null }, holderId: 'evil' })
+    const snapshot = validateRecord(record)
+    expect([...reads.values()]).toEqual([1, 1, 1, 1])
+    expect(snapshot).toEqual(good)
+    expect(Object.isFrozen(snapshot)).toBe(true)
+    // A second read of the caller's object lies; the snapshot does not.
+    expect((record as { holderId: string }).holderId).toBe('evil')
+    expect(snapshot.holderId).toBe('h')
+  })
+
+  test("the snapshot has its own Date, not the caller's mutable one", () => {
+    const expiresAt = new Date(1_000)
+    const snapshot = validateRecord({ ...good, expiresAt })
+    expiresAt.setTime(2_000)
+    expect(snapshot.expiresAt.getTime()).toBe(1_000)
+  })
+
+  test('a getter that throws, a Proxy date and a Date lookalike are bad input', () => {
+    const throwing = Object.defineProperty({ ...good }, 'holderId', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    expect(() => validateRecord(throwing)).toThrow(expect.objectContaining(invalid))
+    const lookalike = { getTime: () => 5, [Symbol.toStringTag]: 'Date' }
+    expect(() => validateRecord({ ...good, expiresAt: lookalike })).toThrow(expect.objectContaining(invalid))
+    expect(() => validateRecord({ ...good, expiresAt: new Proxy(new Date(), {}) })).toThrow(
+      expect.objectContaining(invalid),
+    )
+  })
+
+  test('validateRecordArgs, validateRenewArgs and validateCheckpointArgs hand back the snapshot', () => {
+    const { record } = shapeShifter({ ...good }, { ...good, fencingToken: 99n })
+    expect(validateRecordArgs(record, undefined).record.fencingToken).toBe(1n)
+    const { record: again } = shapeShifter({ ...good }, { ...good, fencingToken: 99n })
+    expect(validateRenewArgs(again, 10, undefined).record.fencingToken).toBe(1n)
+    const { record: third } = shapeShifter({ ...good }, { ...good, fencingToken: 99n })
+    expect(validateCheckpointArgs(third, new Uint8Array(1), 10, 8, undefined).record.fencingToken).toBe(1n)
+  })
+
+  test('options are read once: a signal getter cannot hand the store another signal', () => {
+    let reads = 0
+    const live = new AbortController().signal
+    const options = {
+      get signal() {
+        reads++
+        return reads === 1 ? live : AbortSignal.abort()
+      },
+    }
+    expect(validateCallOptions(options).signal).toBe(live)
+    expect(reads).toBe(1)
+  })
+
+  test("state is copied: later writes to the caller's buffer change nothing", () => {
+    const state = Buffer.from('abc')
+    const copy = validateState(state, 10)
+    state[0] = 0x7a
+    expect(new TextDecoder().decode(copy)).toBe('abc')
+    expect(copy).toBeInstanceOf(Uint8Array)
+  })
+
+  test('a Proxy or an object dressed as a Uint8Array is not state', () => {
+    const real = new Uint8Array(4)
+    expect(() => validateState(new Proxy(real, {}), 10)).toThrow(expect.objectContaining(invalid))
+    const dressed = Object.setPrototypeOf({ byteLength: 1, length: 1, 0: 1 }, Uint8Array.prototype)
+    expect(() => validateState(dressed, 10)).toThrow(expect.objectContaining(invalid))
+    // A real array whose byteLength is shadowed cannot hide its size.
+    const lying = Object.defineProperty(new Uint8Array(64), 'byteLength', { value: 1 })
+    expect(() => validateState(lying, 8)).toThrow(/64 bytes/)
+  })
+})
+
+describe('checkpoint sequences', () => {
+  test('nextCheckpointSequence strictly increases and stays a safe integer', () => {
+    const drawn = Array.from({ length: 1_000 }, () => nextCheckpointSequence())
+    for (let i = 1; i < drawn.length; i++) expect(drawn[i]).toBeGreaterThan(drawn[i - 1] as number)
+    expect(drawn.every(Number.isSafeInteger)).toBe(true)
+  })
+  test("validateCheckpointArgs draws one when none is given and keeps the caller's", () => {
+    const record = createLeaseRecord('w', 'h', 1n, Date.now())
+    const before = nextCheckpointSequence()
+    expect(validateCheckpointArgs(record, new Uint8Array(1), 10, 8, undefined).sequence).toBeGreaterThan(
+      before,
+    )
+    expect(validateCheckpointArgs(record, new Uint8Array(1), 10, 8, { sequence: 3 }).sequence).toBe(3)
+  })
+  test.each([0, -1, 1.5, Number.MAX_SAFE_INTEGER + 1, '3', 3n, null])('rejects sequence %s', (sequence) => {
+    const record = createLeaseRecord('w', 'h', 1n, Date.now())
+    expect(() => validateCheckpointArgs(record, new Uint8Array(1), 10, 8, { sequence })).toThrow(
+      expect.objectContaining(invalid),
+    )
+  })
+})
+
+describe('createLeaseRecord', () => {
+  test.each([0n, MAX_FENCING_TOKEN + 1n, -1n])('refuses token %s from a store as corrupt', (token) => {
+    expect(() => createLeaseRecord('w', 'h', token, 0)).toThrow(RangeError)
   })
 })
 

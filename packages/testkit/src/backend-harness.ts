@@ -40,6 +40,17 @@ export interface BackendHarness {
    * path and none for rejected input.
    */
   roundTrips?(): number
+  /**
+   * Stores a released lease on `workId` at fencing token `token` straight into the storage (not
+   * through the backend), as if `token` acquires had come before. The token-ceiling cases need it to
+   * reach `MAX_FENCING_TOKEN` without 2^63 acquires; without it they are skipped with that reason.
+   *
+   * ```ts
+   * seedToken: (workId, token) =>
+   *   db.insertInto(table).values({ work_id: workId, fencing_token: String(token), released: 1 }).execute()
+   * ```
+   */
+  seedToken?(workId: string, token: bigint): Promise<void>
   /** Drops the storage and closes what `open` opened. */
   close(): Promise<void>
 }

@@ -71,10 +71,20 @@ export class CaseContext {
     await this.elapse(this.clientClock ? ttlMs : ttlMs + SERVER_EXPIRY_SLACK_MS)
   }
 
+  /** What every workId of this case starts with: list cases list under it to see only their own. */
+  get prefix(): string {
+    return this.#prefix
+  }
+
   /** A workId no other case or run uses, so cases stay independent even on shared storage. */
   workId(label = 'w'): string {
     this.#ids++
     return `${this.#prefix}${label}-${this.#ids}`
+  }
+
+  /** The harness's `seedToken` (cases that call it declare `needsSeed` first). */
+  async seedToken(workId: string, token: bigint): Promise<void> {
+    await this.harness.seedToken!(workId, token)
   }
 
   roundTrips(): number | undefined {

@@ -1,4 +1,12 @@
-import type { Backend, BackendCapabilities, CallOptions, CheckpointRead, LeaseRecord } from '@worklease/spec'
+import type {
+  Backend,
+  BackendCapabilities,
+  CallOptions,
+  CheckpointRead,
+  LeasePage,
+  LeaseRecord,
+  ListOptions,
+} from '@worklease/spec'
 
 /** The five operations of a {@link Backend}, as {@link FaultInjectingBackend} names them. */
 export type FaultOperation = 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
@@ -200,6 +208,18 @@ export class FaultInjectingBackend implements Backend {
 
   readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
     return this.#call('readCheckpoint', options, () => this.inner.readCheckpoint(record, options))
+  }
+
+  /** Passed straight through: operators' reads and revokes are not what the faults are about. */
+  list(options?: ListOptions): Promise<LeasePage> {
+    if (!this.inner.list) return Promise.reject(new TypeError('the inner backend cannot list'))
+    return this.inner.list(options)
+  }
+
+  /** Passed straight through, like {@link list}. */
+  revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    if (!this.inner.revoke) return Promise.reject(new TypeError('the inner backend cannot revoke'))
+    return this.inner.revoke(workId, options)
   }
 
   #add(target: FaultTarget, fault: PendingFault): this {

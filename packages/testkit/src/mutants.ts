@@ -1,12 +1,15 @@
 import {
   type Backend,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   createLeaseRecord,
   FencedError,
   isLeaseHeldError,
   isWorkleaseError,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
 import type { GroupName } from './suite-case.js'
@@ -45,7 +48,12 @@ export class ForwardingBackend implements Backend {
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
     return this.inner.acquire(workId, holderId, ttlMs, options)
   }
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
+  checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CheckpointOptions,
+  ): Promise<void> {
     return this.inner.checkpoint(record, state, ttlMs, options)
   }
   renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
@@ -56,6 +64,16 @@ export class ForwardingBackend implements Backend {
   }
   readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
     return this.inner.readCheckpoint(record, options)
+  }
+  // The optional operations exist here whatever `inner` has; `capabilities` (forwarded) says whether
+  // they work.
+  list(options?: ListOptions): Promise<LeasePage> {
+    if (!this.inner.list) return Promise.reject(new TypeError('the inner backend cannot list'))
+    return this.inner.list(options)
+  }
+  revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    if (!this.inner.revoke) return Promise.reject(new TypeError('the inner backend cannot revoke'))
+    return this.inner.revoke(workId, options)
   }
 }
 

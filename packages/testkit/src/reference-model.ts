@@ -7,6 +7,8 @@ interface ModelLease {
   released: boolean
   cleanHandoff: boolean
   state: Uint8Array | null
+  /** The largest checkpoint sequence stored for this token; 0 after acquire. */
+  sequence: number
 }
 
 /** What the model predicts for one operation. */
@@ -18,6 +20,9 @@ export interface ModelRecord {
   holderId: string
   fencingToken: bigint
 }
+
+/** The largest token any store keeps (the spec's `MAX_FENCING_TOKEN`, restated independently). */
+const TOKEN_CEILING = 2n ** 63n - 1n
 
 /**
  * The contract as a sequential state machine, written independently of any backend (including
@@ -35,6 +40,7 @@ export class ReferenceModel {
   ): ModelOutcome<{ token: bigint; expiresAt: number }> {
     const lease = this.#leases.get(workId)
     if (lease && !lease.released && lease.expiresAt > now) return { ok: false, code: 'LEASE_HELD' }
+    if (lease && lease.token >= TOKEN_CEILING) return { ok: false, code: 'TOKENS_EXHAUSTED' }
     const token = (lease?.token ?? 0n) + 1n
     this.#leases.set(workId, {
       token,
@@ -43,6 +49,7 @@ export class ReferenceModel {
       released: false,
       cleanHandoff: lease === undefined || lease.released,
       state: lease?.state ?? null,
+      sequence: 0,
     })
     return { ok: true, value: { token, expiresAt: now + ttlMs } }
   }
@@ -51,15 +58,24 @@ export class ReferenceModel {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }
     if (lease.expiresAt <= now) return { ok: false, code: 'LEASE_EXPIRED' }
-    lease.expiresAt = now + ttlMs
+    lease.expiresAt = Math.max(lease.expiresAt, now + ttlMs)
     return { ok: true, value: undefined }
   }
 
-  checkpoint(record: ModelRecord, state: Uint8Array, ttlMs: number, now: number): ModelOutcome {
+  checkpoint(
+    record: ModelRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    now: number,
+    sequence: number,
+  ): ModelOutcome {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }
-    lease.state = new Uint8Array(state)
-    lease.expiresAt = now + ttlMs
+    if (sequence > lease.sequence) {
+      lease.state = new Uint8Array(state)
+      lease.sequence = sequence
+    }
+    lease.expiresAt = Math.max(lease.expiresAt, now + ttlMs)
     return { ok: true, value: undefined }
   }
 

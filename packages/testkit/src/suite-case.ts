@@ -19,18 +19,25 @@ export const GROUP_NAMES = [
   'isolation',
   'roundTrips',
   'model',
+  'list',
+  'revoke',
 ] as const
 
 export type GroupName = (typeof GROUP_NAMES)[number]
+
+/** What the harness offers besides the backend, for {@link CaseDefinition.unsupported}. */
+export interface SupportContext {
+  /** The harness has `roundTrips()`. */
+  readonly countsRoundTrips: boolean
+  /** The harness has `seedToken()`. */
+  readonly seedsTokens: boolean
+}
 
 /** One case as a group defines it: what it needs and what it checks. */
 export interface CaseDefinition {
   readonly name: string
   /** Returns why the case cannot run on a backend with these capabilities, or `undefined` if it can. */
-  readonly unsupported?: (
-    capabilities: BackendCapabilities,
-    context: { countsRoundTrips: boolean },
-  ) => string | undefined
+  readonly unsupported?: (capabilities: BackendCapabilities, context: SupportContext) => string | undefined
   /** Case-specific time budget; the default is enough for cases that wait out one short ttl. */
   readonly timeoutMs?: number
   readonly run: (context: CaseContext) => Promise<void>

@@ -6,11 +6,13 @@ import { checkpointCases } from './groups/checkpoint-cases.js'
 import { expiryCases } from './groups/expiry-cases.js'
 import { handoffCases } from './groups/handoff-cases.js'
 import { isolationCases } from './groups/isolation-cases.js'
+import { listCases } from './groups/list-cases.js'
 import { modelCases } from './groups/model-cases.js'
 import { raceCases } from './groups/race-cases.js'
 import { readCheckpointCases } from './groups/read-checkpoint-cases.js'
 import { releaseCases } from './groups/release-cases.js'
 import { renewCases } from './groups/renew-cases.js'
+import { revokeCases } from './groups/revoke-cases.js'
 import { roundTripCases } from './groups/round-trip-cases.js'
 import { skewCases } from './groups/skew-cases.js'
 import { stateCases } from './groups/state-cases.js'
@@ -42,6 +44,8 @@ export const groups: Readonly<Record<GroupName, readonly CaseDefinition[]>> = {
   isolation: isolationCases,
   roundTrips: roundTripCases,
   model: modelCases,
+  list: listCases,
+  revoke: revokeCases,
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000
@@ -79,6 +83,7 @@ export function bindCase(group: GroupName, definition: CaseDefinition, factory: 
         const context = await CaseContext.create(harness)
         const reason = definition.unsupported?.(context.capabilities, {
           countsRoundTrips: typeof harness.roundTrips === 'function',
+          seedsTokens: typeof harness.seedToken === 'function',
         })
         if (reason !== undefined) return { status: 'skipped', reason }
         await definition.run(context)

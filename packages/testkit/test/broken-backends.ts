@@ -2,12 +2,19 @@ import { MemoryBackend, MemoryStore, type StoredLease } from '@worklease/memory'
 import {
   type Backend,
   type CallOptions,
+  type CheckpointOptions,
   type Clock,
   createLeaseRecord,
   FencedError,
+  isLeaseHeldError,
+  isTokensExhaustedError,
+  LeaseHeldError,
   type LeaseRecord,
+  type ListOptions,
+  validateRenewArgs,
 } from '@worklease/spec'
 import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
+import { memorySeedToken } from './memory-harness.js'
 
 /**
  * A MemoryBackend with one rule broken. Each subclass overrides one operation the way a plausible
@@ -177,6 +184,92 @@ const broken: Record<string, BrokenBackendClass> = {
       return super.renew(record, ttlMs)
     }
   },
+  'renew setting expiry to now + ttl unconditionally': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      await super.renew(record, ttlMs)
+      this.lease(record.workId)!.expiresAtMs = this.clock.now() + ttlMs
+    }
+  },
+  'checkpoint setting expiry to now + ttl unconditionally': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      await super.checkpoint(record, state, ttlMs, options)
+      this.lease(record.workId)!.expiresAtMs = this.clock.now() + ttlMs
+    }
+  },
+  'checkpoint ignoring its sequence (a late one overwrites)': class extends Flawed {
+    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      await super.checkpoint(record, state, ttlMs)
+    }
+  },
+  'token ceiling reported as LEASE_HELD': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.acquire(workId, holderId, ttlMs, options)
+      } catch (error) {
+        if (isTokensExhaustedError(error)) throw new LeaseHeldError(undefined, { cause: error })
+        throw error
+      }
+    }
+  },
+  'record read again after validation': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      validateRenewArgs(record, ttlMs, undefined)
+      // The bug: the snapshot is dropped and the caller's object is read again.
+      const lease = this.lease(record.workId)
+      if (!lease || lease.released || String(lease.fencingToken) !== String(record.fencingToken)) {
+        throw new FencedError()
+      }
+      if (String(lease.holderId) !== String(record.holderId)) throw new FencedError()
+      lease.expiresAtMs = Math.max(lease.expiresAtMs, this.clock.now() + ttlMs)
+    }
+  },
+  'holder reported with the wrong token': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.acquire(workId, holderId, ttlMs, options)
+      } catch (error) {
+        if (isLeaseHeldError(error) && error.holder) {
+          throw new LeaseHeldError(undefined, {
+            holder: { ...error.holder, fencingToken: error.holder.fencingToken + 1n },
+          })
+        }
+        throw error
+      }
+    }
+  },
+  'list sorted by UTF-16 code units': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await this.inner.list!(options)
+      return { ...page, leases: [...page.leases].sort((a, b) => (a.workId < b.workId ? -1 : 1)) }
+    }
+  },
+  'list prefix matched as a LIKE pattern': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const prefix = options?.prefix ?? ''
+      const pattern = new RegExp(
+        `^${prefix
+          .replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+          .replaceAll('%', '.*')
+          .replaceAll('_', '.')}`,
+        'u',
+      )
+      const page = await this.inner.list!({ ...options, prefix: '' })
+      return { ...page, leases: page.leases.filter((lease) => pattern.test(lease.workId)) }
+    }
+  },
+  'revoke that releases (a clean handoff)': class extends Flawed {
+    override async revoke(workId: string) {
+      const lease = this.lease(workId)
+      if (!lease || lease.released || lease.expiresAtMs <= this.clock.now()) return false
+      lease.released = true
+      return true
+    }
+  },
   'failed acquire reported as FENCED': class extends Flawed {
     override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
       try {
@@ -211,6 +304,15 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'read-then-write acquire (a race window)': 'races',
   'aborted signal ignored': 'badInput',
   'failed acquire reported as FENCED': 'acquire',
+  'renew setting expiry to now + ttl unconditionally': 'renew',
+  'checkpoint setting expiry to now + ttl unconditionally': 'checkpoint',
+  'checkpoint ignoring its sequence (a late one overwrites)': 'checkpoint',
+  'token ceiling reported as LEASE_HELD': 'tokens',
+  'record read again after validation': 'badInput',
+  'holder reported with the wrong token': 'acquire',
+  'list sorted by UTF-16 code units': 'list',
+  'list prefix matched as a LIKE pattern': 'list',
+  'revoke that releases (a clean handoff)': 'revoke',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */
@@ -228,6 +330,7 @@ export const brokenBackends: readonly BrokenBackend[] = Object.entries(broken).m
     return {
       open: ({ clock }) => new Backend(store, clock),
       roundTrips: () => store.operations,
+      seedToken: memorySeedToken(store),
       close: async () => {},
     }
   },

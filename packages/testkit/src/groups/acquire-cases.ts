@@ -1,8 +1,19 @@
-import { isWorkleaseError } from '@worklease/spec'
-import { check, checkEqual, checkRejects } from '../assertions.js'
+import {
+  type BackendCapabilities,
+  createLeaseRecord,
+  isLeaseHeldError,
+  isWorkleaseError,
+} from '@worklease/spec'
+import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { checkRecord } from './shared.js'
+import { bytes, checkRecord } from './shared.js'
+
+const needsHolder = (caps: BackendCapabilities) =>
+  caps.reportsHolder ? undefined : 'the backend does not report the holder (capabilities.reportsHolder)'
+
+// Server clocks: the reported expiry and the record's are read in different statements.
+const SERVER_TOLERANCE_MS = 1_000
 
 export const acquireCases: CaseDefinition[] = [
   {
@@ -116,6 +127,69 @@ export const acquireCases: CaseDefinition[] = [
       const huge = await c.backend.acquire(c.workId(), 'holder-a', 2_147_483_647)
       checkEqual(huge.fencingToken, 1n, 'token with the largest ttl')
       check(huge.expiresAt.getTime() > Date.now() + 24 * 86_400_000, 'largest ttl expires in about 24.8 days')
+    },
+  },
+  {
+    name: 'LEASE_HELD reports who holds the lease and how long it has left',
+    unsupported: needsHolder,
+    async run(c) {
+      const workId = c.workId()
+      const ttl = 5_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.elapse(1_000)
+      const error = await rejection(
+        () => c.backend.acquire(workId, 'holder-b', ttl),
+        'acquire of a held lease',
+      )
+      check(isLeaseHeldError(error), `expected LEASE_HELD, got ${show(error)}`)
+      const { holder } = error
+      check(
+        holder !== undefined,
+        'LeaseHeldError.holder is missing though capabilities.reportsHolder is true',
+      )
+      checkEqual(holder.holderId, 'holder-a', 'holder.holderId')
+      checkEqual(holder.fencingToken, record.fencingToken, 'holder.fencingToken')
+      check(holder.expiresAt instanceof Date, 'holder.expiresAt must be a Date')
+      if (c.clientClock) {
+        checkEqual(holder.expiresAt.getTime(), record.expiresAt.getTime(), 'holder.expiresAt')
+        checkEqual(holder.expiresInMs, ttl - 1_000, 'holder.expiresInMs')
+      } else {
+        const drift = Math.abs(holder.expiresAt.getTime() - record.expiresAt.getTime())
+        check(drift <= SERVER_TOLERANCE_MS, `holder.expiresAt is ${drift} ms off the record's`)
+        check(
+          holder.expiresInMs > 0 && holder.expiresInMs <= ttl - 1_000 + SERVER_TOLERANCE_MS / 10,
+          `holder.expiresInMs ${holder.expiresInMs} is not what is left of a ${ttl} ms lease after 1 s`,
+        )
+      }
+    },
+  },
+  {
+    name: 'LEASE_HELD names the caller itself when its own earlier acquire took the lease',
+    unsupported: needsHolder,
+    async run(c) {
+      // What a caller does after an acquire whose reply was lost: ask again, recognise itself, and
+      // rebuild the record, which must then be as valid as the one whose reply was lost.
+      const workId = c.workId()
+      const lost = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const error = await rejection(
+        () => c.backend.acquire(workId, 'holder-a', LONG_TTL_MS),
+        'acquire of its own lease',
+      )
+      check(
+        isLeaseHeldError(error) && error.holder !== undefined,
+        `expected LEASE_HELD with holder, got ${show(error)}`,
+      )
+      checkEqual(error.holder.holderId, 'holder-a', 'holder.holderId')
+      const rebuilt = createLeaseRecord(
+        workId,
+        'holder-a',
+        error.holder.fencingToken,
+        error.holder.expiresAt.getTime(),
+      )
+      checkEqual(rebuilt.fencingToken, lost.fencingToken, 'rebuilt token')
+      await c.backend.checkpoint(rebuilt, bytes('recovered'), LONG_TTL_MS)
+      await c.backend.release(rebuilt)
+      checkEqual((await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)).fencingToken, 2n, 'next token')
     },
   },
 ]

@@ -65,6 +65,68 @@ function badRecords(record: LeaseRecord): ReadonlyArray<[string, unknown]> {
   ]
 }
 
+/**
+ * Records that show validation one thing and anything reading them again another: getters that answer
+ * a valid record on the first read and then store-query operators or objects that stringify to another
+ * holder's values, and a Proxy doing the same. Only a backend that uses the validated snapshot is safe.
+ */
+function shapeShifters(
+  intruder: LeaseRecord,
+  victim: LeaseRecord,
+): ReadonlyArray<[string, () => LeaseRecord]> {
+  const asText = (text: string) => ({ toString: () => text, valueOf: () => text })
+  const later: ReadonlyArray<[string, Record<keyof LeaseRecord, unknown>]> = [
+    [
+      'query operators',
+      { workId: { $ne: null }, holderId: { $ne: null }, fencingToken: { $gt: 0 }, expiresAt: { $gt: 0 } },
+    ],
+    [
+      "objects that stringify to the victim's values",
+      {
+        workId: asText(victim.workId),
+        holderId: asText(victim.holderId),
+        fencingToken: asText(String(victim.fencingToken)),
+        expiresAt: victim.expiresAt,
+      },
+    ],
+    ["the victim's own values", { ...victim }],
+  ]
+  return later.flatMap(([label, values]): Array<[string, () => LeaseRecord]> => {
+    const getters = (): LeaseRecord => {
+      const reads = new Map<string, number>()
+      const record = {}
+      for (const key of ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const) {
+        Object.defineProperty(record, key, {
+          enumerable: true,
+          get() {
+            const n = (reads.get(key) ?? 0) + 1
+            reads.set(key, n)
+            return n === 1 ? intruder[key] : values[key]
+          },
+        })
+      }
+      return record as LeaseRecord
+    }
+    const proxy = (): LeaseRecord => {
+      const reads = new Map<PropertyKey, number>()
+      return new Proxy(
+        { ...intruder },
+        {
+          get(target, key) {
+            const n = (reads.get(key) ?? 0) + 1
+            reads.set(key, n)
+            return n === 1 || !(key in values) ? Reflect.get(target, key) : values[key as keyof LeaseRecord]
+          },
+        },
+      ) as LeaseRecord
+    }
+    return [
+      [`getters turning into ${label}`, getters],
+      [`a Proxy turning into ${label}`, proxy],
+    ]
+  })
+}
+
 const BAD_OPTIONS: ReadonlyArray<[string, unknown]> = [
   ['a string', 'fast'],
   ['null', null],
@@ -244,6 +306,33 @@ export const badInputCases: CaseDefinition[] = [
       await c.backend.checkpoint(record, bytes('x'), LONG_TTL_MS, { signal })
       await c.backend.readCheckpoint(record, { signal })
       await c.backend.release(record, { signal })
+    },
+  },
+  {
+    name: 'a record that changes between reads is FENCED or INVALID_ARGUMENT and never touches another lease',
+    async run(c) {
+      const f = await fixture(c)
+      const victim = f.held
+      // The intruder's own lease on another workId, released so its record is stale.
+      const intruder = await c.backend.acquire(c.workId('intruder'), 'holder-x', LONG_TTL_MS)
+      await c.backend.release(intruder)
+      const calls: ReadonlyArray<[string, (record: LeaseRecord) => Promise<unknown>]> = [
+        ['renew', (record) => c.backend.renew(record, LONG_TTL_MS)],
+        ['checkpoint', (record) => c.backend.checkpoint(record, bytes('intruder'), LONG_TTL_MS)],
+        ['readCheckpoint', (record) => c.backend.readCheckpoint(record)],
+        ['release', (record) => c.backend.release(record)],
+      ]
+      for (const [label, make] of shapeShifters(intruder, victim)) {
+        for (const [name, call] of calls) {
+          const error = await rejection(() => call(make()), `${name} with ${label}`)
+          check(
+            isWorkleaseError(error, 'FENCED') || isWorkleaseError(error, 'INVALID_ARGUMENT'),
+            `${name} with ${label}: expected FENCED or INVALID_ARGUMENT, got ${show(error)}`,
+          )
+        }
+      }
+      await c.backend.renew(victim, LONG_TTL_MS)
+      await checkUntouched(c, f)
     },
   },
 ]

@@ -169,4 +169,89 @@ export const checkpointCases: CaseDefinition[] = [
       }
     },
   },
+  {
+    name: 'checkpoint never shortens a live lease: a shorter ttl keeps the later expiry',
+    async run(c) {
+      const workId = c.workId()
+      const ttl = c.clientClock ? 1_000 : 3_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.backend.checkpoint(record, bytes('short'), SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after a shorter checkpoint, before the first expiry',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('short'), 'state')
+    },
+  },
+  {
+    name: 'a checkpoint sent earlier never replaces one sent later (lower sequence lands second)',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
+      await c.backend.checkpoint(record, bytes('sent first, landed late'), LONG_TTL_MS, { sequence: 10 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), 'state')
+      await c.backend.checkpoint(record, bytes('third'), LONG_TTL_MS, { sequence: 21 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('third'), 'state after a later one')
+    },
+  },
+  {
+    name: 'a retried checkpoint (same sequence) succeeds, keeps the first state and still extends',
+    async run(c) {
+      const workId = c.workId()
+      const ttl = c.clientClock ? 1_000 : 2_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.backend.checkpoint(record, bytes('first attempt'), ttl, { sequence: 7 })
+      await c.elapse(ttl * 0.6)
+      await c.backend.checkpoint(record, bytes('retry'), ttl, { sequence: 7 })
+      await c.elapse(ttl * 0.6)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after the retry extended the lease',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('first attempt'), 'state')
+    },
+  },
+  {
+    name: 'acquire starts a lease with no sequence: a successor stores any sequence',
+    async run(c) {
+      const workId = c.workId()
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(first, bytes('big sequence'), LONG_TTL_MS, {
+        sequence: Number.MAX_SAFE_INTEGER,
+      })
+      await c.backend.release(first)
+      const second = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
+      checkBytes((await c.backend.readCheckpoint(second)).state, bytes('successor'), 'state')
+    },
+  },
+  {
+    name: 'a stale checkpoint of a record no longer valid is FENCED whatever its sequence',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('kept'), LONG_TTL_MS, { sequence: 10 })
+      await c.backend.release(record)
+      for (const sequence of [5, 10, 11]) {
+        await checkRejects(
+          () => c.backend.checkpoint(record, bytes('stale'), LONG_TTL_MS, { sequence }),
+          'FENCED',
+          `checkpoint after release with sequence ${sequence}`,
+        )
+      }
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(next)).state, bytes('kept'), 'state')
+    },
+  },
+  {
+    name: 'checkpoints without a sequence keep their call order',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      for (let i = 0; i < 5; i++) await c.backend.checkpoint(record, bytes(`step ${i}`), LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('step 4'), 'state')
+    },
+  },
 ]

@@ -118,20 +118,22 @@ class Checkpoint extends RecordCommand {
     slot: number,
     readonly ttlMs: number,
     readonly state: Uint8Array,
+    readonly sequence: number,
   ) {
     super(holder, slot)
   }
   async run(m: Model, r: Real): Promise<void> {
     const record = this.record(r)
     const at = now(r)
+    const { sequence } = this
     compare(
       `${this}`,
-      await actual(() => r.backend.checkpoint(record, this.state, this.ttlMs)),
-      m.reference.checkpoint(record, this.state, this.ttlMs, at),
+      await actual(() => r.backend.checkpoint(record, this.state, this.ttlMs, { sequence })),
+      m.reference.checkpoint(record, this.state, this.ttlMs, at, sequence),
     )
   }
   toString(): string {
-    return `checkpoint(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}, [${this.state.join(',')}])`
+    return `checkpoint(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}, [${this.state.join(',')}], seq ${this.sequence})`
   }
 }
 
@@ -182,10 +184,12 @@ function commands(clientClock: boolean) {
   // disagree about "now"; releases still free leases.
   const ttl = clientClock ? fc.constantFrom(100, 1_000, LONG_TTL_MS) : fc.constant(LONG_TTL_MS)
   const state = fc.uint8Array({ maxLength: 8 })
+  // Few values, so that equal and lower sequences (a retry, a late-landing earlier checkpoint) are common.
+  const sequence = fc.integer({ min: 1, max: 6 })
   const all: Array<fc.Arbitrary<fc.AsyncCommand<Model, Real>>> = [
     fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Acquire(h, s, t)),
     fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Renew(h, s, t)),
-    fc.tuple(holder, slot, ttl, state).map(([h, s, t, b]) => new Checkpoint(h, s, t, b)),
+    fc.tuple(holder, slot, ttl, state, sequence).map(([h, s, t, b, q]) => new Checkpoint(h, s, t, b, q)),
     fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
     fc.tuple(holder, slot).map(([h, s]) => new Read(h, s)),
   ]

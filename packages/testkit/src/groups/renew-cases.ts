@@ -20,25 +20,47 @@ export const renewCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'renew sets expiry to now + ttl, also shorter than before',
+    name: 'renew never shortens a live lease: a shorter ttl keeps the later expiry',
     async run(c) {
       const workId = c.workId()
-      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const ttl = c.clientClock ? 1_000 : 3_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.backend.renew(record, SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after a shorter renew, before the first expiry',
+      )
       if (c.clientClock) {
-        await c.backend.renew(record, 100)
-        await c.elapse(99)
+        await c.elapse(ttl - SHORT_TTL_MS - 1)
         await checkRejects(
           () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
           'LEASE_HELD',
-          '1 ms before expiry',
+          '1 ms before the first expiry',
         )
         await c.elapse(1)
-      } else {
-        await c.backend.renew(record, SHORT_TTL_MS)
-        await c.expire()
+        const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+        checkEqual(next.fencingToken, 2n, 'token once the first expiry passed')
       }
-      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      checkEqual(next.fencingToken, 2n, 'token once the shortened lease expired')
+    },
+  },
+  {
+    name: 'renew extends to now + ttl when that is later, exactly on a client clock',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.elapse(SHORT_TTL_MS / 2)
+      await c.backend.renew(record, 1_000)
+      if (!c.clientClock) return
+      await c.elapse(999)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        '1 ms before now + ttl',
+      )
+      await c.elapse(1)
+      checkEqual((await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)).fencingToken, 2n, 'token')
     },
   },
   {

@@ -41,6 +41,25 @@ export const skewCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a renew that lands from a clock behind never moves the expiry back',
+    unsupported: needsClientClock,
+    async run(c) {
+      // The same shape as a renew abandoned at its timeout that lands after a newer one: the late
+      // write carries an older "now".
+      const workId = c.workId()
+      const behind = await c.open(-3_000)
+      const record = await c.backend.acquire(workId, 'holder-a', 5_000)
+      await behind.renew(record, 5_000)
+      await behind.checkpoint(record, bytes('from behind'), 5_000)
+      await c.elapse(4_000)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire 1 s before the expiry the holder was promised',
+      )
+    },
+  },
+  {
     name: 'a process whose clock is behind sees a live lease as held',
     unsupported: needsClientClock,
     async run(c) {

@@ -1,9 +1,13 @@
-import { checkEqual, checkRejects } from '../assertions.js'
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
+import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
 import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
-import type { CaseDefinition } from '../suite-case.js'
+import type { CaseDefinition, SupportContext } from '../suite-case.js'
 import { bytes } from './shared.js'
 
 const CYCLES = 200
+
+const needsSeed = (_caps: unknown, { seedsTokens }: SupportContext) =>
+  seedsTokens ? undefined : 'the harness cannot seed a token (no seedToken())'
 
 export const tokenCases: CaseDefinition[] = [
   {
@@ -73,6 +77,65 @@ export const tokenCases: CaseDefinition[] = [
         4n,
         'token after restart',
       )
+    },
+  },
+  {
+    name: 'a seeded token is continued: the next acquire gets it + 1 with a clean handoff',
+    unsupported: needsSeed,
+    async run(c) {
+      const workId = c.workId()
+      await c.seedToken(workId, 41n)
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      checkEqual(record.fencingToken, 42n, 'token after the seed')
+      checkEqual((await c.backend.readCheckpoint(record)).cleanHandoff, true, 'cleanHandoff')
+    },
+  },
+  {
+    name: 'the largest token is handed out once, then acquire is TOKENS_EXHAUSTED and changes nothing',
+    unsupported: needsSeed,
+    async run(c) {
+      const workId = c.workId()
+      await c.seedToken(workId, MAX_FENCING_TOKEN - 1n)
+      const last = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      checkEqual(last.fencingToken, MAX_FENCING_TOKEN, 'the largest token')
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire while the last token is held',
+      )
+      await c.backend.checkpoint(last, bytes('at the ceiling'), LONG_TTL_MS)
+      await c.backend.renew(last, LONG_TTL_MS)
+      await c.backend.release(last)
+      for (const attempt of [1, 2]) {
+        await checkRejects(
+          () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+          'TOKENS_EXHAUSTED',
+          `acquire past the largest token (attempt ${attempt})`,
+        )
+      }
+      await checkRejects(() => c.backend.renew(last, LONG_TTL_MS), 'FENCED', 'renew after release')
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-a', LONG_TTL_MS),
+        'TOKENS_EXHAUSTED',
+        'acquire by the last holder',
+      )
+    },
+  },
+  {
+    name: 'an expired lease at the largest token is TOKENS_EXHAUSTED, and its state stays readable',
+    unsupported: needsSeed,
+    async run(c) {
+      const workId = c.workId()
+      await c.seedToken(workId, MAX_FENCING_TOKEN - 1n)
+      const last = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(last, bytes('final'), SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'TOKENS_EXHAUSTED',
+        'acquire of the expired last lease',
+      )
+      checkBytes((await c.backend.readCheckpoint(last)).state, bytes('final'), 'state of the last lease')
     },
   },
 ]

@@ -1,0 +1,204 @@
+import type { BackendCapabilities, LeaseListing, LeasePage, ListOptions } from '@worklease/spec'
+import { isWorkleaseError } from '@worklease/spec'
+import { check, checkEqual, rejection, show } from '../assertions.js'
+import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+const needsList = (caps: BackendCapabilities) =>
+  caps.list ? undefined : 'the backend does not list leases (capabilities.list)'
+
+function list(c: CaseContext, options?: ListOptions): Promise<LeasePage> {
+  check(typeof c.backend.list === 'function', 'capabilities.list is true but backend.list is missing')
+  return c.backend.list(options)
+}
+
+/** Every page under `prefix`, `limit` at a time, with a guard against a cursor that never ends. */
+async function listAll(c: CaseContext, prefix: string, limit = 1_000): Promise<LeaseListing[]> {
+  const all: LeaseListing[] = []
+  let cursor: string | undefined
+  for (let pages = 0; pages < 1_000; pages++) {
+    const page = await list(c, { prefix, limit, ...(cursor === undefined ? {} : { cursor }) })
+    check(page.leases.length <= limit, `a page of ${page.leases.length} leases exceeds limit ${limit}`)
+    all.push(...page.leases)
+    cursor = page.cursor
+    if (cursor === undefined) return all
+    check(page.leases.length > 0, 'an empty page with a cursor')
+  }
+  throw new Error('list never reached its last page')
+}
+
+const ids = (leases: readonly LeaseListing[]) => leases.map((lease) => lease.workId)
+
+function checkIds(actual: readonly LeaseListing[], expected: readonly string[], what: string): void {
+  const got = ids(actual)
+  check(
+    got.length === expected.length && got.every((id, i) => id === expected[i]),
+    `${what}: expected ${show(expected)}, got ${show(got)}`,
+  )
+}
+
+export const listCases: CaseDefinition[] = [
+  {
+    name: 'list shows each lease as it is: holder, token, expiry, released, free, checkpoint size',
+    unsupported: needsList,
+    async run(c) {
+      const held = await c.backend.acquire(`${c.prefix}held`, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(held, bytes('12345'), LONG_TTL_MS)
+      const released = await c.backend.acquire(`${c.prefix}released`, 'holder-b', LONG_TTL_MS)
+      await c.backend.release(released)
+      await c.backend.acquire(`${c.prefix}expired`, 'holder-c', SHORT_TTL_MS)
+      await c.expire()
+      const page = await list(c, { prefix: c.prefix })
+      check(page.now instanceof Date && !Number.isNaN(page.now.getTime()), 'page.now must be a valid Date')
+      checkEqual(page.cursor, undefined, 'cursor of the only page')
+      checkIds(page.leases, [`${c.prefix}expired`, `${c.prefix}held`, `${c.prefix}released`], 'workIds')
+      const [expired, h, r] = page.leases as [LeaseListing, LeaseListing, LeaseListing]
+      checkEqual(h.holderId, 'holder-a', 'held.holderId')
+      checkEqual(h.fencingToken, 1n, 'held.fencingToken')
+      checkEqual(h.released, false, 'held.released')
+      checkEqual(h.free, false, 'held.free')
+      checkEqual(h.checkpointBytes, 5, 'held.checkpointBytes')
+      check(h.expiresAt.getTime() > page.now.getTime(), 'a held lease expires after page.now')
+      checkEqual(r.released, true, 'released.released')
+      checkEqual(r.free, true, 'released.free')
+      checkEqual(r.checkpointBytes, null, 'released.checkpointBytes')
+      checkEqual(expired.released, false, 'expired.released')
+      checkEqual(expired.free, true, 'expired.free')
+      check(expired.expiresAt.getTime() <= page.now.getTime(), 'an expired lease expired by page.now')
+      if (c.clientClock) checkEqual(page.now.getTime(), c.clock.now(), 'page.now on a client clock')
+    },
+  },
+  {
+    name: 'list matches the prefix literally: wildcards of LIKE, glob and regular expressions are characters',
+    unsupported: needsList,
+    async run(c) {
+      const suffixes = ['a%b', 'a_b', 'axb', 'a*b', 'a[b]', 'a.b', 'a\\b', 'a(b)', 'a^b', 'a$b', 'a?b', 'a|b']
+      for (const suffix of suffixes) await c.backend.acquire(`${c.prefix}${suffix}`, 'holder-a', LONG_TTL_MS)
+      for (const suffix of suffixes) {
+        const wanted = `${c.prefix}${suffix}`
+        checkIds(await listAll(c, wanted), [wanted], `list with prefix ${show(wanted)}`)
+      }
+      checkIds(await listAll(c, `${c.prefix}a%`), [`${c.prefix}a%b`], 'prefix ending in %')
+      checkIds(await listAll(c, `${c.prefix}a_`), [`${c.prefix}a_b`], 'prefix ending in _')
+    },
+  },
+  {
+    name: 'list includes the prefix itself and ids it is a prefix of, and nothing before or after',
+    unsupported: needsList,
+    async run(c) {
+      const p = c.prefix
+      const all = [
+        `${p}job`,
+        `${p}job-1`,
+        `${p}job-10`,
+        `${p}job-1/x`,
+        `${p}job-2`,
+        `${p}jo`,
+        `${p}jobz`,
+        `${p}k`,
+      ]
+      for (const id of all) await c.backend.acquire(id, 'holder-a', LONG_TTL_MS)
+      checkIds(await listAll(c, `${p}job-1`), [`${p}job-1`, `${p}job-1/x`, `${p}job-10`], 'prefix job-1')
+      checkIds(
+        await listAll(c, `${p}job`),
+        [`${p}job`, `${p}job-1`, `${p}job-1/x`, `${p}job-10`, `${p}job-2`, `${p}jobz`],
+        'prefix job',
+      )
+    },
+  },
+  {
+    name: 'list orders workIds by code point (UTF-8 byte order), astral characters last',
+    unsupported: needsList,
+    async run(c) {
+      // By UTF-16 code units the emoji (U+1F600, stored as D83D DE00) would sort before U+FFFD.
+      const suffixes = ['\u{1F600}', '\uFFFD', 'é', 'z', 'A', 'a', '\u{10FFFF}', '日本']
+      for (const suffix of suffixes) await c.backend.acquire(`${c.prefix}${suffix}`, 'holder-a', LONG_TTL_MS)
+      const expected = ['A', 'a', 'z', 'é', '日本', '\uFFFD', '\u{1F600}', '\u{10FFFF}'].map(
+        (s) => `${c.prefix}${s}`,
+      )
+      checkIds(await listAll(c, c.prefix), expected, 'one page')
+      checkIds(await listAll(c, c.prefix, 3), expected, 'pages of 3')
+      checkIds(await listAll(c, `${c.prefix}\u{1F600}`), [`${c.prefix}\u{1F600}`], 'astral prefix')
+    },
+  },
+  {
+    name: 'pages cut anywhere, even between ids that share a prefix, without repeats or gaps',
+    unsupported: needsList,
+    timeoutMs: 60_000,
+    async run(c) {
+      const expected: string[] = []
+      for (const stem of ['p', 'p/', 'p/a', 'p/a/', 'p/a/b', 'p/b', 'q']) expected.push(`${c.prefix}${stem}`)
+      for (const id of expected) await c.backend.acquire(id, 'holder-a', LONG_TTL_MS)
+      for (const limit of [1, 2, 3, 6, 7, 8])
+        checkIds(await listAll(c, c.prefix, limit), expected, `limit ${limit}`)
+    },
+  },
+  {
+    name: 'leases that change between pages are seen as they are, none skipped or repeated',
+    unsupported: needsList,
+    async run(c) {
+      const p = c.prefix
+      const records = new Map<string, Awaited<ReturnType<typeof c.backend.acquire>>>()
+      for (const id of ['a', 'b', 'c', 'd'])
+        records.set(id, await c.backend.acquire(`${p}${id}`, 'holder-a', LONG_TTL_MS))
+      const first = await list(c, { prefix: p, limit: 2 })
+      checkIds(first.leases, [`${p}a`, `${p}b`], 'first page')
+      check(first.cursor !== undefined, 'a cursor after the first of two pages')
+      await c.backend.acquire(`${p}a0`, 'holder-b', LONG_TTL_MS) // before the cursor: not on a later page
+      await c.backend.acquire(`${p}c0`, 'holder-b', LONG_TTL_MS) // after it: on the next page
+      await c.backend.release(records.get('d')!)
+      const second = await list(c, { prefix: p, limit: 10, cursor: first.cursor })
+      checkIds(second.leases, [`${p}c`, `${p}c0`, `${p}d`], 'second page')
+      checkEqual(second.leases[2]!.released, true, 'd released between pages')
+      checkEqual(second.cursor, undefined, 'cursor of the last page')
+    },
+  },
+  {
+    name: 'list changes nothing, is one round trip a page, and an empty prefix lists the rest of the store too',
+    unsupported: needsList,
+    async run(c) {
+      const record = await c.backend.acquire(`${c.prefix}x`, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('kept'), LONG_TTL_MS)
+      const before = c.roundTrips()
+      const page = await list(c, { prefix: c.prefix, limit: 1 })
+      if (before !== undefined) checkEqual(c.roundTrips()! - before, 1, 'round trips of one page')
+      checkIds(page.leases, [`${c.prefix}x`], 'the page')
+      const everything = await list(c, { limit: 1_000 })
+      check(
+        ids(everything.leases).includes(`${c.prefix}x`) || everything.cursor !== undefined,
+        'an empty prefix',
+      )
+      await c.backend.renew(record, LONG_TTL_MS)
+      checkEqual(new TextDecoder().decode((await c.backend.readCheckpoint(record)).state!), 'kept', 'state')
+    },
+  },
+  {
+    name: 'bad list options are INVALID_ARGUMENT before any round trip',
+    unsupported: needsList,
+    async run(c) {
+      const bad: Array<[string, unknown]> = [
+        ['a string', 'all'],
+        ['limit 0', { limit: 0 }],
+        ['limit 1001', { limit: 1_001 }],
+        ['limit 1.5', { limit: 1.5 }],
+        ['limit as a string', { limit: '10' }],
+        ['a numeric prefix', { prefix: 7 }],
+        ['a prefix with U+0000', { prefix: 'a\u0000' }],
+        ['a prefix of 256 code units', { prefix: 'x'.repeat(256) }],
+        ['an empty cursor', { cursor: '' }],
+        ['a cursor with a lone surrogate', { cursor: '\uD800' }],
+      ]
+      const loose = c.backend as unknown as { list(options: unknown): Promise<unknown> }
+      for (const [label, options] of bad) {
+        const before = c.roundTrips()
+        const error = await rejection(() => loose.list(options), `list with ${label}`)
+        check(
+          isWorkleaseError(error, 'INVALID_ARGUMENT'),
+          `list with ${label}: expected INVALID_ARGUMENT, got ${show(error)}`,
+        )
+        checkEqual(c.roundTrips(), before, `list with ${label}: round trips`)
+      }
+    },
+  },
+]
