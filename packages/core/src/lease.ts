@@ -5,6 +5,7 @@ import {
   isLeaseExpiredError,
   isWorkleaseError,
   type LeaseRecord,
+  nextCheckpointSequence,
   validateState,
 } from '@worklease/spec'
 import {
@@ -29,6 +30,7 @@ export interface LeaseContext {
   readonly renewIntervalMs: number
   readonly renewJitter: number
   readonly callTimeoutMs: number
+  readonly checkpointTimeoutMs: number
   readonly retry: ResolvedRetryPolicy
   readonly timers: Timers
   readonly random: () => number
@@ -41,6 +43,12 @@ export interface LeaseContext {
  * store still holds it (and renewals go on) until `release()` or `abandon()`.
  */
 export const closeLease: unique symbol = Symbol('worklease.closeLease')
+
+/**
+ * @internal Lets the Leaser ask for a renew now: a lease adopted from a `LEASE_HELD` that named us
+ * (an earlier acquire's reply was lost) is confirmed by the store at once, not at the next interval.
+ */
+export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
@@ -77,8 +85,9 @@ export class Lease implements AsyncDisposable {
   #loss: LeaseLostError | undefined
   #releasing: Promise<void> | undefined
   #lastTransient: unknown
+  /** Checkpoints, reads and the release, one at a time. Renewals run beside it, never behind it. */
   #queue: Promise<unknown> = Promise.resolve()
-  #renewQueued = false
+  #renewing: Promise<void> | undefined
   #renewTimer: unknown
   #watchdog: unknown
 
@@ -138,11 +147,16 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
-   * Stores `state` and extends the lease (a checkpoint counts as a renewal). Queued behind any
-   * in-flight renew; transient store errors are retried until the local deadline. `state` is copied
-   * at once, so the caller may reuse its buffer as soon as this returns. Keeps the process alive
-   * until it settles.
+   * Stores `state` and extends the lease (a checkpoint counts as a renewal). Checkpoints and reads
+   * run one at a time; renewals go on beside them, so a slow checkpoint never starves the lease. Each
+   * attempt is bounded by `checkpointTimeoutMs`; transient store errors and timeouts are retried with
+   * the same checkpoint sequence (so an abandoned attempt that lands late can never overwrite a later
+   * checkpoint), for at most `ttlMs - safetyMarginMs` from the first attempt and never past the local
+   * deadline. `state` is copied at once, so the caller may reuse its buffer as soon as this returns.
+   * Keeps the process alive until it settles.
    * @throws `InvalidArgumentError` for a state the backend cannot take (the lease is unaffected).
+   * @throws the last store error when the store kept failing checkpoints for that long while the
+   * lease itself stayed renewed (it is still held; the state may or may not be stored).
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released). A checkpoint
    * already sent when the loss was declared may still be stored (and extend the lease): the outcome is
    * indeterminate, like a lost reply. One still queued then is never sent.
@@ -158,9 +172,11 @@ export class Lease implements AsyncDisposable {
 
   /**
    * The last state any holder of this workId checkpointed (`null` if none) and whether the previous
-   * holder released cleanly (`false` after a crash or an abandoned lease). Keeps the process alive
-   * until it settles.
+   * holder released cleanly (`false` after a crash or an abandoned lease). Retried like
+   * {@link checkpoint}, each attempt bounded by `callTimeoutMs`. Keeps the process alive until it
+   * settles.
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
+   * @throws the last store error when reads kept failing for `ttlMs - safetyMarginMs`.
    */
   readCheckpoint(): Promise<CheckpointRead> {
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
@@ -188,7 +204,10 @@ export class Lease implements AsyncDisposable {
     // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
     // local deadline.
     const letGo = keepProcessAlive()
-    this.#releasing = this.#enqueue(() => this.#releaseOp(reason)).finally(letGo)
+    this.#releasing = this.#enqueue(async () => {
+      await this.#renewing
+      await this.#releaseOp(reason)
+    }).finally(letGo)
     return this.#releasing
   }
 
@@ -207,6 +226,12 @@ export class Lease implements AsyncDisposable {
   /** Same as {@link release}, for `await using lease = await leaser.acquire(...)`. */
   [Symbol.asyncDispose](): Promise<void> {
     return this.release()
+  }
+
+  /** @internal */
+  [confirmLease](): void {
+    this.#ctx.timers.clearTimeout(this.#renewTimer)
+    this.#onRenewTimer()
   }
 
   /** @internal */
@@ -305,15 +330,15 @@ export class Lease implements AsyncDisposable {
   #onRenewTimer(): void {
     this.#renewTimer = undefined
     // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
-    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#renewQueued) return
-    this.#renewQueued = true
-    const queuedAt = this.#ctx.timers.now()
-    void this.#enqueue(() => this.#renewOp(queuedAt)).finally(() => {
-      this.#renewQueued = false
+    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#renewing) return
+    // Not queued behind checkpoints: the store keeps the later expiry (max) and orders checkpoints by
+    // sequence, so a renew may overlap a checkpoint, and one hung checkpoint cannot cost the lease.
+    this.#renewing = this.#renewOp().finally(() => {
+      this.#renewing = undefined
     })
   }
 
-  /** Runs `op` after every earlier op settled: renews, checkpoints, reads and the release never overlap. */
+  /** Runs `op` after every earlier op settled: checkpoints, reads and the release never overlap. */
   #enqueue<T>(op: () => Promise<T>): Promise<T> {
     const next = this.#queue.then(op, op)
     this.#queue = next.catch(() => undefined)
@@ -338,11 +363,14 @@ export class Lease implements AsyncDisposable {
     ).finally(dispose)
   }
 
-  /** Waits before the next attempt: backoff, but never past the local deadline or an abort of `wake`. */
-  #backoff(attempt: number, wake?: AbortSignal): Promise<void> {
+  /**
+   * Waits before the next attempt: backoff, but never past `limitMs`, the local deadline or an abort
+   * of `wake`.
+   */
+  #backoff(attempt: number, wake?: AbortSignal, limitMs = Number.POSITIVE_INFINITY): Promise<void> {
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
-    const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2)
+    const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2, limitMs)
     return sleep(timers, ms, this.#stop.signal, wake)
   }
 
@@ -366,9 +394,7 @@ export class Lease implements AsyncDisposable {
     return true
   }
 
-  async #renewOp(queuedAt: number): Promise<void> {
-    // A checkpoint that started after this renew was queued already renewed the lease.
-    if (this.#deadline.lastSuccessStart >= queuedAt) return
+  async #renewOp(): Promise<void> {
     const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
     for (let attempt = 0; ; attempt++) {
       if (!this.#live() || this.#releaseRequests.signal.aborted) return
@@ -379,8 +405,8 @@ export class Lease implements AsyncDisposable {
         if (!this.#live() || this.#outcome(error)) return
         // The token never changes on renew, so retrying after a lost reply is safe.
         this.#transient('renew', error, attempt + 1)
-        // The release queued behind us makes its own attempts; don't delay it, neither now nor
-        // when it is requested during the backoff.
+        // The release waiting for us makes its own attempts; don't delay it, neither now nor when
+        // it is requested during the backoff.
         if (this.#releaseRequests.signal.aborted) return
         await this.#backoff(attempt, this.#releaseRequests.signal)
         continue
@@ -394,16 +420,21 @@ export class Lease implements AsyncDisposable {
   }
 
   async #checkpointOp(state: Uint8Array): Promise<void> {
-    const { backend, ttlMs, timers } = this.#ctx
+    const { backend, ttlMs, timers, checkpointTimeoutMs } = this.#ctx
+    // One sequence for every attempt: the store keeps the largest, so a retry of this checkpoint (or
+    // an abandoned attempt landing late) can never replace a checkpoint made after it.
+    const sequence = nextCheckpointSequence()
+    const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
       const start = instant(timers)
       try {
-        // No per-attempt timeout: an abandoned checkpoint could land after a newer one and
-        // overwrite it. It is still abandoned when the lease ends.
-        await this.#call((signal) => backend.checkpoint(this.record, state, ttlMs, { signal }))
+        await this.#call(
+          (signal) => backend.checkpoint(this.record, state, ttlMs, { signal, sequence }),
+          checkpointTimeoutMs,
+        )
       } catch (error) {
-        await this.#afterFailedCall('checkpoint', error, attempt)
+        await this.#afterFailedCall('checkpoint', error, attempt, giveUpAt)
         continue
       }
       // Stored, even if the lease ended locally meanwhile (a release or close): say so. Only a
@@ -416,13 +447,23 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
+   * Until when a checkpoint or read retries: one lease lifetime from its first attempt. Renewals keep
+   * the local deadline moving, so without this a store that answers renews but not checkpoints would
+   * keep the caller waiting forever.
+   */
+  #opBudget(): number {
+    return this.#ctx.timers.now() + this.#ctx.ttlMs - this.#ctx.safetyMarginMs
+  }
+
+  /**
    * After a failed checkpoint or read: FENCED ends the lease, another lease outcome is the caller's,
-   * and a store error is retried after a backoff, until the local deadline or a local end.
+   * and a store error is retried after a backoff, until `giveUpAt`, the local deadline or a local end.
    */
   async #afterFailedCall(
     op: 'checkpoint' | 'readCheckpoint',
     error: unknown,
     attempt: number,
+    giveUpAt: number,
   ): Promise<void> {
     if (!this.#checkDeadline()) throw this.#ended
     if (isFencedError(error)) {
@@ -431,11 +472,15 @@ export class Lease implements AsyncDisposable {
     }
     if (isWorkleaseError(error)) throw error
     this.#transient(op, error, attempt + 1)
-    await this.#backoff(attempt, this.#controller.signal)
+    const left = giveUpAt - this.#ctx.timers.now()
+    if (left <= 0) throw error
+    await this.#backoff(attempt, this.#controller.signal, left)
+    if (this.#ctx.timers.now() >= giveUpAt && this.#checkDeadline()) throw error
   }
 
   async #readOp(): Promise<CheckpointRead> {
     const { backend, callTimeoutMs } = this.#ctx
+    const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
       try {
@@ -446,7 +491,7 @@ export class Lease implements AsyncDisposable {
         if (!this.#live()) throw this.#ended
         return read
       } catch (error) {
-        await this.#afterFailedCall('readCheckpoint', error, attempt)
+        await this.#afterFailedCall('readCheckpoint', error, attempt, giveUpAt)
       }
     }
   }

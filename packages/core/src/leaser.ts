@@ -83,14 +83,25 @@ export interface LeaserOptions {
    * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
    * longer is abandoned and counts as a transient error. Renew, release and readCheckpoint calls are
    * abandoned through their signal; an acquire is not cancelled (only no longer awaited), so if it
-   * lands later the lease it took is released at once. Checkpoints have no timeout, so an abandoned
-   * checkpoint can never overwrite a newer one. Default: `renewIntervalMs`.
+   * lands later the lease it took is released at once. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
    * ```
    */
   callTimeoutMs?: number
+  /**
+   * Per-attempt timeout of checkpoint calls, which carry the state and may need longer than the
+   * others. An attempt that takes longer is abandoned and retried with the same checkpoint sequence:
+   * the store keeps the largest sequence it has seen for the lease, so an abandoned attempt that lands
+   * late can never overwrite a later checkpoint. Renewals never wait for a checkpoint. Default:
+   * `callTimeoutMs`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, checkpointTimeoutMs: 8_000 })
+   * ```
+   */
+  checkpointTimeoutMs?: number
   /**
    * Backoff for transient store errors and for polling a held lease with `wait`.
    *
@@ -260,6 +271,12 @@ export class Leaser implements AsyncDisposable {
       1,
       2_147_483_647,
     )
+    const checkpointTimeoutMs = checkNumber(
+      'checkpointTimeoutMs',
+      options.checkpointTimeoutMs ?? callTimeoutMs,
+      1,
+      2_147_483_647,
+    )
     const random = options.random ?? Math.random
     if (typeof random !== 'function') throw new InvalidArgumentError('options.random must be a function')
 
@@ -275,6 +292,7 @@ export class Leaser implements AsyncDisposable {
       renewIntervalMs,
       renewJitter,
       callTimeoutMs,
+      checkpointTimeoutMs,
       retry: resolveRetry(options.retry),
       timers: options.timers ?? systemTimers,
       random,
