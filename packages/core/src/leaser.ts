@@ -1,5 +1,6 @@
 import {
   type Backend,
+  createLeaseRecord,
   InvalidArgumentError,
   isLeaseHeldError,
   isWorkleaseError,
@@ -17,7 +18,7 @@ import {
   sleep,
 } from './abortable.js'
 import { defaultHolderId } from './default-holder-id.js'
-import { closeLease, Lease, type LeaseContext } from './lease.js'
+import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
@@ -83,7 +84,8 @@ export interface LeaserOptions {
    * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
    * longer is abandoned and counts as a transient error. Renew, release and readCheckpoint calls are
    * abandoned through their signal; an acquire is not cancelled (only no longer awaited), so if it
-   * lands later the lease it took is released at once. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
+   * lands later the lease it took is used when the acquire still wants it, released at once
+   * otherwise. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
@@ -103,7 +105,10 @@ export interface LeaserOptions {
    */
   checkpointTimeoutMs?: number
   /**
-   * Backoff for transient store errors and for polling a held lease with `wait`.
+   * Backoff for transient store errors and for polling a held lease with `wait`. A waiter learns of a
+   * release by polling: with this policy, but never sleeping past the current lease's expiry when the
+   * backend reports it (`capabilities.reportsHolder`), so a crashed holder is taken over right at its
+   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, retry: { initialDelayMs: 200, maxDelayMs: 5_000 } })
@@ -133,8 +138,9 @@ export interface LeaserOptions {
 /** Options of {@link Leaser.acquire}. */
 export interface AcquireOptions {
   /**
-   * While the lease is held by someone else, keep trying (with backoff) instead of throwing
-   * `LeaseHeldError` at once. Default: false.
+   * While the lease is held by someone else, keep trying instead of throwing `LeaseHeldError` at
+   * once: polling with the `retry` backoff, but never sleeping past the holder's expiry when the
+   * backend reports it, so a crashed holder is taken over at its ttl. Default: false.
    *
    * ```ts
    * const lease = await leaser.acquire('nightly-report', { wait: true, timeoutMs: 60_000 })
@@ -192,6 +198,34 @@ export interface CloseOptions {
   timeoutMs?: number
 }
 
+/** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
+const MAX_TAKEOVER_JITTER_MS = 50
+
+/** A lease one acquire found it holds: the record, and when to count its local deadline from. */
+interface FoundLease {
+  readonly record: LeaseRecord
+  readonly start: Instant
+  /** Adopted from a `LEASE_HELD` that named us: renew at once to have the store confirm it. */
+  readonly confirm: boolean
+}
+
+/** One `acquire` call, as its attempts (also the abandoned ones, when they settle) see it. */
+interface PendingAcquire {
+  readonly workId: string
+  /** The acquire settled: what its attempts find from now on is an orphan. */
+  done: boolean
+  /** Start of the first attempt whose outcome is unknown (a store error or timeout). */
+  unknownSince: Instant | undefined
+  /** The last reply left it open whether an attempt with an unknown outcome took the lease. */
+  unresolved: boolean
+  /** Attempts sent and not settled yet, abandoned ones included: each will still tell us something. */
+  inFlight: number
+  found: FoundLease | undefined
+  adopted?: boolean
+  /** Wakes the acquire from its backoff when an abandoned attempt finds the lease. */
+  onFound?: () => void
+}
+
 function checkNumber(name: string, value: unknown, min: number, max: number): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
     throw new InvalidArgumentError(`${name} must be a number in ${min}..${max}, got ${String(value)}`)
@@ -234,6 +268,8 @@ export class Leaser implements AsyncDisposable {
   readonly #leases = new Set<Lease>()
   /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
   readonly #running = new Map<Lease, Promise<void>>()
+  /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
+  readonly #retired = new Map<string, { token: bigint; until: number }>()
   readonly #events = new LeaserEmitter()
   readonly #closeController = sharedAbortController()
   #closing: Promise<void> | undefined
@@ -299,6 +335,9 @@ export class Leaser implements AsyncDisposable {
       events: this.#events,
       onEnd: (lease: Lease) => {
         this.#leases.delete(lease)
+        // The store may name us its holder for up to a ttl more (abandoned, lost, or a release whose
+        // outcome is unknown): never mistake it for the lost reply of a later acquire.
+        this.#retire(lease.workId, lease.fencingToken)
       },
     })
   }
@@ -346,13 +385,23 @@ export class Leaser implements AsyncDisposable {
     if (this.closed) throw new LeaserClosedError()
     signal?.throwIfAborted()
 
-    const { timers, retry, random, callTimeoutMs, ttlMs } = this.#ctx
+    const { timers, retry, random } = this.#ctx
     const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
     const { controller, dispose } = linkedController(timers, [signal, this.#closeController.signal])
     // The runner's timers are unref'd (a held lease must not keep a finished process up), but a
     // pending acquire is work in progress: without this, a process whose only work is waiting for a
     // lease would exit 0 without doing it.
     const letGo = keepProcessAlive()
+    const call: PendingAcquire = {
+      workId,
+      done: false,
+      unknownSince: undefined,
+      unresolved: false,
+      inFlight: 0,
+      found: undefined,
+    }
+    const wake = new AbortController()
+    call.onFound = () => wake.abort()
     let heldPolls = 0
     let transientInARow = 0
     let attempts = 0
@@ -361,35 +410,54 @@ export class Leaser implements AsyncDisposable {
       for (;;) {
         const start = instant(timers)
         attempts++
-        let record: LeaseRecord
         try {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
-          record = await this.#acquireOnce(workId, controller.signal, callTimeoutMs, ttlMs)
+          const record = await this.#acquireOnce(call, start, controller.signal)
+          call.found ??= { record, start, confirm: false }
         } catch (error) {
           if (controller.signal.aborted) throw controller.signal.reason
+          if (call.found) break
           if (isLeaseHeldError(error)) {
+            call.found = this.#ownLease(call, error, start)
+            if (call.found) break
+            // Someone else holds it: an earlier attempt of ours did not take it (or it would be ours
+            // until it expires). Without a holder in the reply we cannot tell.
+            if (error.holder) call.unresolved = false
             if (!wait) throw error
             transientInARow = 0
             lastError = error
           } else if (isWorkleaseError(error)) {
             throw error
           } else {
+            // Unknown outcome: the attempt may have taken the lease (see #ownLease).
+            call.unknownSince ??= start
+            call.unresolved = true
             lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
           const now = timers.now()
           if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
           const delay = isLeaseHeldError(error)
-            ? backoffDelay(retry, heldPolls++, random)
+            ? this.#heldDelay(error, heldPolls++)
             : backoffDelay(retry, transientInARow - 1, random)
-          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal)
+          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal, wake.signal)
           if (controller.signal.aborted) throw controller.signal.reason
+          if (call.found) break
           continue
         }
-        return this.#adopt(record, start, attempts)
+        break
       }
+      // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
+      call.adopted = true
+      const lease = this.#adopt(call.found.record, call.found.start, attempts)
+      if (call.found.confirm) lease[confirmLease]()
+      return lease
     } finally {
+      call.done = true
+      // Found (a late success, or our own holder) but not handed out: nobody will renew it.
+      if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found.record)
+      else if (!call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
       dispose()
       letGo()
     }
@@ -499,21 +567,125 @@ export class Leaser implements AsyncDisposable {
     return this.close()
   }
 
-  #acquireOnce(workId: string, signal: AbortSignal, timeoutMs: number, ttlMs: number): Promise<LeaseRecord> {
-    const { controller, dispose } = linkedController(this.#ctx.timers, [signal], Math.max(0, timeoutMs))
+  #acquireOnce(call: PendingAcquire, start: Instant, signal: AbortSignal): Promise<LeaseRecord> {
+    const { timers, callTimeoutMs, ttlMs } = this.#ctx
+    const { controller, dispose } = linkedController(timers, [signal], callTimeoutMs)
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
-    // abandoned, so the call settles with its real outcome and a late success can be released.
-    const call = invoke(() => this.backend.acquire(workId, this.holderId, ttlMs))
-    return raceSignal(call, controller.signal, (outcome) => {
-      // We gave up on a call that then succeeded: nobody will renew that lease, so free it now
-      // instead of making the next holder wait a whole ttl.
-      if (outcome.status === 'fulfilled') this.#releaseOrphan(outcome.value)
+    // abandoned, so the call settles with its real outcome and a late success is not orphaned.
+    const attempt = invoke(() => this.backend.acquire(call.workId, this.holderId, ttlMs))
+    call.inFlight++
+    const settled = () => {
+      call.inFlight--
+    }
+    attempt.then(settled, settled)
+    return raceSignal(attempt, controller.signal, (outcome) => {
+      let found: FoundLease | undefined
+      if (outcome.status === 'fulfilled') {
+        found = { record: outcome.value, start, confirm: false }
+      } else if (isLeaseHeldError(outcome.reason)) {
+        found = this.#ownLease(call, outcome.reason, start)
+        if (!found && outcome.reason.holder) call.unresolved = false
+      }
+      if (found) this.#lateFind(call, found)
+      // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.
+      else if (call.done && !call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
     }).finally(dispose)
   }
 
+  /**
+   * An abandoned attempt turned out to have the lease: hand it to the acquire if that still waits,
+   * otherwise free it now instead of making the next holder wait a whole ttl.
+   */
+  #lateFind(call: PendingAcquire, found: FoundLease): void {
+    const token = found.record.fencingToken
+    if (call.found?.record.fencingToken === token) return
+    if (!call.done && !call.found) {
+      call.found = found
+      call.onFound?.()
+      return
+    }
+    this.#releaseOrphan(call.workId, found.record)
+  }
+
+  /**
+   * After an attempt with an unknown outcome, a `LEASE_HELD` that names this Leaser as the holder is
+   * our own lease: an earlier attempt took it and its reply was lost. Never a lease this Leaser
+   * handed out before (live, abandoned or lost): leases are not reentrant.
+   */
+  #ownLease(call: PendingAcquire, error: LeaseHeldError, start: Instant): FoundLease | undefined {
+    const holder = error.holder
+    if (call.unknownSince === undefined || holder?.holderId !== this.holderId) return undefined
+    const { fencingToken, expiresAt, expiresInMs } = holder
+    if (typeof fencingToken !== 'bigint' || !Number.isFinite(expiresInMs) || !(expiresAt instanceof Date)) {
+      return undefined
+    }
+    if (this.#handedOut(call.workId, fencingToken)) return undefined
+    const record = createLeaseRecord(call.workId, this.holderId, fencingToken, expiresAt.getTime())
+    // The store said it expires expiresInMs after its "now", which was no earlier than our send:
+    // counting the local deadline as if the acquire had started then errs on the safe side.
+    const shift = Math.min(0, expiresInMs - this.ttlMs)
+    const since = {
+      mono: start.mono + shift,
+      wall: start.wall === undefined ? undefined : start.wall + shift,
+    }
+    return { record, start: since, confirm: true }
+  }
+
+  /** Whether this Leaser gave a Lease object this token (or a later one) for `workId`. */
+  #handedOut(workId: string, token: bigint): boolean {
+    for (const lease of this.#leases) {
+      if (lease.workId === workId && lease.fencingToken >= token) return true
+    }
+    const retired = this.#retired.get(workId)
+    return retired !== undefined && retired.token >= token && retired.until > this.#ctx.timers.now()
+  }
+
+  /** Remembers a token the store may still name us the holder of, until it surely expired. */
+  #retire(workId: string, token: bigint): void {
+    const now = this.#ctx.timers.now()
+    if (this.#retired.size >= 1_000) {
+      for (const [id, entry] of this.#retired) if (entry.until <= now) this.#retired.delete(id)
+    }
+    const previous = this.#retired.get(workId)
+    if (previous && previous.token > token) return
+    this.#retired.set(workId, { token, until: now + this.ttlMs })
+  }
+
+  /**
+   * How long a waiter sleeps after `LEASE_HELD`: its retry policy, but never past the current lease's
+   * expiry when the backend reported it, plus up to 50 ms of jitter so that waiters woken by one
+   * expiry do not all arrive in the same millisecond.
+   */
+  #heldDelay(error: LeaseHeldError, poll: number): number {
+    const { retry, random } = this.#ctx
+    const backoff = backoffDelay(retry, poll, random)
+    const expiresInMs = error.holder?.expiresInMs
+    if (typeof expiresInMs !== 'number' || !Number.isFinite(expiresInMs) || expiresInMs < 0) return backoff
+    return Math.min(backoff, expiresInMs + 1 + random() * MAX_TAKEOVER_JITTER_MS)
+  }
+
+  /**
+   * The acquire gave up (aborted, timed out, out of attempts) while an attempt's outcome was unknown:
+   * one more acquire finds out whether that attempt took the lease, and frees it if so. Only where
+   * the backend names the holder in `LEASE_HELD`; elsewhere such a lease expires after its ttl.
+   */
+  #settleUnknown(call: PendingAcquire): void {
+    if (!this.backend.capabilities.reportsHolder) return
+    const start = instant(this.#ctx.timers)
+    // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
+    invoke(() => this.backend.acquire(call.workId, this.holderId, this.ttlMs)).then(
+      (record) => this.#releaseOrphan(call.workId, record),
+      (error: unknown) => {
+        const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
+        if (found) this.#releaseOrphan(call.workId, found.record)
+      },
+    )
+  }
+
   /** Releases a lease nobody will use, best effort and bounded like every other store call. */
-  #releaseOrphan(record: LeaseRecord): void {
+  #releaseOrphan(workId: string, record: LeaseRecord): void {
+    this.#retire(workId, record.fencingToken)
     const { controller, dispose } = linkedController(this.#ctx.timers, [], this.#ctx.callTimeoutMs)
     invoke(() => this.backend.release(record, { signal: controller.signal }))
       .catch(() => undefined)

@@ -199,3 +199,136 @@ describe('a release retried after a lost reply', () => {
     expect((running.error as LeaseLostError).reason).toBe('fenced')
   })
 })
+
+describe('an acquire whose reply was lost (unknown outcome)', () => {
+  test('without wait: the retry finds its own lease (LEASE_HELD with holder = us) and uses it', async () => {
+    const { time, leaser, backend, other } = setup()
+    backend.loseNextReplies('acquire')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(100)
+    expect(acquiring.error).toBeUndefined()
+    expect(acquiring.value?.fencingToken).toBe(1n)
+    expect(backend.calls.acquire).toBe(2)
+    // Confirmed at once with a renew, not left to the next interval.
+    expect(backend.calls.renew).toBe(1)
+    expect(acquiring.value?.held).toBe(true)
+    await acquiring.value!.release()
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect(next.fencingToken).toBe(2n)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
+  test('with wait: the lease is used at once, not waited out for a ttl (no unclean handoff)', async () => {
+    const { time, leaser, backend } = setup()
+    backend.loseNextReplies('acquire')
+    const acquiring = leaser.acquire('job', { wait: true })
+    const took = await time.until(acquiring)
+    const lease = await acquiring
+    expect(took).toBeLessThan(100)
+    expect(lease.fencingToken).toBe(1n)
+    expect((await lease.readCheckpoint()).cleanHandoff).toBe(true)
+  })
+
+  test.each([
+    ['while the retry is in flight', 100],
+    ['while it waits to retry', 60],
+  ])('the caller gave up %s: the lease its lost reply took is released, not orphaned', async (_, abortAt) => {
+    const { time, leaser, backend, other } = setup()
+    backend.loseNextReplies('acquire')
+    // The first attempt lands at 50 ms and its reply is lost; the retry goes out at 75 and lands at 125.
+    backend.setLatency(50, 'acquire')
+    const controller = new AbortController()
+    const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.advance(abortAt)
+    controller.abort(new Error('no longer wanted'))
+    await time.advance(100)
+    expect((acquiring.error as Error).message).toBe('no longer wanted')
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect(next.fencingToken).toBe(2n)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
+  test('a lease this Leaser holds, or abandoned, is never adopted twice (leases are not reentrant)', async () => {
+    const { time, leaser, backend } = setup()
+    const held = await leaser.acquire('held')
+    backend.failNext('acquire')
+    const again = track(leaser.acquire('held'))
+    await time.advance(100)
+    expect(isLeaseHeldError(again.error)).toBe(true)
+    const abandoned = await leaser.acquire('abandoned')
+    abandoned.abandon()
+    backend.failNext('acquire')
+    const retaken = track(leaser.acquire('abandoned'))
+    await time.advance(100)
+    expect(isLeaseHeldError(retaken.error)).toBe(true)
+    expect(held.held).toBe(true)
+  })
+
+  test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
+    const { time, leaser, backend } = setup({ callTimeoutMs: 100 })
+    backend.setLatency(110, 'acquire')
+    const acquiring = track(leaser.acquire('job', { wait: true }))
+    await time.advance(300)
+    expect(acquiring.value?.fencingToken).toBe(1n)
+  })
+})
+
+describe('checkpoints are bounded and never starve renewal', () => {
+  test('a hung checkpoint: renewals still go out on time and the lease stays held', async () => {
+    const { time, leaser, backend, named } = setup({ checkpointTimeoutMs: 200 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(60_000, 'checkpoint') // hangs until its signal aborts
+    await time.advance(10)
+    const checkpoint = track(lease.checkpoint(new TextEncoder().encode('state')))
+    await time.advance(323) // t = 333: the renew is due
+    expect(backend.calls.renew).toBe(1)
+    await time.advance(5 * TTL)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toHaveLength(0)
+    // The checkpoint gave up after one lease lifetime of failed attempts, with the store's error.
+    expect(checkpoint.rejected).toBe(true)
+    expect(isLeaseLostError(checkpoint.error)).toBe(false)
+  })
+
+  test('every attempt of one checkpoint carries the same sequence, a later checkpoint a larger one', async () => {
+    const { time, leaser, memory } = setup()
+    const sequences: (number | undefined)[] = []
+    const original = memory.checkpoint.bind(memory)
+    let lose = 1
+    memory.checkpoint = async (record, state, ttlMs, options) => {
+      sequences.push(options?.sequence)
+      await original(record, state, ttlMs, options)
+      if (lose-- > 0) throw new Error('reply lost')
+    }
+    const lease = await leaser.acquire('job')
+    const first = lease.checkpoint(new TextEncoder().encode('1'))
+    await time.until(first)
+    await lease.checkpoint(new TextEncoder().encode('2'))
+    expect(sequences).toHaveLength(3)
+    expect(sequences[0]).toBeTypeOf('number')
+    expect(sequences[1]).toBe(sequences[0])
+    expect(sequences[2]).toBeGreaterThan(sequences[0]!)
+  })
+})
+
+describe('takeover at the ttl', () => {
+  test("a waiter sleeps until the crashed holder's expiry (plus a little), not a blind backoff", async () => {
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'crashed', TTL)
+    const waiting = leaser.acquire('job', { wait: true })
+    const took = await time.until(waiting, 10_000, 1)
+    expect((await waiting).fencingToken).toBe(2n)
+    // ttl + jitter (at most 50 ms), with zero-latency round trips.
+    expect(took).toBeGreaterThanOrEqual(TTL)
+    expect(took).toBeLessThanOrEqual(TTL + 50)
+    expect(backend.calls.acquire).toBeLessThanOrEqual(7)
+  })
+
+  test("the sleep never runs past the caller's timeout", async () => {
+    const { time, leaser, other } = setup()
+    await other.acquire('job', 'crashed', TTL)
+    const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 800 }))
+    await time.advance(800)
+    expect(isLeaseHeldError(waiting.error)).toBe(true)
+  })
+})

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import {
   type Backend,
   type CallOptions,
+  type CheckpointOptions,
   type Clock,
   isLeaseHeldError,
   type LeaseRecord,
@@ -72,6 +73,12 @@ export interface LeaserSuiteOptions {
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/** A call that never answers: rejects with the signal's reason once it aborts. */
+const hang = (signal: AbortSignal | undefined) =>
+  new Promise<never>((_, reject) => {
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true })
+  })
+
 /**
  * A backend whose renews can be made to hang (an unreachable store), whose release replies can be
  * slowed down or lost after the release was applied, and whose calls are counted.
@@ -82,24 +89,38 @@ class Gate implements Backend {
   releaseReplyDelayMs = 0
   /** How many of the next releases are applied but answered with an error (a lost reply). */
   loseReleaseReplies = 0
-  readonly calls = { acquire: 0, renew: 0, release: 0 }
+  /** How many of the next acquires are applied but answered with an error (a lost reply). */
+  loseAcquireReplies = 0
+  /** Checkpoints hang until their signal aborts (a store that takes renews but not checkpoints). */
+  hangCheckpoints = false
+  readonly calls = { acquire: 0, renew: 0, checkpoint: 0, release: 0 }
   constructor(readonly inner: Backend) {}
   get capabilities() {
     return this.inner.capabilities
   }
-  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
     this.calls.acquire++
-    return this.inner.acquire(workId, holderId, ttlMs, options)
+    const record = await this.inner.acquire(workId, holderId, ttlMs, options)
+    if (this.loseAcquireReplies > 0) {
+      this.loseAcquireReplies--
+      throw Object.assign(new Error('acquire reply lost'), { code: 'ECONNRESET' })
+    }
+    return record
   }
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
-    return this.inner.checkpoint(record, state, ttlMs, options)
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+    this.calls.checkpoint++
+    if (!this.hangCheckpoints) return this.inner.checkpoint(record, state, ttlMs, options)
+    return hang(options?.signal)
   }
   renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     this.calls.renew++
     if (!this.hangRenews) return this.inner.renew(record, ttlMs, options)
-    return new Promise((_, reject) => {
-      options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
-    })
+    return hang(options?.signal)
   }
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     this.calls.release++
@@ -462,6 +483,93 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           assert.equal(gate.calls.release, 2)
           const next = await other.acquire(id, 'suite-b', ttlMs)
           assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      "a waiter takes over a crashed holder's lease at its ttl, not at the backoff's whim",
+      withHarness(async (open) => {
+        const id = workId('takeover')
+        const other = await open()
+        const crashedAt = performance.now()
+        await other.acquire(id, 'suite-crashed', ttlMs) // never renewed, never released
+        const rttStart = performance.now()
+        await assert.rejects(other.acquire(id, 'suite-probe', ttlMs), isLeaseHeldError)
+        const rttMs = performance.now() - rttStart
+        // The default retry policy, whose backoff grows to 2 s, far past a short ttl, with its delays
+        // near their caps (random 0.99): what a waiter's backoff does at its worst.
+        const b = new Leaser(leaserOptions(await open(), 'suite-b', { retry: {}, random: () => 0.99 }))
+        try {
+          const lease = await b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
+          const tookMs = performance.now() - crashedAt
+          assert.equal(lease.fencingToken, 2n)
+          if (other.capabilities.reportsHolder) {
+            // ttl + 2 round trips + the jitter (50 ms), + 50 ms for timers on a busy machine.
+            const boundMs = ttlMs + 2 * rttMs + 100
+            assert.ok(
+              tookMs <= boundMs,
+              `took over after ${Math.round(tookMs)} ms, bound ${Math.round(boundMs)}`,
+            )
+          }
+        } finally {
+          await b.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'an acquire whose reply was lost uses the lease it took (backends that report the holder)',
+      withHarness(async (open) => {
+        const id = workId('lost-acquire-reply')
+        const gate = new Gate(await open())
+        if (!gate.capabilities.reportsHolder) return // without a holder, the lease expires after its ttl
+        gate.loseAcquireReplies = 1
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          assert.equal(lease.held, true)
+          assert.equal(gate.calls.acquire, 2)
+          await assert.rejects(other.acquire(id, 'suite-b', ttlMs), isLeaseHeldError)
+          await lease.release()
+          const next = await other.acquire(id, 'suite-b', ttlMs)
+          assert.equal(next.fencingToken, lease.fencingToken + 1n)
+          assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'a hung checkpoint does not starve renewal: the lease stays held',
+      withHarness(async (open) => {
+        const id = workId('hung-checkpoint')
+        const gate = new Gate(await open())
+        const a = new Leaser(leaserOptions(gate, 'suite-a', { checkpointTimeoutMs: Math.floor(ttlMs / 5) }))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          gate.hangCheckpoints = true
+          const checkpoint = lease.checkpoint(new TextEncoder().encode('stuck')).then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+          await delay(ttlMs * 2)
+          assert.equal(lease.held, true, `lost: ${String(lease.lossError)}`)
+          await assert.rejects(other.acquire(id, 'suite-b', ttlMs), isLeaseHeldError)
+          const error = await checkpoint
+          assert.ok(
+            error !== undefined && !isLeaseLostError(error),
+            `checkpoint settled with ${String(error)}`,
+          )
+          assert.ok(gate.calls.checkpoint >= 2, 'the checkpoint was retried')
         } finally {
           await a.close()
         }
