@@ -37,6 +37,19 @@ export function raceSignal<T>(
   })
 }
 
+/**
+ * @internal Calls a backend method as if it were a well-behaved async function: a synchronous throw
+ * becomes a rejection and a value that is not a promise a resolution. Third-party backends are user
+ * code, and the runner must survive their mistakes without an unhandled rejection.
+ */
+export function invoke<T>(call: () => Promise<T> | T): Promise<T> {
+  try {
+    return Promise.resolve(call())
+  } catch (error) {
+    return Promise.reject(error)
+  }
+}
+
 /** @internal Waits `ms` on `timers`; resolves early (never rejects) when any of `signals` aborts. */
 export function sleep(timers: Timers, ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
   return new Promise((resolve) => {
@@ -64,11 +77,7 @@ export function keepProcessAlive(): () => void {
 }
 
 /**
- * @internal An AbortController that aborts when any of `signals` aborts, or after `timeoutMs` on
- * `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`). Call `dispose` to detach.
- */
-/**
- * An AbortController whose signal may carry one listener per concurrent operation (every acquire
+ * @internal An AbortController whose signal may carry one listener per concurrent operation (every acquire
  * waiting on a Leaser, every call of a lease): many are expected, so Node's leak warning at 11 would
  * only cry wolf.
  */
@@ -78,6 +87,10 @@ export function sharedAbortController(): AbortController {
   return controller
 }
 
+/**
+ * @internal An AbortController that aborts when any of `signals` aborts, or after `timeoutMs` on
+ * `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`). Call `dispose` to detach.
+ */
 export function linkedController(
   timers: Timers,
   signals: readonly (AbortSignal | undefined)[],

@@ -5,11 +5,20 @@ import {
   isLeaseExpiredError,
   isWorkleaseError,
   type LeaseRecord,
+  nextCheckpointSequence,
   validateState,
 } from '@worklease/spec'
-import { keepProcessAlive, linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
+import {
+  invoke,
+  keepProcessAlive,
+  linkedController,
+  raceSignal,
+  sharedAbortController,
+  sleep,
+} from './abortable.js'
 import { type LeaseEndReason, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
+import { LocalDeadline } from './local-deadline.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
@@ -21,6 +30,7 @@ export interface LeaseContext {
   readonly renewIntervalMs: number
   readonly renewJitter: number
   readonly callTimeoutMs: number
+  readonly checkpointTimeoutMs: number
   readonly retry: ResolvedRetryPolicy
   readonly timers: Timers
   readonly random: () => number
@@ -28,8 +38,17 @@ export interface LeaseContext {
   readonly onEnd: (lease: Lease) => void
 }
 
-/** @internal Lets the Leaser release a lease with reason `'closed'` without a public method. */
+/**
+ * @internal Lets the Leaser end a lease locally with reason `'closed'` without a public method. The
+ * store still holds it (and renewals go on) until `release()` or `abandon()`.
+ */
 export const closeLease: unique symbol = Symbol('worklease.closeLease')
+
+/**
+ * @internal Lets the Leaser ask for a renew now: a lease adopted from a `LEASE_HELD` that named us
+ * (an earlier acquire's reply was lost) is confirmed by the store at once, not at the next interval.
+ */
+export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
@@ -55,21 +74,20 @@ export class Lease implements AsyncDisposable {
   readonly record: LeaseRecord
 
   readonly #ctx: LeaseContext
+  /** What the user sees: aborted the moment the lease ends locally, before the store hears of it. */
   readonly #controller = sharedAbortController()
-  /** Aborted when a release is requested: wakes a renew from its backoff so the release need not wait. */
+  /** Aborted when the store side stops (loss, release done, abandon): abandons calls, clears timers. */
+  readonly #stop = sharedAbortController()
+  /** Aborted when a release is requested: renewals stop, and a renew waiting to retry wakes up. */
   readonly #releaseRequests = new AbortController()
+  readonly #deadline: LocalDeadline
   #ended: LeaseLostError | undefined
   #loss: LeaseLostError | undefined
-  #releaseRequested = false
   #releasing: Promise<void> | undefined
-  /** Local deadline on the monotonic clock. */
-  #deadline = 0
-  /** Local deadline on the wall clock, which keeps moving while the host is suspended. */
-  #wallDeadline = Number.POSITIVE_INFINITY
-  #lastSuccessStart = 0
   #lastTransient: unknown
+  /** Checkpoints, reads and the release, one at a time. Renewals run beside it, never behind it. */
   #queue: Promise<unknown> = Promise.resolve()
-  #renewQueued = false
+  #renewing: Promise<void> | undefined
   #renewTimer: unknown
   #watchdog: unknown
 
@@ -78,7 +96,8 @@ export class Lease implements AsyncDisposable {
     this.#ctx = ctx
     this.workId = record.workId
     this.record = record
-    this.#extend(acquireStartedAt)
+    this.#deadline = new LocalDeadline(ctx.timers, ctx.ttlMs - ctx.safetyMarginMs, acquireStartedAt)
+    this.#arm()
     // A reply that arrived after the whole ttl (a paused process) proves nothing about now.
     this.#checkDeadline()
   }
@@ -90,15 +109,16 @@ export class Lease implements AsyncDisposable {
 
   /**
    * Aborts when the lease is lost (reason: a {@link LeaseLostError}) or ended by `release`,
-   * `abandon` or `leaser.close()`. Reading it first checks the local deadline, so right after a long
-   * process pause it is already aborted, before any timer had a chance to run.
+   * `abandon` or `leaser.close()`: always before the store lets a successor in. Reading it first
+   * checks the local deadline, so right after a long process pause it is already aborted, before any
+   * timer had a chance to run.
    */
   get signal(): AbortSignal {
     this.#checkDeadline()
     return this.#controller.signal
   }
 
-  /** Whether the lease is still held (checks the local deadline now). */
+  /** Whether the lease is still held (checks the local deadline now); false from the moment it ends. */
   get held(): boolean {
     return this.#checkDeadline()
   }
@@ -115,7 +135,7 @@ export class Lease implements AsyncDisposable {
   /** Milliseconds until the local deadline (0 once no longer held). */
   remainingMs(): number {
     if (!this.#checkDeadline()) return 0
-    return this.#remaining()
+    return this.#deadline.remaining()
   }
 
   /**
@@ -127,10 +147,16 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
-   * Stores `state` and extends the lease (a checkpoint counts as a renewal). Queued behind any
-   * in-flight renew; transient store errors are retried until the local deadline. `state` is copied
-   * at once, so the caller may reuse its buffer as soon as this returns.
+   * Stores `state` and extends the lease (a checkpoint counts as a renewal). Checkpoints and reads
+   * run one at a time; renewals go on beside them, so a slow checkpoint never starves the lease. Each
+   * attempt is bounded by `checkpointTimeoutMs`; transient store errors and timeouts are retried with
+   * the same checkpoint sequence (so an abandoned attempt that lands late can never overwrite a later
+   * checkpoint), for at most `ttlMs - safetyMarginMs` from the first attempt and never past the local
+   * deadline. `state` is copied at once, so the caller may reuse its buffer as soon as this returns.
+   * Keeps the process alive until it settles.
    * @throws `InvalidArgumentError` for a state the backend cannot take (the lease is unaffected).
+   * @throws the last store error when the store kept failing checkpoints for that long while the
+   * lease itself stayed renewed (it is still held; the state may or may not be stored).
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released). A checkpoint
    * already sent when the loss was declared may still be stored (and extend the lease): the outcome is
    * indeterminate, like a lost reply. One still queued then is never sent.
@@ -138,33 +164,51 @@ export class Lease implements AsyncDisposable {
   checkpoint(state: Uint8Array): Promise<void> {
     validateState(state, this.#ctx.backend.capabilities.maxStateBytes)
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    if (this.#releaseRequested) return Promise.reject(this.#endError('released'))
     // Copied now: the op may wait behind a renew, and the caller may reuse its buffer meanwhile.
     // (Not `state.slice()`: on a Buffer that is a view.)
     const copy = new Uint8Array(state)
-    return this.#enqueue(() => this.#checkpointOp(copy))
+    return this.#userOp(() => this.#checkpointOp(copy))
   }
 
   /**
    * The last state any holder of this workId checkpointed (`null` if none) and whether the previous
-   * holder released cleanly (`false` after a crash or an abandoned lease).
+   * holder released cleanly (`false` after a crash or an abandoned lease). Retried like
+   * {@link checkpoint}, each attempt bounded by `callTimeoutMs`. Keeps the process alive until it
+   * settles.
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
+   * @throws the last store error when reads kept failing for `ttlMs - safetyMarginMs`.
    */
   readCheckpoint(): Promise<CheckpointRead> {
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    if (this.#releaseRequested) return Promise.reject(this.#endError('released'))
-    return this.#enqueue(() => this.#readOp())
+    return this.#userOp(() => this.#readOp())
   }
 
   /**
-   * Stops renewing and releases the lease, after any in-flight renew or checkpoint settles (never
-   * racing it; a renew waiting to retry gives up at once). Transient store errors are retried until
-   * the local deadline. Keeps the process alive until it settles. Idempotent; never
-   * rejects: if the lease was lost (before or during the release), `lossError` says so and the
-   * `lost` event was emitted.
+   * Ends the lease: locally first (`signal` aborts and `held` turns false at once, so work watching
+   * them stops before anyone else can get in), then in the store, after any in-flight renew or
+   * checkpoint settles (never racing it; a renew waiting to retry gives up at once). Transient store
+   * errors are retried until the local deadline. Keeps the process alive until it settles.
+   * Idempotent; never rejects: if the lease was lost (before or during the release), `lossError` says
+   * so and the `lost` event was emitted. A retried release that answers `FENCED` counts as released:
+   * an earlier attempt whose reply was lost must have landed, since nobody else could take the lease
+   * before the local deadline.
    */
   release(): Promise<void> {
-    return this.#release('released')
+    if (this.#releasing) return this.#releasing
+    const reason = this.#ended?.reason === 'closed' ? 'closed' : 'released'
+    this.#endLocally(this.#endError('released'))
+    this.#releaseRequests.abort()
+    this.#ctx.timers.clearTimeout(this.#renewTimer)
+    this.#renewTimer = undefined
+    // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
+    // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
+    // local deadline.
+    const letGo = keepProcessAlive()
+    this.#releasing = this.#enqueue(async () => {
+      await this.#renewing
+      await this.#releaseOp(reason)
+    }).finally(letGo)
+    return this.#releasing
   }
 
   /**
@@ -172,9 +216,10 @@ export class Lease implements AsyncDisposable {
    * `cleanHandoff: false`. Use it when the work failed in a way the successor should know about.
    */
   abandon(): void {
-    if (this.#ended) return
-    this.#releaseRequested = true
-    this.#end(this.#endError('abandoned'))
+    if (this.#stop.signal.aborted) return
+    this.#releaseRequests.abort()
+    this.#endLocally(this.#endError('abandoned'))
+    this.#halt()
     this.#ctx.events.emit('released', { ...this.#base(), clean: false, reason: 'abandoned' })
   }
 
@@ -184,8 +229,17 @@ export class Lease implements AsyncDisposable {
   }
 
   /** @internal */
-  [closeLease](): Promise<void> {
-    return this.#release('closed')
+  [confirmLease](): void {
+    this.#ctx.timers.clearTimeout(this.#renewTimer)
+    this.#onRenewTimer()
+  }
+
+  /** @internal */
+  [closeLease](): void {
+    if (this.#ended) return
+    const error = this.#endError('closed')
+    this.#loss = error
+    this.#endLocally(error)
   }
 
   #base() {
@@ -196,18 +250,18 @@ export class Lease implements AsyncDisposable {
     return new LeaseLostError(reason, { workId: this.workId, fencingToken: this.record.fencingToken, cause })
   }
 
-  /** Time to the local deadline: the sooner of the monotonic and the wall-clock one. */
-  #remaining(): number {
-    const { timers } = this.#ctx
-    const mono = this.#deadline - timers.now()
-    const wall = timers.wallNow ? this.#wallDeadline - timers.wallNow() : Number.POSITIVE_INFINITY
-    return Math.min(mono, wall)
+  /** Whether still held for the user: not ended, and the store side still live. */
+  #checkDeadline(): boolean {
+    return this.#live() && this.#ended === undefined
   }
 
-  /** Whether still held; declares the lease lost if the local deadline passed. */
-  #checkDeadline(): boolean {
-    if (this.#ended) return false
-    if (this.#remaining() <= 0) {
+  /**
+   * Whether the store side is still ours to use (also after a local end, until the release or abandon
+   * stopped it); declares the loss once the local deadline passed.
+   */
+  #live(): boolean {
+    if (this.#stop.signal.aborted) return false
+    if (this.#deadline.remaining() <= 0) {
       this.#lose('deadline', this.#lastTransient)
       return false
     }
@@ -215,32 +269,34 @@ export class Lease implements AsyncDisposable {
   }
 
   #lose(reason: LeaseLossReason, cause: unknown): void {
-    if (this.#ended) return
+    if (this.#stop.signal.aborted) return
     const error = this.#endError(reason, cause)
-    this.#loss = error
-    this.#end(error)
+    this.#loss ??= error
+    this.#endLocally(error)
+    this.#halt()
     this.#ctx.events.emit('lost', { ...this.#base(), reason, error })
   }
 
-  #end(error: LeaseLostError): void {
+  /** The user's side: `held` turns false and `signal` aborts. The store side may go on. */
+  #endLocally(error: LeaseLostError): void {
+    if (this.#ended) return
     this.#ended = error
+    this.#controller.abort(error)
+  }
+
+  /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
+  #halt(): void {
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#renewTimer = undefined
     this.#watchdog = undefined
-    // Aborting also abandons any backend call still in flight for this lease.
-    this.#controller.abort(error)
+    this.#stop.abort()
     this.#ctx.onEnd(this)
   }
 
   /** A renew or checkpoint that started at `start` succeeded: the backend's expiry is >= start + ttl. */
   #extend(start: Instant): void {
-    if (start.mono < this.#lastSuccessStart) return
-    const usable = this.#ctx.ttlMs - this.#ctx.safetyMarginMs
-    this.#lastSuccessStart = start.mono
-    this.#deadline = start.mono + usable
-    // A wall clock stepped back makes this later than it should be; the monotonic deadline still holds.
-    this.#wallDeadline = start.wall === undefined ? Number.POSITIVE_INFINITY : start.wall + usable
+    if (!this.#deadline.extend(start)) return
     this.#lastTransient = undefined
     this.#arm()
   }
@@ -251,52 +307,71 @@ export class Lease implements AsyncDisposable {
     timers.clearTimeout(this.#watchdog)
     this.#renewTimer = undefined
     this.#watchdog = undefined
-    if (this.#ended) return
+    if (this.#stop.signal.aborted) return
     const now = timers.now()
-    this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), this.#remaining())
-    if (this.#releaseRequested) return
+    this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
+    if (this.#releaseRequests.signal.aborted) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
     const interval = this.#ctx.renewIntervalMs * (1 - this.#ctx.renewJitter * this.#ctx.random())
-    this.#renewTimer = timers.setTimeout(() => this.#onRenewTimer(), this.#lastSuccessStart + interval - now)
+    this.#renewTimer = timers.setTimeout(
+      () => this.#onRenewTimer(),
+      this.#deadline.lastSuccessStart + interval - now,
+    )
   }
 
   #onWatchdog(): void {
     this.#watchdog = undefined
     // Fired early (the deadline moved or the timer ran ahead of the clock): re-arm just the watchdog.
-    if (this.#checkDeadline()) {
-      this.#watchdog = this.#ctx.timers.setTimeout(() => this.#onWatchdog(), this.#remaining())
+    if (this.#live()) {
+      this.#watchdog = this.#ctx.timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
     }
   }
 
   #onRenewTimer(): void {
     this.#renewTimer = undefined
-    if (!this.#checkDeadline() || this.#releaseRequested || this.#renewQueued) return
-    this.#renewQueued = true
-    const queuedAt = this.#ctx.timers.now()
-    void this.#enqueue(() => this.#renewOp(queuedAt)).finally(() => {
-      this.#renewQueued = false
+    // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
+    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#renewing) return
+    // Not queued behind checkpoints: the store keeps the later expiry (max) and orders checkpoints by
+    // sequence, so a renew may overlap a checkpoint, and one hung checkpoint cannot cost the lease.
+    this.#renewing = this.#renewOp().finally(() => {
+      this.#renewing = undefined
     })
   }
 
-  /** Runs `op` after every earlier op settled: renews, checkpoints, reads and the release never overlap. */
+  /** Runs `op` after every earlier op settled: checkpoints, reads and the release never overlap. */
   #enqueue<T>(op: () => Promise<T>): Promise<T> {
     const next = this.#queue.then(op, op)
     this.#queue = next.catch(() => undefined)
     return next
   }
 
-  /** One backend call, abandoned when the lease ends or after `timeoutMs`. */
-  #call<T>(invoke: (signal: AbortSignal) => Promise<T>, timeoutMs?: number): Promise<T> {
-    const { controller, dispose } = linkedController(this.#ctx.timers, [this.#controller.signal], timeoutMs)
-    return raceSignal(invoke(controller.signal), controller.signal).finally(dispose)
+  /**
+   * A checkpoint or read the caller awaits: work in progress that keeps the process alive, unlike
+   * the background renewals (a held lease alone never keeps a finished process up).
+   */
+  #userOp<T>(op: () => Promise<T>): Promise<T> {
+    const letGo = keepProcessAlive()
+    return this.#enqueue(op).finally(letGo)
   }
 
-  /** Waits before the next attempt: backoff, but never past the local deadline or an abort of `wake`. */
-  #backoff(attempt: number, wake?: AbortSignal): Promise<void> {
+  /** One backend call, abandoned when the store side stops or after `timeoutMs`. */
+  #call<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs?: number): Promise<T> {
+    const { controller, dispose } = linkedController(this.#ctx.timers, [this.#stop.signal], timeoutMs)
+    return raceSignal(
+      invoke(() => call(controller.signal)),
+      controller.signal,
+    ).finally(dispose)
+  }
+
+  /**
+   * Waits before the next attempt: backoff, but never past `limitMs`, the local deadline or an abort
+   * of `wake`.
+   */
+  #backoff(attempt: number, wake?: AbortSignal, limitMs = Number.POSITIVE_INFINITY): Promise<void> {
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
-    const ms = Math.min(backoffDelay(retry, attempt, random), this.#remaining() / 2)
-    return sleep(timers, ms, this.#controller.signal, wake)
+    const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2, limitMs)
+    return sleep(timers, ms, this.#stop.signal, wake)
   }
 
   #transient(op: Op, error: unknown, attempt: number): void {
@@ -306,7 +381,7 @@ export class Lease implements AsyncDisposable {
       op,
       error,
       attempt,
-      remainingMs: Math.max(0, this.#remaining()),
+      remainingMs: Math.max(0, this.#deadline.remaining()),
     })
   }
 
@@ -319,27 +394,25 @@ export class Lease implements AsyncDisposable {
     return true
   }
 
-  async #renewOp(queuedAt: number): Promise<void> {
-    // A checkpoint that started after this renew was queued already renewed the lease.
-    if (this.#lastSuccessStart >= queuedAt) return
+  async #renewOp(): Promise<void> {
     const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
     for (let attempt = 0; ; attempt++) {
-      if (!this.#checkDeadline() || this.#releaseRequested) return
+      if (!this.#live() || this.#releaseRequests.signal.aborted) return
       const start = instant(timers)
       try {
         await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callTimeoutMs)
       } catch (error) {
-        if (!this.#checkDeadline() || this.#outcome(error)) return
+        if (!this.#live() || this.#outcome(error)) return
         // The token never changes on renew, so retrying after a lost reply is safe.
         this.#transient('renew', error, attempt + 1)
-        // The release queued behind us makes its own attempts; don't delay it, neither now nor
-        // when it is requested during the backoff.
-        if (this.#releaseRequested) return
+        // The release waiting for us makes its own attempts; don't delay it, neither now nor when
+        // it is requested during the backoff.
+        if (this.#releaseRequests.signal.aborted) return
         await this.#backoff(attempt, this.#releaseRequests.signal)
         continue
       }
       // A reply that arrives after the deadline proves nothing about now: the deadline check wins.
-      if (!this.#checkDeadline()) return
+      if (!this.#live()) return
       this.#extend(start)
       this.#ctx.events.emit('renewed', { ...this.#base(), op: 'renew', remainingMs: this.remainingMs() })
       return
@@ -347,19 +420,26 @@ export class Lease implements AsyncDisposable {
   }
 
   async #checkpointOp(state: Uint8Array): Promise<void> {
-    const { backend, ttlMs, timers } = this.#ctx
+    const { backend, ttlMs, timers, checkpointTimeoutMs } = this.#ctx
+    // One sequence for every attempt: the store keeps the largest, so a retry of this checkpoint (or
+    // an abandoned attempt landing late) can never replace a checkpoint made after it.
+    const sequence = nextCheckpointSequence()
+    const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
       const start = instant(timers)
       try {
-        // No per-attempt timeout: an abandoned checkpoint could land after a newer one and
-        // overwrite it. It is still abandoned when the lease ends.
-        await this.#call((signal) => backend.checkpoint(this.record, state, ttlMs, { signal }))
+        await this.#call(
+          (signal) => backend.checkpoint(this.record, state, ttlMs, { signal, sequence }),
+          checkpointTimeoutMs,
+        )
       } catch (error) {
-        await this.#afterFailedCall('checkpoint', error, attempt)
+        await this.#afterFailedCall('checkpoint', error, attempt, giveUpAt)
         continue
       }
-      if (!this.#checkDeadline()) throw this.#ended
+      // Stored, even if the lease ended locally meanwhile (a release or close): say so. Only a
+      // reply after the local deadline proves nothing about now.
+      if (!this.#live()) throw this.#ended
       this.#extend(start)
       this.#ctx.events.emit('renewed', { ...this.#base(), op: 'checkpoint', remainingMs: this.remainingMs() })
       return
@@ -367,13 +447,23 @@ export class Lease implements AsyncDisposable {
   }
 
   /**
+   * Until when a checkpoint or read retries: one lease lifetime from its first attempt. Renewals keep
+   * the local deadline moving, so without this a store that answers renews but not checkpoints would
+   * keep the caller waiting forever.
+   */
+  #opBudget(): number {
+    return this.#ctx.timers.now() + this.#ctx.ttlMs - this.#ctx.safetyMarginMs
+  }
+
+  /**
    * After a failed checkpoint or read: FENCED ends the lease, another lease outcome is the caller's,
-   * and a store error is retried after a backoff, until the local deadline.
+   * and a store error is retried after a backoff, until `giveUpAt`, the local deadline or a local end.
    */
   async #afterFailedCall(
     op: 'checkpoint' | 'readCheckpoint',
     error: unknown,
     attempt: number,
+    giveUpAt: number,
   ): Promise<void> {
     if (!this.#checkDeadline()) throw this.#ended
     if (isFencedError(error)) {
@@ -382,11 +472,15 @@ export class Lease implements AsyncDisposable {
     }
     if (isWorkleaseError(error)) throw error
     this.#transient(op, error, attempt + 1)
-    await this.#backoff(attempt)
+    const left = giveUpAt - this.#ctx.timers.now()
+    if (left <= 0) throw error
+    await this.#backoff(attempt, this.#controller.signal, left)
+    if (this.#ctx.timers.now() >= giveUpAt && this.#checkDeadline()) throw error
   }
 
   async #readOp(): Promise<CheckpointRead> {
     const { backend, callTimeoutMs } = this.#ctx
+    const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
       try {
@@ -394,26 +488,12 @@ export class Lease implements AsyncDisposable {
           (signal) => backend.readCheckpoint(this.record, { signal }),
           callTimeoutMs,
         )
-        if (!this.#checkDeadline()) throw this.#ended
+        if (!this.#live()) throw this.#ended
         return read
       } catch (error) {
-        await this.#afterFailedCall('readCheckpoint', error, attempt)
+        await this.#afterFailedCall('readCheckpoint', error, attempt, giveUpAt)
       }
     }
-  }
-
-  #release(reason: 'released' | 'closed'): Promise<void> {
-    if (this.#releasing) return this.#releasing
-    this.#releaseRequested = true
-    this.#releaseRequests.abort()
-    this.#ctx.timers.clearTimeout(this.#renewTimer)
-    this.#renewTimer = undefined
-    // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
-    // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
-    // local deadline.
-    const letGo = keepProcessAlive()
-    this.#releasing = this.#enqueue(() => this.#releaseOp(reason)).finally(letGo)
-    return this.#releasing
   }
 
   async #releaseOp(reason: 'released' | 'closed'): Promise<void> {
@@ -421,12 +501,12 @@ export class Lease implements AsyncDisposable {
     // Set once an attempt's outcome is unknown: it may have landed, so a later FENCED is our own release.
     let mayHaveLanded = false
     for (let attempt = 0; ; attempt++) {
-      if (!this.#checkDeadline()) return
+      if (!this.#live()) return
       try {
         await this.#call((signal) => backend.release(this.record, { signal }), callTimeoutMs)
         break
       } catch (error) {
-        if (!this.#checkDeadline()) return
+        if (!this.#live()) return
         if (isFencedError(error) && mayHaveLanded) break
         if (this.#outcome(error)) return
         mayHaveLanded = true
@@ -434,9 +514,7 @@ export class Lease implements AsyncDisposable {
         await this.#backoff(attempt)
       }
     }
-    const error = this.#endError(reason)
-    if (reason === 'closed') this.#loss = error
-    this.#end(error)
+    this.#halt()
     this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
   }
 }

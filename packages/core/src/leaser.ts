@@ -1,5 +1,6 @@
 import {
   type Backend,
+  createLeaseRecord,
   InvalidArgumentError,
   isLeaseHeldError,
   isWorkleaseError,
@@ -8,9 +9,16 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import { linkedController, raceSignal, sharedAbortController, sleep } from './abortable.js'
+import {
+  invoke,
+  keepProcessAlive,
+  linkedController,
+  raceSignal,
+  sharedAbortController,
+  sleep,
+} from './abortable.js'
 import { defaultHolderId } from './default-holder-id.js'
-import { closeLease, Lease, type LeaseContext } from './lease.js'
+import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
@@ -76,8 +84,8 @@ export interface LeaserOptions {
    * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
    * longer is abandoned and counts as a transient error. Renew, release and readCheckpoint calls are
    * abandoned through their signal; an acquire is not cancelled (only no longer awaited), so if it
-   * lands later the lease it took is released at once. Checkpoints have no timeout, so an abandoned
-   * checkpoint can never overwrite a newer one. Default: `renewIntervalMs`.
+   * lands later the lease it took is used when the acquire still wants it, released at once
+   * otherwise. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
@@ -85,7 +93,22 @@ export interface LeaserOptions {
    */
   callTimeoutMs?: number
   /**
-   * Backoff for transient store errors and for polling a held lease with `wait`.
+   * Per-attempt timeout of checkpoint calls, which carry the state and may need longer than the
+   * others. An attempt that takes longer is abandoned and retried with the same checkpoint sequence:
+   * the store keeps the largest sequence it has seen for the lease, so an abandoned attempt that lands
+   * late can never overwrite a later checkpoint. Renewals never wait for a checkpoint. Default:
+   * `callTimeoutMs`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, checkpointTimeoutMs: 8_000 })
+   * ```
+   */
+  checkpointTimeoutMs?: number
+  /**
+   * Backoff for transient store errors and for polling a held lease with `wait`. A waiter learns of a
+   * release by polling: with this policy, but never sleeping past the current lease's expiry when the
+   * backend reports it (`capabilities.reportsHolder`), so a crashed holder is taken over right at its
+   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, retry: { initialDelayMs: 200, maxDelayMs: 5_000 } })
@@ -115,8 +138,9 @@ export interface LeaserOptions {
 /** Options of {@link Leaser.acquire}. */
 export interface AcquireOptions {
   /**
-   * While the lease is held by someone else, keep trying (with backoff) instead of throwing
-   * `LeaseHeldError` at once. Default: false.
+   * While the lease is held by someone else, keep trying instead of throwing `LeaseHeldError` at
+   * once: polling with the `retry` backoff, but never sleeping past the holder's expiry when the
+   * backend reports it, so a crashed holder is taken over at its ttl. Default: false.
    *
    * ```ts
    * const lease = await leaser.acquire('nightly-report', { wait: true, timeoutMs: 60_000 })
@@ -132,8 +156,12 @@ export interface AcquireOptions {
    */
   signal?: AbortSignal
   /**
-   * Gives up after this many milliseconds: rejects with a `LeaseHeldError` if the lease was still
-   * held, otherwise with the last store error (a `TimeoutError` if no attempt ever completed).
+   * Stops waiting after this many milliseconds: no attempt starts later, and the wait between two
+   * attempts never runs past it. It bounds the waiting, not a round trip: the attempt in flight when
+   * it passes is not cut short (each attempt is bounded by `callTimeoutMs`, so `acquire` settles within
+   * `timeoutMs + callTimeoutMs`), which is why a timeout shorter than one round trip still acquires a
+   * free lease instead of taking it and throwing it away. Then rejects with a `LeaseHeldError` if the
+   * lease was still held, otherwise with the last store error.
    *
    * ```ts
    * const lease = await leaser.acquire('job-7', { wait: true, timeoutMs: 5_000 })
@@ -159,14 +187,43 @@ export interface RunOptions extends AcquireOptions {
 /** Options of {@link Leaser.close}. */
 export interface CloseOptions {
   /**
-   * How long to wait for releases; leases still not released by then are abandoned (they expire on
-   * their own). Default: the ttl.
+   * How long `close` may take in all: waiting for `run` callbacks to settle, then for the releases.
+   * Leases still not released by then are abandoned (they expire on their own, and the successor sees
+   * `cleanHandoff: false`). Default: the ttl.
    *
    * ```ts
    * process.on('SIGTERM', () => leaser.close({ timeoutMs: 5_000 }))
    * ```
    */
   timeoutMs?: number
+}
+
+/** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
+const MAX_TAKEOVER_JITTER_MS = 50
+
+/** A lease one acquire found it holds: the record, and when to count its local deadline from. */
+interface FoundLease {
+  readonly record: LeaseRecord
+  readonly start: Instant
+  /** Adopted from a `LEASE_HELD` that named us: renew at once to have the store confirm it. */
+  readonly confirm: boolean
+}
+
+/** One `acquire` call, as its attempts (also the abandoned ones, when they settle) see it. */
+interface PendingAcquire {
+  readonly workId: string
+  /** The acquire settled: what its attempts find from now on is an orphan. */
+  done: boolean
+  /** Start of the first attempt whose outcome is unknown (a store error or timeout). */
+  unknownSince: Instant | undefined
+  /** The last reply left it open whether an attempt with an unknown outcome took the lease. */
+  unresolved: boolean
+  /** Attempts sent and not settled yet, abandoned ones included: each will still tell us something. */
+  inFlight: number
+  found: FoundLease | undefined
+  adopted?: boolean
+  /** Wakes the acquire from its backoff when an abandoned attempt finds the lease. */
+  onFound?: () => void
 }
 
 function checkNumber(name: string, value: unknown, min: number, max: number): number {
@@ -209,6 +266,10 @@ export class Leaser implements AsyncDisposable {
 
   readonly #ctx: LeaseContext
   readonly #leases = new Set<Lease>()
+  /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
+  readonly #running = new Map<Lease, Promise<void>>()
+  /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
+  readonly #retired = new Map<string, { token: bigint; until: number }>()
   readonly #events = new LeaserEmitter()
   readonly #closeController = sharedAbortController()
   #closing: Promise<void> | undefined
@@ -246,6 +307,12 @@ export class Leaser implements AsyncDisposable {
       1,
       2_147_483_647,
     )
+    const checkpointTimeoutMs = checkNumber(
+      'checkpointTimeoutMs',
+      options.checkpointTimeoutMs ?? callTimeoutMs,
+      1,
+      2_147_483_647,
+    )
     const random = options.random ?? Math.random
     if (typeof random !== 'function') throw new InvalidArgumentError('options.random must be a function')
 
@@ -261,12 +328,16 @@ export class Leaser implements AsyncDisposable {
       renewIntervalMs,
       renewJitter,
       callTimeoutMs,
+      checkpointTimeoutMs,
       retry: resolveRetry(options.retry),
       timers: options.timers ?? systemTimers,
       random,
       events: this.#events,
       onEnd: (lease: Lease) => {
         this.#leases.delete(lease)
+        // The store may name us its holder for up to a ttl more (abandoned, lost, or a release whose
+        // outcome is unknown): never mistake it for the lost reply of a later acquire.
+        this.#retire(lease.workId, lease.fencingToken)
       },
     })
   }
@@ -300,7 +371,8 @@ export class Leaser implements AsyncDisposable {
 
   /**
    * Acquires the lease on `workId` and starts renewing it. Transient store errors are retried with
-   * backoff, up to `retry.maxAttempts` in a row.
+   * backoff, up to `retry.maxAttempts` in a row. While pending (waiting or retrying) it keeps the
+   * process alive; the held lease it returns does not (its renewal timers are unref'd).
    * @throws `LeaseHeldError` if someone holds it (with `wait`: once `timeoutMs` passed).
    * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
    */
@@ -313,9 +385,23 @@ export class Leaser implements AsyncDisposable {
     if (this.closed) throw new LeaserClosedError()
     signal?.throwIfAborted()
 
-    const { timers, retry, random, callTimeoutMs, ttlMs } = this.#ctx
+    const { timers, retry, random } = this.#ctx
     const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
     const { controller, dispose } = linkedController(timers, [signal, this.#closeController.signal])
+    // The runner's timers are unref'd (a held lease must not keep a finished process up), but a
+    // pending acquire is work in progress: without this, a process whose only work is waiting for a
+    // lease would exit 0 without doing it.
+    const letGo = keepProcessAlive()
+    const call: PendingAcquire = {
+      workId,
+      done: false,
+      unknownSince: undefined,
+      unresolved: false,
+      inFlight: 0,
+      found: undefined,
+    }
+    const wake = new AbortController()
+    call.onFound = () => wake.abort()
     let heldPolls = 0
     let transientInARow = 0
     let attempts = 0
@@ -324,42 +410,56 @@ export class Leaser implements AsyncDisposable {
       for (;;) {
         const start = instant(timers)
         attempts++
-        let record: LeaseRecord
         try {
-          record = await this.#acquireOnce(
-            workId,
-            controller.signal,
-            Math.min(callTimeoutMs, giveUpAt - start.mono),
-            ttlMs,
-          )
+          // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
+          // which then has to be released again (a burnt token) while we report a timeout.
+          const record = await this.#acquireOnce(call, start, controller.signal)
+          call.found ??= { record, start, confirm: false }
         } catch (error) {
           if (controller.signal.aborted) throw controller.signal.reason
+          if (call.found) break
           if (isLeaseHeldError(error)) {
+            call.found = this.#ownLease(call, error, start)
+            if (call.found) break
+            // Someone else holds it: an earlier attempt of ours did not take it (or it would be ours
+            // until it expires). Without a holder in the reply we cannot tell.
+            if (error.holder) call.unresolved = false
             if (!wait) throw error
             transientInARow = 0
             lastError = error
           } else if (isWorkleaseError(error)) {
             throw error
           } else {
-            // An attempt cut short by our own deadline tells nothing about the lease: report the
-            // last outcome that did arrive (usually LEASE_HELD), not the timeout we caused.
-            const cutShortByDeadline = timers.now() >= giveUpAt && lastError !== undefined
-            if (!cutShortByDeadline) lastError = error
+            // Unknown outcome: the attempt may have taken the lease (see #ownLease).
+            call.unknownSince ??= start
+            call.unresolved = true
+            lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
           const now = timers.now()
           if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
           const delay = isLeaseHeldError(error)
-            ? backoffDelay(retry, heldPolls++, random)
+            ? this.#heldDelay(error, heldPolls++)
             : backoffDelay(retry, transientInARow - 1, random)
-          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal)
+          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal, wake.signal)
           if (controller.signal.aborted) throw controller.signal.reason
+          if (call.found) break
           continue
         }
-        return this.#adopt(record, start, attempts)
+        break
       }
+      // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
+      call.adopted = true
+      const lease = this.#adopt(call.found.record, call.found.start, attempts)
+      if (call.found.confirm) lease[confirmLease]()
+      return lease
     } finally {
+      call.done = true
+      // Found (a late success, or our own holder) but not handed out: nobody will renew it.
+      if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found.record)
+      else if (!call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
       dispose()
+      letGo()
     }
   }
 
@@ -388,16 +488,29 @@ export class Leaser implements AsyncDisposable {
       throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${String(onError)}`)
     }
     const lease = await this.acquire(workId, acquireOptions)
+    let done!: () => void
+    this.#running.set(
+      lease,
+      new Promise<void>((resolve) => {
+        done = resolve
+      }),
+    )
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
+    let loss: LeaseLostError | undefined
     try {
-      outcome = { ok: true, value: await fn(lease) }
-    } catch (error) {
-      outcome = { ok: false, error }
+      try {
+        outcome = { ok: true, value: await fn(lease) }
+      } catch (error) {
+        outcome = { ok: false, error }
+      }
+      // Judged when fn settled: a loss during the release below came after the work was done.
+      loss = lease.lossError
+      if (!outcome.ok && onError === 'expire') lease.abandon()
+      else await lease.release()
+    } finally {
+      this.#running.delete(lease)
+      done()
     }
-    // Judged when fn settled: a loss during the release below came after the work was done.
-    let loss = lease.lossError
-    if (!outcome.ok && onError === 'expire') lease.abandon()
-    else await lease.release()
     // FENCED at release means someone had taken the lease over while fn was still running.
     if (!loss && lease.lossError?.reason === 'fenced') loss = lease.lossError
     if (loss) {
@@ -413,9 +526,16 @@ export class Leaser implements AsyncDisposable {
   }
 
   /**
-   * Stops renewals and releases every held lease; waiting acquires reject with
-   * {@link LeaserClosedError}. Bounded by `timeoutMs` (default: the ttl): leases not released by then
-   * are abandoned. Idempotent.
+   * Ends every held lease and releases it; waiting acquires reject with {@link LeaserClosedError}.
+   * In this order, so that no successor ever overlaps work that still thinks it holds a lease:
+   * 1. at once, every lease ends locally: its `signal` aborts with a {@link LeaseLostError}
+   *    (`reason: 'closed'`) and `held` turns false;
+   * 2. a lease held by `run` stays renewed in the store until its callback settles, then `run`
+   *    releases it; any other lease is released right away;
+   * 3. after `timeoutMs` (default: the ttl), leases not released yet are abandoned: they expire on
+   *    their own and the successor sees `cleanHandoff: false`.
+   *
+   * Keeps the process alive until it settles. Idempotent.
    *
    * ```ts
    * process.once('SIGTERM', () => void leaser.close())
@@ -426,17 +546,19 @@ export class Leaser implements AsyncDisposable {
     const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
     this.#closeController.abort(new LeaserClosedError())
     const leases = [...this.#leases]
-    const released = Promise.allSettled(leases.map((lease) => lease[closeLease]()))
+    for (const lease of leases) lease[closeLease]()
+    const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
+    const letGo = keepProcessAlive()
     this.#closing = (async () => {
       const { controller, dispose } = linkedController(this.#ctx.timers, [], timeoutMs)
       try {
-        await Promise.race([released, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
+        await Promise.race([done, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
       } finally {
         controller.abort()
         dispose()
       }
       for (const lease of leases) lease.abandon()
-    })()
+    })().finally(letGo)
     return this.#closing
   }
 
@@ -445,17 +567,129 @@ export class Leaser implements AsyncDisposable {
     return this.close()
   }
 
-  #acquireOnce(workId: string, signal: AbortSignal, timeoutMs: number, ttlMs: number): Promise<LeaseRecord> {
-    const { controller, dispose } = linkedController(this.#ctx.timers, [signal], Math.max(0, timeoutMs))
+  #acquireOnce(call: PendingAcquire, start: Instant, signal: AbortSignal): Promise<LeaseRecord> {
+    const { timers, callTimeoutMs, ttlMs } = this.#ctx
+    const { controller, dispose } = linkedController(timers, [signal], callTimeoutMs)
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
-    // abandoned, so the call settles with its real outcome and a late success can be released.
-    const call = this.backend.acquire(workId, this.holderId, ttlMs)
-    return raceSignal(call, controller.signal, (outcome) => {
-      // We gave up on a call that then succeeded: nobody will renew that lease, so free it now
-      // instead of making the next holder wait a whole ttl.
-      if (outcome.status === 'fulfilled') this.backend.release(outcome.value).catch(() => undefined)
+    // abandoned, so the call settles with its real outcome and a late success is not orphaned.
+    const attempt = invoke(() => this.backend.acquire(call.workId, this.holderId, ttlMs))
+    call.inFlight++
+    const settled = () => {
+      call.inFlight--
+    }
+    attempt.then(settled, settled)
+    return raceSignal(attempt, controller.signal, (outcome) => {
+      let found: FoundLease | undefined
+      if (outcome.status === 'fulfilled') {
+        found = { record: outcome.value, start, confirm: false }
+      } else if (isLeaseHeldError(outcome.reason)) {
+        found = this.#ownLease(call, outcome.reason, start)
+        if (!found && outcome.reason.holder) call.unresolved = false
+      }
+      if (found) this.#lateFind(call, found)
+      // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.
+      else if (call.done && !call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
     }).finally(dispose)
+  }
+
+  /**
+   * An abandoned attempt turned out to have the lease: hand it to the acquire if that still waits,
+   * otherwise free it now instead of making the next holder wait a whole ttl.
+   */
+  #lateFind(call: PendingAcquire, found: FoundLease): void {
+    const token = found.record.fencingToken
+    if (call.found?.record.fencingToken === token) return
+    if (!call.done && !call.found) {
+      call.found = found
+      call.onFound?.()
+      return
+    }
+    this.#releaseOrphan(call.workId, found.record)
+  }
+
+  /**
+   * After an attempt with an unknown outcome, a `LEASE_HELD` that names this Leaser as the holder is
+   * our own lease: an earlier attempt took it and its reply was lost. Never a lease this Leaser
+   * handed out before (live, abandoned or lost): leases are not reentrant.
+   */
+  #ownLease(call: PendingAcquire, error: LeaseHeldError, start: Instant): FoundLease | undefined {
+    const holder = error.holder
+    if (call.unknownSince === undefined || holder?.holderId !== this.holderId) return undefined
+    const { fencingToken, expiresAt, expiresInMs } = holder
+    if (typeof fencingToken !== 'bigint' || !Number.isFinite(expiresInMs) || !(expiresAt instanceof Date)) {
+      return undefined
+    }
+    if (this.#handedOut(call.workId, fencingToken)) return undefined
+    const record = createLeaseRecord(call.workId, this.holderId, fencingToken, expiresAt.getTime())
+    // The store said it expires expiresInMs after its "now", which was no earlier than our send:
+    // counting the local deadline as if the acquire had started then errs on the safe side.
+    const shift = Math.min(0, expiresInMs - this.ttlMs)
+    const since = {
+      mono: start.mono + shift,
+      wall: start.wall === undefined ? undefined : start.wall + shift,
+    }
+    return { record, start: since, confirm: true }
+  }
+
+  /** Whether this Leaser gave a Lease object this token (or a later one) for `workId`. */
+  #handedOut(workId: string, token: bigint): boolean {
+    for (const lease of this.#leases) {
+      if (lease.workId === workId && lease.fencingToken >= token) return true
+    }
+    const retired = this.#retired.get(workId)
+    return retired !== undefined && retired.token >= token && retired.until > this.#ctx.timers.now()
+  }
+
+  /** Remembers a token the store may still name us the holder of, until it surely expired. */
+  #retire(workId: string, token: bigint): void {
+    const now = this.#ctx.timers.now()
+    if (this.#retired.size >= 1_000) {
+      for (const [id, entry] of this.#retired) if (entry.until <= now) this.#retired.delete(id)
+    }
+    const previous = this.#retired.get(workId)
+    if (previous && previous.token > token) return
+    this.#retired.set(workId, { token, until: now + this.ttlMs })
+  }
+
+  /**
+   * How long a waiter sleeps after `LEASE_HELD`: its retry policy, but never past the current lease's
+   * expiry when the backend reported it, plus up to 50 ms of jitter so that waiters woken by one
+   * expiry do not all arrive in the same millisecond.
+   */
+  #heldDelay(error: LeaseHeldError, poll: number): number {
+    const { retry, random } = this.#ctx
+    const backoff = backoffDelay(retry, poll, random)
+    const expiresInMs = error.holder?.expiresInMs
+    if (typeof expiresInMs !== 'number' || !Number.isFinite(expiresInMs) || expiresInMs < 0) return backoff
+    return Math.min(backoff, expiresInMs + 1 + random() * MAX_TAKEOVER_JITTER_MS)
+  }
+
+  /**
+   * The acquire gave up (aborted, timed out, out of attempts) while an attempt's outcome was unknown:
+   * one more acquire finds out whether that attempt took the lease, and frees it if so. Only where
+   * the backend names the holder in `LEASE_HELD`; elsewhere such a lease expires after its ttl.
+   */
+  #settleUnknown(call: PendingAcquire): void {
+    if (!this.backend.capabilities.reportsHolder) return
+    const start = instant(this.#ctx.timers)
+    // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
+    invoke(() => this.backend.acquire(call.workId, this.holderId, this.ttlMs)).then(
+      (record) => this.#releaseOrphan(call.workId, record),
+      (error: unknown) => {
+        const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
+        if (found) this.#releaseOrphan(call.workId, found.record)
+      },
+    )
+  }
+
+  /** Releases a lease nobody will use, best effort and bounded like every other store call. */
+  #releaseOrphan(workId: string, record: LeaseRecord): void {
+    this.#retire(workId, record.fencingToken)
+    const { controller, dispose } = linkedController(this.#ctx.timers, [], this.#ctx.callTimeoutMs)
+    invoke(() => this.backend.release(record, { signal: controller.signal }))
+      .catch(() => undefined)
+      .finally(dispose)
   }
 
   #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease {

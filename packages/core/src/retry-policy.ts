@@ -37,7 +37,8 @@ export interface RetryPolicy {
   multiplier?: number
   /**
    * Consecutive transient store errors after which `acquire` gives up and rethrows the last one.
-   * Renewals, checkpoints and releases are bounded by the lease's local deadline instead. Default: 5.
+   * Renewals and releases are bounded by the lease's local deadline instead, checkpoints and reads by
+   * `ttlMs - safetyMarginMs` from their first attempt (and the local deadline). Default: 5.
    *
    * ```ts
    * retry: { maxAttempts: 10 }

@@ -300,7 +300,7 @@ describe('ordering', () => {
     expect(refd()).toBe(before)
   })
 
-  test('checkpoints, reads and renews never overlap', async () => {
+  test('checkpoints and reads never overlap each other (renewals go on beside them)', async () => {
     const { time, backend, leaser } = setup()
     const lease = await leaser.acquire('job')
     backend.setLatency(40, '*')
@@ -315,7 +315,10 @@ describe('ordering', () => {
     let maxPending = 0
     for (let i = 0; i < 60; i++) {
       await time.advance(5)
-      maxPending = Math.max(maxPending, backend.log.filter((entry) => entry.outcome === 'pending').length)
+      const pending = backend.log.filter(
+        (entry) => entry.outcome === 'pending' && entry.operation !== 'renew',
+      )
+      maxPending = Math.max(maxPending, pending.length)
     }
     const [, , read] = await all
     expect(maxPending).toBe(1)
@@ -391,15 +394,32 @@ describe('ordering', () => {
   )
 
   test('a checkpoint still queued when the lease is lost is never sent', async () => {
-    const { time, backend, leaser } = setup({ callTimeoutMs: 5_000 })
+    const { time, backend, leaser } = setup({ callTimeoutMs: 5_000, checkpointTimeoutMs: 5_000 })
     const lease = await leaser.acquire('job')
-    backend.setLatency(2 * TTL, 'renew')
-    await time.advance(INTERVAL) // a renew hangs until the local deadline
+    backend.setLatency(2 * TTL, ['renew', 'checkpoint'])
+    const first = track(lease.checkpoint(bytes('first'))) // hangs until the local deadline
     const queued = track(lease.checkpoint(bytes('late')))
     await time.advance(DEADLINE)
-    expect(queued.rejected).toBe(true)
+    expect(first.rejected && queued.rejected).toBe(true)
     expect((queued.error as LeaseLostError).reason).toBe('deadline')
-    expect(backend.calls.checkpoint).toBe(0)
+    expect(backend.calls.checkpoint).toBe(1)
+  })
+
+  test('a renew goes out on time while a slow checkpoint is in flight', async () => {
+    const { time, backend, leaser } = setup({ checkpointTimeoutMs: 5_000 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(600, 'checkpoint')
+    await time.advance(10)
+    const done = track(lease.checkpoint(bytes('slow')))
+    await time.advance(INTERVAL - 10)
+    expect(backend.log.map((entry) => `${entry.operation}:${entry.outcome}`)).toEqual([
+      'acquire:ok',
+      'checkpoint:pending',
+      'renew:ok',
+    ])
+    await time.advance(300)
+    expect(done.settled && !done.rejected).toBe(true)
+    expect(lease.held).toBe(true)
   })
 
   test('checkpoint validates the state before any round trip', async () => {

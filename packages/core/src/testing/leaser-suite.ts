@@ -2,12 +2,14 @@ import assert from 'node:assert/strict'
 import {
   type Backend,
   type CallOptions,
+  type CheckpointOptions,
   type Clock,
   isLeaseHeldError,
   type LeaseRecord,
   raceAbort,
   systemClock,
 } from '@worklease/spec'
+import type { Lease } from '../lease.js'
 import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
 import { Leaser, type LeaserOptions } from '../leaser.js'
 import type { Timers } from '../timers.js'
@@ -71,31 +73,63 @@ export interface LeaserSuiteOptions {
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** A backend whose renews can be made to hang (an unreachable store) and whose calls are counted. */
+/** A call that never answers: rejects with the signal's reason once it aborts. */
+const hang = (signal: AbortSignal | undefined) =>
+  new Promise<never>((_, reject) => {
+    signal?.addEventListener('abort', () => reject(signal.reason), { once: true })
+  })
+
+/**
+ * A backend whose renews can be made to hang (an unreachable store), whose release replies can be
+ * slowed down or lost after the release was applied, and whose calls are counted.
+ */
 class Gate implements Backend {
   hangRenews = false
-  readonly calls = { acquire: 0, renew: 0, release: 0 }
+  /** Delay between a release being applied by the store and its reply reaching the caller. */
+  releaseReplyDelayMs = 0
+  /** How many of the next releases are applied but answered with an error (a lost reply). */
+  loseReleaseReplies = 0
+  /** How many of the next acquires are applied but answered with an error (a lost reply). */
+  loseAcquireReplies = 0
+  /** Checkpoints hang until their signal aborts (a store that takes renews but not checkpoints). */
+  hangCheckpoints = false
+  readonly calls = { acquire: 0, renew: 0, checkpoint: 0, release: 0 }
   constructor(readonly inner: Backend) {}
   get capabilities() {
     return this.inner.capabilities
   }
-  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
+  async acquire(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<LeaseRecord> {
     this.calls.acquire++
-    return this.inner.acquire(workId, holderId, ttlMs, options)
+    const record = await this.inner.acquire(workId, holderId, ttlMs, options)
+    if (this.loseAcquireReplies > 0) {
+      this.loseAcquireReplies--
+      throw Object.assign(new Error('acquire reply lost'), { code: 'ECONNRESET' })
+    }
+    return record
   }
-  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions) {
-    return this.inner.checkpoint(record, state, ttlMs, options)
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+    this.calls.checkpoint++
+    if (!this.hangCheckpoints) return this.inner.checkpoint(record, state, ttlMs, options)
+    return hang(options?.signal)
   }
   renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     this.calls.renew++
     if (!this.hangRenews) return this.inner.renew(record, ttlMs, options)
-    return new Promise((_, reject) => {
-      options?.signal?.addEventListener('abort', () => reject(options.signal?.reason), { once: true })
-    })
+    return hang(options?.signal)
   }
-  release(record: LeaseRecord, options?: CallOptions) {
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     this.calls.release++
-    return this.inner.release(record, options)
+    await this.inner.release(record, options)
+    if (this.releaseReplyDelayMs > 0) await delay(this.releaseReplyDelayMs)
+    if (this.loseReleaseReplies > 0) {
+      this.loseReleaseReplies--
+      throw Object.assign(new Error('release reply lost'), { code: 'ECONNRESET' })
+    }
   }
   readCheckpoint(record: LeaseRecord, options?: CallOptions) {
     return this.inner.readCheckpoint(record, options)
@@ -385,6 +419,159 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           assert.equal(a.leases.length, 0)
         } finally {
           await Promise.all([a.close(), b.close()])
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'close ends leases locally first: a successor acquiring during close finds the old callback stopped',
+      withHarness(async (open) => {
+        const id = workId('close-order')
+        const gate = new Gate(await open())
+        // The store applies the release at once but its reply takes a while: a successor can get in
+        // long before the release call returns.
+        gate.releaseReplyDelayMs = Math.floor(ttlMs * 0.3)
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        let lease: Lease | undefined
+        let callbackSettled = false
+        let started!: () => void
+        const running = a
+          .run(id, async (l) => {
+            lease = l
+            started()
+            await new Promise((resolve) => l.signal.addEventListener('abort', resolve, { once: true }))
+            await delay(Math.floor(ttlMs * 0.1)) // winds down its current step
+            callbackSettled = true
+          })
+          .catch((error: unknown) => error)
+        await new Promise<void>((resolve) => {
+          started = resolve
+        })
+        const closing = a.close()
+        let atTakeover: { aborted: boolean; held: boolean; callbackSettled: boolean } | undefined
+        const giveUpAt = performance.now() + ttlMs * 3
+        while (!atTakeover && performance.now() < giveUpAt) {
+          try {
+            await other.acquire(id, 'suite-b', ttlMs)
+            atTakeover = { aborted: lease!.signal.aborted, held: lease!.held, callbackSettled }
+          } catch (error) {
+            if (!isLeaseHeldError(error)) throw error
+            await delay(2)
+          }
+        }
+        await closing
+        const error = await running
+        assert.deepEqual(atTakeover, { aborted: true, held: false, callbackSettled: true })
+        assert.ok(isLeaseLostError(error) && error.reason === 'closed', `run rejected with ${String(error)}`)
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'a release retried after a lost reply that answers FENCED is not a loss: run resolves',
+      withHarness(async (open) => {
+        const id = workId('release-retried')
+        const gate = new Gate(await open())
+        gate.loseReleaseReplies = 1
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        try {
+          const result = await a.run(id, async () => 'done')
+          assert.equal(result, 'done')
+          assert.equal(gate.calls.release, 2)
+          const next = await other.acquire(id, 'suite-b', ttlMs)
+          assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      "a waiter takes over a crashed holder's lease at its ttl, not at the backoff's whim",
+      withHarness(async (open) => {
+        const id = workId('takeover')
+        const other = await open()
+        const crashedAt = performance.now()
+        await other.acquire(id, 'suite-crashed', ttlMs) // never renewed, never released
+        const rttStart = performance.now()
+        await assert.rejects(other.acquire(id, 'suite-probe', ttlMs), isLeaseHeldError)
+        const rttMs = performance.now() - rttStart
+        // The default retry policy, whose backoff grows to 2 s, far past a short ttl, with its delays
+        // near their caps (random 0.99): what a waiter's backoff does at its worst.
+        const b = new Leaser(leaserOptions(await open(), 'suite-b', { retry: {}, random: () => 0.99 }))
+        try {
+          const lease = await b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
+          const tookMs = performance.now() - crashedAt
+          assert.equal(lease.fencingToken, 2n)
+          if (other.capabilities.reportsHolder) {
+            // ttl + 2 round trips + the jitter (50 ms), + 50 ms for timers on a busy machine.
+            const boundMs = ttlMs + 2 * rttMs + 100
+            assert.ok(
+              tookMs <= boundMs,
+              `took over after ${Math.round(tookMs)} ms, bound ${Math.round(boundMs)}`,
+            )
+          }
+        } finally {
+          await b.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'an acquire whose reply was lost uses the lease it took (backends that report the holder)',
+      withHarness(async (open) => {
+        const id = workId('lost-acquire-reply')
+        const gate = new Gate(await open())
+        if (!gate.capabilities.reportsHolder) return // without a holder, the lease expires after its ttl
+        gate.loseAcquireReplies = 1
+        const a = new Leaser(leaserOptions(gate, 'suite-a'))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          assert.equal(lease.held, true)
+          assert.equal(gate.calls.acquire, 2)
+          await assert.rejects(other.acquire(id, 'suite-b', ttlMs), isLeaseHeldError)
+          await lease.release()
+          const next = await other.acquire(id, 'suite-b', ttlMs)
+          assert.equal(next.fencingToken, lease.fencingToken + 1n)
+          assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'a hung checkpoint does not starve renewal: the lease stays held',
+      withHarness(async (open) => {
+        const id = workId('hung-checkpoint')
+        const gate = new Gate(await open())
+        const a = new Leaser(leaserOptions(gate, 'suite-a', { checkpointTimeoutMs: Math.floor(ttlMs / 5) }))
+        const other = await open()
+        try {
+          const lease = await a.acquire(id)
+          gate.hangCheckpoints = true
+          const checkpoint = lease.checkpoint(new TextEncoder().encode('stuck')).then(
+            () => undefined,
+            (error: unknown) => error,
+          )
+          await delay(ttlMs * 2)
+          assert.equal(lease.held, true, `lost: ${String(lease.lossError)}`)
+          await assert.rejects(other.acquire(id, 'suite-b', ttlMs), isLeaseHeldError)
+          const error = await checkpoint
+          assert.ok(
+            error !== undefined && !isLeaseLostError(error),
+            `checkpoint settled with ${String(error)}`,
+          )
+          assert.ok(gate.calls.checkpoint >= 2, 'the checkpoint was retried')
+        } finally {
+          await a.close()
         }
       }),
       caseTimeout,

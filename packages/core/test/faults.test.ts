@@ -1,0 +1,334 @@
+import { type Backend, isLeaseHeldError } from '@worklease/spec'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
+import { setup, TTL, track } from './setup.js'
+
+/** Unhandled rejections seen during one test. */
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+beforeEach(() => {
+  unhandled.length = 0
+  process.on('unhandledRejection', onUnhandled)
+})
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled)
+})
+
+describe('close ends leases locally first', () => {
+  test('every signal is aborted and held is false before the store hears of a release', async () => {
+    const { time, leaser, memory } = setup()
+    const seenAtRelease: { aborted: boolean; held: boolean }[] = []
+    const a = await leaser.acquire('a')
+    const b = await leaser.acquire('b')
+    const leases = [a, b]
+    const original = memory.release.bind(memory)
+    memory.release = (record, options) => {
+      const lease = leases.find((l) => l.workId === record.workId)!
+      seenAtRelease.push({ aborted: lease.signal.aborted, held: lease.held })
+      return original(record, options)
+    }
+    const closing = leaser.close()
+    // Synchronously, before any round trip.
+    expect(leases.map((l) => l.signal.aborted)).toEqual([true, true])
+    expect(leases.map((l) => l.held)).toEqual([false, false])
+    await time.until(closing)
+    expect(seenAtRelease).toEqual([
+      { aborted: true, held: false },
+      { aborted: true, held: false },
+    ])
+  })
+
+  test('close waits for a run callback to settle before it releases that lease', async () => {
+    const { time, leaser, backend } = setup()
+    const steps: string[] = []
+    const running = track(
+      leaser.run('job', async (lease) => {
+        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+        steps.push('callback saw the abort')
+        await time.sleep(100) // winds down its current step
+        steps.push(`callback settled, release calls so far: ${backend.calls.release}`)
+      }),
+    )
+    await time.advance(10)
+    const closing = track(leaser.close())
+    await time.advance(99)
+    expect(backend.calls.release).toBe(0)
+    await time.advance(1)
+    await time.advance(0)
+    expect(steps).toEqual(['callback saw the abort', 'callback settled, release calls so far: 0'])
+    expect(backend.calls.release).toBe(1)
+    expect(closing.settled).toBe(true)
+    expect((running.error as LeaseLostError).reason).toBe('closed')
+  })
+
+  test('a run callback that ignores its signal past the close timeout: its lease is left to expire', async () => {
+    const { time, leaser, backend, other } = setup()
+    track(leaser.run('job', () => time.sleep(10 * TTL)))
+    await time.advance(10)
+    const closing = track(leaser.close({ timeoutMs: 300 }))
+    await time.advance(300)
+    expect(closing.settled).toBe(true)
+    expect(backend.calls.release).toBe(0)
+    // Not released: the successor sees an unclean handoff, which is the truth.
+    await time.advance(TTL)
+    const successor = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(successor)).cleanHandoff).toBe(false)
+  })
+})
+
+describe('acquire with a timeoutMs shorter than one round trip', () => {
+  test('a free lease is acquired: the timeout bounds the waiting, not the first round trip', async () => {
+    const { time, leaser, backend, other } = setup()
+    backend.setLatency(100, 'acquire')
+    const acquiring = track(leaser.acquire('job', { timeoutMs: 50 }))
+    await time.advance(100)
+    expect(acquiring.error).toBeUndefined()
+    expect(acquiring.value?.fencingToken).toBe(1n)
+    await acquiring.value!.release()
+    // No token was burned by a take-and-release in the background.
+    expect((await other.acquire('job', 'worker-b', TTL)).fencingToken).toBe(2n)
+    expect(backend.calls.acquire).toBe(1)
+  })
+
+  test('on a held lease it still rejects with LEASE_HELD once the first reply came', async () => {
+    const { time, leaser, backend, other } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    backend.setLatency(100, 'acquire')
+    const acquiring = track(leaser.acquire('job', { wait: true, timeoutMs: 50 }))
+    await time.advance(100)
+    expect(isLeaseHeldError(acquiring.error)).toBe(true)
+    expect(backend.calls.acquire).toBe(1)
+  })
+})
+
+describe('third-party backends that break the Promise contract', () => {
+  const variants = [
+    [
+      'throws synchronously',
+      () => {
+        throw new Error('sync failure')
+      },
+    ],
+    ['returns a non-promise', () => undefined],
+  ] as const
+
+  test.each(variants)(
+    'a release that %s when freeing a late acquire: no unhandled rejection',
+    async (_, release) => {
+      const { time, memory } = setup()
+      let slowCalls = 1
+      const backend: Backend = {
+        capabilities: memory.capabilities,
+        acquire: async (workId, holderId, ttlMs) => {
+          if (slowCalls-- > 0) await time.sleep(110)
+          return memory.acquire(workId, holderId, ttlMs)
+        },
+        renew: (...args) => memory.renew(...args),
+        checkpoint: (...args) => memory.checkpoint(...args),
+        release: release as unknown as Backend['release'],
+        readCheckpoint: (...args) => memory.readCheckpoint(...args),
+      }
+      const leaser = new Leaser({
+        backend,
+        ttlMs: TTL,
+        holderId: 'worker-a',
+        timers: time,
+        callTimeoutMs: 100,
+        random: () => 0.5, // the retry goes out at 125 ms, after the late acquire landed
+      })
+      const acquiring = track(leaser.acquire('job', { wait: true }))
+      await time.advance(3 * TTL)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(unhandled).toEqual([])
+      expect(acquiring.settled).toBe(true)
+    },
+  )
+
+  test.each(variants)(
+    'a release that %s in lease.release and close: no unhandled rejection',
+    async (_, release) => {
+      const { time, memory } = setup()
+      const backend: Backend = {
+        capabilities: memory.capabilities,
+        acquire: (...args) => memory.acquire(...args),
+        renew: (...args) => memory.renew(...args),
+        checkpoint: (...args) => memory.checkpoint(...args),
+        release: release as unknown as Backend['release'],
+        readCheckpoint: (...args) => memory.readCheckpoint(...args),
+      }
+      const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time })
+      const a = await leaser.acquire('a')
+      await leaser.acquire('b')
+      const released = track(a.release())
+      const closing = track(leaser.close())
+      await time.advance(2 * TTL)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      expect(unhandled).toEqual([])
+      expect(released.settled && !released.rejected).toBe(true)
+      expect(closing.settled && !closing.rejected).toBe(true)
+      expect(time.pending).toBe(0)
+    },
+  )
+})
+
+describe('a release retried after a lost reply', () => {
+  test('answering FENCED is "released, outcome unknown": run resolves with the result', async () => {
+    const { time, leaser, backend, named } = setup()
+    backend.loseNextReplies('release')
+    const running = track(leaser.run('job', async () => 'result'))
+    await time.advance(100)
+    expect(backend.calls.release).toBe(2)
+    expect(running.error).toBeUndefined()
+    expect(running.value).toBe('result')
+    expect(named('lost')).toHaveLength(0)
+  })
+
+  test('a FENCED on the first and only release attempt is still a takeover', async () => {
+    const { time, leaser, store, backend } = setup()
+    const { MemoryBackend } = await import('@worklease/memory')
+    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const running = track(
+      leaser.run('job', async () => {
+        await ahead.acquire('job', 'worker-b', TTL)
+        return 'result'
+      }),
+    )
+    await time.advance(100)
+    expect(backend.calls.release).toBe(1)
+    expect(isLeaseLostError(running.error)).toBe(true)
+    expect((running.error as LeaseLostError).reason).toBe('fenced')
+  })
+})
+
+describe('an acquire whose reply was lost (unknown outcome)', () => {
+  test('without wait: the retry finds its own lease (LEASE_HELD with holder = us) and uses it', async () => {
+    const { time, leaser, backend, other } = setup()
+    backend.loseNextReplies('acquire')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(100)
+    expect(acquiring.error).toBeUndefined()
+    expect(acquiring.value?.fencingToken).toBe(1n)
+    expect(backend.calls.acquire).toBe(2)
+    // Confirmed at once with a renew, not left to the next interval.
+    expect(backend.calls.renew).toBe(1)
+    expect(acquiring.value?.held).toBe(true)
+    await acquiring.value!.release()
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect(next.fencingToken).toBe(2n)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
+  test('with wait: the lease is used at once, not waited out for a ttl (no unclean handoff)', async () => {
+    const { time, leaser, backend } = setup()
+    backend.loseNextReplies('acquire')
+    const acquiring = leaser.acquire('job', { wait: true })
+    const took = await time.until(acquiring)
+    const lease = await acquiring
+    expect(took).toBeLessThan(100)
+    expect(lease.fencingToken).toBe(1n)
+    expect((await lease.readCheckpoint()).cleanHandoff).toBe(true)
+  })
+
+  test.each([
+    ['while the retry is in flight', 100],
+    ['while it waits to retry', 60],
+  ])('the caller gave up %s: the lease its lost reply took is released, not orphaned', async (_, abortAt) => {
+    const { time, leaser, backend, other } = setup()
+    backend.loseNextReplies('acquire')
+    // The first attempt lands at 50 ms and its reply is lost; the retry goes out at 75 and lands at 125.
+    backend.setLatency(50, 'acquire')
+    const controller = new AbortController()
+    const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.advance(abortAt)
+    controller.abort(new Error('no longer wanted'))
+    await time.advance(100)
+    expect((acquiring.error as Error).message).toBe('no longer wanted')
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect(next.fencingToken).toBe(2n)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
+  test('a lease this Leaser holds, or abandoned, is never adopted twice (leases are not reentrant)', async () => {
+    const { time, leaser, backend } = setup()
+    const held = await leaser.acquire('held')
+    backend.failNext('acquire')
+    const again = track(leaser.acquire('held'))
+    await time.advance(100)
+    expect(isLeaseHeldError(again.error)).toBe(true)
+    const abandoned = await leaser.acquire('abandoned')
+    abandoned.abandon()
+    backend.failNext('acquire')
+    const retaken = track(leaser.acquire('abandoned'))
+    await time.advance(100)
+    expect(isLeaseHeldError(retaken.error)).toBe(true)
+    expect(held.held).toBe(true)
+  })
+
+  test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
+    const { time, leaser, backend } = setup({ callTimeoutMs: 100 })
+    backend.setLatency(110, 'acquire')
+    const acquiring = track(leaser.acquire('job', { wait: true }))
+    await time.advance(300)
+    expect(acquiring.value?.fencingToken).toBe(1n)
+  })
+})
+
+describe('checkpoints are bounded and never starve renewal', () => {
+  test('a hung checkpoint: renewals still go out on time and the lease stays held', async () => {
+    const { time, leaser, backend, named } = setup({ checkpointTimeoutMs: 200 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(60_000, 'checkpoint') // hangs until its signal aborts
+    await time.advance(10)
+    const checkpoint = track(lease.checkpoint(new TextEncoder().encode('state')))
+    await time.advance(323) // t = 333: the renew is due
+    expect(backend.calls.renew).toBe(1)
+    await time.advance(5 * TTL)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toHaveLength(0)
+    // The checkpoint gave up after one lease lifetime of failed attempts, with the store's error.
+    expect(checkpoint.rejected).toBe(true)
+    expect(isLeaseLostError(checkpoint.error)).toBe(false)
+  })
+
+  test('every attempt of one checkpoint carries the same sequence, a later checkpoint a larger one', async () => {
+    const { time, leaser, memory } = setup()
+    const sequences: (number | undefined)[] = []
+    const original = memory.checkpoint.bind(memory)
+    let lose = 1
+    memory.checkpoint = async (record, state, ttlMs, options) => {
+      sequences.push(options?.sequence)
+      await original(record, state, ttlMs, options)
+      if (lose-- > 0) throw new Error('reply lost')
+    }
+    const lease = await leaser.acquire('job')
+    const first = lease.checkpoint(new TextEncoder().encode('1'))
+    await time.until(first)
+    await lease.checkpoint(new TextEncoder().encode('2'))
+    expect(sequences).toHaveLength(3)
+    expect(sequences[0]).toBeTypeOf('number')
+    expect(sequences[1]).toBe(sequences[0])
+    expect(sequences[2]).toBeGreaterThan(sequences[0]!)
+  })
+})
+
+describe('takeover at the ttl', () => {
+  test("a waiter sleeps until the crashed holder's expiry (plus a little), not a blind backoff", async () => {
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'crashed', TTL)
+    const waiting = leaser.acquire('job', { wait: true })
+    const took = await time.until(waiting, 10_000, 1)
+    expect((await waiting).fencingToken).toBe(2n)
+    // ttl + jitter (at most 50 ms), with zero-latency round trips.
+    expect(took).toBeGreaterThanOrEqual(TTL)
+    expect(took).toBeLessThanOrEqual(TTL + 50)
+    expect(backend.calls.acquire).toBeLessThanOrEqual(7)
+  })
+
+  test("the sleep never runs past the caller's timeout", async () => {
+    const { time, leaser, other } = setup()
+    await other.acquire('job', 'crashed', TTL)
+    const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 800 }))
+    await time.advance(800)
+    expect(isLeaseHeldError(waiting.error)).toBe(true)
+  })
+})

@@ -1,0 +1,28 @@
+import { spawnSync } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+import { describe, expect, test } from 'vitest'
+
+const fixture = fileURLToPath(new URL('./fixtures/pending-work.mjs', import.meta.url))
+
+// Runs the built package in a child process: only a real event loop can tell whether a pending
+// wait keeps the process alive.
+function runFixture(mode: 'wait' | 'retry') {
+  const child = spawnSync(process.execPath, [fixture, mode], { encoding: 'utf8', timeout: 10_000 })
+  return { status: child.status, stdout: child.stdout, stderr: child.stderr }
+}
+
+describe('pending work keeps the process alive', () => {
+  test('a run waiting for a held lease (wait: true) does its work before the process exits', () => {
+    const result = runFixture('wait')
+    expect(result.stderr).toBe('')
+    expect(result.stdout).toBe('did the work\n')
+    expect(result.status).toBe(0)
+  })
+
+  test('a run retrying after transient store errors does its work before the process exits', () => {
+    const result = runFixture('retry')
+    expect(result.stderr).toBe('')
+    expect(result.stdout).toBe('did the work\n')
+    expect(result.status).toBe(0)
+  })
+})
