@@ -1,7 +1,25 @@
+// The backends' errors and guards, so that code using the runner needs no second import.
+export {
+  ErrorCode,
+  FencedError,
+  InvalidArgumentError,
+  isFencedError,
+  isInvalidArgumentError,
+  isLeaseExpiredError,
+  isLeaseHeldError,
+  isTokensExhaustedError,
+  isWorkleaseError,
+  LeaseExpiredError,
+  LeaseHeldError,
+  TokensExhaustedError,
+  WorkleaseError,
+} from '@worklease/spec'
 export { defaultHolderId } from './default-holder-id.js'
 export { Lease } from './lease.js'
 export {
+  isLeaseEndedError,
   isLeaseLostError,
+  LeaseEndedError,
   type LeaseEndReason,
   type LeaseLossReason,
   LeaseLostError,

@@ -1,3 +1,5 @@
+import { ErrorCode, isWorkleaseError, WorkleaseError } from '@worklease/spec'
+
 /**
  * Why a {@link Lease} stopped being held.
  * - `'fenced'`: the backend said `FENCED`: someone else took the lease over (or it was released
@@ -10,8 +12,8 @@
  *   backend could let a successor in.
  * - `'rejected'`: the backend refused the renew with another worklease error (a bug, not a race).
  * - `'closed'`: `leaser.close()` released it.
- * - `'released'`, `'abandoned'`: you ended it with `release()` or `abandon()`; `signal` still aborts
- *   with this reason so work attached to it stops, but it is not a loss.
+ * - `'released'`, `'abandoned'`: you ended it with `release()` or `abandon()`; `signal` aborts with a
+ *   {@link LeaseEndedError} then, so work attached to it stops, but it is not a loss.
  */
 export type LeaseEndReason =
   | 'fenced'
@@ -25,7 +27,7 @@ export type LeaseEndReason =
 /** The {@link LeaseEndReason}s that mean the lease was taken away while the holder still wanted it. */
 export type LeaseLossReason = Exclude<LeaseEndReason, 'released' | 'abandoned'>
 
-/** What {@link LeaseLostError} is built from. */
+/** What {@link LeaseLostError} and {@link LeaseEndedError} are built from. */
 export interface LeaseLostErrorOptions {
   readonly workId: string
   readonly fencingToken: bigint
@@ -45,9 +47,12 @@ const MESSAGES: Record<LeaseEndReason, string> = {
   abandoned: 'was abandoned and left to expire',
 }
 
+const describeLease = (reason: LeaseEndReason, options: LeaseLostErrorOptions) =>
+  `lease on ${JSON.stringify(options.workId)} (token ${options.fencingToken}) ${MESSAGES[reason]}`
+
 /**
- * The reason a lease's `signal` aborts with, and what `checkpoint`, `readCheckpoint` and `run` reject
- * with once the lease is no longer held. `code` is always `'LEASE_LOST'`; `reason` says why.
+ * The reason a lease's `signal` aborts with when the lease was taken away, and what `checkpoint`,
+ * `readCheckpoint` and `run` reject with then. `code` is always `'LEASE_LOST'`; `reason` says why.
  *
  * ```ts
  * try {
@@ -58,28 +63,58 @@ const MESSAGES: Record<LeaseEndReason, string> = {
  * }
  * ```
  */
-export class LeaseLostError extends Error {
-  readonly code = 'LEASE_LOST' as const
-  readonly reason: LeaseEndReason
+export class LeaseLostError extends WorkleaseError {
+  declare readonly code: typeof ErrorCode.LEASE_LOST
+  readonly reason: LeaseLossReason
   readonly workId: string
   readonly fencingToken: bigint
   /** The callback's own error, when `run`'s callback threw after the lease was lost. */
-  readonly callbackError?: unknown
+  declare readonly callbackError?: unknown
 
-  constructor(reason: LeaseEndReason, options: LeaseLostErrorOptions) {
+  constructor(reason: LeaseLossReason, options: LeaseLostErrorOptions) {
     super(
-      `lease on ${JSON.stringify(options.workId)} (token ${options.fencingToken}) ${MESSAGES[reason]}`,
+      ErrorCode.LEASE_LOST,
+      describeLease(reason, options),
       options.cause === undefined ? undefined : { cause: options.cause },
     )
-    this.name = 'LeaseLostError'
     this.reason = reason
     this.workId = options.workId
     this.fencingToken = options.fencingToken
-    if ('callbackError' in options) this.callbackError = options.callbackError
+    if ('callbackError' in options) {
+      Object.defineProperty(this, 'callbackError', { value: options.callbackError, enumerable: true })
+    }
+  }
+}
+
+/**
+ * What a lease's `signal` aborts with, and later calls reject with, after you ended the lease yourself
+ * with `release()` or `abandon()`: the work attached to the signal stops, but nothing was lost.
+ * `code` is always `'LEASE_ENDED'`.
+ *
+ * ```ts
+ * lease.signal.addEventListener('abort', () => {
+ *   if (!isLeaseEndedError(lease.signal.reason)) alert(`lost ${lease.workId}`)
+ * })
+ * ```
+ */
+export class LeaseEndedError extends WorkleaseError {
+  declare readonly code: typeof ErrorCode.LEASE_ENDED
+  readonly reason: 'released' | 'abandoned'
+  readonly workId: string
+  readonly fencingToken: bigint
+
+  constructor(reason: 'released' | 'abandoned', options: LeaseLostErrorOptions) {
+    super(ErrorCode.LEASE_ENDED, describeLease(reason, options))
+    this.reason = reason
+    this.workId = options.workId
+    this.fencingToken = options.fencingToken
   }
 }
 
 /** `error` is a {@link LeaseLostError} from any copy of this package (checks `code`, not the class). */
-export function isLeaseLostError(error: unknown): error is LeaseLostError {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 'LEASE_LOST'
-}
+export const isLeaseLostError = (error: unknown): error is LeaseLostError =>
+  isWorkleaseError(error, ErrorCode.LEASE_LOST)
+
+/** `error` is a {@link LeaseEndedError} from any copy of this package. */
+export const isLeaseEndedError = (error: unknown): error is LeaseEndedError =>
+  isWorkleaseError(error, ErrorCode.LEASE_ENDED)

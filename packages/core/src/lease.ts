@@ -16,7 +16,7 @@ import {
   sharedAbortController,
   sleep,
 } from './abortable.js'
-import { type LeaseEndReason, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
+import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -81,7 +81,7 @@ export class Lease implements AsyncDisposable {
   /** Aborted when a release is requested: renewals stop, and a renew waiting to retry wakes up. */
   readonly #releaseRequests = new AbortController()
   readonly #deadline: LocalDeadline
-  #ended: LeaseLostError | undefined
+  #ended: LeaseLostError | LeaseEndedError | undefined
   #loss: LeaseLostError | undefined
   #releasing: Promise<void> | undefined
   #lastTransient: unknown
@@ -196,7 +196,7 @@ export class Lease implements AsyncDisposable {
   release(): Promise<void> {
     if (this.#releasing) return this.#releasing
     const reason = this.#ended?.reason === 'closed' ? 'closed' : 'released'
-    this.#endLocally(this.#endError('released'))
+    this.#endLocally(this.#endedError('released'))
     this.#releaseRequests.abort()
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#renewTimer = undefined
@@ -218,7 +218,7 @@ export class Lease implements AsyncDisposable {
   abandon(): void {
     if (this.#stop.signal.aborted) return
     this.#releaseRequests.abort()
-    this.#endLocally(this.#endError('abandoned'))
+    this.#endLocally(this.#endedError('abandoned'))
     this.#halt()
     this.#ctx.events.emit('released', { ...this.#base(), clean: false, reason: 'abandoned' })
   }
@@ -246,8 +246,12 @@ export class Lease implements AsyncDisposable {
     return { workId: this.workId, holderId: this.record.holderId, fencingToken: this.record.fencingToken }
   }
 
-  #endError(reason: LeaseEndReason, cause?: unknown): LeaseLostError {
+  #endError(reason: LeaseLossReason, cause?: unknown): LeaseLostError {
     return new LeaseLostError(reason, { workId: this.workId, fencingToken: this.record.fencingToken, cause })
+  }
+
+  #endedError(reason: 'released' | 'abandoned'): LeaseEndedError {
+    return new LeaseEndedError(reason, { workId: this.workId, fencingToken: this.record.fencingToken })
   }
 
   /** Whether still held for the user: not ended, and the store side still live. */
@@ -278,7 +282,7 @@ export class Lease implements AsyncDisposable {
   }
 
   /** The user's side: `held` turns false and `signal` aborts. The store side may go on. */
-  #endLocally(error: LeaseLostError): void {
+  #endLocally(error: LeaseLostError | LeaseEndedError): void {
     if (this.#ended) return
     this.#ended = error
     this.#controller.abort(error)
@@ -376,13 +380,9 @@ export class Lease implements AsyncDisposable {
 
   #transient(op: Op, error: unknown, attempt: number): void {
     this.#lastTransient = error
-    this.#ctx.events.emit('renewFailed', {
-      ...this.#base(),
-      op,
-      error,
-      attempt,
-      remainingMs: Math.max(0, this.#deadline.remaining()),
-    })
+    const failure = { ...this.#base(), error, attempt, remainingMs: Math.max(0, this.#deadline.remaining()) }
+    if (op === 'renew' || op === 'checkpoint') this.#ctx.events.emit('renewFailed', { ...failure, op })
+    else this.#ctx.events.emit('callFailed', { ...failure, op })
   }
 
   /** Handles a lease outcome from the backend; returns false for a transient store error. */

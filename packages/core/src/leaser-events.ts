@@ -23,11 +23,18 @@ export interface LeaserEvents {
   /** A renew or checkpoint succeeded; `remainingMs` is the new time to the local deadline. */
   renewed: LeaseEventBase & { readonly op: 'renew' | 'checkpoint'; readonly remainingMs: number }
   /**
-   * A renew, checkpoint or release failed with a transient store error and will be retried until the
-   * local deadline; the lease is still held.
+   * A renew or checkpoint (both renew the lease) failed with a transient store error and will be
+   * retried; the lease is still held. A rising rate is the early warning of `lost`.
    */
   renewFailed: LeaseEventBase & {
-    readonly op: 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
+    readonly op: 'renew' | 'checkpoint'
+    readonly error: unknown
+    readonly attempt: number
+    readonly remainingMs: number
+  }
+  /** A release or readCheckpoint failed with a transient store error and will be retried. */
+  callFailed: LeaseEventBase & {
+    readonly op: 'release' | 'readCheckpoint'
     readonly error: unknown
     readonly attempt: number
     readonly remainingMs: number
@@ -60,6 +67,7 @@ export const leaserChannels = Object.freeze({
   acquired: 'worklease:acquired',
   renewed: 'worklease:renewed',
   renewFailed: 'worklease:renewFailed',
+  callFailed: 'worklease:callFailed',
   lost: 'worklease:lost',
   released: 'worklease:released',
 } as const satisfies Record<LeaserEventName, string>)

@@ -1,8 +1,13 @@
 import type { LeaseHolder } from './lease-holder.js'
 
 /**
- * Stable error codes. They never change between major versions; match on them, not on messages or
- * classes (two installed copies of this package have two distinct classes but the same codes).
+ * Stable error codes of every error worklease throws, backends and runner alike. They never change
+ * between major versions; match on them, not on messages or classes (two installed copies of this
+ * package have two distinct classes but the same codes).
+ *
+ * The last three are `@worklease/core`'s: `LEASE_LOST` (a held lease was taken away: fenced, expired,
+ * past its local deadline, or ended by `leaser.close()`), `LEASE_ENDED` (you ended it yourself with
+ * `release()` or `abandon()`: what `lease.signal` aborts with then, not a loss) and `LEASER_CLOSED`.
  */
 export const ErrorCode = Object.freeze({
   LEASE_HELD: 'LEASE_HELD',
@@ -10,6 +15,9 @@ export const ErrorCode = Object.freeze({
   LEASE_EXPIRED: 'LEASE_EXPIRED',
   INVALID_ARGUMENT: 'INVALID_ARGUMENT',
   TOKENS_EXHAUSTED: 'TOKENS_EXHAUSTED',
+  LEASE_LOST: 'LEASE_LOST',
+  LEASE_ENDED: 'LEASE_ENDED',
+  LEASER_CLOSED: 'LEASER_CLOSED',
 } as const)
 
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode]

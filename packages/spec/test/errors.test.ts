@@ -20,8 +20,11 @@ describe('error codes', () => {
     expect(Object.values(ErrorCode).sort()).toEqual([
       'FENCED',
       'INVALID_ARGUMENT',
+      'LEASER_CLOSED',
+      'LEASE_ENDED',
       'LEASE_EXPIRED',
       'LEASE_HELD',
+      'LEASE_LOST',
       'TOKENS_EXHAUSTED',
     ])
   })
