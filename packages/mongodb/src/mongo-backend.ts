@@ -14,6 +14,7 @@ import {
   validateCheckpointArgs,
   validateRecordArgs,
   validateRenewArgs,
+  type ValidatedCallOptions,
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 
@@ -142,20 +143,21 @@ export class MongoBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
+    // Only the validated snapshot from here on: the caller's arguments are never read again.
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
     const now = this.#clock.now()
-    const expiresAtMs = now + ttlMs
+    const expiresAtMs = now + args.ttlMs
     let document: LeaseDocumentLike | null
     try {
       document = await this.#collection.findOneAndUpdate(
         // Matches only a free lease. When it matches nothing the upsert tries to insert `_id`, which
         // fails with E11000 if the document exists (held), also when another acquire inserted it
         // first: the loser of any race gets the duplicate key, never a second lease.
-        { _id: workId, $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }] },
+        { _id: args.workId, $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }] },
         {
           // $inc of a missing field starts from 0, so a new workId gets token 1 without a read.
           $inc: { fencingToken: 1n },
-          $set: { holderId, expiresAt: new Date(expiresAtMs), released: false },
+          $set: { holderId: args.holderId, expiresAt: new Date(expiresAtMs), released: false },
           // No lease was released before the first one: releasedToken 0 = token 1 - 1, a clean handoff.
           $setOnInsert: { releasedToken: 0n },
         },
@@ -165,7 +167,7 @@ export class MongoBackend implements Backend {
           ...this.#acquireProjection,
           includeResultMetadata: false,
           ...READ_BSON,
-          ...signalOf(options),
+          ...signalOf(args),
         },
       )
     } catch (error) {
@@ -173,7 +175,7 @@ export class MongoBackend implements Backend {
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
-    return createLeaseRecord(workId, holderId, toToken(document.fencingToken), expiresAtMs)
+    return createLeaseRecord(args.workId, args.holderId, toToken(document.fencingToken), expiresAtMs)
   }
 
   async checkpoint(
@@ -182,62 +184,62 @@ export class MongoBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const expiresAt = new Date(this.#clock.now() + ttlMs)
-    // The driver stores any Uint8Array (a Buffer too) as BSON binary subtype 0. It serializes when the
-    // command is sent, which may be later (a busy pool), so it gets a copy taken now.
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const expiresAt = new Date(this.#clock.now() + args.ttlMs)
+    // args.state is the validator's private copy, so the caller reusing its buffer before the driver
+    // serializes (a busy pool sends later) cannot change what is stored.
     const result = await this.#collection.updateOne(
-      validFilter(record),
-      { $set: { state: new Uint8Array(state), expiresAt } },
-      signalOf(options),
+      validFilter(args.record),
+      { $set: { state: args.state, expiresAt } },
+      signalOf(args),
     )
     if (result.matchedCount === 0) throw new FencedError()
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
+    const args = validateRenewArgs(record, ttlMs, options)
     const now = this.#clock.now()
     const result = await this.#collection.updateOne(
-      { ...validFilter(record), expiresAt: { $gt: new Date(now) } },
-      { $set: { expiresAt: new Date(now + ttlMs) } },
-      signalOf(options),
+      { ...validFilter(args.record), expiresAt: { $gt: new Date(now) } },
+      { $set: { expiresAt: new Date(now + args.ttlMs) } },
+      signalOf(args),
     )
     if (result.matchedCount === 1) return
     // Only to name the failure; nothing is written on this path.
-    const stillValid = await this.#collection.findOne(validFilter(record), {
+    const stillValid = await this.#collection.findOne(validFilter(args.record), {
       projection: { _id: 1 },
-      ...signalOf(options),
+      ...signalOf(args),
     })
     throw stillValid ? new LeaseExpiredError() : new FencedError()
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     const now = this.#clock.now()
     const result = await this.#collection.updateOne(
-      validFilter(record),
+      validFilter(args.record),
       {
         // `released` frees the lease for any clock; `releasedToken` tells the successor the handoff
         // was clean; the expiry moves into the past too, for readers that only look at it.
-        $set: { released: true, releasedToken: record.fencingToken },
+        $set: { released: true, releasedToken: args.record.fencingToken },
         $min: { expiresAt: new Date(now - 1) },
       },
-      signalOf(options),
+      signalOf(args),
     )
     if (result.matchedCount === 0) throw new FencedError()
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const document = await this.#collection.findOne(validFilter(record), {
+    const args = validateRecordArgs(record, options)
+    const document = await this.#collection.findOne(validFilter(args.record), {
       projection: { state: 1, releasedToken: 1 },
       ...READ_BSON,
-      ...signalOf(options),
+      ...signalOf(args),
     })
     if (!document) throw new FencedError()
     return {
       state: toState(document.state),
-      cleanHandoff: toToken(document.releasedToken, 0n) === record.fencingToken - 1n,
+      cleanHandoff: toToken(document.releasedToken, 0n) === args.record.fencingToken - 1n,
     }
   }
 }
@@ -247,8 +249,8 @@ function validFilter(record: LeaseRecord): LeaseDocumentLike {
   return { _id: record.workId, fencingToken: record.fencingToken, holderId: record.holderId, released: false }
 }
 
-function signalOf(options: CallOptions | undefined): { signal?: AbortSignal } {
-  return options?.signal ? { signal: options.signal } : {}
+function signalOf(args: ValidatedCallOptions): { signal?: AbortSignal } {
+  return args.signal ? { signal: args.signal } : {}
 }
 
 function isDuplicateKeyOnId(error: unknown): boolean {
