@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   type Clock,
   createLeaseRecord,
@@ -182,18 +183,36 @@ export class MongoBackend implements Backend {
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const expiresAt = new Date(this.#clock.now() + args.ttlMs)
-    // args.state is the validator's private copy, so the caller reusing its buffer before the driver
-    // serializes (a busy pool sends later) cannot change what is stored.
-    const result = await this.#collection.updateOne(
-      validFilter(args.record),
-      { $set: { state: args.state, expiresAt } },
+    const { fencingToken } = args.record
+    // $max, not $set: a checkpoint that lands late, or has a shorter ttl, never shortens the lease.
+    const extend = { $max: { expiresAt: new Date(this.#clock.now() + args.ttlMs) } }
+    const stored = await this.#collection.updateOne(
+      {
+        ...validFilter(args.record),
+        // The sequence belongs to the token that stored it, so a new lease needs no reset in acquire
+        // (and a document written by an older version of this driver has none): any other token, or
+        // none, means this lease has stored no checkpoint yet.
+        $or: [
+          { checkpointToken: { $ne: fencingToken } },
+          { checkpointSequence: { $lt: args.sequence } },
+        ],
+      },
+      {
+        // args.state is the validator's private copy, so the caller reusing its buffer before the
+        // driver serializes (a busy pool sends later) cannot change what is stored.
+        $set: { state: args.state, checkpointToken: fencingToken, checkpointSequence: args.sequence },
+        ...extend,
+      },
       signalOf(args),
     )
-    if (result.matchedCount === 0) throw new FencedError()
+    if (stored.matchedCount === 1) return
+    // Superseded by a later checkpoint (or a retry of one that landed): its state stays, but the
+    // holder is alive now, so the expiry still moves forward. Or the record is no longer valid.
+    const extended = await this.#collection.updateOne(validFilter(args.record), extend, signalOf(args))
+    if (extended.matchedCount === 0) throw new FencedError()
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
@@ -201,7 +220,8 @@ export class MongoBackend implements Backend {
     const now = this.#clock.now()
     const result = await this.#collection.updateOne(
       { ...validFilter(args.record), expiresAt: { $gt: new Date(now) } },
-      { $set: { expiresAt: new Date(now + args.ttlMs) } },
+      // $max: a late-landing or shorter renew never moves a live lease's expiry back.
+      { $max: { expiresAt: new Date(now + args.ttlMs) } },
       signalOf(args),
     )
     if (result.matchedCount === 1) return
