@@ -1,4 +1,5 @@
 import {
+  type AcquireArgs,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -10,7 +11,9 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
   systemClock,
+  TokensExhaustedError,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -132,6 +135,7 @@ export class MongoBackend implements Backend {
       clock: 'client',
       maxStateBytes,
       crossConnectionAtomic,
+      reportsHolder: true,
       ...(options.crossConnectionAtomicNote === undefined
         ? {}
         : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
@@ -153,8 +157,14 @@ export class MongoBackend implements Backend {
       document = await this.#collection.findOneAndUpdate(
         // Matches only a free lease. When it matches nothing the upsert tries to insert `_id`, which
         // fails with E11000 if the document exists (held), also when another acquire inserted it
-        // first: the loser of any race gets the duplicate key, never a second lease.
-        { _id: args.workId, $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }] },
+        // first: the loser of any race gets the duplicate key, never a second lease. A free lease
+        // whose token is already the largest one fails the same way, and the failure path tells
+        // the two apart: the store, not this process, refuses to go past the ceiling.
+        {
+          _id: args.workId,
+          fencingToken: { $lt: MAX_FENCING_TOKEN },
+          $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }],
+        },
         {
           // $inc of a missing field starts from 0, so a new workId gets token 1 without a read.
           $inc: { fencingToken: 1n },
@@ -172,11 +182,51 @@ export class MongoBackend implements Backend {
         },
       )
     } catch (error) {
-      if (isDuplicateKeyOnId(error)) throw new LeaseHeldError(undefined, { cause: error })
+      if (isDuplicateKeyOnId(error)) throw await this.#whyNotFree(args, error)
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
     return createLeaseRecord(args.workId, args.holderId, toToken(document.fencingToken), expiresAtMs)
+  }
+
+  /**
+   * Names an acquire's duplicate key: a held lease (with its holder), or a free one at the token
+   * ceiling. E11000 carries no document, so this one read happens on this failure path only.
+   */
+  async #whyNotFree(args: AcquireArgs, cause: unknown): Promise<Error> {
+    const document = await this.#collection.findOne(
+      { _id: args.workId },
+      {
+        projection: { fencingToken: 1, holderId: 1, expiresAt: 1, released: 1 },
+        ...READ_BSON,
+        ...signalOf(args),
+      },
+    )
+    // A document no lease can be made of is a store failure, whatever the duplicate key meant.
+    try {
+      if (document) toToken(document.fencingToken)
+    } catch (error) {
+      throw new TypeError((error as Error).message, { cause })
+    }
+    const now = this.#clock.now()
+    const expiresAtMs = document?.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
+    const held = document !== null && document.released === false && expiresAtMs > now
+    if (held && typeof document.holderId === 'string') {
+      return new LeaseHeldError(undefined, {
+        cause,
+        holder: {
+          holderId: document.holderId,
+          fencingToken: toToken(document.fencingToken),
+          expiresAt: new Date(expiresAtMs),
+          expiresInMs: expiresAtMs - now,
+        },
+      })
+    }
+    if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
+      return new TokensExhaustedError(undefined, { cause })
+    }
+    // Free now but not when the upsert ran: it was held then (released or expired since).
+    return new LeaseHeldError(undefined, { cause })
   }
 
   async checkpoint(
