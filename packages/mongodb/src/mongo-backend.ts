@@ -14,11 +14,11 @@ import {
   MAX_FENCING_TOKEN,
   systemClock,
   TokensExhaustedError,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
   validateRenewArgs,
-  type ValidatedCallOptions,
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 
@@ -178,7 +178,7 @@ export class MongoBackend implements Backend {
           ...this.#acquireProjection,
           includeResultMetadata: false,
           ...READ_BSON,
-          ...signalOf(args),
+          ...writeOptions(args),
         },
       )
     } catch (error) {
@@ -199,7 +199,7 @@ export class MongoBackend implements Backend {
       {
         projection: { fencingToken: 1, holderId: 1, expiresAt: 1, released: 1 },
         ...READ_BSON,
-        ...signalOf(args),
+        ...readOptions(args),
       },
     )
     // A document no lease can be made of is a store failure, whatever the duplicate key meant.
@@ -245,10 +245,7 @@ export class MongoBackend implements Backend {
         // The sequence belongs to the token that stored it, so a new lease needs no reset in acquire
         // (and a document written by an older version of this driver has none): any other token, or
         // none, means this lease has stored no checkpoint yet.
-        $or: [
-          { checkpointToken: { $ne: fencingToken } },
-          { checkpointSequence: { $lt: args.sequence } },
-        ],
+        $or: [{ checkpointToken: { $ne: fencingToken } }, { checkpointSequence: { $lt: args.sequence } }],
       },
       {
         // args.state is the validator's private copy, so the caller reusing its buffer before the
@@ -256,12 +253,12 @@ export class MongoBackend implements Backend {
         $set: { state: args.state, checkpointToken: fencingToken, checkpointSequence: args.sequence },
         ...extend,
       },
-      signalOf(args),
+      writeOptions(args),
     )
     if (stored.matchedCount === 1) return
     // Superseded by a later checkpoint (or a retry of one that landed): its state stays, but the
     // holder is alive now, so the expiry still moves forward. Or the record is no longer valid.
-    const extended = await this.#collection.updateOne(validFilter(args.record), extend, signalOf(args))
+    const extended = await this.#collection.updateOne(validFilter(args.record), extend, writeOptions(args))
     if (extended.matchedCount === 0) throw new FencedError()
   }
 
@@ -272,13 +269,13 @@ export class MongoBackend implements Backend {
       { ...validFilter(args.record), expiresAt: { $gt: new Date(now) } },
       // $max: a late-landing or shorter renew never moves a live lease's expiry back.
       { $max: { expiresAt: new Date(now + args.ttlMs) } },
-      signalOf(args),
+      writeOptions(args),
     )
     if (result.matchedCount === 1) return
     // Only to name the failure; nothing is written on this path.
     const stillValid = await this.#collection.findOne(validFilter(args.record), {
       projection: { _id: 1 },
-      ...signalOf(args),
+      ...readOptions(args),
     })
     throw stillValid ? new LeaseExpiredError() : new FencedError()
   }
@@ -294,7 +291,7 @@ export class MongoBackend implements Backend {
         $set: { released: true, releasedToken: args.record.fencingToken },
         $min: { expiresAt: new Date(now - 1) },
       },
-      signalOf(args),
+      writeOptions(args),
     )
     if (result.matchedCount === 0) throw new FencedError()
   }
@@ -304,7 +301,7 @@ export class MongoBackend implements Backend {
     const document = await this.#collection.findOne(validFilter(args.record), {
       projection: { state: 1, releasedToken: 1 },
       ...READ_BSON,
-      ...signalOf(args),
+      ...readOptions(args),
     })
     if (!document) throw new FencedError()
     return {
@@ -319,8 +316,20 @@ function validFilter(record: LeaseRecord): LeaseDocumentLike {
   return { _id: record.workId, fencingToken: record.fencingToken, holderId: record.holderId, released: false }
 }
 
-function signalOf(args: ValidatedCallOptions): { signal?: AbortSignal } {
-  return args.signal ? { signal: args.signal } : {}
+// Pinned on every operation, whatever the client's defaults: a client configured to read from
+// secondaries (or with a weaker read concern) would see a lease a moment old as missing and answer
+// FENCED to its holder, and an acknowledged w:1 acquire rolled back by a failover would hand its token
+// out a second time. Majority-acknowledged writes cannot be rolled back, and a primary read after one
+// sees it.
+const WRITE = { writeConcern: { w: 'majority' } } as const
+const READ = { readPreference: 'primary', readConcern: { level: 'local' } } as const
+
+function writeOptions(args: ValidatedCallOptions): LeaseDocumentLike {
+  return args.signal ? { ...WRITE, signal: args.signal } : { ...WRITE }
+}
+
+function readOptions(args: ValidatedCallOptions): LeaseDocumentLike {
+  return args.signal ? { ...READ, signal: args.signal } : { ...READ }
 }
 
 function isDuplicateKeyOnId(error: unknown): boolean {

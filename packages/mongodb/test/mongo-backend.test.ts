@@ -1,8 +1,8 @@
 import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
-import { createLeaseCollection } from '../src/index.js'
-import { type MongoHarness, mongoHarnessFactory, TEST_DATABASE, url } from './mongo-harness.js'
+import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
+import { type MongoHarness, mongoHarnessFactory, serverOptions, TEST_DATABASE, url } from './mongo-harness.js'
 
 const harnesses: MongoHarness[] = []
 afterEach(async () => {
@@ -209,4 +209,75 @@ test('createLeaseCollection is idempotent', async () => {
   } finally {
     await client.close()
   }
+})
+
+describe('read preference and concerns are pinned on the operations', () => {
+  test('reads go to the primary with read concern local, writes ask for w: majority', async () => {
+    const { harness, clock } = await setup()
+    const seen: { method: string; options: Record<string, unknown> }[] = []
+    // A spy in front of the real collection: on a single server the driver drops the read
+    // preference from the wire, so only the options handed to the driver show it.
+    const real: LeaseCollection = harness.collection
+    const spy: LeaseCollection = {
+      findOneAndUpdate: (filter, update, options) => {
+        seen.push({ method: 'findOneAndUpdate', options })
+        return real.findOneAndUpdate(filter, update, options)
+      },
+      updateOne: (filter, update, options) => {
+        seen.push({ method: 'updateOne', options })
+        return real.updateOne(filter, update, options)
+      },
+      findOne: (filter, options) => {
+        seen.push({ method: 'findOne', options })
+        return real.findOne(filter, options)
+      },
+    }
+    const backend = new MongoBackend({ collection: spy, clock, ...serverOptions })
+    const record = await backend.acquire('job', 'a', 1_000)
+    await caught(backend.acquire('job', 'b', 1_000))
+    await backend.checkpoint(record, new Uint8Array(1), 1_000)
+    await backend.readCheckpoint(record)
+    clock.ms += 5_000
+    await caught(backend.renew(record, 1_000))
+    await backend.release(record)
+    expect(seen.map(({ method }) => method)).toEqual([
+      'findOneAndUpdate',
+      'findOneAndUpdate',
+      'findOne',
+      'updateOne',
+      'findOne',
+      'updateOne',
+      'findOne',
+      'updateOne',
+    ])
+    for (const { method, options } of seen) {
+      if (method === 'findOne') {
+        expect(options).toMatchObject({ readPreference: 'primary', readConcern: { level: 'local' } })
+      } else {
+        expect(options).toMatchObject({ writeConcern: { w: 'majority' } })
+      }
+    }
+  })
+
+  test('a client that prefers secondaries and majority reads still sees a fresh lease as held', async () => {
+    const { harness, clock } = await setup()
+    const client = new MongoClient(url, { readPreference: 'secondary', readConcernLevel: 'majority', w: 1 })
+    try {
+      const backend = new MongoBackend({
+        collection: client.db(TEST_DATABASE).collection(harness.collection.collectionName),
+        clock,
+        ...serverOptions,
+      })
+      const record = await backend.acquire('job', 'a', 1_000)
+      await backend.checkpoint(record, new Uint8Array([7]), 1_000)
+      expect(await backend.readCheckpoint(record)).toEqual({ state: new Uint8Array([7]), cleanHandoff: true })
+      const held = await caught(backend.acquire('job', 'b', 1_000))
+      expect(isLeaseHeldError(held) && held.holder?.holderId).toBe('a')
+      clock.ms += 5_000
+      expect(await caught(backend.renew(record, 1_000))).toMatchObject({ code: 'LEASE_EXPIRED' })
+      await backend.release(record)
+    } finally {
+      await client.close()
+    }
+  })
 })
