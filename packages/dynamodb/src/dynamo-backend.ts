@@ -1,8 +1,10 @@
 import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
 import {
+  type AcquireArgs,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   type Clock,
   createLeaseRecord,
@@ -11,7 +13,11 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
+  type RecordArgs,
   systemClock,
+  TokensExhaustedError,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -92,6 +98,10 @@ const num = (value: number | bigint): AttributeValue => ({ N: String(value) })
 // The attributes that decide whether a record is valid, and the names every expression uses.
 const VALIDITY = '#tok = :tok AND #hld = :hld AND #rel = :false'
 
+// This lease has stored no checkpoint with this sequence or a later one. The sequence is kept with the
+// token that stored it, so acquire needs no reset: any other token (or none) means none stored yet.
+const NEWER_SEQUENCE = '(attribute_not_exists(#ctok) OR #ctok <> :tok OR #cseq < :seq)'
+
 /**
  * A worklease backend on Amazon DynamoDB (or a compatible server): one item per workId, every
  * operation one conditional `UpdateItem` or one strongly consistent `GetItem`.
@@ -138,7 +148,12 @@ export class DynamoBackend implements Backend {
     this.#partitionKey = partitionKey
     this.#clock = clock
     this.#returnOldOnFailure = options.returnValuesOnConditionCheckFailure ?? true
-    this.capabilities = Object.freeze({ clock: 'client', maxStateBytes, crossConnectionAtomic: true })
+    this.capabilities = Object.freeze({
+      clock: 'client',
+      maxStateBytes,
+      crossConnectionAtomic: true,
+      reportsHolder: true,
+    })
   }
 
   async acquire(
@@ -147,21 +162,26 @@ export class DynamoBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
+    // Only the validated snapshot from here on: the caller's arguments are never read again.
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
     const now = this.#clock.now()
-    const expiresAtMs = now + ttlMs
+    const expiresAtMs = now + args.ttlMs
     let output: { Attributes?: Item }
     try {
       output = await this.#send(
         new UpdateItemCommand({
           TableName: this.#tableName,
-          Key: this.#key(workId),
+          Key: this.#key(args.workId),
           // Every operand is read from the item as it was before this update, so cleanHandoff gets
           // the previous lease's released mark; a new item has none, which counts as a clean start.
           UpdateExpression:
             'SET #tok = if_not_exists(#tok, :zero) + :one, #hld = :hld, #exp = :exp, #rel = :false, ' +
             '#clean = if_not_exists(#rel, :true)',
-          ConditionExpression: 'attribute_not_exists(#pk) OR #exp <= :now OR #rel = :true',
+          // DynamoDB numbers do not overflow at 2^63: without the ceiling this would store token
+          // 2^63, a lease no record can carry. The failure path tells the ceiling from a held lease.
+          ConditionExpression:
+            '(attribute_not_exists(#pk) OR #exp <= :now OR #rel = :true) AND ' +
+            '(attribute_not_exists(#tok) OR #tok < :max)',
           ExpressionAttributeNames: {
             '#pk': this.#partitionKey,
             '#tok': Attr.token,
@@ -173,154 +193,222 @@ export class DynamoBackend implements Backend {
           ExpressionAttributeValues: {
             ':zero': num(0),
             ':one': num(1),
-            ':hld': { S: holderId },
+            ':hld': { S: args.holderId },
             ':exp': num(expiresAtMs),
             ':now': num(now),
+            ':max': num(MAX_FENCING_TOKEN),
             ':false': FALSE,
             ':true': TRUE,
           },
           ReturnValues: 'UPDATED_NEW',
+          ...this.#oldOnFailure(),
         }),
-        options,
+        args,
       )
     } catch (error) {
-      if (isConditionalCheckFailed(error)) throw new LeaseHeldError(undefined, { cause: error })
-      throw error
+      if (!isConditionalCheckFailed(error)) throw error
+      throw await this.#whyNotFree(args, now, error)
     }
     const token = output.Attributes?.[Attr.token]?.N
     if (token === undefined) throw new Error('DynamoDB returned no fencing token from UpdateItem')
     // Straight from the number's decimal text: a JavaScript number would lose tokens above 2^53.
-    return createLeaseRecord(workId, holderId, BigInt(token), expiresAtMs)
+    return createLeaseRecord(args.workId, args.holderId, BigInt(token), expiresAtMs)
+  }
+
+  /** Names a failed acquire from the item the condition saw (or, without it, one consistent read). */
+  async #whyNotFree(args: AcquireArgs, now: number, cause: Error & { Item?: Item }): Promise<Error> {
+    const item = cause.Item ?? (await this.#readItem(args.workId, args))
+    const token = item?.[Attr.token]?.N
+    const expiresAtMs = Number(item?.[Attr.expiresAt]?.N)
+    const holderId = item?.[Attr.holder]?.S
+    const held = item?.[Attr.released]?.BOOL === false && expiresAtMs > now
+    if (held && token !== undefined && holderId !== undefined) {
+      return new LeaseHeldError(undefined, {
+        cause,
+        holder: {
+          holderId,
+          fencingToken: BigInt(token),
+          expiresAt: new Date(expiresAtMs),
+          expiresInMs: Math.max(0, expiresAtMs - this.#clock.now()),
+        },
+      })
+    }
+    if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
+      return new TokensExhaustedError(undefined, { cause })
+    }
+    // Free by the time of the read (released or taken and released again): it was held at the write.
+    return new LeaseHeldError(undefined, { cause })
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    // Copied now: the SDK serializes later, and the caller may reuse its buffer meanwhile.
-    const copy = new Uint8Array(state)
-    await this.#updateValid(
-      record,
-      'SET #st = :st, #exp = :exp',
-      { '#st': Attr.state, '#exp': Attr.expiresAt },
-      {
-        ':st': { B: copy },
-        ':exp': num(this.#clock.now() + ttlMs),
-      },
-      options,
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const expiresAtMs = this.#clock.now() + args.ttlMs
+    const sequenceNames = { '#ctok': Attr.checkpointToken, '#cseq': Attr.checkpointSequence }
+    // args.state is the validator's private copy: the SDK serializes later, and the caller may reuse
+    // its buffer meanwhile.
+    const storeValues = { ':st': { B: args.state }, ':seq': num(args.sequence) }
+    const extendValues = { ':exp': num(expiresAtMs) }
+    // The happy path, in one write: a later sequence than this lease stored, and an expiry no earlier
+    // than the stored one (expressions have no max(), so it is part of the condition; `<=` keeps a
+    // repeat within the same millisecond one write).
+    const outcome = await this.#updateIfValid(
+      args,
+      'SET #st = :st, #ctok = :tok, #cseq = :seq, #exp = :exp',
+      `${NEWER_SEQUENCE} AND #exp <= :exp`,
+      { '#st': Attr.state, '#exp': Attr.expiresAt, ...sequenceNames },
+      { ...storeValues, ...extendValues },
     )
-  }
-
-  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
-    const now = this.#clock.now()
-    try {
-      await this.#send(
-        new UpdateItemCommand({
-          TableName: this.#tableName,
-          Key: this.#key(record.workId),
-          UpdateExpression: 'SET #exp = :exp',
-          ConditionExpression: `${VALIDITY} AND #exp > :now`,
-          ExpressionAttributeNames: this.#validityNames({ '#exp': Attr.expiresAt }),
-          ExpressionAttributeValues: this.#validityValues(record, {
-            ':exp': num(now + ttlMs),
-            ':now': num(now),
-          }),
-          ...(this.#returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}),
-        }),
-        options,
+    if (outcome === 'written') return
+    const stored = outcome[Attr.checkpointToken]?.N
+    const newer =
+      stored === undefined ||
+      BigInt(stored) !== args.record.fencingToken ||
+      Number(outcome[Attr.checkpointSequence]?.N) < args.sequence
+    const later = Number(outcome[Attr.expiresAt]?.N) >= expiresAtMs
+    // While a record is valid its stored sequence and expiry only grow, so the item the condition
+    // failed on (or read after it) has at least one of the two where this call wanted it.
+    if (newer && !later) throw new Error('the lease item failed a condition it meets')
+    if (!newer && later) return
+    // One more conditional write does what is still missing: store the state (a renew moved the
+    // expiry past ours) or extend (superseded by a later checkpoint, or a retry whose first attempt
+    // landed). If its condition fails on a still-valid record, another call did it meanwhile.
+    if (newer) {
+      await this.#updateIfValid(
+        args,
+        'SET #st = :st, #ctok = :tok, #cseq = :seq',
+        NEWER_SEQUENCE,
+        { '#st': Attr.state, ...sequenceNames },
+        storeValues,
       )
-    } catch (error) {
-      if (!isConditionalCheckFailed(error)) throw error
-      // The write decided nothing here: this only picks the error to throw.
-      // No item in the reply also when the server ignores the parameter (dynalite does): read it then.
-      const item = error.Item ?? (await this.#readValidity(record.workId, options))
-      if (item && isValid(item, record)) throw new LeaseExpiredError(undefined, { cause: error })
-      throw new FencedError(undefined, { cause: error })
+    } else {
+      await this.#updateIfValid(
+        args,
+        'SET #exp = :exp',
+        '#exp <= :exp',
+        { '#exp': Attr.expiresAt },
+        extendValues,
+      )
     }
   }
 
-  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
-    // The released mark frees the lease for every clock; the past expiry is for readers of the table.
-    await this.#updateValid(
-      record,
-      'SET #rel = :true, #exp = :past',
+  async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
+    const args = validateRenewArgs(record, ttlMs, options)
+    const now = this.#clock.now()
+    const expiresAtMs = now + args.ttlMs
+    // `#exp <= :exp`: a late-landing or shorter renew never moves a live lease's expiry back. DynamoDB
+    // has no max(), so an expiry already later fails the condition and counts as success below.
+    const outcome = await this.#updateIfValid(
+      args,
+      'SET #exp = :exp',
+      '#exp > :now AND #exp <= :exp',
       { '#exp': Attr.expiresAt },
-      {
-        ':true': TRUE,
-        ':past': num(this.#clock.now() - 1),
-      },
-      options,
+      { ':exp': num(expiresAtMs), ':now': num(now) },
+    )
+    if (outcome === 'written') return
+    // Valid, so only the expiry failed the condition: already later (success), or expired.
+    if (Number(outcome[Attr.expiresAt]?.N) >= expiresAtMs) return
+    throw new LeaseExpiredError()
+  }
+
+  async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
+    const args = validateRecordArgs(record, options)
+    // The released mark frees the lease for every clock; the past expiry is for readers of the table.
+    await this.#updateIfValid(
+      args,
+      'SET #rel = :true, #exp = :past',
+      undefined,
+      { '#exp': Attr.expiresAt },
+      { ':true': TRUE, ':past': num(this.#clock.now() - 1) },
     )
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     const output: { Item?: Item } = await this.#send(
       new GetItemCommand({
         TableName: this.#tableName,
-        Key: this.#key(record.workId),
+        Key: this.#key(args.record.workId),
         ConsistentRead: true,
         ProjectionExpression: '#tok, #hld, #rel, #clean, #st',
         ExpressionAttributeNames: this.#validityNames({ '#clean': Attr.cleanHandoff, '#st': Attr.state }),
       }),
-      options,
+      args,
     )
     const item = output.Item
-    if (!item || !isValid(item, record)) throw new FencedError()
+    if (!item || !isValid(item, args.record)) throw new FencedError()
     const state = item[Attr.state]?.B
     return { state: state ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true }
   }
 
-  /** An `UpdateItem` that applies only while `record` is valid, else `FencedError`. */
-  async #updateValid(
-    record: LeaseRecord,
+  /**
+   * An `UpdateItem` that applies only while `args.record` is valid and `condition` holds. Resolves
+   * `'written'`, or the item that failed the condition while the record is still valid (from the
+   * reply, or one consistent read when the server sends none); a record no longer valid is
+   * `FencedError`. Without `condition` it resolves `'written'` or throws `FencedError`.
+   */
+  async #updateIfValid(
+    args: RecordArgs,
     updateExpression: string,
+    condition: string | undefined,
     names: Record<string, string>,
     values: Item,
-    options: CallOptions | undefined,
-  ): Promise<void> {
+  ): Promise<'written' | Item> {
+    const { record } = args
     try {
       await this.#send(
         new UpdateItemCommand({
           TableName: this.#tableName,
           Key: this.#key(record.workId),
           UpdateExpression: updateExpression,
-          ConditionExpression: VALIDITY,
+          ConditionExpression: condition ? `${VALIDITY} AND ${condition}` : VALIDITY,
           ExpressionAttributeNames: this.#validityNames(names),
           ExpressionAttributeValues: this.#validityValues(record, values),
+          // Validity alone failing needs no item to name it.
+          ...(condition ? this.#oldOnFailure() : {}),
         }),
-        options,
+        args,
       )
+      return 'written'
     } catch (error) {
-      if (isConditionalCheckFailed(error)) throw new FencedError(undefined, { cause: error })
-      throw error
+      if (!isConditionalCheckFailed(error)) throw error
+      if (!condition) throw new FencedError(undefined, { cause: error })
+      // No item in the reply also when the server ignores the parameter (dynalite does): read it then.
+      const item = error.Item ?? (await this.#readItem(record.workId, args))
+      if (item && isValid(item, record)) return item
+      throw new FencedError(undefined, { cause: error })
     }
   }
 
-  async #readValidity(workId: string, options: CallOptions | undefined): Promise<Item | undefined> {
+  #oldOnFailure() {
+    return this.#returnOldOnFailure ? { ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const } : {}
+  }
+
+  /** The item without its state, strongly consistent: only to name a failure, never to decide a write. */
+  async #readItem(workId: string, args: ValidatedCallOptions): Promise<Item | undefined> {
     const output: { Item?: Item } = await this.#send(
       new GetItemCommand({
         TableName: this.#tableName,
         Key: this.#key(workId),
         ConsistentRead: true,
-        ProjectionExpression: '#tok, #hld, #rel',
-        ExpressionAttributeNames: this.#validityNames({}),
+        ProjectionExpression: '#tok, #hld, #rel, #exp, #ctok, #cseq',
+        ExpressionAttributeNames: this.#validityNames({
+          '#exp': Attr.expiresAt,
+          '#ctok': Attr.checkpointToken,
+          '#cseq': Attr.checkpointSequence,
+        }),
       }),
-      options,
+      args,
     )
     return output.Item
   }
 
-  #send<T extends UpdateItemCommand | GetItemCommand>(command: T, options: CallOptions | undefined) {
-    return this.#client.send(
-      singleAttempt(command),
-      options?.signal ? { abortSignal: options.signal } : undefined,
-    )
+  #send<T extends UpdateItemCommand | GetItemCommand>(command: T, args: ValidatedCallOptions) {
+    return this.#client.send(singleAttempt(command), args.signal ? { abortSignal: args.signal } : undefined)
   }
 
   #key(workId: string): Item {

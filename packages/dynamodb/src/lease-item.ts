@@ -12,6 +12,9 @@ export const Attr = Object.freeze({
   released: 'released',
   cleanHandoff: 'cleanHandoff',
   state: 'state',
+  /** The token whose checkpoint stored `checkpointSequence`: any other token means none yet. */
+  checkpointToken: 'checkpointToken',
+  checkpointSequence: 'checkpointSequence',
 } as const)
 
 /** DynamoDB's item size limit: 400 KB, counted in 1024-byte KB. */
@@ -46,6 +49,10 @@ export function stateBytesLimit(partitionKey: string): number {
     BOOLEAN_BYTES +
     utf8Bytes(Attr.cleanHandoff) +
     BOOLEAN_BYTES +
+    utf8Bytes(Attr.checkpointToken) +
+    MAX_NUMBER_BYTES +
+    utf8Bytes(Attr.checkpointSequence) +
+    MAX_NUMBER_BYTES +
     utf8Bytes(Attr.state)
   return MAX_ITEM_BYTES - overhead
 }

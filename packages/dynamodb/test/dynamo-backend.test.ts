@@ -1,7 +1,13 @@
-import { GetItemCommand, PutItemCommand } from '@aws-sdk/client-dynamodb'
-import { type Clock, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
+import {
+  type Clock,
+  isLeaseHeldError,
+  isTokensExhaustedError,
+  isWorkleaseError,
+  MAX_FENCING_TOKEN,
+} from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { DynamoBackend } from '../src/index.js'
+import { DynamoBackend, type DynamoClient } from '../src/index.js'
 import {
   createTestTable,
   type DynamoTestTable,
@@ -275,6 +281,132 @@ describe('DynamoBackend on a real server', () => {
       clock: 'client',
       maxStateBytes: 1024,
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
   })
+})
+
+/**
+ * The real client, except that a failed conditional UpdateItem that asked for ALL_OLD carries the item,
+ * as DynamoDB (not dynalite) sends it. The item is read right after the failure, which is the item the
+ * condition saw as long as the test sends one request at a time.
+ */
+function withItemOnFailure(client: DynamoClient, requests: string[]): DynamoClient {
+  return {
+    async send(command: any, options?: { abortSignal?: AbortSignal }) {
+      requests.push(command.constructor.name)
+      try {
+        return await client.send(command, options)
+      } catch (error) {
+        const input = command.input
+        if (
+          !(command instanceof UpdateItemCommand) ||
+          input.ReturnValuesOnConditionCheckFailure !== 'ALL_OLD'
+        ) {
+          throw error
+        }
+        if ((error as Error).name !== 'ConditionalCheckFailedException') throw error
+        const { Item } = await client.send(
+          new GetItemCommand({ TableName: input.TableName, Key: input.Key, ConsistentRead: true }),
+        )
+        throw Object.assign(error as Error, Item ? { Item } : {})
+      }
+    },
+  }
+}
+
+describe('expiry only moves forward, checkpoints are ordered, the holder is reported', () => {
+  for (const itemOnFailure of [false, true]) {
+    const how = itemOnFailure ? 'with the item in the failed reply' : 'with one read after a failure'
+    const open = (clock: Clock) => {
+      const requests: string[] = []
+      const backend = new DynamoBackend({
+        // Without ReturnValuesOnConditionCheckFailure the wrapper only counts.
+        client: withItemOnFailure(table.admin, requests),
+        tableName: table.tableName,
+        clock,
+        returnValuesOnConditionCheckFailure: itemOnFailure,
+      })
+      const expiresAt = async (workId: string) =>
+        Number(
+          (
+            await table.admin.send(
+              new GetItemCommand({
+                TableName: table.tableName,
+                Key: { workId: { S: workId } },
+                ConsistentRead: true,
+              }),
+            )
+          ).Item?.expiresAt?.N,
+        )
+      // One request per failure with the item in the reply, one more (a read) without it.
+      const extra = itemOnFailure ? 0 : 1
+      return { backend, requests, expiresAt, extra }
+    }
+
+    test(`a shorter or late renew keeps the later expiry and succeeds (${how})`, async () => {
+      const clock = manualClock()
+      const { backend, requests, expiresAt, extra } = open(clock)
+      const record = await backend.acquire('job-1', 'a', 10_000)
+      requests.length = 0
+      await backend.renew(record, 1_000)
+      expect(await expiresAt('job-1')).toBe(T0 + 10_000)
+      expect(requests).toHaveLength(1 + extra)
+      clock.advance(11_000)
+      expect(await code(backend.renew(record, 1_000))).toBe('LEASE_EXPIRED')
+    })
+
+    test(`checkpoints: superseded ones extend, a shorter ttl still stores (${how})`, async () => {
+      const clock = manualClock()
+      const { backend, requests, expiresAt, extra } = open(clock)
+      const record = await backend.acquire('job-1', 'a', 10_000)
+      await backend.checkpoint(record, bytes('second'), 10_000, { sequence: 20 })
+      clock.advance(1_000)
+      requests.length = 0
+      // Superseded: nothing stored, the expiry still moves forward, in one more write.
+      await backend.checkpoint(record, bytes('first, late'), 10_000, { sequence: 10 })
+      expect(requests).toHaveLength(2 + extra)
+      expect(await expiresAt('job-1')).toBe(T0 + 11_000)
+      expect((await backend.readCheckpoint(record)).state).toEqual(bytes('second'))
+      // A later sequence with a shorter ttl: stored, and the expiry stays where it was.
+      requests.length = 0
+      await backend.checkpoint(record, bytes('third'), 1_000, { sequence: 30 })
+      expect(requests).toHaveLength(2 + extra)
+      expect(await expiresAt('job-1')).toBe(T0 + 11_000)
+      expect((await backend.readCheckpoint(record)).state).toEqual(bytes('third'))
+      // Superseded and not later: nothing to write after the failure.
+      requests.length = 0
+      await backend.checkpoint(record, bytes('old'), 1_000, { sequence: 30 })
+      expect(requests).toHaveLength(1 + extra)
+      await backend.release(record)
+      expect(await code(backend.checkpoint(record, bytes('stale'), 10_000, { sequence: 99 }))).toBe('FENCED')
+    })
+
+    test(`LEASE_HELD names the holder; a free lease at the largest token is TOKENS_EXHAUSTED (${how})`, async () => {
+      const clock = manualClock()
+      const { backend, requests, extra } = open(clock)
+      const record = await backend.acquire('job-1', 'a', 10_000)
+      clock.advance(4_000)
+      requests.length = 0
+      const held = await backend.acquire('job-1', 'b', 10_000).catch((e: unknown) => e)
+      expect(isLeaseHeldError(held) && held.holder).toEqual({
+        holderId: 'a',
+        fencingToken: record.fencingToken,
+        expiresAt: new Date(T0 + 10_000),
+        expiresInMs: 6_000,
+      })
+      expect(requests).toHaveLength(1 + extra)
+      await table.seedToken('job-2', MAX_FENCING_TOKEN)
+      const exhausted = await backend.acquire('job-2', 'b', 10_000).catch((e: unknown) => e)
+      expect(isTokensExhaustedError(exhausted)).toBe(true)
+      const { Item } = await table.admin.send(
+        new GetItemCommand({
+          TableName: table.tableName,
+          Key: { workId: { S: 'job-2' } },
+          ConsistentRead: true,
+        }),
+      )
+      expect(Item?.fencingToken?.N).toBe(String(MAX_FENCING_TOKEN))
+    })
+  }
 })

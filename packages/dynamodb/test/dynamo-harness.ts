@@ -1,5 +1,10 @@
 import { randomUUID } from 'node:crypto'
-import { DeleteTableCommand, DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb'
+import {
+  DeleteTableCommand,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+  PutItemCommand,
+} from '@aws-sdk/client-dynamodb'
 import type { Clock } from '@worklease/spec'
 import type { BackendFactory, BackendHarness } from '@worklease/testkit'
 import { inject } from 'vitest'
@@ -48,6 +53,7 @@ export interface DynamoTestTable extends BackendHarness {
   readonly admin: DynamoDBClient
   open(options: { clock: Clock }, overrides?: Partial<DynamoBackendOptions>): DynamoBackend
   roundTrips(): number
+  seedToken(workId: string, token: bigint): Promise<void>
   /** Requests by command name, e.g. `{ UpdateItemCommand: 3 }`. */
   requests(): Record<string, number>
 }
@@ -83,6 +89,23 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
         ...(partitionKey ? { partitionKey } : {}),
         ...overrides,
       })
+    },
+    // A released item at `token`, as if `token` acquires had come before (the next one is a clean
+    // handoff). Straight into the table, not counted as a round trip of the backend.
+    async seedToken(workId, token) {
+      await admin.send(
+        new PutItemCommand({
+          TableName: tableName,
+          Item: {
+            [partitionKey ?? 'workId']: { S: workId },
+            fencingToken: { N: String(token) },
+            holderId: { S: 'seeded' },
+            expiresAt: { N: '0' },
+            released: { BOOL: true },
+            cleanHandoff: { BOOL: true },
+          },
+        }),
+      )
     },
     roundTrips: () => total,
     requests: () => ({ ...byCommand }),

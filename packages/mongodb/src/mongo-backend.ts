@@ -1,7 +1,9 @@
 import {
+  type AcquireArgs,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   type Clock,
   createLeaseRecord,
@@ -9,7 +11,10 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
   systemClock,
+  TokensExhaustedError,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -130,6 +135,7 @@ export class MongoBackend implements Backend {
       clock: 'client',
       maxStateBytes,
       crossConnectionAtomic,
+      reportsHolder: true,
       ...(options.crossConnectionAtomicNote === undefined
         ? {}
         : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
@@ -142,20 +148,27 @@ export class MongoBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
+    // Only the validated snapshot from here on: the caller's arguments are never read again.
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
     const now = this.#clock.now()
-    const expiresAtMs = now + ttlMs
+    const expiresAtMs = now + args.ttlMs
     let document: LeaseDocumentLike | null
     try {
       document = await this.#collection.findOneAndUpdate(
         // Matches only a free lease. When it matches nothing the upsert tries to insert `_id`, which
         // fails with E11000 if the document exists (held), also when another acquire inserted it
-        // first: the loser of any race gets the duplicate key, never a second lease.
-        { _id: workId, $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }] },
+        // first: the loser of any race gets the duplicate key, never a second lease. A free lease
+        // whose token is already the largest one fails the same way, and the failure path tells
+        // the two apart: the store, not this process, refuses to go past the ceiling.
+        {
+          _id: args.workId,
+          fencingToken: { $lt: MAX_FENCING_TOKEN },
+          $or: [{ expiresAt: { $lte: new Date(now) } }, { released: true }],
+        },
         {
           // $inc of a missing field starts from 0, so a new workId gets token 1 without a read.
           $inc: { fencingToken: 1n },
-          $set: { holderId, expiresAt: new Date(expiresAtMs), released: false },
+          $set: { holderId: args.holderId, expiresAt: new Date(expiresAtMs), released: false },
           // No lease was released before the first one: releasedToken 0 = token 1 - 1, a clean handoff.
           $setOnInsert: { releasedToken: 0n },
         },
@@ -165,79 +178,135 @@ export class MongoBackend implements Backend {
           ...this.#acquireProjection,
           includeResultMetadata: false,
           ...READ_BSON,
-          ...signalOf(options),
+          ...writeOptions(args),
         },
       )
     } catch (error) {
-      if (isDuplicateKeyOnId(error)) throw new LeaseHeldError(undefined, { cause: error })
+      if (isDuplicateKeyOnId(error)) throw await this.#whyNotFree(args, error)
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
-    return createLeaseRecord(workId, holderId, toToken(document.fencingToken), expiresAtMs)
+    return createLeaseRecord(args.workId, args.holderId, toToken(document.fencingToken), expiresAtMs)
+  }
+
+  /**
+   * Names an acquire's duplicate key: a held lease (with its holder), or a free one at the token
+   * ceiling. E11000 carries no document, so this one read happens on this failure path only.
+   */
+  async #whyNotFree(args: AcquireArgs, cause: unknown): Promise<Error> {
+    const document = await this.#collection.findOne(
+      { _id: args.workId },
+      {
+        projection: { fencingToken: 1, holderId: 1, expiresAt: 1, released: 1 },
+        ...READ_BSON,
+        ...readOptions(args),
+      },
+    )
+    // A document no lease can be made of is a store failure, whatever the duplicate key meant.
+    try {
+      if (document) toToken(document.fencingToken)
+    } catch (error) {
+      throw new TypeError((error as Error).message, { cause })
+    }
+    const now = this.#clock.now()
+    const expiresAtMs = document?.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
+    const held = document !== null && document.released === false && expiresAtMs > now
+    if (held && typeof document.holderId === 'string') {
+      return new LeaseHeldError(undefined, {
+        cause,
+        holder: {
+          holderId: document.holderId,
+          fencingToken: toToken(document.fencingToken),
+          expiresAt: new Date(expiresAtMs),
+          expiresInMs: expiresAtMs - now,
+        },
+      })
+    }
+    if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
+      return new TokensExhaustedError(undefined, { cause })
+    }
+    // Free now but not when the upsert ran: it was held then (released or expired since).
+    return new LeaseHeldError(undefined, { cause })
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const expiresAt = new Date(this.#clock.now() + ttlMs)
-    // The driver stores any Uint8Array (a Buffer too) as BSON binary subtype 0. It serializes when the
-    // command is sent, which may be later (a busy pool), so it gets a copy taken now.
-    const result = await this.#collection.updateOne(
-      validFilter(record),
-      { $set: { state: new Uint8Array(state), expiresAt } },
-      signalOf(options),
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const { fencingToken } = args.record
+    // $max, not $set: a checkpoint that lands late, or has a shorter ttl, never shortens the lease.
+    const extend = { $max: { expiresAt: new Date(this.#clock.now() + args.ttlMs) } }
+    const stored = await this.#collection.updateOne(
+      {
+        ...validFilter(args.record),
+        // The sequence belongs to the token that stored it, so a new lease needs no reset in acquire
+        // (and a document written by an older version of this driver has none): any other token, or
+        // none, means this lease has stored no checkpoint yet.
+        $or: [{ checkpointToken: { $ne: fencingToken } }, { checkpointSequence: { $lt: args.sequence } }],
+      },
+      {
+        // args.state is the validator's private copy, so the caller reusing its buffer before the
+        // driver serializes (a busy pool sends later) cannot change what is stored.
+        $set: { state: args.state, checkpointToken: fencingToken, checkpointSequence: args.sequence },
+        ...extend,
+      },
+      writeOptions(args),
     )
-    if (result.matchedCount === 0) throw new FencedError()
+    if (stored.matchedCount === 1) return
+    // Superseded by a later checkpoint (or a retry of one that landed): its state stays, but the
+    // holder is alive now, so the expiry still moves forward. Or the record is no longer valid.
+    const extended = await this.#collection.updateOne(validFilter(args.record), extend, writeOptions(args))
+    if (extended.matchedCount === 0) throw new FencedError()
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
+    const args = validateRenewArgs(record, ttlMs, options)
     const now = this.#clock.now()
     const result = await this.#collection.updateOne(
-      { ...validFilter(record), expiresAt: { $gt: new Date(now) } },
-      { $set: { expiresAt: new Date(now + ttlMs) } },
-      signalOf(options),
+      { ...validFilter(args.record), expiresAt: { $gt: new Date(now) } },
+      // $max: a late-landing or shorter renew never moves a live lease's expiry back.
+      { $max: { expiresAt: new Date(now + args.ttlMs) } },
+      writeOptions(args),
     )
     if (result.matchedCount === 1) return
     // Only to name the failure; nothing is written on this path.
-    const stillValid = await this.#collection.findOne(validFilter(record), {
+    const stillValid = await this.#collection.findOne(validFilter(args.record), {
       projection: { _id: 1 },
-      ...signalOf(options),
+      ...readOptions(args),
     })
     throw stillValid ? new LeaseExpiredError() : new FencedError()
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     const now = this.#clock.now()
     const result = await this.#collection.updateOne(
-      validFilter(record),
+      validFilter(args.record),
       {
         // `released` frees the lease for any clock; `releasedToken` tells the successor the handoff
         // was clean; the expiry moves into the past too, for readers that only look at it.
-        $set: { released: true, releasedToken: record.fencingToken },
+        $set: { released: true, releasedToken: args.record.fencingToken },
         $min: { expiresAt: new Date(now - 1) },
       },
-      signalOf(options),
+      writeOptions(args),
     )
     if (result.matchedCount === 0) throw new FencedError()
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const document = await this.#collection.findOne(validFilter(record), {
+    const args = validateRecordArgs(record, options)
+    const document = await this.#collection.findOne(validFilter(args.record), {
       projection: { state: 1, releasedToken: 1 },
       ...READ_BSON,
-      ...signalOf(options),
+      ...readOptions(args),
     })
     if (!document) throw new FencedError()
     return {
       state: toState(document.state),
-      cleanHandoff: toToken(document.releasedToken, 0n) === record.fencingToken - 1n,
+      cleanHandoff: toToken(document.releasedToken, 0n) === args.record.fencingToken - 1n,
     }
   }
 }
@@ -247,8 +316,20 @@ function validFilter(record: LeaseRecord): LeaseDocumentLike {
   return { _id: record.workId, fencingToken: record.fencingToken, holderId: record.holderId, released: false }
 }
 
-function signalOf(options: CallOptions | undefined): { signal?: AbortSignal } {
-  return options?.signal ? { signal: options.signal } : {}
+// Pinned on every operation, whatever the client's defaults: a client configured to read from
+// secondaries (or with a weaker read concern) would see a lease a moment old as missing and answer
+// FENCED to its holder, and an acknowledged w:1 acquire rolled back by a failover would hand its token
+// out a second time. Majority-acknowledged writes cannot be rolled back, and a primary read after one
+// sees it.
+const WRITE = { writeConcern: { w: 'majority' } } as const
+const READ = { readPreference: 'primary', readConcern: { level: 'local' } } as const
+
+function writeOptions(args: ValidatedCallOptions): LeaseDocumentLike {
+  return args.signal ? { ...WRITE, signal: args.signal } : { ...WRITE }
+}
+
+function readOptions(args: ValidatedCallOptions): LeaseDocumentLike {
+  return args.signal ? { ...READ, signal: args.signal } : { ...READ }
 }
 
 function isDuplicateKeyOnId(error: unknown): boolean {

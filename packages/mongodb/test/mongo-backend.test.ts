@@ -1,8 +1,8 @@
 import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
-import { createLeaseCollection } from '../src/index.js'
-import { type MongoHarness, mongoHarnessFactory, TEST_DATABASE, url } from './mongo-harness.js'
+import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
+import { type MongoHarness, mongoHarnessFactory, serverOptions, TEST_DATABASE, url } from './mongo-harness.js'
 
 const harnesses: MongoHarness[] = []
 afterEach(async () => {
@@ -42,12 +42,19 @@ describe('commands per operation', () => {
     expect(harness.roundTrips!()).toBe(5)
   })
 
-  test('refused operations take one command; a failed renew takes one more read to name the error', async () => {
+  test('refused operations take one more command, on the failure path only, to name the outcome', async () => {
     const { harness, clock, backend } = await setup()
     const record = await backend.acquire('job', 'a', 1_000)
     const before = harness.roundTrips!()
-    expect(isLeaseHeldError(await caught(backend.acquire('job', 'b', 1_000)))).toBe(true)
-    expect(harness.roundTrips!() - before).toBe(1)
+    // E11000 carries no document: one find reports the holder (or the token ceiling).
+    const held = await caught(backend.acquire('job', 'b', 1_000))
+    expect(isLeaseHeldError(held) && held.holder).toMatchObject({ holderId: 'a', fencingToken: 1n })
+    expect(harness.roundTrips!() - before).toBe(2)
+    expect(harness.commands().slice(-2)).toEqual(['findAndModify', 'find'])
+    // A superseded checkpoint: the conditional store matches nothing, the extension does.
+    await backend.checkpoint(record, new Uint8Array(1), 1_000, { sequence: 5 })
+    await backend.checkpoint(record, new Uint8Array(1), 1_000, { sequence: 5 })
+    expect(harness.commands().slice(-3)).toEqual(['update', 'update', 'update'])
     clock.ms += 5_000
     expect(await caught(backend.renew(record, 1_000))).toMatchObject({ code: 'LEASE_EXPIRED' })
     expect(harness.commands().slice(-2)).toEqual(['update', 'find'])
@@ -56,7 +63,7 @@ describe('commands per operation', () => {
     expect(await caught(backend.checkpoint(record, new Uint8Array(1), 1_000))).toMatchObject({
       code: 'FENCED',
     })
-    expect(harness.commands().slice(-1)).toEqual(['update'])
+    expect(harness.commands().slice(-2)).toEqual(['update', 'update'])
     expect(successor.fencingToken).toBe(2n)
   })
 
@@ -181,9 +188,12 @@ describe('storage', () => {
       released: true,
       releasedToken: 0n,
     })
+    // The token filter does not match a string, so the upsert collides on _id and the read that
+    // names the failure finds a document no lease can be made of.
     const error = await caught(backend.acquire('job', 'a', 10_000))
-    expect(error).toBeInstanceOf(MongoServerError)
+    expect(error).toBeInstanceOf(TypeError)
     expect(isWorkleaseError(error)).toBe(false)
+    expect((error as Error).cause).toBeInstanceOf(MongoServerError)
   })
 })
 
@@ -199,4 +209,75 @@ test('createLeaseCollection is idempotent', async () => {
   } finally {
     await client.close()
   }
+})
+
+describe('read preference and concerns are pinned on the operations', () => {
+  test('reads go to the primary with read concern local, writes ask for w: majority', async () => {
+    const { harness, clock } = await setup()
+    const seen: { method: string; options: Record<string, unknown> }[] = []
+    // A spy in front of the real collection: on a single server the driver drops the read
+    // preference from the wire, so only the options handed to the driver show it.
+    const real: LeaseCollection = harness.collection
+    const spy: LeaseCollection = {
+      findOneAndUpdate: (filter, update, options) => {
+        seen.push({ method: 'findOneAndUpdate', options })
+        return real.findOneAndUpdate(filter, update, options)
+      },
+      updateOne: (filter, update, options) => {
+        seen.push({ method: 'updateOne', options })
+        return real.updateOne(filter, update, options)
+      },
+      findOne: (filter, options) => {
+        seen.push({ method: 'findOne', options })
+        return real.findOne(filter, options)
+      },
+    }
+    const backend = new MongoBackend({ collection: spy, clock, ...serverOptions })
+    const record = await backend.acquire('job', 'a', 1_000)
+    await caught(backend.acquire('job', 'b', 1_000))
+    await backend.checkpoint(record, new Uint8Array(1), 1_000)
+    await backend.readCheckpoint(record)
+    clock.ms += 5_000
+    await caught(backend.renew(record, 1_000))
+    await backend.release(record)
+    expect(seen.map(({ method }) => method)).toEqual([
+      'findOneAndUpdate',
+      'findOneAndUpdate',
+      'findOne',
+      'updateOne',
+      'findOne',
+      'updateOne',
+      'findOne',
+      'updateOne',
+    ])
+    for (const { method, options } of seen) {
+      if (method === 'findOne') {
+        expect(options).toMatchObject({ readPreference: 'primary', readConcern: { level: 'local' } })
+      } else {
+        expect(options).toMatchObject({ writeConcern: { w: 'majority' } })
+      }
+    }
+  })
+
+  test('a client that prefers secondaries and majority reads still sees a fresh lease as held', async () => {
+    const { harness, clock } = await setup()
+    const client = new MongoClient(url, { readPreference: 'secondary', readConcernLevel: 'majority', w: 1 })
+    try {
+      const backend = new MongoBackend({
+        collection: client.db(TEST_DATABASE).collection(harness.collection.collectionName),
+        clock,
+        ...serverOptions,
+      })
+      const record = await backend.acquire('job', 'a', 1_000)
+      await backend.checkpoint(record, new Uint8Array([7]), 1_000)
+      expect(await backend.readCheckpoint(record)).toEqual({ state: new Uint8Array([7]), cleanHandoff: true })
+      const held = await caught(backend.acquire('job', 'b', 1_000))
+      expect(isLeaseHeldError(held) && held.holder?.holderId).toBe('a')
+      clock.ms += 5_000
+      expect(await caught(backend.renew(record, 1_000))).toMatchObject({ code: 'LEASE_EXPIRED' })
+      await backend.release(record)
+    } finally {
+      await client.close()
+    }
+  })
 })

@@ -69,6 +69,18 @@ export function mongoHarnessFactory(extra: Partial<MongoBackendOptions> = {}): (
           ...extra,
         })
       },
+      // A released lease at `token`, as if `token` acquires had come before: releasedToken = token
+      // makes the next acquire a clean handoff.
+      seedToken: async (workId, token) => {
+        await collection.insertOne({
+          _id: workId as unknown as Document['_id'],
+          fencingToken: token,
+          holderId: 'seeded',
+          expiresAt: new Date(0),
+          released: true,
+          releasedToken: token,
+        })
+      },
       roundTrips: () => opened.reduce((sum, { commands }) => sum + commands().length, 0),
       commands: () => opened.flatMap(({ commands }) => commands()),
       close: async () => {
