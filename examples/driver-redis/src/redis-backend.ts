@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   createLeaseRecord,
   FencedError,
@@ -9,6 +10,8 @@ import {
   LeaseHeldError,
   type LeaseRecord,
   raceAbort,
+  TokensExhaustedError,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -93,6 +96,7 @@ export class RedisBackend implements Backend {
       clock: 'server',
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
     // defineCommand is local (no round trip); the script body travels with the first call.
     const scripts = {} as Record<Operation, ScriptCall>
@@ -108,46 +112,67 @@ export class RedisBackend implements Backend {
     this.#scripts = scripts
   }
 
+  // Every method uses only what spec's validators return: a frozen snapshot read once, so a record
+  // whose getters answer differently on a second read cannot name another holder's lease to Redis.
+
   async acquire(
     workId: string,
     holderId: string,
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
-    const reply = await this.#call('acquire', options, workId, holderId, String(ttlMs))
-    if (reply.status === 'HELD') throw new LeaseHeldError()
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const reply = await this.#call('acquire', args, args.workId, args.holderId, String(args.ttlMs))
+    if (reply.status === 'HELD') {
+      const [holder, token, expires, expiresIn] = reply.values.map(text)
+      throw new LeaseHeldError(undefined, {
+        holder: {
+          holderId: holder!,
+          fencingToken: BigInt(token!),
+          expiresAt: new Date(Number(expires)),
+          expiresInMs: Number(expiresIn),
+        },
+      })
+    }
+    if (reply.status === 'EXHAUSTED') throw new TokensExhaustedError()
     const [token, expires] = reply.values
-    return createLeaseRecord(workId, holderId, BigInt(text(token)), Number(text(expires)))
+    return createLeaseRecord(args.workId, args.holderId, BigInt(text(token)), Number(text(expires)))
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    // A Buffer view over the same bytes: ioredis sends Buffers as they are, binary-safe.
-    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
-    // as soon as this returns a promise.
-    const bytes = Buffer.from(state)
-    this.#settled(await this.#call('checkpoint', options, ...fence(record), String(ttlMs), bytes))
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    // args.state is already a private copy; a Buffer view over it is sent byte for byte.
+    const bytes = Buffer.from(args.state.buffer, args.state.byteOffset, args.state.byteLength)
+    this.#settled(
+      await this.#call(
+        'checkpoint',
+        args,
+        ...fence(args.record),
+        String(args.ttlMs),
+        bytes,
+        String(args.sequence),
+      ),
+    )
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
-    this.#settled(await this.#call('renew', options, ...fence(record), String(ttlMs)))
+    const args = validateRenewArgs(record, ttlMs, options)
+    this.#settled(await this.#call('renew', args, ...fence(args.record), String(args.ttlMs)))
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
-    this.#settled(await this.#call('release', options, ...fence(record)))
+    const args = validateRecordArgs(record, options)
+    this.#settled(await this.#call('release', args, ...fence(args.record)))
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const reply = this.#settled(await this.#call('readCheckpoint', options, ...fence(record)))
+    const args = validateRecordArgs(record, options)
+    const reply = this.#settled(await this.#call('readCheckpoint', args, ...fence(args.record)))
     const [clean, state] = reply.values
     return {
       cleanHandoff: text(clean) === '1',
@@ -164,13 +189,13 @@ export class RedisBackend implements Backend {
 
   async #call(
     operation: Operation,
-    options: CallOptions | undefined,
+    options: ValidatedCallOptions,
     workId: string,
     ...args: Array<string | Buffer>
   ): Promise<Reply> {
     const pending = this.#scripts[operation](`${this.#keyPrefix}${workId}`, ...args)
     // ioredis cannot cancel a queued command: an abort stops the wait, and the script may still run.
-    const raw = await raceAbort(pending, options?.signal)
+    const raw = await raceAbort(pending, options.signal)
     if (!Array.isArray(raw) || raw.length === 0) {
       throw new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
     }

@@ -1,4 +1,4 @@
-import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN, TokensExhaustedError } from '@worklease/spec'
 import type { Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
@@ -36,7 +36,7 @@ describe('tokens are exact decimal strings', () => {
     await backend.renew(record, TTL)
   })
 
-  test('the last token, 2^63 - 1, is handed out and works; the next acquire is a store error', async () => {
+  test('the last token, 2^63 - 1, is handed out and works; the next acquire is TOKENS_EXHAUSTED', async () => {
     harness = await createHarness()
     const backend = await harness.open()
     await seed('w', MAX_FENCING_TOKEN - 1n)
@@ -46,10 +46,9 @@ describe('tokens are exact decimal strings', () => {
     expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('last'), cleanHandoff: true })
     await backend.release(record)
 
-    const error = await backend.acquire('w', 'holder-b', TTL).catch((caught: unknown) => caught)
-    expect(isWorkleaseError(error)).toBe(false)
-    expect(String(error)).toMatch(/reached 2\^63-1/)
+    await expect(backend.acquire('w', 'holder-b', TTL)).rejects.toBeInstanceOf(TokensExhaustedError)
     expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'token')).toBe('9223372036854775807')
+    expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'holder')).toBe('holder-a')
   })
 })
 
@@ -62,8 +61,17 @@ describe('storage layout', () => {
     await backend.checkpoint(record, state, TTL)
     const key = `${harness.keyPrefix}job-7`
     const fields = await harness.admin.hgetall(key)
-    expect(Object.keys(fields).sort()).toEqual(['clean', 'expires', 'holder', 'released', 'state', 'token'])
+    expect(Object.keys(fields).sort()).toEqual([
+      'clean',
+      'expires',
+      'holder',
+      'released',
+      'seq',
+      'state',
+      'token',
+    ])
     expect(fields).toMatchObject({ token: '1', holder: 'worker-a', released: '0', clean: '1' })
+    expect(Number(fields.seq)).toBeGreaterThan(0)
     expect(Number(fields.expires)).toBeGreaterThan(Date.now() - 30_000)
     expect(new Uint8Array((await harness.admin.hgetBuffer(key, 'state'))!)).toEqual(state)
     // No TTL on the key: tokens must outlive every lease, so Redis must never expire it.
