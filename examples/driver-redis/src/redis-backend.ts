@@ -23,9 +23,17 @@ import type { RedisScriptClient } from './redis-script-client.js'
 /** Options of {@link RedisBackend}. */
 export interface RedisBackendOptions {
   /**
-   * Your ioredis client. Configure it not to resend commands on its own (`maxRetriesPerRequest: 0`,
-   * `autoResendUnfulfilledCommands: false`): backend calls are single attempts, and retrying is the
-   * caller's decision.
+   * Your ioredis client, configured never to send a command a second time after its reply was lost:
+   * the constructor throws a `TypeError` otherwise. By default ioredis resends every command that
+   * was in flight when the connection dropped (`autoResendUnfulfilledCommands`), and a `Cluster`
+   * resends one whose node connection closed (`retryDelayOnFailover`). A release that already
+   * succeeded then comes back `FENCED`, and the caller reports lost work that had in fact finished.
+   * Backend calls are single attempts: retrying, and making sense of an unknown outcome, is the
+   * caller's decision. `maxRetriesPerRequest: 0` makes a call whose connection dropped reject at
+   * once (with `autoResendUnfulfilledCommands: false` alone it would wait for the caller's signal).
+   * Commands queued while disconnected (`enableOfflineQueue`) never reached Redis, so sending them
+   * later is harmless, and so is `reconnectOnError`'s resend: every script writes only at its end,
+   * so an error reply means nothing was written.
    *
    * ```ts
    * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
@@ -33,6 +41,10 @@ export interface RedisBackendOptions {
    *   autoResendUnfulfilledCommands: false,
    * })
    * const backend = new RedisBackend({ client })
+   * // A Cluster: new Cluster(nodes, { retryDelayOnFailover: 0,
+   * //   redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false } })
+   * // Sharing a client configured otherwise (BullMQ needs maxRetriesPerRequest: null): duplicate it.
+   * // new RedisBackend({ client: shared.duplicate({ maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false }) })
    * ```
    */
   client: RedisScriptClient
@@ -91,6 +103,7 @@ export class RedisBackend implements Backend {
 
   constructor(options: RedisBackendOptions) {
     const { client } = options
+    refuseResendingClient(client)
     this.#keyPrefix = options.keyPrefix ?? 'worklease:'
     this.capabilities = Object.freeze({
       clock: 'server',
@@ -206,6 +219,28 @@ export class RedisBackend implements Backend {
 interface Reply {
   readonly status: string
   readonly values: unknown[]
+}
+
+/**
+ * Throws unless `client` is configured never to resend a command whose reply was lost (see
+ * {@link RedisBackendOptions.client}). A client that is not ioredis (no `options`) is taken on trust.
+ */
+function refuseResendingClient(client: RedisScriptClient): void {
+  const { options } = client
+  if (options === undefined) return
+  const fix = client.isCluster
+    ? 'new Cluster(nodes, { retryDelayOnFailover: 0, redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false } })'
+    : 'new Redis(url, { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false })'
+  const resends = client.isCluster
+    ? options.retryDelayOnFailover !== 0 || options.redisOptions?.autoResendUnfulfilledCommands !== false
+    : options.autoResendUnfulfilledCommands !== false
+  if (resends) {
+    throw new TypeError(
+      'worklease redis: the client resends a command whose reply was lost after a reconnect ' +
+        "(autoResendUnfulfilledCommands, or a Cluster's retryDelayOnFailover), so a release that " +
+        `succeeded could come back FENCED. Use ${fix}.`,
+    )
+  }
 }
 
 /** The script arguments that identify the holder: the token as an exact decimal string. */

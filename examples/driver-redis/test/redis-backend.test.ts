@@ -1,8 +1,9 @@
 import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN, TokensExhaustedError } from '@worklease/spec'
-import type { Redis } from 'ioredis'
+import { Cluster, Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
-import { connect, countCommands, createHarness, type RedisTestHarness } from './redis-harness.js'
+import { lossyProxy } from './lossy-proxy.js'
+import { connect, countCommands, createHarness, type RedisTestHarness, redisUrl } from './redis-harness.js'
 
 const TTL = 60_000
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -164,5 +165,81 @@ describe('round trips', () => {
     const pending = backend.acquire('w', 'holder-a', TTL, { signal: controller.signal })
     controller.abort(new Error('gave up'))
     await expect(pending).rejects.toThrow('gave up')
+  })
+})
+
+// Issue 14, item 8: with ioredis's defaults a release whose reply was lost came back FENCED, because
+// the client sent it a second time after reconnecting, and the runner then reported lost work that
+// had in fact succeeded. Every operation but release is harmless to repeat (acquire answers
+// LEASE_HELD naming the caller, renew and a checkpoint with the same sequence only extend), but a
+// repeated release is FENCED by the contract, so the driver must not let its client repeat it.
+describe('a command whose reply was lost is never sent twice', () => {
+  test('ioredis defaults resend it after reconnecting (why the backend refuses such a client)', async () => {
+    harness = await createHarness()
+    const proxy = await lossyProxy(new URL(redisUrl()))
+    const client = new Redis(proxy.url, { lazyConnect: true })
+    client.on('error', () => undefined)
+    try {
+      await client.connect()
+      const key = `${harness.keyPrefix}counter`
+      proxy.loseNextReply()
+      const reply = await client.eval("return redis.call('INCR', KEYS[1])", 1, key)
+      // The caller sees one success, for a command the server ran twice.
+      expect(reply).toBe(2)
+      expect(await harness.admin.get(key)).toBe('2')
+    } finally {
+      client.disconnect()
+      await proxy.close()
+    }
+  })
+
+  test('the constructor refuses a client that resends unfulfilled commands', async () => {
+    harness = await createHarness()
+    const defaults = new Redis(redisUrl(), { lazyConnect: true })
+    const cluster = new Cluster([], { lazyConnect: true })
+    try {
+      expect(() => new RedisBackend({ client: defaults })).toThrow(/autoResendUnfulfilledCommands/)
+      expect(() => new RedisBackend({ client: cluster })).toThrow(/autoResendUnfulfilledCommands/)
+      // A Cluster also resends on its own when a node connection closes mid-command.
+      const halfSafe = new Cluster([], {
+        lazyConnect: true,
+        redisOptions: { autoResendUnfulfilledCommands: false },
+      })
+      expect(() => new RedisBackend({ client: halfSafe })).toThrow(/retryDelayOnFailover/)
+      halfSafe.disconnect()
+      const safe = new Cluster([], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false },
+      })
+      expect(() => new RedisBackend({ client: safe })).not.toThrow()
+      safe.disconnect()
+      expect(
+        () => new RedisBackend({ client: defaults.duplicate({ autoResendUnfulfilledCommands: false }) }),
+      ).not.toThrow()
+    } finally {
+      defaults.disconnect()
+      cluster.disconnect()
+    }
+  })
+
+  test('a release whose reply was lost rejects with the connection error, and the lease is released', async () => {
+    harness = await createHarness()
+    const proxy = await lossyProxy(new URL(redisUrl()))
+    const client = await connect(proxy.url)
+    client.on('error', () => undefined)
+    try {
+      const backend = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+      const record = await backend.acquire('w', 'holder-a', TTL)
+      proxy.loseNextReply()
+      const error = await backend.release(record).catch((caught: unknown) => caught)
+      // An unknown outcome, for the caller to resolve; never FENCED from a second copy of itself.
+      expect(error).toBeInstanceOf(Error)
+      expect(isWorkleaseError(error)).toBe(false)
+      expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'released')).toBe('1')
+    } finally {
+      client.disconnect()
+      await proxy.close()
+    }
   })
 })
