@@ -1,5 +1,6 @@
 // One Lua script per operation. Redis runs a script atomically (no other command interleaves), so
 // each operation's check and write are one indivisible step: no read-then-write race, one round trip.
+// Each script makes at most three Redis calls (HMGET, TIME, HSET), and only those its answer needs.
 //
 // Stored per workId, in one hash at `<keyPrefix><workId>`:
 //   token     fencing token as an exact decimal string (never a Lua number: those are doubles)
@@ -7,10 +8,11 @@
 //   expires   expiry in epoch ms on Redis's clock, as an integer string
 //   released  '1' once released by its holder, else '0'
 //   clean     '1' if the current lease followed a release (or was the first), else '0'
+//   seq       largest checkpoint sequence stored for the current token; '0' after acquire
 //   state     last checkpointed bytes (absent until the first checkpoint; an empty string is a state)
 //
-// Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED' or
-// 'EXPIRED'. Errors of the store (and a token that cannot grow) are Redis error replies.
+// Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED',
+// 'EXPIRED' or 'EXHAUSTED'. Errors of the store are Redis error replies.
 
 // `now` is Redis's own clock (TIME: seconds and microseconds), so callers' clocks never matter.
 // Epoch milliseconds (about 1.8e12) are exact in a Lua double, and so is now + ttl (ttl < 2^31).
@@ -45,31 +47,43 @@ local function increment(s)
 end
 `
 
-/** KEYS[1] = lease key; ARGV = holderId, ttlMs. */
+/**
+ * KEYS[1] = lease key; ARGV = holderId, ttlMs. Returns {'OK', token, expires}, or
+ * {'HELD', holderId, token, expires, expiresInMs} in the same round trip, or {'EXHAUSTED'}.
+ */
 export const ACQUIRE = `${PRELUDE}${INCREMENT}
 local key = KEYS[1]
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 local now = now_ms()
-local f = redis.call('HMGET', key, 'token', 'expires', 'released')
 local token, clean = '1', '1'
 if f[1] then
-  if f[3] ~= '1' and tonumber(f[2]) > now then return {'HELD'} end
-  token = increment(f[1])
-  if not token then
-    return redis.error_reply('ERR worklease: fencing token of ' .. key .. ' reached 2^63-1 and cannot grow')
+  if f[4] ~= '1' and tonumber(f[3]) > now then
+    return {'HELD', f[2], f[1], f[3], int(tonumber(f[3]) - now)}
   end
-  if f[3] == '1' then clean = '1' else clean = '0' end
+  token = increment(f[1])
+  if not token then return {'EXHAUSTED'} end
+  if f[4] == '1' then clean = '1' else clean = '0' end
 end
 local expires = int(now + tonumber(ARGV[2]))
-redis.call('HSET', key, 'token', token, 'holder', ARGV[1], 'expires', expires, 'released', '0', 'clean', clean)
+redis.call('HSET', key, 'token', token, 'holder', ARGV[1], 'expires', expires, 'released', '0',
+  'clean', clean, 'seq', '0')
 return {'OK', token, expires}
 `
 
-/** KEYS[1] = lease key; ARGV = token, holderId, ttlMs, state. */
+// Expiry only moves forward while the lease is held: a late, retried or shorter-ttl call never
+// shortens it (only release does). The sequence keeps a checkpoint sent earlier from replacing one
+// sent later: not above the stored one, it stores nothing and only extends, like renew.
+/** KEYS[1] = lease key; ARGV = token, holderId, ttlMs, state, sequence. */
 export const CHECKPOINT = `${PRELUDE}
 local key = KEYS[1]
-local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released', 'seq')
 if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
-redis.call('HSET', key, 'state', ARGV[4], 'expires', int(now_ms() + tonumber(ARGV[3])))
+local expires = math.max(tonumber(f[3]), now_ms() + tonumber(ARGV[3]))
+if tonumber(ARGV[5]) > (tonumber(f[5]) or 0) then
+  redis.call('HSET', key, 'state', ARGV[4], 'seq', ARGV[5], 'expires', int(expires))
+elseif expires > tonumber(f[3]) then
+  redis.call('HSET', key, 'expires', int(expires))
+end
 return {'OK'}
 `
 
@@ -79,21 +93,22 @@ local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
 local now = now_ms()
-if tonumber(f[3]) <= now then return {'EXPIRED'} end
-redis.call('HSET', key, 'expires', int(now + tonumber(ARGV[3])))
+local stored = tonumber(f[3])
+if stored <= now then return {'EXPIRED'} end
+local expires = now + tonumber(ARGV[3])
+if expires > stored then redis.call('HSET', key, 'expires', int(expires)) end
 return {'OK'}
 `
 
-// The released mark, not only the timestamp, frees the lease: a successor whose clock is behind
-// would otherwise still see it held. (On the server clock that cannot happen, but the mark also
-// makes a second release FENCED and tells the successor the handoff was clean.)
+// The released mark alone frees the lease: acquire and every fence check read it before the expiry,
+// so release needs no clock and leaves 'expires' as it was. It also makes a second release FENCED
+// and tells the successor the handoff was clean.
 /** KEYS[1] = lease key; ARGV = token, holderId. */
-export const RELEASE = `${PRELUDE}
+export const RELEASE = `
 local key = KEYS[1]
-local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
-if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
-local expires = math.min(tonumber(f[3]), now_ms() - 1)
-redis.call('HSET', key, 'released', '1', 'expires', int(expires))
+local f = redis.call('HMGET', key, 'token', 'holder', 'released')
+if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or f[3] == '1' then return {'FENCED'} end
+redis.call('HSET', key, 'released', '1')
 return {'OK'}
 `
 

@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   createLeaseRecord,
   FencedError,
@@ -9,6 +10,8 @@ import {
   LeaseHeldError,
   type LeaseRecord,
   raceAbort,
+  TokensExhaustedError,
+  type ValidatedCallOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -20,9 +23,17 @@ import type { RedisScriptClient } from './redis-script-client.js'
 /** Options of {@link RedisBackend}. */
 export interface RedisBackendOptions {
   /**
-   * Your ioredis client. Configure it not to resend commands on its own (`maxRetriesPerRequest: 0`,
-   * `autoResendUnfulfilledCommands: false`): backend calls are single attempts, and retrying is the
-   * caller's decision.
+   * Your ioredis client, configured never to send a command a second time after its reply was lost:
+   * the constructor throws a `TypeError` otherwise. By default ioredis resends every command that
+   * was in flight when the connection dropped (`autoResendUnfulfilledCommands`), and a `Cluster`
+   * resends one whose node connection closed (`retryDelayOnFailover`). A release that already
+   * succeeded then comes back `FENCED`, and the caller reports lost work that had in fact finished.
+   * Backend calls are single attempts: retrying, and making sense of an unknown outcome, is the
+   * caller's decision. `maxRetriesPerRequest: 0` makes a call whose connection dropped reject at
+   * once (with `autoResendUnfulfilledCommands: false` alone it would wait for the caller's signal).
+   * Commands queued while disconnected (`enableOfflineQueue`) never reached Redis, so sending them
+   * later is harmless, and so is `reconnectOnError`'s resend: every script writes only at its end,
+   * so an error reply means nothing was written.
    *
    * ```ts
    * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {
@@ -30,6 +41,10 @@ export interface RedisBackendOptions {
    *   autoResendUnfulfilledCommands: false,
    * })
    * const backend = new RedisBackend({ client })
+   * // A Cluster: new Cluster(nodes, { retryDelayOnFailover: 0,
+   * //   redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false } })
+   * // Sharing a client configured otherwise (BullMQ needs maxRetriesPerRequest: null): duplicate it.
+   * // new RedisBackend({ client: shared.duplicate({ maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false }) })
    * ```
    */
   client: RedisScriptClient
@@ -88,11 +103,13 @@ export class RedisBackend implements Backend {
 
   constructor(options: RedisBackendOptions) {
     const { client } = options
+    refuseResendingClient(client)
     this.#keyPrefix = options.keyPrefix ?? 'worklease:'
     this.capabilities = Object.freeze({
       clock: 'server',
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
     // defineCommand is local (no round trip); the script body travels with the first call.
     const scripts = {} as Record<Operation, ScriptCall>
@@ -108,46 +125,67 @@ export class RedisBackend implements Backend {
     this.#scripts = scripts
   }
 
+  // Every method uses only what spec's validators return: a frozen snapshot read once, so a record
+  // whose getters answer differently on a second read cannot name another holder's lease to Redis.
+
   async acquire(
     workId: string,
     holderId: string,
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
-    const reply = await this.#call('acquire', options, workId, holderId, String(ttlMs))
-    if (reply.status === 'HELD') throw new LeaseHeldError()
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const reply = await this.#call('acquire', args, args.workId, args.holderId, String(args.ttlMs))
+    if (reply.status === 'HELD') {
+      const [holder, token, expires, expiresIn] = reply.values.map(text)
+      throw new LeaseHeldError(undefined, {
+        holder: {
+          holderId: holder!,
+          fencingToken: BigInt(token!),
+          expiresAt: new Date(Number(expires)),
+          expiresInMs: Number(expiresIn),
+        },
+      })
+    }
+    if (reply.status === 'EXHAUSTED') throw new TokensExhaustedError()
     const [token, expires] = reply.values
-    return createLeaseRecord(workId, holderId, BigInt(text(token)), Number(text(expires)))
+    return createLeaseRecord(args.workId, args.holderId, BigInt(text(token)), Number(text(expires)))
   }
 
   async checkpoint(
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    // A Buffer view over the same bytes: ioredis sends Buffers as they are, binary-safe.
-    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
-    // as soon as this returns a promise.
-    const bytes = Buffer.from(state)
-    this.#settled(await this.#call('checkpoint', options, ...fence(record), String(ttlMs), bytes))
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    // args.state is already a private copy; a Buffer view over it is sent byte for byte.
+    const bytes = Buffer.from(args.state.buffer, args.state.byteOffset, args.state.byteLength)
+    this.#settled(
+      await this.#call(
+        'checkpoint',
+        args,
+        ...fence(args.record),
+        String(args.ttlMs),
+        bytes,
+        String(args.sequence),
+      ),
+    )
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
-    this.#settled(await this.#call('renew', options, ...fence(record), String(ttlMs)))
+    const args = validateRenewArgs(record, ttlMs, options)
+    this.#settled(await this.#call('renew', args, ...fence(args.record), String(args.ttlMs)))
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
-    this.#settled(await this.#call('release', options, ...fence(record)))
+    const args = validateRecordArgs(record, options)
+    this.#settled(await this.#call('release', args, ...fence(args.record)))
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const reply = this.#settled(await this.#call('readCheckpoint', options, ...fence(record)))
+    const args = validateRecordArgs(record, options)
+    const reply = this.#settled(await this.#call('readCheckpoint', args, ...fence(args.record)))
     const [clean, state] = reply.values
     return {
       cleanHandoff: text(clean) === '1',
@@ -164,13 +202,13 @@ export class RedisBackend implements Backend {
 
   async #call(
     operation: Operation,
-    options: CallOptions | undefined,
+    options: ValidatedCallOptions,
     workId: string,
     ...args: Array<string | Buffer>
   ): Promise<Reply> {
     const pending = this.#scripts[operation](`${this.#keyPrefix}${workId}`, ...args)
     // ioredis cannot cancel a queued command: an abort stops the wait, and the script may still run.
-    const raw = await raceAbort(pending, options?.signal)
+    const raw = await raceAbort(pending, options.signal)
     if (!Array.isArray(raw) || raw.length === 0) {
       throw new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
     }
@@ -181,6 +219,28 @@ export class RedisBackend implements Backend {
 interface Reply {
   readonly status: string
   readonly values: unknown[]
+}
+
+/**
+ * Throws unless `client` is configured never to resend a command whose reply was lost (see
+ * {@link RedisBackendOptions.client}). A client that is not ioredis (no `options`) is taken on trust.
+ */
+function refuseResendingClient(client: RedisScriptClient): void {
+  const { options } = client
+  if (options === undefined) return
+  const fix = client.isCluster
+    ? 'new Cluster(nodes, { retryDelayOnFailover: 0, redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false } })'
+    : 'new Redis(url, { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false })'
+  const resends = client.isCluster
+    ? options.retryDelayOnFailover !== 0 || options.redisOptions?.autoResendUnfulfilledCommands !== false
+    : options.autoResendUnfulfilledCommands !== false
+  if (resends) {
+    throw new TypeError(
+      'worklease redis: the client resends a command whose reply was lost after a reconnect ' +
+        "(autoResendUnfulfilledCommands, or a Cluster's retryDelayOnFailover), so a release that " +
+        `succeeded could come back FENCED. Use ${fix}.`,
+    )
+  }
 }
 
 /** The script arguments that identify the holder: the token as an exact decimal string. */

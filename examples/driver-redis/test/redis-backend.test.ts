@@ -1,8 +1,9 @@
-import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
-import type { Redis } from 'ioredis'
+import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN, TokensExhaustedError } from '@worklease/spec'
+import { Cluster, Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
-import { connect, countCommands, createHarness, type RedisTestHarness } from './redis-harness.js'
+import { lossyProxy } from './lossy-proxy.js'
+import { connect, countCommands, createHarness, type RedisTestHarness, redisUrl } from './redis-harness.js'
 
 const TTL = 60_000
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -36,7 +37,7 @@ describe('tokens are exact decimal strings', () => {
     await backend.renew(record, TTL)
   })
 
-  test('the last token, 2^63 - 1, is handed out and works; the next acquire is a store error', async () => {
+  test('the last token, 2^63 - 1, is handed out and works; the next acquire is TOKENS_EXHAUSTED', async () => {
     harness = await createHarness()
     const backend = await harness.open()
     await seed('w', MAX_FENCING_TOKEN - 1n)
@@ -46,10 +47,9 @@ describe('tokens are exact decimal strings', () => {
     expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('last'), cleanHandoff: true })
     await backend.release(record)
 
-    const error = await backend.acquire('w', 'holder-b', TTL).catch((caught: unknown) => caught)
-    expect(isWorkleaseError(error)).toBe(false)
-    expect(String(error)).toMatch(/reached 2\^63-1/)
+    await expect(backend.acquire('w', 'holder-b', TTL)).rejects.toBeInstanceOf(TokensExhaustedError)
     expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'token')).toBe('9223372036854775807')
+    expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'holder')).toBe('holder-a')
   })
 })
 
@@ -62,8 +62,17 @@ describe('storage layout', () => {
     await backend.checkpoint(record, state, TTL)
     const key = `${harness.keyPrefix}job-7`
     const fields = await harness.admin.hgetall(key)
-    expect(Object.keys(fields).sort()).toEqual(['clean', 'expires', 'holder', 'released', 'state', 'token'])
+    expect(Object.keys(fields).sort()).toEqual([
+      'clean',
+      'expires',
+      'holder',
+      'released',
+      'seq',
+      'state',
+      'token',
+    ])
     expect(fields).toMatchObject({ token: '1', holder: 'worker-a', released: '0', clean: '1' })
+    expect(Number(fields.seq)).toBeGreaterThan(0)
     expect(Number(fields.expires)).toBeGreaterThan(Date.now() - 30_000)
     expect(new Uint8Array((await harness.admin.hgetBuffer(key, 'state'))!)).toEqual(state)
     // No TTL on the key: tokens must outlive every lease, so Redis must never expire it.
@@ -156,5 +165,81 @@ describe('round trips', () => {
     const pending = backend.acquire('w', 'holder-a', TTL, { signal: controller.signal })
     controller.abort(new Error('gave up'))
     await expect(pending).rejects.toThrow('gave up')
+  })
+})
+
+// Issue 14, item 8: with ioredis's defaults a release whose reply was lost came back FENCED, because
+// the client sent it a second time after reconnecting, and the runner then reported lost work that
+// had in fact succeeded. Every operation but release is harmless to repeat (acquire answers
+// LEASE_HELD naming the caller, renew and a checkpoint with the same sequence only extend), but a
+// repeated release is FENCED by the contract, so the driver must not let its client repeat it.
+describe('a command whose reply was lost is never sent twice', () => {
+  test('ioredis defaults resend it after reconnecting (why the backend refuses such a client)', async () => {
+    harness = await createHarness()
+    const proxy = await lossyProxy(new URL(redisUrl()))
+    const client = new Redis(proxy.url, { lazyConnect: true })
+    client.on('error', () => undefined)
+    try {
+      await client.connect()
+      const key = `${harness.keyPrefix}counter`
+      proxy.loseNextReply()
+      const reply = await client.eval("return redis.call('INCR', KEYS[1])", 1, key)
+      // The caller sees one success, for a command the server ran twice.
+      expect(reply).toBe(2)
+      expect(await harness.admin.get(key)).toBe('2')
+    } finally {
+      client.disconnect()
+      await proxy.close()
+    }
+  })
+
+  test('the constructor refuses a client that resends unfulfilled commands', async () => {
+    harness = await createHarness()
+    const defaults = new Redis(redisUrl(), { lazyConnect: true })
+    const cluster = new Cluster([], { lazyConnect: true })
+    try {
+      expect(() => new RedisBackend({ client: defaults })).toThrow(/autoResendUnfulfilledCommands/)
+      expect(() => new RedisBackend({ client: cluster })).toThrow(/autoResendUnfulfilledCommands/)
+      // A Cluster also resends on its own when a node connection closes mid-command.
+      const halfSafe = new Cluster([], {
+        lazyConnect: true,
+        redisOptions: { autoResendUnfulfilledCommands: false },
+      })
+      expect(() => new RedisBackend({ client: halfSafe })).toThrow(/retryDelayOnFailover/)
+      halfSafe.disconnect()
+      const safe = new Cluster([], {
+        lazyConnect: true,
+        retryDelayOnFailover: 0,
+        redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false },
+      })
+      expect(() => new RedisBackend({ client: safe })).not.toThrow()
+      safe.disconnect()
+      expect(
+        () => new RedisBackend({ client: defaults.duplicate({ autoResendUnfulfilledCommands: false }) }),
+      ).not.toThrow()
+    } finally {
+      defaults.disconnect()
+      cluster.disconnect()
+    }
+  })
+
+  test('a release whose reply was lost rejects with the connection error, and the lease is released', async () => {
+    harness = await createHarness()
+    const proxy = await lossyProxy(new URL(redisUrl()))
+    const client = await connect(proxy.url)
+    client.on('error', () => undefined)
+    try {
+      const backend = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+      const record = await backend.acquire('w', 'holder-a', TTL)
+      proxy.loseNextReply()
+      const error = await backend.release(record).catch((caught: unknown) => caught)
+      // An unknown outcome, for the caller to resolve; never FENCED from a second copy of itself.
+      expect(error).toBeInstanceOf(Error)
+      expect(isWorkleaseError(error)).toBe(false)
+      expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'released')).toBe('1')
+    } finally {
+      client.disconnect()
+      await proxy.close()
+    }
   })
 })

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { BackendFactory, BackendHarness } from '@worklease/testkit'
-import { Redis } from 'ioredis'
+import { Redis, type RedisOptions } from 'ioredis'
 import { RedisBackend, type RedisBackendOptions } from '../src/index.js'
 
 /** The server the tests use: REDIS_URL, or the machine's Redis on 127.0.0.1:6379. */
@@ -11,11 +11,12 @@ export const redisUrl = (): string => process.env.REDIS_URL ?? 'redis://127.0.0.
  * one attempt. `lazyConnect` lets the harness wait until the connection (and ioredis's INFO ready
  * check) is done before it starts counting.
  */
-export async function connect(): Promise<Redis> {
-  const client = new Redis(redisUrl(), {
+export async function connect(url = redisUrl(), overrides: RedisOptions = {}): Promise<Redis> {
+  const client = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     autoResendUnfulfilledCommands: false,
+    ...overrides,
   })
   await client.connect()
   return client
@@ -68,6 +69,16 @@ export async function createHarness(): Promise<RedisTestHarness> {
     },
     roundTrips: () => total,
     commands: () => ({ ...byName }),
+    // A released lease at `token`, written by hand through the admin client (outside the count).
+    async seedToken(workId, token) {
+      await admin.hset(`${keyPrefix}${workId}`, {
+        token: token.toString(),
+        holder: 'seeded',
+        expires: '0',
+        released: '1',
+        clean: '1',
+      })
+    },
     async close() {
       try {
         const keys: string[] = []

@@ -78,6 +78,15 @@ export interface FencedUpsert {
  * already stored in the row (`>=`: a holder writes many times under one token), and the same statement
  * raises the stored token: the check and the write are one atomic step, never a read then a write.
  *
+ * **The fence is per row.** Each row remembers the highest token written to it, and knows nothing of
+ * the others: an update that matches several rows lands on every row the successor has not written
+ * yet, skips the ones it has, and reports `true`. When a unit of work spans rows, fence the unit through
+ * one guard row (say, one per workId): in one transaction, raise its fence first with
+ * `upsertOrThrow`, then write the rows. A stale holder's guard write is refused and its transaction
+ * rolls back whole; the row lock on the guard makes concurrent holders of one unit take turns. (A
+ * unit fence in the same statement as the write is not possible on SQLite, where an `UPDATE` writes
+ * one table.)
+ *
  * Tokens travel as decimal text and are `CAST` on the server, as the lease statements do, so tokens
  * above 2^53 compare exactly on every database.
  *
@@ -157,7 +166,9 @@ export class SqlFence {
   /**
    * Adds the fence to an update (the condition, and the fence column raised to `token`), runs it, and
    * says whether it landed: `false` when no row matched, because a newer token has written or because
-   * the row does not exist (use {@link SqlFence.upsert} to create rows).
+   * the row does not exist (use {@link SqlFence.upsert} to create rows). Row by row: an update of
+   * several rows lands on each one whose own fence allows it and is `true` if any did; fence a unit
+   * that spans rows through a guard row (see {@link SqlFence}).
    *
    * On MySQL/MariaDB the count is of matched rows only while the connection reports found rows (mysql2
    * does by default); without it, a same-token rewrite of identical values counts 0 and reads as fenced.

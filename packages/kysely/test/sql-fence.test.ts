@@ -157,6 +157,45 @@ for (const target of TARGETS) {
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 2', token: 2n })
     })
 
+    // The fence is per row, not per unit of work: documented where SqlFence is introduced.
+    const ORDERS = ['order-1', 'order-2', 'order-3']
+
+    test('per row: a stale multi-row update after a successor wrote one row lands on the others and reports true', async () => {
+      for (const id of ORDERS) await seed(id, 'from 5', 5n)
+      expect(await update('from 6', 6n, 'order-2')).toBe(true) // the successor's first write
+      const stale = db.updateTable(storage.table).set({ total: 'stale 5' }).where('id', 'in', ORDERS)
+      expect(await fence.update(stale, 5n)).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'stale 5', token: 5n })
+      expect(await read('order-2')).toEqual({ id: 'order-2', total: 'from 6', token: 6n })
+      expect(await read('order-3')).toEqual({ id: 'order-3', total: 'stale 5', token: 5n })
+    })
+
+    test('a unit fenced through one guard row in a transaction: a stale multi-row update is refused whole', async () => {
+      for (const id of ORDERS) await seed(id, 'from 5', 5n)
+      // What the README shows: raise the unit's guard row first, in the transaction of the writes.
+      const writeUnit = (ids: string[], total: string, token: bigint) =>
+        db.transaction().execute(async (trx) => {
+          await fence.upsertOrThrow({
+            db: trx,
+            table: storage.table,
+            key: { id: 'unit-7' },
+            values: {},
+            token,
+          })
+          await fence.updateOrThrow(
+            trx.updateTable(storage.table).set({ total }).where('id', 'in', ids),
+            token,
+          )
+        })
+      expect(await code(writeUnit(ORDERS, 'from 5 again', 5n))).toBe('ok')
+      expect(await code(writeUnit(['order-2'], 'from 6', 6n))).toBe('ok') // the successor's first write
+      expect(await code(writeUnit(ORDERS, 'stale 5', 5n))).toBe('FENCED')
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 5 again', token: 5n })
+      expect(await read('order-2')).toEqual({ id: 'order-2', total: 'from 6', token: 6n })
+      expect(await read('order-3')).toEqual({ id: 'order-3', total: 'from 5 again', token: 5n })
+      expect((await read('unit-7'))?.token).toBe(6n)
+    })
+
     test('tokens above 2^53 and up to 2^63-1 compare exactly (no DOUBLE, no JS number)', async () => {
       // As doubles, 2^53 and 2^53 + 1 are equal: a lossy comparison would let the stale write through.
       await seed('order-1', 'high', TWO_POW_53 + 1n)
