@@ -15,6 +15,12 @@ export type CheckName =
   | 'clean-handoff'
   | 'early-takeover'
   | 'held-when-free'
+  | 'renewed-after-expiry'
+  | 'expired-while-live'
+  // The contract's max rule and checkpoint order (issue 14): renew and checkpoint never move the expiry
+  // backward, and a checkpoint the holder sent earlier never replaces one it sent later.
+  | 'expiry-moved-back'
+  | 'checkpoint-rollback'
   // The runner workload's (runner-checks.ts):
   | 'held-after-takeover'
 
@@ -28,8 +34,8 @@ export interface Violation {
 
 export interface CheckOptions {
   /**
-   * Slack, in ms, for the one time-based check (early-takeover): the store's "now" and the host's
-   * monotonic clock are different clocks (ms rounding, timer resolution). Default 25.
+   * Slack, in ms, for the time-based checks: the store's "now" is read on the wall clock (ms
+   * rounding) and the history on the host's monotonic clock, which advance at the same rate. Default 10.
    */
   toleranceMs?: number
 }
@@ -41,6 +47,85 @@ const provesValid = (op: Op): boolean =>
 const isAcquireOk = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'ok'
 const isAcquireInfo = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'info'
 const mayHaveHappened = (op: Op): boolean => op.outcome === 'ok' || op.outcome === 'info'
+/** An op that may have set the expiry of its token: its acquire, or a renew or checkpoint that may have landed. */
+const mayExtend = (op: Op): boolean =>
+  op.ttl !== null &&
+  (isAcquireOk(op) || ((op.op === 'renew' || op.op === 'checkpoint') && mayHaveHappened(op)))
+
+// The "now" an op read, in the history's ms: between its invocation and its completion, shifted by
+// its process's injected clock offset (client-clock backends; 0 on server clocks, whose server is on
+// this host). Drivers read the clock in the same tick as the invocation is recorded, so the offset at
+// invocation is the one used, and the smaller/larger of the two recorded bounds it either way.
+const nowLo = (op: Op): number => op.invoke + Math.min(op.offsetAtInvoke, op.offsetAtComplete)
+const nowHi = (op: Op): number => op.complete + Math.max(op.offsetAtInvoke, op.offsetAtComplete)
+
+/**
+ * The latest expiry the store can have had for a token, counting every extender that may have landed
+ * before `before` (invoked earlier), `except` one op. A renew that landed after the expiry changed
+ * nothing (LEASE_EXPIRED), so a lost renew can only add its ttl to an expiry its "now" was still
+ * before; a checkpoint revives an expired lease nobody took over, so a lost one may land at any time.
+ */
+function latestExpiry(same: readonly Op[], before: number, except?: Op): number {
+  let at = Number.NEGATIVE_INFINITY
+  const lostRenews: Op[] = []
+  for (const e of same) {
+    if (e === except || !mayExtend(e) || !(e.invoke < before)) continue
+    if (e.outcome === 'info') {
+      if (e.op === 'checkpoint') return Number.POSITIVE_INFINITY
+      lostRenews.push(e)
+    } else at = Math.max(at, nowHi(e) + e.ttl!)
+  }
+  // Ascending by the earliest "now" they read: one pass reaches the fixed point, since the expiry
+  // only grows and a renew that could not land before it cannot once the renews after it did not.
+  lostRenews.sort((x, y) => nowLo(x) - nowLo(y))
+  for (const r of lostRenews) if (nowLo(r) < at) at += r.ttl!
+  return at
+}
+
+/**
+ * The earliest expiry the store can have had for a token when an op that completed at `to` read its
+ * "now", under the old rule: each extender set expiry = now + ttl, so the last one to land decides,
+ * and that is any one that may have landed before (invoked before `to`) and is not certainly
+ * followed by an acknowledged one (`landedBefore` the op) invoked after it completed. Returns the
+ * bound and the extender that sets it.
+ */
+function earliestExpiryLastWins(
+  same: readonly Op[],
+  to: number,
+  landedBefore: (z: Op) => boolean,
+): { at: number; by?: Op } {
+  const extenders = same.filter((e) => mayExtend(e) && e.invoke < to)
+  const acked = extenders.filter((e) => e.outcome === 'ok' && landedBefore(e))
+  let at = Number.POSITIVE_INFINITY
+  let by: Op | undefined
+  for (const l of extenders) {
+    if (acked.some((z) => z !== l && z.invoke > l.complete)) continue
+    const bound = nowLo(l) + l.ttl!
+    if (bound < at) {
+      at = bound
+      by = l
+    }
+  }
+  return by ? { at, by } : { at: Number.NEGATIVE_INFINITY }
+}
+
+/**
+ * The same under the max rule (renew and checkpoint set max(stored, now + ttl); only release moves
+ * the expiry back): every acknowledged extender that landed before counts, whatever came after.
+ */
+function earliestExpiryMax(same: readonly Op[], landedBefore: (e: Op) => boolean): { at: number; by?: Op } {
+  let at = Number.NEGATIVE_INFINITY
+  let by: Op | undefined
+  for (const e of same) {
+    if (!mayExtend(e) || e.outcome !== 'ok' || !landedBefore(e)) continue
+    const bound = nowLo(e) + e.ttl!
+    if (bound > at) {
+      at = bound
+      by = e
+    }
+  }
+  return by ? { at, by } : { at }
+}
 
 /** Splits a history by workId and checks each. */
 export function checkHistory(ops: readonly Op[], options: CheckOptions = {}): Violation[] {
@@ -61,7 +146,7 @@ export function checkHistory(ops: readonly Op[], options: CheckOptions = {}): Vi
  * never) but the set is not complete: see docs/torture.md.
  */
 export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOptions = {}): Violation[] {
-  const tolerance = options.toleranceMs ?? 25
+  const tolerance = options.toleranceMs ?? 10
   const out: Violation[] = []
   const add = (check: CheckName, message: string, involved: Op[]) =>
     out.push({ check, workId, message, ops: involved })
@@ -134,7 +219,49 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       if (isAcquireOk(op)) acquireInvoke = Math.min(acquireInvoke, op.invoke)
     }
   }
+  // Acquires whose reply was lost may each have taken one token that nobody saw, at one moment after
+  // their invocation, holding the lease from then until that token's lease ended (nobody had its
+  // record, so only its ttl or a successor ended it). A hidden token lies where a token is missing:
+  // between two known ones k < m, taken after k's acquire began and before m's returned; or, if there
+  // are more lost acquires than missing tokens, after the largest known token. Each place is a window
+  // in which a hidden lease may have existed; outside them, a lost acquire explains nothing.
   const firstInfoAcquire = acquiresInfo.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
+  const hidden: { from: number; to: number; above: bigint }[] = []
+  {
+    const known = [...byToken.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    let missing = 0
+    let below: Op | undefined
+    let belowToken = 0n
+    for (const t of known) {
+      if (t > belowToken + 1n) {
+        missing += Number(t - belowToken - 1n)
+        const from = Math.max(below ? below.invoke : Number.NEGATIVE_INFINITY, firstInfoAcquire)
+        const to = byToken.get(t)!.complete
+        if (from < to) hidden.push({ from, to, above: belowToken })
+      }
+      below = byToken.get(t)
+      belowToken = t
+    }
+    if (acquiresInfo.length > missing) {
+      const from = Math.max(below ? below.invoke : Number.NEGATIVE_INFINITY, firstInfoAcquire)
+      hidden.push({ from, to: Number.POSITIVE_INFINITY, above: belowToken })
+    }
+  }
+  const hiddenAbove = new Map(hidden.map((w) => [w.above, w]))
+  hidden.sort((x, y) => x.from - y.from)
+  const hiddenReach: number[] = []
+  for (const w of hidden) hiddenReach.push(Math.max(hiddenReach[hiddenReach.length - 1] ?? -Infinity, w.to))
+  /** Whether a hidden lease may have existed at some moment of (`from`, `to`). */
+  const mayBeHidden = (from: number, to: number): boolean => {
+    let lo = 0
+    let hi = hidden.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (hidden[mid]!.from < to) lo = mid + 1
+      else hi = mid
+    }
+    return lo > 0 && hiddenReach[lo - 1]! > from
+  }
 
   for (const t of tokens) {
     const same = opsByToken.get(t)!
@@ -143,10 +270,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     for (const r of same) {
       if (r.op === 'release' && r.outcome === 'ok' && (!end || r.complete < end.complete)) end = r
     }
-    // The earliest moment something may have ended it: an acquire of a later token (or one whose reply
-    // was lost) or a release of t that may have landed.
-    let mayEnd = Math.min(laterAcquireInvoke.get(t)!, firstInfoAcquire)
+    // The earliest moment something may have ended it: an acquire of a later token, a lost acquire
+    // that may have taken the token right after t, or a release of t that may have landed.
+    let mayEnd = Math.min(laterAcquireInvoke.get(t)!, hiddenAbove.get(t)?.from ?? Number.POSITIVE_INFINITY)
     for (const r of same) if (r.op === 'release' && mayHaveHappened(r)) mayEnd = Math.min(mayEnd, r.invoke)
+    const mayBeReleased = (before: number) =>
+      same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)
 
     for (const x of same) {
       if (x.op === 'acquire') continue
@@ -162,6 +291,39 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
           `${x.op} with token ${t} was FENCED while nothing could have ended its lease`,
           [x],
         )
+      }
+      if (x.op !== 'renew') continue
+      // 11. A renew is acknowledged only before the expiry (a checkpoint may revive an expired lease;
+      //     a renew may not).
+      if (x.outcome === 'ok') {
+        const latest = latestExpiry(same, x.complete, x)
+        if (nowLo(x) >= latest + tolerance) {
+          add(
+            'renewed-after-expiry',
+            `renew of token ${t} was acknowledged ${(nowLo(x) - latest).toFixed(1)} ms after its lease certainly expired`,
+            [...same.filter((e) => mayExtend(e) && e.invoke < x.complete && e !== x), x],
+          )
+        }
+      }
+      // 12. LEASE_EXPIRED only after the expiry. Under the old rule the last extender to land decides;
+      //     under the max rule every acknowledged one that landed before counts.
+      if (x.outcome === 'fail' && x.code === 'LEASE_EXPIRED' && !mayBeReleased(x.complete)) {
+        const seen = nowHi(x)
+        const last = earliestExpiryLastWins(same, x.complete, (z) => z.complete < x.invoke)
+        const max = earliestExpiryMax(same, (e) => e.complete < x.invoke)
+        if (last.by && seen + tolerance < last.at) {
+          add(
+            'expired-while-live',
+            `renew of token ${t} answered LEASE_EXPIRED ${(last.at - seen).toFixed(1)} ms before its lease could have expired`,
+            [last.by, x],
+          )
+        } else if (max.by && seen + tolerance < max.at) {
+          add(
+            'expiry-moved-back',
+            `renew of token ${t} answered LEASE_EXPIRED ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} had set`,
+            [max.by, x],
+          )
+        }
       }
     }
   }
@@ -187,9 +349,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
-  // 7. Reads: the state is the last checkpoint that landed; a failed one is never visible.
-  const checkpointByValue = new Map<string, Op>()
-  for (const c of ops) if (c.op === 'checkpoint' && c.value !== null) checkpointByValue.set(c.value, c)
+  // 7. Reads: the state is the last checkpoint that landed; a failed one is never visible. A value is
+  //    one checkpoint of one lease, which the Leaser may send more than once (a retry after a store
+  //    error): it was sent first at its first invocation, and may have landed until the last
+  //    completion of any attempt that may have landed. A lease's holder is one process sending one
+  //    call after another, so the order of first invocations is the order the holder sent them.
+  const sent = new Map<string, { token: bigint; first: number; lastLanding: number; attempts: Op[] }>()
+  for (const c of ops) {
+    if (c.op !== 'checkpoint' || c.value === null) continue
+    const s = sent.get(c.value) ?? { token: c.token!, first: c.invoke, lastLanding: -Infinity, attempts: [] }
+    s.first = Math.min(s.first, c.invoke)
+    if (mayHaveHappened(c)) s.lastLanding = Math.max(s.lastLanding, c.complete)
+    s.attempts.push(c)
+    sent.set(c.value, s)
+  }
   const okByToken = new Map<bigint, Op[]>()
   for (const c of checkpointsOk) {
     const list = okByToken.get(c.token!) ?? []
@@ -200,37 +373,49 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   for (const r of ops) {
     if (r.op !== 'readCheckpoint' || r.outcome !== 'ok') continue
     const t = r.token!
-    let source: Op | undefined
+    const source = r.read !== null ? sent.get(r.read) : undefined
     if (r.read !== null) {
-      source = checkpointByValue.get(r.read)
       if (!source) {
         add('phantom-state', `read state ${JSON.stringify(r.read)} that no checkpoint wrote`, [r])
         continue
       }
-      if (source.outcome === 'fail') {
-        add('failed-checkpoint-visible', `read the state of a checkpoint that failed with ${source.code}`, [
-          source,
+      if (source.lastLanding === -Infinity) {
+        add(
+          'failed-checkpoint-visible',
+          `read the state of a checkpoint that failed with ${source.attempts.map((c) => c.code).join(', ')}`,
+          [...source.attempts, r],
+        )
+        continue
+      }
+      if (source.token > t || source.first > r.complete) {
+        add('read-from-future', `token ${t} read a state written later (token ${source.token})`, [
+          source.attempts[0]!,
           r,
         ])
         continue
       }
-      if (source.token! > t || source.invoke > r.complete) {
-        add('read-from-future', `token ${t} read a state written later (token ${source.token})`, [source, r])
-        continue
-      }
     }
-    // A later acknowledged checkpoint that certainly landed between the source and this read.
+    // A later acknowledged checkpoint that certainly landed between the source and this read; or,
+    // of the source's own lease, one sent after it (the contract's checkpoint order).
     const from = source?.token ?? 0n
+    const writer = source?.attempts.find((c) => c.outcome === 'ok') ?? source?.attempts[0]
     for (let u = from; u <= t; u++) {
       for (const c2 of okByToken.get(u) ?? []) {
-        if (c2 === source) continue
-        const afterSource = !source || c2.token! > source.token! || source.complete < c2.invoke
+        if (c2.value === r.read) continue
         const beforeRead = c2.token! < t || c2.complete < r.invoke
-        if (afterSource && beforeRead) {
+        if (!beforeRead) continue
+        const afterSource = !source || c2.token! > source.token || source.lastLanding < c2.invoke
+        if (afterSource) {
           add(
             'stale-read',
             `token ${t} read ${JSON.stringify(r.read)} though an acknowledged later checkpoint wrote ${JSON.stringify(c2.value)}`,
-            source ? [source, c2, r] : [c2, r],
+            writer ? [writer, c2, r] : [c2, r],
+          )
+        } else if (source && c2.token === source.token && sent.get(c2.value!)!.first > source.first) {
+          add(
+            'checkpoint-rollback',
+            `token ${t} read ${JSON.stringify(r.read)} though token ${c2.token}'s holder sent ${JSON.stringify(c2.value)} after it and it was acknowledged`,
+            [writer!, c2, r],
           )
         }
       }
@@ -253,46 +438,43 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
-  // 9. No takeover before the previous lease expired by the store's clock. The expiry the acquire A of
-  //    token t saw was set by the last extender L of token t-1 (its acquire, a renew or a checkpoint):
-  //    expiry = now_L + ttl_L >= L.invoke + ttl_L (+ L's clock offset), and A read "now" <= A.complete
-  //    (+ A's offset). L is unknown, so take the smallest bound over every extender that may have landed
-  //    and is not certainly followed by an acknowledged one. Skipped if t-1 may have been released.
+  // 9. No takeover before the previous lease expired by the store's clock. The acquire A of token t
+  //    read "now" <= A.complete (+ A's offset); each extender L of token t-1 (its acquire, a renew or a
+  //    checkpoint) set expiry from a "now" >= L.invoke (+ L's offset). Skipped if t-1 may have been
+  //    released, the one thing that moves an expiry back.
+  //    early-takeover (either rule): the last extender to land set the expiry, so take the smallest
+  //    bound over every one that may have landed and is not certainly followed by an acknowledged one.
+  //    expiry-moved-back (the max rule): every acknowledged extender counts, whatever landed after it.
   for (const a of acquiresOk) {
     const prev = a.token! - 1n
     if (prev < 1n) continue
     const previous = opsByToken.get(prev) ?? []
     if (!previous.some(isAcquireOk)) continue
     if (previous.some((e) => e.op === 'release' && mayHaveHappened(e) && e.invoke < a.complete)) continue
-    const extenders = previous.filter(
-      (e) =>
-        (isAcquireOk(e) || ((e.op === 'renew' || e.op === 'checkpoint') && mayHaveHappened(e))) &&
-        e.ttl !== null &&
-        e.invoke < a.complete,
-    )
-    const acked = extenders.filter((e) => e.outcome === 'ok')
-    let bound = Number.POSITIVE_INFINITY
-    let last: Op | undefined
-    for (const l of extenders) {
-      if (acked.some((z) => z !== l && z.invoke > l.complete)) continue
-      const at = l.invoke + l.ttl! + Math.min(l.offsetAtInvoke, l.offsetAtComplete)
-      if (at < bound) {
-        bound = at
-        last = l
-      }
-    }
-    const seen = a.complete + Math.max(a.offsetAtInvoke, a.offsetAtComplete)
-    if (last && seen < bound - tolerance) {
+    const seen = nowHi(a)
+    // An acknowledged extender invoked before A returned landed before A took over, or it was itself
+    // acknowledged on a superseded record.
+    const last = earliestExpiryLastWins(previous, a.complete, () => true)
+    const max = earliestExpiryMax(previous, (e) => e.invoke < a.complete)
+    if (last.by && seen < last.at - tolerance) {
       add(
         'early-takeover',
-        `token ${a.token} was acquired ${(bound - seen).toFixed(1)} ms before token ${prev}'s lease could have expired`,
-        [last, a],
+        `token ${a.token} was acquired ${(last.at - seen).toFixed(1)} ms before token ${prev}'s lease could have expired`,
+        [last.by, a],
+      )
+    } else if (max.by && seen < max.at - tolerance) {
+      add(
+        'expiry-moved-back',
+        `token ${a.token} was acquired ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} of token ${prev} had set`,
+        [max.by, a],
       )
     }
   }
 
-  // 10. LEASE_HELD only if the lease could have been held: it was certainly never taken, or certainly
-  //     released by its last possible holder.
+  // 10. LEASE_HELD only if the lease may have been held at some moment of the call: by a known token
+  //     whose acquire began before the call ended and whose lease had not certainly ended when the
+  //     call began (superseded, released, or expired by the latest expiry anything that may have
+  //     landed could have set), or by a token a lost acquire may have taken (the windows above).
   // Ok acquires by invocation with the running maximum token, to find the last possible holder.
   const prefixMax: Op[] = []
   for (const a of byInvoke) {
@@ -301,7 +483,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   }
   for (const a of ops) {
     if (a.op !== 'acquire' || a.outcome !== 'fail' || a.code !== 'LEASE_HELD') continue
-    if (firstInfoAcquire < a.complete) continue
+    if (mayBeHidden(a.invoke, a.complete)) continue
     let lo = 0
     let hi = byInvoke.length
     while (lo < hi) {
@@ -314,11 +496,32 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       add('held-when-free', 'LEASE_HELD for a workId nobody had acquired', [a])
       continue
     }
-    const release = (opsByToken.get(last.token!) ?? []).find(
-      (e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke,
-    )
-    if (release)
-      add('held-when-free', `LEASE_HELD though token ${last.token} had been released`, [last, release, a])
+    // The tokens that may have held it: the last one, and the ones before it that were not certainly
+    // superseded before the call began.
+    let why: { message: string; ops: Op[] } | undefined
+    for (let u = last.token!; u >= 1n; u--) {
+      const superseded = laterProof.get(u)
+      if (u < last.token! && superseded && superseded.complete < a.invoke) break
+      const acquired = byToken.get(u)
+      if (!acquired) continue // a hidden token: its window did not reach this call
+      const same = opsByToken.get(u)!
+      const release = same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke)
+      if (release) {
+        why ??= { message: `token ${u} had been released`, ops: [acquired, release] }
+        continue
+      }
+      const latest = latestExpiry(same, a.complete)
+      if (latest + tolerance <= nowLo(a)) {
+        why ??= {
+          message: `token ${u}'s lease had certainly expired ${(nowLo(a) - latest).toFixed(1)} ms before`,
+          ops: same.filter((e) => mayExtend(e) && e.invoke < a.complete),
+        }
+        continue
+      }
+      why = undefined
+      break
+    }
+    if (why) add('held-when-free', `LEASE_HELD though ${why.message}`, [...why.ops, a])
   }
 
   return out

@@ -1,11 +1,13 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
 
 /** What the proxy does to traffic, as the nemesis sets it. */
-export type ProxyMode = 'pass' | 'blackhole' | 'drop-replies'
+export type ProxyMode = 'pass' | 'blackhole' | 'drop-replies' | 'late-delivery'
 
 interface Pair {
   client: Socket
   server: Socket
+  /** Requests held for late delivery, once the client was cut off (`late-delivery`). */
+  held?: Buffer[]
 }
 
 /**
@@ -15,6 +17,11 @@ interface Pair {
  *   changes (then the held bytes flow, as TCP retransmission would deliver them after a partition);
  * - `drop-replies`: requests reach the server but its replies are discarded and the connection is
  *   reset, so the client cannot know whether its write landed;
+ * - `late-delivery`: a request is held and its client cut off at once (it gives up: the call's outcome
+ *   is unknown and its next call goes over a new connection); `setLateDelivery` ms after the mode
+ *   ends, the held requests reach the server after all, in the order they were held, over the
+ *   connections their clients left. Calls sent after the mode ended, which did not wait, land
+ *   first: an abandoned renew or checkpoint arriving after a newer one;
  * - `latency`: every chunk is delayed, in order.
  */
 export class FaultProxy {
@@ -23,7 +30,9 @@ export class FaultProxy {
   #server: Server | undefined
   #mode: ProxyMode = 'pass'
   #latencyMs = 0
+  #lateDeliveryMs = 500
   #held: (() => void)[] = []
+  readonly #late = new Set<Pair>()
   port = 0
   connections = 0
 
@@ -47,6 +56,7 @@ export class FaultProxy {
   }
 
   setMode(mode: ProxyMode): void {
+    if (this.#mode === 'late-delivery' && mode !== 'late-delivery') this.#deliverHeld()
     this.#mode = mode
     if (mode !== 'blackhole') {
       const held = this.#held
@@ -59,15 +69,48 @@ export class FaultProxy {
     this.#latencyMs = ms
   }
 
+  /** How long after `late-delivery` ends the requests it held reach the server. */
+  setLateDelivery(ms: number): void {
+    this.#lateDeliveryMs = ms
+  }
+
   dropConnections(): number {
     const n = this.#pairs.size
     for (const pair of this.#pairs) this.#kill(pair)
     return n
   }
 
+  /** Holds a request of `pair` and cuts its client off; delivered after the mode ends (setMode). */
+  #holdForLater(pair: Pair, chunk: Buffer): void {
+    if (pair.held) {
+      pair.held.push(chunk)
+      return
+    }
+    pair.held = [chunk]
+    this.#pairs.delete(pair)
+    this.#late.add(pair)
+    pair.client.destroy()
+  }
+
+  /** Delivers every held request, in the order they were held, `lateDeliveryMs` from now. */
+  #deliverHeld(): void {
+    const pairs = [...this.#late]
+    setTimeout(() => {
+      for (const pair of pairs) {
+        if (!this.#late.delete(pair) || pair.server.destroyed) continue
+        for (const held of pair.held!) pair.server.write(held)
+        // FIN after the request: the server reads it, runs it, and finds nobody to answer.
+        pair.server.end()
+        setTimeout(() => pair.server.destroy(), 5_000).unref()
+      }
+    }, this.#lateDeliveryMs)
+  }
+
   async close(): Promise<void> {
     this.setMode('pass')
     this.dropConnections()
+    for (const pair of this.#late) pair.server.destroy()
+    this.#late.clear()
     await new Promise<void>((resolve) => (this.#server ? this.#server.close(() => resolve()) : resolve()))
   }
 
@@ -90,9 +133,13 @@ export class FaultProxy {
       const pair: Pair = { client, server }
       this.#pairs.add(pair)
       const onError = () => this.#kill(pair)
-      client.on('error', onError)
+      // A client cut off for late delivery leaves its server connection to carry the held request.
+      const onClientGone = () => {
+        if (!pair.held) this.#kill(pair)
+      }
+      client.on('error', onClientGone)
       server.on('error', onError)
-      client.on('close', onError)
+      client.on('close', onClientGone)
       server.on('close', onError)
       this.#pipe(pair, client, server, false)
       this.#pipe(pair, server, client, true)
@@ -108,6 +155,10 @@ export class FaultProxy {
     from.on('data', (chunk: Buffer) => {
       if (isReply && this.#mode === 'drop-replies') {
         this.#kill(pair)
+        return
+      }
+      if (!isReply && (pair.held || this.#mode === 'late-delivery')) {
+        this.#holdForLater(pair, chunk)
         return
       }
       const latency = this.#latencyMs

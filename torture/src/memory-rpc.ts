@@ -1,5 +1,5 @@
 import { connect, createServer, type Server, type Socket } from 'node:net'
-import { MemoryBackend } from '@worklease/memory'
+import { MemoryBackend, type StoredLease } from '@worklease/memory'
 import {
   type Backend,
   type BackendCapabilities,
@@ -37,6 +37,8 @@ interface Request {
   ttl?: number
   record?: WireRecord
   state?: string
+  /** Checkpoint: the sender's order among its checkpoints (see MemoryServer). */
+  seq?: number
 }
 
 const toWire = (r: LeaseRecord): WireRecord => ({
@@ -51,14 +53,28 @@ const fromWire = (r: WireRecord): LeaseRecord =>
 /**
  * Deliberate bugs the memory server can have, to prove the whole pipeline (workers, history, checker)
  * catches a broken store: `checkpoint-unfenced` stores any holder's checkpoint, valid or not;
- * `token-reuse` hands out the previous token again on every third takeover.
+ * `token-reuse` hands out the previous token again on every third takeover;
+ * `renew-overwrites-expiry` sets expiry = now + ttl on renew, even when that is earlier than stored;
+ * `checkpoint-overwrites-state` stores every checkpoint that lands, whatever order it was sent in.
  */
-export type MemoryBug = 'checkpoint-unfenced' | 'token-reuse'
+export type MemoryBug =
+  | 'checkpoint-unfenced'
+  | 'token-reuse'
+  | 'renew-overwrites-expiry'
+  | 'checkpoint-overwrites-state'
 
-/** Serves one MemoryBackend (one store) on 127.0.0.1. */
+/**
+ * Serves one MemoryBackend (one store) on 127.0.0.1. Acquire, release and readCheckpoint are the
+ * reference MemoryBackend's; renew and checkpoint follow the contract as it now reads (issue 14),
+ * ahead of the reference backend: they set expiresAt = max(stored, now + ttl), and a checkpoint
+ * carries its sender's sequence number, so one with a sequence <= the last stored for the same token
+ * (sent earlier, landing late) succeeds without changing the state. Acquire resets the sequence.
+ */
 export class MemoryServer {
   readonly #bug: MemoryBug | undefined
   #takeovers = 0
+  /** Per workId: the token and sequence of the checkpoint whose state is stored. */
+  readonly #checkpointSeq = new Map<string, { token: bigint; seq: number }>()
   #server: Server | undefined
   readonly #sockets = new Set<Socket>()
   port = 0
@@ -119,11 +135,14 @@ export class MemoryServer {
     }
     switch (r.op) {
       case 'acquire':
-        return backend.acquire(r.workId!, r.holderId!, r.ttl!).then(toWire)
+        return backend.acquire(r.workId!, r.holderId!, r.ttl!).then((record) => {
+          this.#checkpointSeq.delete(record.workId)
+          return toWire(record)
+        })
       case 'checkpoint':
-        return backend.checkpoint(fromWire(r.record!), Buffer.from(r.state!, 'base64'), r.ttl!)
+        return this.#checkpoint(backend, r)
       case 'renew':
-        return backend.renew(fromWire(r.record!), r.ttl!)
+        return this.#renew(backend, r)
       case 'release':
         return backend.release(fromWire(r.record!))
       case 'readCheckpoint':
@@ -132,6 +151,43 @@ export class MemoryServer {
           cleanHandoff,
         }))
     }
+  }
+
+  /** The stored lease a record is valid for, as MemoryBackend decides it. */
+  #valid(backend: MemoryBackend, wire: WireRecord): StoredLease {
+    const record = fromWire(wire)
+    const lease = backend.store.leases.get(record.workId)
+    if (
+      !lease ||
+      lease.released ||
+      lease.fencingToken !== record.fencingToken ||
+      lease.holderId !== record.holderId
+    )
+      throw new FencedError()
+    return lease
+  }
+
+  async #renew(backend: MemoryBackend, r: Request): Promise<void> {
+    validateRenewArgs(fromWire(r.record!), r.ttl!, undefined)
+    const lease = this.#valid(backend, r.record!)
+    if (lease.expiresAtMs <= r.now) throw new LeaseExpiredError()
+    lease.expiresAtMs =
+      this.#bug === 'renew-overwrites-expiry' ? r.now + r.ttl! : Math.max(lease.expiresAtMs, r.now + r.ttl!)
+  }
+
+  async #checkpoint(backend: MemoryBackend, r: Request): Promise<void> {
+    const state = Buffer.from(r.state!, 'base64')
+    validateCheckpointArgs(fromWire(r.record!), state, r.ttl!, backend.capabilities.maxStateBytes, undefined)
+    const lease = this.#valid(backend, r.record!)
+    const workId = r.record!.workId
+    const stored = this.#checkpointSeq.get(workId)
+    const seq = r.seq ?? 0
+    const newer = !stored || stored.token !== lease.fencingToken || seq > stored.seq
+    if (newer || this.#bug === 'checkpoint-overwrites-state') {
+      lease.state = new Uint8Array(state)
+      this.#checkpointSeq.set(workId, { token: lease.fencingToken, seq })
+    }
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, r.now + r.ttl!)
   }
 
   async close(): Promise<void> {
@@ -151,6 +207,9 @@ export class MemoryRpcBackend implements Backend {
   readonly #clock: Clock
   #socket: Socket | undefined
   #nextId = 0
+  // A lease is held by one process, which sends its checkpoints one after another through this
+  // backend: a counter per backend orders each lease's checkpoints as they were sent.
+  #checkpointSeq = 0
   readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>()
 
   constructor(port: number, clock: Clock) {
@@ -221,6 +280,7 @@ export class MemoryRpcBackend implements Backend {
       record: toWire(record),
       ttl: ttlMs,
       state: Buffer.from(state).toString('base64'),
+      seq: ++this.#checkpointSeq,
     })
   }
 

@@ -200,7 +200,7 @@ export async function runnerWorker(options: RunnerWorkerOptions): Promise<void> 
             if (!believe(lease)) lease.throwIfLost()
             if (store.fencedWrite(counter, lease.fencingToken, value + 1, options.progressName)) landed++
             else refused++
-            await lease.checkpoint(encoder.encode(`${holderId}#${seq++}`))
+            await lease.checkpoint(encoder.encode(`${holderId}#${lease.fencingToken}.${seq++}`))
           }
           if (failOnPurpose) throw new JobFailed(`job on ${workId} failed on purpose`)
           believe(lease)

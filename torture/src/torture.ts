@@ -21,6 +21,17 @@ import {
 import { type BackendName, clockOf, startServer, type TargetInfo } from './targets.js'
 import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
 
+/** The network lane's faults; `restart` is a long black-hole on a server the suite cannot restart. */
+export const NETWORK_FAULTS = [
+  'drop',
+  'blackhole',
+  'latency',
+  'drop-replies',
+  'late-delivery',
+  'restart',
+] as const
+export type NetworkFault = (typeof NETWORK_FAULTS)[number]
+
 export interface TortureOptions {
   backend: BackendName
   /** How long the random-operation workload and the nemesis run. */
@@ -54,6 +65,11 @@ export interface TortureOptions {
   runnerBug?: RunnerBug
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
+  /**
+   * The network lane's fault kinds to pick from (default: all). A test after one kind of bug narrows it
+   * to the fault that exposes it, so a few seconds are enough.
+   */
+  networkFaults?: readonly NetworkFault[]
   log?: (line: string) => void
 }
 
@@ -249,13 +265,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           if (!proxy) return
           break
         }
-        const choices = [
-          'drop',
-          'blackhole',
-          'latency',
-          'drop-replies',
-          server.restart ? 'restart' : 'outage',
-        ]
+        const choices = (options.networkFaults ?? [...NETWORK_FAULTS]).map((kind) =>
+          kind === 'restart' && !server.restart ? 'outage' : kind,
+        )
         const kind = random.pick(choices)
         if (kind === 'drop') {
           count('proxy: drop connections')
@@ -274,6 +286,15 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           count('proxy: forward request, drop reply')
           proxy.setMode('drop-replies')
           await sleep(random.int(20, 200))
+          proxy.setMode('pass')
+        } else if (kind === 'late-delivery') {
+          // What the cut-off clients send after the window overtakes what was held; soon enough that
+          // a held request usually still finds its lease held (holders keep one ~100 ms), where an
+          // old checkpoint or renew can do harm.
+          count('proxy: deliver requests late, after the client gave up')
+          proxy.setLateDelivery(random.int(30, 300))
+          proxy.setMode('late-delivery')
+          await sleep(random.int(20, 150))
           proxy.setMode('pass')
         } else if (kind === 'restart') {
           count('server restart (SIGKILL + start)')

@@ -129,13 +129,22 @@ const describeRead = (read: CheckpointRead) => ({
   clean: read.cleanHandoff,
 })
 
+/**
+ * A checkpoint's state names what it is: the holder, the lease's token, and the holder's running
+ * count, which grows in the order the holder sends them (unique values are what the checker needs;
+ * the rest makes a history slice readable).
+ */
+const stateOf = (holder: string, record: LeaseRecord, n: number) => `${holder}#${record.fencingToken}.${n}`
+
 async function registerWorker(backend: Backend, index: number): Promise<void> {
   const holder = `${proc}-r${index}`
   let record: LeaseRecord | null = null
   let ttl = 0
   const stale: LeaseRecord[] = []
   let seq = 0
+  let wary = 0
   const retire = () => {
+    wary = 0
     if (record) stale.push(record)
     if (stale.length > 3) stale.shift()
     record = null
@@ -147,7 +156,7 @@ async function registerWorker(backend: Backend, index: number): Promise<void> {
         // A paused or confused holder using a record it no longer holds: the store must refuse it.
         const old = random.pick(stale)
         const op = random.pick(['checkpoint', 'renew', 'release', 'readCheckpoint'] as const)
-        const value = `${holder}#${seq++}`
+        const value = stateOf(holder, old, seq++)
         if (op === 'checkpoint')
           await call(onRecord(old, op, { ttl: 200, value }), () =>
             backend.checkpoint(old, encoder.encode(value), 200),
@@ -164,24 +173,35 @@ async function registerWorker(backend: Backend, index: number): Promise<void> {
       continue
     }
     const current: LeaseRecord = record
+    // Now and then a shorter ttl than the lease was taken with: under the max rule it must not bring
+    // the expiry forward.
+    const extendBy = random.chance(0.15) ? Math.max(50, Math.round(ttl * random.pick([0.25, 0.5]))) : ttl
+    // After a checkpoint or renew whose outcome is unknown, the holder stays on a while and reads more:
+    // that call may still land (late, after newer ones), and only a read shows what it did.
+    const [checkpoint, renew, read, release] = wary > 0 ? [0.35, 0.5, 0.95, 1] : [0.35, 0.55, 0.78, 0.94]
+    if (wary > 0) wary--
     const roll = random.next()
-    if (roll < 0.35) {
-      const value = `${holder}#${seq++}`
-      const result = await call(onRecord(current, 'checkpoint', { ttl, value }), () =>
-        backend.checkpoint(current, encoder.encode(value), ttl),
+    if (roll < checkpoint) {
+      const value = stateOf(holder, current, seq++)
+      const result = await call(onRecord(current, 'checkpoint', { ttl: extendBy, value }), () =>
+        backend.checkpoint(current, encoder.encode(value), extendBy),
       )
       if (result.outcome === 'fail') retire()
-    } else if (roll < 0.55) {
-      const result = await call(onRecord(current, 'renew', { ttl }), () => backend.renew(current, ttl))
+      if (result.outcome === 'info') wary = 20
+    } else if (roll < renew) {
+      const result = await call(onRecord(current, 'renew', { ttl: extendBy }), () =>
+        backend.renew(current, extendBy),
+      )
       if (result.outcome === 'fail' && (result.code === 'FENCED' || random.chance(0.5))) retire()
-    } else if (roll < 0.78) {
+      if (result.outcome === 'info') wary = 20
+    } else if (roll < read) {
       const result = await call(
         onRecord(current, 'readCheckpoint'),
         () => backend.readCheckpoint(current),
         describeRead,
       )
       if (result.outcome === 'fail') retire()
-    } else if (roll < 0.94) {
+    } else if (roll < release) {
       await call(onRecord(current, 'release'), () => backend.release(current))
       retire()
     } else {

@@ -89,7 +89,8 @@ describe('checker', () => {
       () => [
         op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
         op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51 }),
-        op('renew', { holder: 'A', token: 1, invoke: 60, complete: 61 }),
+        // A checkpoint, not a renew: a checkpoint may revive an expired lease, only the takeover forbids it.
+        op('checkpoint', { holder: 'A', token: 1, value: 'a', invoke: 60, complete: 61 }),
       ],
     ],
     [
@@ -188,17 +189,32 @@ describe('checker', () => {
     expect(checks(history())).toEqual([name, ...(implied[name] ?? [])].sort())
   })
 
-  test('early-takeover respects a shorter later ttl and clock offsets', () => {
+  test('early-takeover respects clock offsets; a shorter later ttl no longer moves the expiry back', () => {
     const ops = [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 2_000 }),
-      // A checkpoint with a short ttl moved the expiry earlier: taking over at 400 ms is fine.
+      // A checkpoint with a short ttl: under the old rule it moved the expiry to ~300 ms...
       op('checkpoint', { holder: 'A', token: 1, value: 'a', invoke: 100, complete: 101, ttl: 200 }),
       op('acquire', { holder: 'B', token: 2, invoke: 399, complete: 400, ttl: 1_000 }),
       // C's clock runs 800 ms ahead, so it may see B's lease expired at 700 ms of real time.
       op('acquire', { holder: 'C', token: 3, invoke: 699, complete: 700, offsetAtInvoke: 800 }),
     ]
-    expect(checkHistory(ops)).toEqual([])
-    const noOffset = ops.map((o) => (o.holder === 'C' ? { ...o, offsetAtInvoke: 0, offsetAtComplete: 0 } : o))
+    // ... under the max rule A's acquire still holds it until 2 s: B's takeover moved it back.
+    expect(checkHistory(ops).map((v) => `${v.check} ${v.ops.at(-1)!.holder}`)).toEqual([
+      'expiry-moved-back B',
+    ])
+    // B taking over after A's 2 s is fine, and so is C, thanks to its clock offset...
+    const later = ops.map((o) =>
+      o.holder === 'B'
+        ? { ...o, invoke: 2_099, complete: 2_100 }
+        : o.holder === 'C'
+          ? { ...o, invoke: 2_399, complete: 2_400 }
+          : o,
+    )
+    expect(checkHistory(later)).toEqual([])
+    // ... which it needs: without it C took B's lease 700 ms early.
+    const noOffset = later.map((o) =>
+      o.holder === 'C' ? { ...o, offsetAtInvoke: 0, offsetAtComplete: 0 } : o,
+    )
     expect(checks(noOffset)).toEqual(['early-takeover'])
   })
 
@@ -217,8 +233,199 @@ describe('checker', () => {
       'clean-handoff',
       'early-takeover',
       'held-when-free',
+      'renewed-after-expiry',
+      'expired-while-live',
+      'expiry-moved-back',
+      'checkpoint-rollback',
     ]
-    expect(bad.map(([name]) => name).sort()).toEqual([...all].sort())
+    const covered = [...bad.map(([name]) => name), ...blindSpots.map(([, name]) => name)]
+    expect([...new Set(covered)].sort()).toEqual([...all].sort())
+  })
+
+  // Hand-corrupted copies of good histories that an independent linearizability checker flagged and
+  // this one did not (issue 14). Each is named after the fault and must be caught by exactly the check
+  // given. The last two are the shortcut that excused every LEASE_HELD and FENCED once any acquire had
+  // an unknown outcome: that acquire (X below, never answered) could only have taken one token nobody
+  // saw, and here every token is accounted for around the op it would have to excuse.
+  const blindSpots: [string, CheckName, () => Op[]][] = [
+    [
+      'LEASE_HELD 20 ms after an unreleased lease had certainly expired',
+      'held-when-free',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),
+        // A's lease ended by 201 at the latest; nothing extended it.
+        op('acquire', { holder: 'B', invoke: 221, complete: 222, outcome: 'fail', code: 'LEASE_HELD' }),
+      ],
+    ],
+    [
+      'a renew answered OK 20 ms after certain expiry',
+      'renewed-after-expiry',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),
+        op('renew', { holder: 'A', token: 1, invoke: 221, complete: 222, ttl: 200 }),
+      ],
+    ],
+    [
+      'LEASE_EXPIRED 25 ms into a live 2 s lease',
+      'expired-while-live',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 2_000 }),
+        op('renew', {
+          holder: 'A',
+          token: 1,
+          invoke: 25,
+          complete: 26,
+          outcome: 'fail',
+          code: 'LEASE_EXPIRED',
+        }),
+      ],
+    ],
+    [
+      'FENCED on a still-valid record late in a history (after an unknown-outcome acquire)',
+      'fenced-while-valid',
+      () => [
+        op('acquire', { holder: 'X', invoke: 0, outcome: 'info' }),
+        op('acquire', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 100 }),
+        op('release', { holder: 'A', token: 1, invoke: 12, complete: 13 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21, ttl: 1_000 }),
+        // Token 2 is valid: token 3 comes later, and X's lost acquire could only have taken token 1 or 2
+        // (both seen) or a token after 3.
+        op('renew', { holder: 'B', token: 2, invoke: 30, complete: 31, outcome: 'fail', code: 'FENCED' }),
+        op('release', { holder: 'B', token: 2, invoke: 40, complete: 41 }),
+        op('acquire', { holder: 'C', token: 3, invoke: 50, complete: 51 }),
+      ],
+    ],
+    [
+      'LEASE_HELD right after an acknowledged release late in a history (after an unknown-outcome acquire)',
+      'held-when-free',
+      () => [
+        op('acquire', { holder: 'X', invoke: 0, outcome: 'info' }),
+        op('acquire', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 1_000 }),
+        op('release', { holder: 'A', token: 1, invoke: 20, complete: 21 }),
+        op('acquire', { holder: 'D', invoke: 22, complete: 23, outcome: 'fail', code: 'LEASE_HELD' }),
+        op('acquire', { holder: 'B', token: 2, invoke: 30, complete: 31 }),
+      ],
+    ],
+    // The contract's max rule: renew and checkpoint set expiresAt = max(stored, now + ttl); only
+    // release moves it backward.
+    [
+      'a takeover after a later, shorter renew moved the expiry back',
+      'expiry-moved-back',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 2_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 500, complete: 501, ttl: 2_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 600, complete: 601, ttl: 200 }),
+        // The acknowledged renew at 500 ms promised expiry >= 2500 ms.
+        op('acquire', { holder: 'B', token: 2, invoke: 1_000, complete: 1_001 }),
+      ],
+    ],
+    [
+      'a takeover after an abandoned earlier renew landed late and moved the expiry back',
+      'expiry-moved-back',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        // Abandoned at its timeout; on a client-clock store it carries the "now" of 100 ms.
+        op('renew', { holder: 'A', token: 1, invoke: 100, outcome: 'info', ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 300, complete: 301, ttl: 1_000 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 1_200, complete: 1_201 }),
+      ],
+    ],
+    [
+      'LEASE_EXPIRED after a later, shorter renew moved the expiry back',
+      'expiry-moved-back',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 100 }),
+        op('renew', {
+          holder: 'A',
+          token: 1,
+          invoke: 500,
+          complete: 501,
+          outcome: 'fail',
+          code: 'LEASE_EXPIRED',
+        }),
+      ],
+    ],
+    [
+      'the holder reads a checkpoint it sent before a newer acknowledged one',
+      'checkpoint-rollback',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 2, outcome: 'info' }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.1', invoke: 10, complete: 11 }),
+        op('readCheckpoint', { holder: 'A', token: 1, invoke: 20, complete: 21, read: 'A#1.0' }),
+      ],
+    ],
+    [
+      'a successor reads a checkpoint sent before a newer acknowledged one',
+      'checkpoint-rollback',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 2, outcome: 'info' }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.1', invoke: 10, complete: 11 }),
+        op('release', { holder: 'A', token: 1, invoke: 12, complete: 13 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 22, complete: 23, read: 'A#1.0', clean: true }),
+      ],
+    ],
+    [
+      "a successor reads a retried checkpoint's first attempt, sent before a newer acknowledged one",
+      'checkpoint-rollback',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        // The Leaser retries a checkpoint with the same state; the first attempt may still land.
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 2, outcome: 'info' }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 5, complete: 6 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.1', invoke: 10, complete: 11 }),
+        op('release', { holder: 'A', token: 1, invoke: 12, complete: 13 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 22, complete: 23, read: 'A#1.0', clean: true }),
+      ],
+    ],
+  ]
+
+  test.each(blindSpots)('caught: %s (%s)', (_name, check, history) => {
+    expect(checks(history())).toEqual([check])
+  })
+
+  test('an unknown-outcome acquire excuses what the token it may have taken explains', () => {
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+      // X may have taken token 2 at any moment after 4 and held it for its ttl, which explains...
+      op('acquire', { holder: 'X', invoke: 4, outcome: 'info', ttl: 1_000 }),
+      // ... a LEASE_HELD after A's release,
+      op('acquire', { holder: 'D', invoke: 10, complete: 11, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('acquire', { holder: 'B', token: 3, invoke: 2_000, complete: 2_001, ttl: 1_000 }),
+      // ... and, past the last token anyone saw, one more lost acquire may have taken token 4 and
+      // fenced B.
+      op('acquire', { holder: 'Y', invoke: 2_002, outcome: 'info' }),
+      op('renew', { holder: 'B', token: 3, invoke: 2_010, complete: 2_011, outcome: 'fail', code: 'FENCED' }),
+      op('acquire', { holder: 'E', invoke: 2_020, complete: 2_021, outcome: 'fail', code: 'LEASE_HELD' }),
+    ]
+    expect(checkHistory(ops)).toEqual([])
+    // Without Y, nothing could have fenced B or held the lease after B's renew was refused... but B's
+    // lease itself still holds it: only the FENCED is wrong.
+    expect(checks(ops.filter((o) => o.holder !== 'Y'))).toEqual(['fenced-while-valid'])
+  })
+
+  test('expiry bounds: what may have landed can extend or revive a lease', () => {
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),
+      // A renew whose reply was lost may have landed before the expiry and extended it by 200 ms...
+      op('renew', { holder: 'A', token: 1, invoke: 150, outcome: 'info', ttl: 200 }),
+      op('acquire', { holder: 'B', invoke: 300, complete: 301, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('renew', { holder: 'A', token: 1, invoke: 320, complete: 321, ttl: 200 }),
+      // ... and a lost checkpoint may land at any time and revive an expired lease nobody took.
+      op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 330, outcome: 'info', ttl: 200 }),
+      op('acquire', { holder: 'B', invoke: 5_000, complete: 5_001, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('renew', { holder: 'A', token: 1, invoke: 5_010, complete: 5_011, ttl: 200 }),
+    ]
+    expect(checkHistory(ops)).toEqual([])
+    expect(checks(ops.filter((o) => o.op !== 'checkpoint'))).toEqual([
+      'held-when-free',
+      'renewed-after-expiry',
+    ])
   })
 
   test('a violation prints the history slice around it, involved ops marked', () => {

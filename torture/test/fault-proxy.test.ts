@@ -73,6 +73,22 @@ describe('FaultProxy', () => {
     c.socket.destroy()
   })
 
+  test('late-delivery: the client is cut off at once, its request lands later, after a newer one', async () => {
+    proxy.setLateDelivery(150)
+    const first = await client()
+    proxy.setMode('late-delivery')
+    first.socket.write('old')
+    await first.closed
+    expect(received).toBe('')
+    proxy.setMode('pass')
+    const second = await client()
+    second.socket.write('new')
+    await until(() => second.replies() === 'new')
+    await until(() => received === 'newold')
+    expect(first.replies()).toBe('')
+    second.socket.destroy()
+  })
+
   test('dropConnections resets open connections', async () => {
     const c = await client()
     c.socket.write('x')

@@ -11,6 +11,12 @@ const selected = (process.env.WORKLEASE_TORTURE_BACKENDS ?? BACKENDS.join(','))
 const seconds = Number(process.env.WORKLEASE_TORTURE_SECONDS ?? 4)
 const seed = Number(process.env.WORKLEASE_TORTURE_SEED ?? Math.floor(Math.random() * 2 ** 31))
 
+// The contract's max rule and checkpoint order (issue 14) are being brought to the drivers in
+// parallel; until they are, the real backends still move an expiry back (a shorter ttl, a late renew on
+// a client clock) and let a late checkpoint roll the state back, which the checker now reports. The
+// memory target already follows the new rule and must pass every check.
+const NEW_RULE_CHECKS: readonly string[] = ['expiry-moved-back', 'checkpoint-rollback']
+
 function run(backend: BackendName, extra: Partial<TortureOptions> = {}): Promise<TortureReport> {
   return runTorture({
     backend,
@@ -42,7 +48,9 @@ describe.each(BACKENDS.filter((b) => selected.includes(b)))('torture: %s', (back
     expect(unfenced.finished, text).toBe(true)
     expect(unfenced.value, text).not.toBe(unfenced.acknowledged)
     expect(
-      report.violations.map((v) => `${v.check}: ${v.message}`),
+      report.violations
+        .filter((v) => backend === 'memory' || !NEW_RULE_CHECKS.includes(v.check))
+        .map((v) => `${v.check}: ${v.message}`),
       text,
     ).toEqual([])
     expect(fenced, text).toMatchObject({ value: 500, acknowledged: 500, finished: true })
@@ -54,11 +62,23 @@ describe.each(BACKENDS.filter((b) => selected.includes(b)))('torture: %s', (back
 })
 
 describe.runIf(selected.includes('memory'))('torture catches a broken store end to end', () => {
+  // One workId per register worker, so most of them hold a lease instead of polling: many more
+  // renews and checkpoints on live leases, where these two bugs show.
+  const busy = { workIds: 15 }
   test.each([
-    ['checkpoint-unfenced', ['valid-after-end']],
-    ['token-reuse', ['duplicate-token']],
-  ] as const)('memory with bug %s', async (bug, expected) => {
-    const report = await run('memory', { bug })
+    ['checkpoint-unfenced', ['valid-after-end'], {}],
+    ['token-reuse', ['duplicate-token'], {}],
+    // Shorter-ttl renews, and renews sent on a clock jumped back, land with an earlier expiry.
+    ['renew-overwrites-expiry', ['expiry-moved-back'], busy],
+    // Checkpoints the proxy delivers late, after the holder's next one, replace it. Only that network
+    // fault, for twice the time: a held checkpoint must still find its lease held and then be read.
+    [
+      'checkpoint-overwrites-state',
+      ['checkpoint-rollback'],
+      { ...busy, networkFaults: ['late-delivery'], durationMs: Math.max(8, seconds) * 1_000 },
+    ],
+  ] as const)('memory with bug %s', async (bug, expected, extra: Partial<TortureOptions>) => {
+    const report = await run('memory', { bug, ...extra })
     const found = Object.keys(report.violationsByCheck)
     expect(found, formatReport(report)).toEqual(expect.arrayContaining([...expected]))
   })
@@ -85,7 +105,9 @@ describe.runIf(selected.includes('ferretdb'))('torture: ferretdb over a single c
     const text = formatReport(report)
     console.log(text)
     expect(
-      report.violations.map((v) => `${v.check}: ${v.message}`),
+      report.violations
+        .filter((v) => !NEW_RULE_CHECKS.includes(v.check))
+        .map((v) => `${v.check}: ${v.message}`),
       text,
     ).toEqual([])
     expect(report.counter.fenced, text).toMatchObject({ value: 100, acknowledged: 100, finished: true })
