@@ -15,6 +15,7 @@ export {
   WorkleaseError,
 } from '@worklease/spec'
 export { defaultHolderId } from './default-holder-id.js'
+export { type PoolPlan, type PoolView, planFairShare } from './fair-share.js'
 export { Lease } from './lease.js'
 export {
   isLeaseEndedError,
@@ -25,6 +26,8 @@ export {
   LeaseLostError,
   type LeaseLostErrorOptions,
 } from './lease-lost-error.js'
+export { LeasePool, POOL_CHANNEL, type PoolEvent } from './lease-pool.js'
+export type { LeasePoolOptions } from './lease-pool-options.js'
 export {
   type AcquireOptions,
   type CloseOptions,
@@ -42,3 +45,4 @@ export {
 } from './leaser-events.js'
 export type { RetryPolicy } from './retry-policy.js'
 export { systemTimers, type Timers } from './timers.js'
+export type { PoolHandler, PoolUnit } from './unit-runner.js'

@@ -17,12 +17,13 @@ import {
   sharedAbortController,
   sleep,
 } from './abortable.js'
+import { checkNumber, resolveRetry } from './check-option.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
-import { backoffDelay, DEFAULT_RETRY, type ResolvedRetryPolicy, type RetryPolicy } from './retry-policy.js'
+import { backoffDelay, type RetryPolicy } from './retry-policy.js'
 import { type Instant, instant, systemTimers, type Timers } from './timers.js'
 
 /** Options of {@link Leaser}. */
@@ -224,24 +225,6 @@ interface PendingAcquire {
   adopted?: boolean
   /** Wakes the acquire from its backoff when an abandoned attempt finds the lease. */
   onFound?: () => void
-}
-
-function checkNumber(name: string, value: unknown, min: number, max: number): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < min || value > max) {
-    throw new InvalidArgumentError(`${name} must be a number in ${min}..${max}, got ${String(value)}`)
-  }
-  return value
-}
-
-function resolveRetry(retry: RetryPolicy | undefined): ResolvedRetryPolicy {
-  const policy = { ...DEFAULT_RETRY, ...retry }
-  checkNumber('retry.initialDelayMs', policy.initialDelayMs, 0, 2_147_483_647)
-  checkNumber('retry.maxDelayMs', policy.maxDelayMs, policy.initialDelayMs, 2_147_483_647)
-  checkNumber('retry.multiplier', policy.multiplier, 1, 1_000)
-  if (!Number.isSafeInteger(policy.maxAttempts) || policy.maxAttempts < 1) {
-    throw new InvalidArgumentError(`retry.maxAttempts must be a positive integer, got ${policy.maxAttempts}`)
-  }
-  return Object.freeze(policy)
 }
 
 /**

@@ -1,0 +1,71 @@
+/**
+ * What a pool member sees of its group at one rebalance: who is alive, which units are wanted, and
+ * who holds each. Plain data, so a planner is a pure function and easy to test or replace.
+ */
+export interface PoolView {
+  /** This member's holderId. */
+  readonly me: string
+  /** Live members' holderIds (this one included), in code point order. */
+  readonly members: readonly string[]
+  /** The units to share (wanted and not done), in code point order. */
+  readonly units: readonly string[]
+  /** The live holder of each held unit; a unit missing here is free. */
+  readonly holders: ReadonlyMap<string, string>
+}
+
+/** What a planner decides for this member: how many units to take and which of its own to give back. */
+export interface PoolPlan {
+  /** How many free units to try to take now. */
+  readonly take: number
+  /** How many of this member's units to release now (handlers are stopped first). */
+  readonly release: number
+}
+
+/**
+ * The default planner: every member converges on `floor(N/W)` or `ceil(N/W)` units, and units move
+ * only by consent (a member releases its own; nobody takes a live lease).
+ *
+ * - A member above `ceil(N/W)` releases its surplus.
+ * - Members below `floor(N/W)` take free units first. While one of them is short and too few units
+ *   are free to fill the gap, the members above `floor(N/W)` give one each, in a fixed order (most
+ *   units first, then holderId), so that exactly as many units move as the gap needs.
+ * - A member below `ceil(N/W)` takes free units only when no member is short: otherwise it would take
+ *   back the unit a donor just gave up for the short one, and the group would thrash.
+ *
+ * The band between floor and ceil is the hysteresis: nothing moves while every member is inside it.
+ * At most `maxMoves` units move per member and rebalance.
+ *
+ * ```ts
+ * const plan = planFairShare({ me: 'b', members: ['a', 'b'], units: ['u1', 'u2'], holders: new Map([['u1', 'a'], ['u2', 'a']]) }, 10)
+ * // { take: 1, release: 0 } once a has released one: a holds 2 > ceil(2/2) = 1
+ * ```
+ */
+export function planFairShare(view: PoolView, maxMoves: number): PoolPlan {
+  const members = view.members.includes(view.me) ? view.members : [...view.members, view.me]
+  const units = view.units.length
+  const lower = Math.floor(units / members.length)
+  const upper = Math.ceil(units / members.length)
+  const counts = new Map<string, number>(members.map((member) => [member, 0]))
+  let free = 0
+  for (const unit of view.units) {
+    const holder = view.holders.get(unit)
+    if (holder === undefined) free++
+    // A unit held by someone who is not a live member still blocks: it is not free to take.
+    else if (counts.has(holder)) counts.set(holder, counts.get(holder)! + 1)
+  }
+  const mine = counts.get(view.me)!
+  if (mine > upper) return { take: 0, release: Math.min(mine - upper, maxMoves) }
+
+  const shortfall = [...counts.values()].reduce((sum, count) => sum + Math.max(0, lower - count), 0)
+  const gap = shortfall - free
+  if (gap > 0 && mine > lower) {
+    const donors = [...counts]
+      .filter(([, count]) => count > lower)
+      .sort(([a, countA], [b, countB]) => countB - countA || (a < b ? -1 : a > b ? 1 : 0))
+      .slice(0, gap)
+      .map(([member]) => member)
+    if (donors.includes(view.me)) return { take: 0, release: 1 }
+  }
+  const room = shortfall > 0 ? lower - mine : upper - mine
+  return { take: Math.max(0, Math.min(room, free, maxMoves)), release: 0 }
+}

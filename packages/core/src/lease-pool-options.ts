@@ -1,0 +1,102 @@
+import type { PoolPlan, PoolView } from './fair-share.js'
+import type { Leaser } from './leaser.js'
+import type { RetryPolicy } from './retry-policy.js'
+import type { Timers } from './timers.js'
+import type { PoolHandler } from './unit-runner.js'
+
+/** Options of {@link LeasePool}. */
+export interface LeasePoolOptions {
+  /**
+   * The runner this member holds its leases with; its holderId is the member's identity and its
+   * backend must have the `list` capability (every first-party driver does).
+   *
+   * ```ts
+   * const pool = new LeasePool({ leaser: new Leaser({ backend, ttlMs: 30_000 }), group: 'imports', units, handler })
+   * ```
+   */
+  leaser: Leaser
+  /**
+   * The pool's name. Every member of one pool uses the same group; its leases live under
+   * `group + '/'` (members `m/`, units `u/`, done marks `d/`), so a group must not be a prefix of
+   * another workId in use. Letters, digits and `._:-`, at most 100 characters.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group: 'tenant-reindex', units, handler })
+   * ```
+   */
+  group: string
+  /**
+   * The units to share: a list, or a function the pool calls again before every rebalance (give
+   * every member the same answer). A unit id is any string that fits a workId after the group prefix.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group: 'shards', units: async () => (await listShards()).map((s) => s.id), handler })
+   * ```
+   */
+  units: Iterable<string> | (() => Iterable<string> | Promise<Iterable<string>>)
+  /**
+   * Works on one unit while this member holds it, with the same `Lease` that `leaser.run` gives
+   * (signal, checkpoint, readCheckpoint). Resolving means the unit is finished: it is marked done for
+   * the group and not run again while it stays in the units. Throwing retries it (with
+   * `handlerRetry`) while the lease is held. When `unit.signal` aborts, checkpoint and return.
+   *
+   * ```ts
+   * handler: async (lease, unit) => {
+   *   for await (const batch of read(unit.id, { signal: unit.signal })) await lease.checkpoint(batch.cursor)
+   * }
+   * ```
+   */
+  handler: PoolHandler
+  /**
+   * Time between rebalances (each one lists the group once), randomly shortened by up to 20% so
+   * members that started together spread out. Default: the Leaser's `renewIntervalMs`.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group, units, handler, rebalanceIntervalMs: 5_000 })
+   * ```
+   */
+  rebalanceIntervalMs?: number
+  /**
+   * Most units this member takes, and most it gives up, per rebalance. Default: one fair share,
+   * `ceil(units / members)`, so a joining member is filled within two rebalances.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group, units, handler, maxMovesPerRebalance: 4 })
+   * ```
+   */
+  maxMovesPerRebalance?: number
+  /**
+   * Decides how many units to take and to give up from the group's state: the extension point for
+   * load-aware balancing (weigh units by size or rate). Must move units by consent only: it can
+   * only ask this member to release its own or take free ones. Default: {@link planFairShare}.
+   *
+   * ```ts
+   * planner: (view, maxMoves) => planFairShare({ ...view, units: view.units.filter(isHot) }, maxMoves)
+   * ```
+   */
+  planner?: (view: PoolView, maxMoves: number) => PoolPlan
+  /**
+   * Backoff between runs of a handler that threw. Default: 1 s doubling to 30 s.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group, units, handler, handlerRetry: { initialDelayMs: 100 } })
+   * ```
+   */
+  handlerRetry?: RetryPolicy
+  /**
+   * Clocks and timers for the rebalance loop. Default: the system's.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group, units, handler, timers: fakeTime })
+   * ```
+   */
+  timers?: Timers
+  /**
+   * Randomness in [0, 1) for jitter. Default: `Math.random`.
+   *
+   * ```ts
+   * new LeasePool({ leaser, group, units, handler, random: () => 0.5 })
+   * ```
+   */
+  random?: () => number
+}

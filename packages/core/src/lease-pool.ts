@@ -1,0 +1,329 @@
+import diagnosticsChannel from 'node:diagnostics_channel'
+import { InvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
+import { keepProcessAlive, sharedAbortController } from './abortable.js'
+import { checkNumber, resolveRetry } from './check-option.js'
+import { planFairShare } from './fair-share.js'
+import type { Lease } from './lease.js'
+import type { LeasePoolOptions } from './lease-pool-options.js'
+import { LeaserClosedError } from './leaser-closed-error.js'
+import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
+import type { ResolvedRetryPolicy } from './retry-policy.js'
+import { systemTimers } from './timers.js'
+import { type UnitEnd, UnitRunner } from './unit-runner.js'
+
+const GROUP = /^[A-Za-z0-9._:-]{1,100}$/
+const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
+  initialDelayMs: 1_000,
+  maxDelayMs: 30_000,
+  multiplier: 2,
+  maxAttempts: Number.MAX_SAFE_INTEGER,
+})
+
+/**
+ * What a pool reports, on `pool.on(listener)` and on the `worklease:pool` diagnostics channel. The
+ * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
+ */
+export type PoolEvent =
+  | {
+      readonly type: 'taken' | 'givingUp' | 'released' | 'done' | 'lost'
+      readonly group: string
+      readonly unit: string
+    }
+  | { readonly type: 'handlerFailed'; readonly group: string; readonly unit: string; readonly error: unknown }
+  | { readonly type: 'rebalanceFailed'; readonly group: string; readonly error: unknown }
+
+/** The diagnostics channel every pool publishes its {@link PoolEvent}s on. */
+export const POOL_CHANNEL = 'worklease:pool'
+const channel = diagnosticsChannel.channel(POOL_CHANNEL)
+
+/** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
+function spread(text: string): number {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
+  return hash >>> 0
+}
+
+/**
+ * Shares a set of units of work fairly over the live members of a group, each unit run by exactly one
+ * member at a time. Membership is itself a lease (`group/m/<holderId>`), found by listing, so any
+ * backend with the `list` capability supports pools. Units move by consent only: a member above its
+ * share stops the handler of its surplus, lets it checkpoint, and releases (a clean handoff); a
+ * member below its share takes free units. Nobody takes a live lease.
+ *
+ * ```ts
+ * const pool = new LeasePool({
+ *   leaser: new Leaser({ backend, ttlMs: 30_000 }),
+ *   group: 'tenant-reindex',
+ *   units: tenants.map((t) => t.id),
+ *   handler: async (lease, unit) => reindex(unit.id, { signal: unit.signal, checkpoint: (s) => lease.checkpoint(s) }),
+ * })
+ * await pool.start()
+ * process.once('SIGTERM', () => void pool.close())
+ * ```
+ */
+export class LeasePool implements AsyncDisposable {
+  readonly group: string
+  readonly #options: Required<Pick<LeasePoolOptions, 'leaser' | 'handler' | 'planner' | 'timers' | 'random'>>
+  readonly #units: LeasePoolOptions['units']
+  readonly #keys: PoolKeys
+  readonly #intervalMs: number
+  readonly #maxMoves: number | undefined
+  readonly #handlerRetry: ResolvedRetryPolicy
+  readonly #runners = new Map<string, UnitRunner>()
+  readonly #finishing = new Set<Promise<void>>()
+  readonly #closed = sharedAbortController()
+  readonly #listeners = new Set<(event: PoolEvent) => void>()
+  #membership: Lease | undefined
+  #starting: Promise<void> | undefined
+  #closing: Promise<void> | undefined
+  #ticking: Promise<void> = Promise.resolve()
+  #timer: unknown
+  #letProcessExit: (() => void) | undefined
+
+  constructor(options: LeasePoolOptions) {
+    if (typeof options !== 'object' || options === null)
+      throw new InvalidArgumentError('options are required')
+    const { leaser, group, units, handler } = options
+    if (typeof leaser !== 'object' || leaser === null || typeof leaser.acquire !== 'function') {
+      throw new InvalidArgumentError('options.leaser must be a Leaser')
+    }
+    if (!leaser.backend.capabilities.list || typeof leaser.backend.list !== 'function') {
+      throw new InvalidArgumentError(
+        "options.leaser's backend cannot list leases, which pools need to find members",
+      )
+    }
+    if (typeof group !== 'string' || !GROUP.test(group)) {
+      throw new InvalidArgumentError(
+        `options.group must be 1-100 letters, digits or ._:-, got ${JSON.stringify(group)}`,
+      )
+    }
+    if (typeof handler !== 'function') throw new InvalidArgumentError('options.handler must be a function')
+    if (
+      typeof units !== 'function' &&
+      (typeof units !== 'object' || units === null || !(Symbol.iterator in units))
+    ) {
+      throw new InvalidArgumentError(
+        'options.units must be an iterable of unit ids or a function returning one',
+      )
+    }
+    const planner = options.planner ?? planFairShare
+    if (typeof planner !== 'function') throw new InvalidArgumentError('options.planner must be a function')
+    this.group = group
+    this.#keys = poolKeys(group)
+    validateId('the member workId', this.#keys.member(leaser.holderId))
+    this.#units = units
+    this.#intervalMs = checkNumber(
+      'rebalanceIntervalMs',
+      options.rebalanceIntervalMs ?? leaser.renewIntervalMs,
+      1,
+      2_147_483_647,
+    )
+    if (options.maxMovesPerRebalance !== undefined) {
+      checkNumber('maxMovesPerRebalance', options.maxMovesPerRebalance, 1, 1_000_000)
+    }
+    this.#maxMoves = options.maxMovesPerRebalance
+    this.#handlerRetry = resolveRetry(options.handlerRetry, 'handlerRetry', HANDLER_RETRY)
+    this.#options = {
+      leaser,
+      handler,
+      planner,
+      timers: options.timers ?? systemTimers,
+      random: options.random ?? Math.random,
+    }
+  }
+
+  /** The ids of the units this member runs now (including ones it is handing back). */
+  get units(): readonly string[] {
+    return [...this.#runners.keys()]
+  }
+
+  /** Subscribes to {@link PoolEvent}s; returns a function that unsubscribes. */
+  on(listener: (event: PoolEvent) => void): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  /**
+   * Joins the group (waits for this member's membership lease) and starts rebalancing; resolves
+   * after the first rebalance. While started, the pool keeps the process alive. Idempotent.
+   */
+  start(): Promise<void> {
+    if (this.#closing) return Promise.reject(new LeaserClosedError('the pool is closed'))
+    this.#starting ??= (async () => {
+      this.#letProcessExit = keepProcessAlive()
+      await this.#join(true)
+      await this.#rebalance()
+      this.#schedule()
+    })()
+    return this.#starting
+  }
+
+  /**
+   * Leaves the group: stops every handler (their unit signal aborts; each may checkpoint), releases
+   * each unit once its handler returned, then the membership. Bounded by `timeoutMs` (default: the
+   * Leaser's ttl): a handler still running then keeps its lease until it returns. Idempotent.
+   */
+  close({ timeoutMs }: { timeoutMs?: number } = {}): Promise<void> {
+    this.#closing ??= (async () => {
+      const limit = checkNumber('timeoutMs', timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
+      this.#closed.abort(new LeaserClosedError('the pool is closed'))
+      this.#options.timers.clearTimeout(this.#timer)
+      await this.#starting?.catch(() => undefined)
+      await this.#ticking
+      for (const runner of this.#runners.values()) runner.stop()
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([
+        Promise.allSettled(this.#finishing),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, limit)
+        }),
+      ])
+      clearTimeout(timer)
+      await this.#membership?.release().catch(() => undefined)
+      this.#letProcessExit?.()
+    })()
+    return this.#closing
+  }
+
+  /** Same as {@link close}, for `await using pool = new LeasePool(...)`. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close()
+  }
+
+  #emit(event: PoolEvent): void {
+    for (const listener of this.#listeners) listener(event)
+    if (channel.hasSubscribers) channel.publish(event)
+  }
+
+  async #join(wait: boolean): Promise<void> {
+    const { leaser } = this.#options
+    this.#membership = await leaser.acquire(this.#keys.member(leaser.holderId), {
+      wait,
+      signal: this.#closed.signal,
+    })
+  }
+
+  #schedule(): void {
+    if (this.#closed.signal.aborted) return
+    const delay = this.#intervalMs * (1 - 0.2 * this.#options.random())
+    this.#timer = this.#options.timers.setTimeout(() => {
+      this.#ticking = this.#rebalance().finally(() => this.#schedule())
+    }, delay)
+  }
+
+  async #wanted(): Promise<string[]> {
+    const units = typeof this.#units === 'function' ? await this.#units() : this.#units
+    return [...new Set(units)]
+  }
+
+  /** One rebalance: list the group once, stop what is no longer ours to run, then plan and move. */
+  async #rebalance(): Promise<void> {
+    if (this.#closed.signal.aborted) return
+    const { leaser, planner } = this.#options
+    try {
+      if (!this.#membership?.held) await this.#join(false)
+      const wanted = await this.#wanted()
+      const group = await readGroup(leaser.backend, this.#keys, this.#closed.signal)
+      const wantedSet = new Set(wanted)
+      for (const [unit, runner] of this.#runners) {
+        if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
+      }
+      await this.#clearDoneMarks([...group.done].filter((unit) => !wantedSet.has(unit)))
+      // Units this member is already handing back count as given up, not as its own.
+      const holders = new Map(group.holders)
+      for (const runner of this.#runners.values()) if (runner.stopping) holders.delete(runner.id)
+      const view = viewOf(leaser.holderId, { ...group, holders }, wanted)
+      // Default bound: one fair share per rebalance, so a joining member is full after two.
+      const maxMoves =
+        this.#maxMoves ?? Math.max(1, Math.ceil(view.units.length / Math.max(1, view.members.length)))
+      const plan = planner(view, maxMoves)
+      const mine = [...this.#runners.values()].filter((runner) => !runner.stopping)
+      mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
+      for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
+      const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
+      await this.#take(Math.min(plan.take, maxMoves), free)
+    } catch (error) {
+      if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
+    }
+  }
+
+  async #take(count: number, free: string[]): Promise<void> {
+    const { leaser } = this.#options
+    free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
+    let taken = 0
+    // Others take from the same free units: a few misses are expected, endless ones are not.
+    for (let i = 0; i < free.length && taken < count && i < count * 2 + 2; i++) {
+      if (this.#closed.signal.aborted) return
+      const unit = free[i]!
+      let lease: Lease
+      try {
+        lease = await leaser.acquire(this.#keys.unit(unit))
+      } catch (error) {
+        if (isLeaseHeldError(error)) continue
+        throw error
+      }
+      if (this.#closed.signal.aborted) {
+        await lease.release()
+        return
+      }
+      taken++
+      this.#run(unit, lease)
+    }
+  }
+
+  #run(unit: string, lease: Lease): void {
+    const { handler, timers, random } = this.#options
+    const runner = new UnitRunner(unit, lease, handler, {
+      policy: this.#handlerRetry,
+      timers,
+      random,
+      onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
+    })
+    this.#runners.set(unit, runner)
+    this.#emit({ type: 'taken', group: this.group, unit })
+    const finishing = runner.ended.then((end) => this.#finish(runner, end))
+    this.#finishing.add(finishing)
+    void finishing.finally(() => this.#finishing.delete(finishing))
+  }
+
+  #giveUp(runner: UnitRunner): void {
+    runner.stop()
+    this.#emit({ type: 'givingUp', group: this.group, unit: runner.id })
+  }
+
+  async #finish(runner: UnitRunner, end: UnitEnd): Promise<void> {
+    try {
+      if (end === 'done') {
+        // Marked before the unit's lease is released, so no member can take it in between and run it again.
+        await this.#markDone(runner.id)
+        this.#emit({ type: 'done', group: this.group, unit: runner.id })
+      }
+      if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
+      else {
+        await runner.lease.release()
+        if (end === 'stopped') this.#emit({ type: 'released', group: this.group, unit: runner.id })
+      }
+    } finally {
+      this.#runners.delete(runner.id)
+    }
+  }
+
+  async #markDone(unit: string): Promise<void> {
+    const mark = await this.#options.leaser.acquire(this.#keys.doneMark(unit), {
+      wait: true,
+      timeoutMs: this.#intervalMs,
+    })
+    await mark.release()
+  }
+
+  /** A unit left the set: its done mark is taken and left to expire, so `released` (the mark) is gone. */
+  async #clearDoneMarks(units: readonly string[]): Promise<void> {
+    for (const unit of units) {
+      try {
+        ;(await this.#options.leaser.acquire(this.#keys.doneMark(unit))).abandon()
+      } catch (error) {
+        if (!isLeaseHeldError(error)) throw error
+      }
+    }
+  }
+}

@@ -1,0 +1,74 @@
+import { type Backend, compareWorkIds } from '@worklease/spec'
+import type { PoolView } from './fair-share.js'
+
+/** The workIds a pool keeps in its group, one prefix for all, so one listing reads the whole group. */
+export interface PoolKeys {
+  readonly prefix: string
+  member(holderId: string): string
+  unit(unitId: string): string
+  doneMark(unitId: string): string
+}
+
+export function poolKeys(group: string): PoolKeys {
+  const prefix = `${group}/`
+  return {
+    prefix,
+    member: (holderId) => `${prefix}m/${holderId}`,
+    unit: (unitId) => `${prefix}u/${unitId}`,
+    doneMark: (unitId) => `${prefix}d/${unitId}`,
+  }
+}
+
+/** A group as one listing shows it, before the wanted set is applied. */
+export interface GroupListing {
+  readonly members: readonly string[]
+  readonly holders: ReadonlyMap<string, string>
+  /** Units whose done mark is set: finished, not to be run again while they stay wanted. */
+  readonly done: ReadonlySet<string>
+}
+
+/**
+ * Reads the whole group, page by page: live members (unexpired membership leases), the live holder
+ * of every unit, and done marks. A done mark is a lease that was acquired and released; clearing it
+ * takes it again and lets it expire, so `released` is the mark.
+ */
+export async function readGroup(
+  backend: Backend,
+  keys: PoolKeys,
+  signal?: AbortSignal,
+): Promise<GroupListing> {
+  const list = backend.list
+  if (!list) throw new TypeError('LeasePool needs a backend with the list capability')
+  const members: string[] = []
+  const holders = new Map<string, string>()
+  const done = new Set<string>()
+  let cursor: string | undefined
+  do {
+    const page = await list.call(backend, {
+      prefix: keys.prefix,
+      limit: 1_000,
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(signal ? { signal } : {}),
+    })
+    for (const lease of page.leases) {
+      const rest = lease.workId.slice(keys.prefix.length)
+      const kind = rest.slice(0, 2)
+      const id = rest.slice(2)
+      if (kind === 'm/' && !lease.free) members.push(lease.holderId)
+      else if (kind === 'u/' && !lease.free) holders.set(id, lease.holderId)
+      else if (kind === 'd/' && lease.released) done.add(id)
+    }
+    cursor = page.cursor
+  } while (cursor !== undefined)
+  return { members: members.sort(compareWorkIds), holders, done }
+}
+
+/** The planner's view: the wanted units that are not done, and who holds them. */
+export function viewOf(me: string, group: GroupListing, wanted: readonly string[]): PoolView {
+  return {
+    me,
+    members: group.members,
+    units: wanted.filter((unit) => !group.done.has(unit)),
+    holders: group.holders,
+  }
+}

@@ -1,0 +1,328 @@
+import assert from 'node:assert/strict'
+import { type Backend, systemClock } from '@worklease/spec'
+import { LeasePool } from '../lease-pool.js'
+import type { LeasePoolOptions } from '../lease-pool-options.js'
+import { Leaser } from '../leaser.js'
+import type { PoolHandler } from '../unit-runner.js'
+import type { LeaserSuiteHarness } from './leaser-suite.js'
+
+/** Options of {@link poolSuite}; the same shape as `leaserSuite`'s. */
+export interface PoolSuiteOptions {
+  /**
+   * Shown in the suite's name.
+   *
+   * ```ts
+   * poolSuite({ name: 'postgres', describe, test, factory })
+   * ```
+   */
+  name: string
+  /**
+   * vitest's (or jest's) `describe`.
+   *
+   * ```ts
+   * import { describe, test } from 'vitest'
+   * ```
+   */
+  describe: (name: string, body: () => void) => void
+  /**
+   * vitest's (or jest's) `test`; the third argument is the case's timeout in milliseconds.
+   *
+   * ```ts
+   * import { describe, test } from 'vitest'
+   * ```
+   */
+  test: (name: string, body: () => Promise<void>, timeoutMs?: number) => void
+  /**
+   * Makes a fresh harness per case; its backends must have the `list` capability.
+   *
+   * ```ts
+   * poolSuite({ name: 'memory', describe, test, factory: () => ({ open: () => new MemoryBackend({ store }), close: async () => {} }) })
+   * ```
+   */
+  factory: () => LeaserSuiteHarness | Promise<LeaserSuiteHarness>
+  /**
+   * The ttl of every lease, in real milliseconds. Default: 1000.
+   *
+   * ```ts
+   * poolSuite({ name: 'dynamodb', describe, test, factory, ttlMs: 2_000 })
+   * ```
+   */
+  ttlMs?: number
+}
+
+const encode = (text: string) => new TextEncoder().encode(text)
+const decode = (bytes: Uint8Array | null) => (bytes === null ? null : new TextDecoder().decode(bytes))
+
+/**
+ * Watches every handler run of every member: a unit must never have two runs whose signals are both
+ * live, and each run records how it found the unit (state, clean handoff).
+ */
+class Referee {
+  readonly live = new Map<string, Set<AbortSignal>>()
+  readonly overlaps: string[] = []
+  readonly starts: Array<{ unit: string; member: string; state: string | null; cleanHandoff: boolean }> = []
+
+  handler(member: string, body: (unit: string, signal: AbortSignal) => Promise<void>): PoolHandler {
+    return async (lease, unit) => {
+      const { state, cleanHandoff } = await lease.readCheckpoint()
+      const others = this.live.get(unit.id) ?? new Set()
+      if ([...others].some((signal) => !signal.aborted))
+        this.overlaps.push(`${unit.id} started by ${member} while held`)
+      this.starts.push({ unit: unit.id, member, state: decode(state), cleanHandoff })
+      others.add(unit.signal)
+      this.live.set(unit.id, others)
+      try {
+        await body(unit.id, unit.signal)
+        await lease.checkpoint(encode(`${member} stopped ${unit.id}`)).catch(() => undefined)
+      } finally {
+        others.delete(unit.signal)
+      }
+    }
+  }
+}
+
+/** A backend that can be cut off from the store: every call from then on fails like a dead network. */
+class Cuttable implements Backend {
+  #down = false
+  constructor(readonly inner: Backend) {}
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  cut(): void {
+    this.#down = true
+  }
+  #call<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#down) return Promise.reject(Object.assign(new Error('cut off'), { code: 'ECONNREFUSED' }))
+    return call()
+  }
+  acquire(...args: Parameters<Backend['acquire']>) {
+    return this.#call(() => this.inner.acquire(...args))
+  }
+  checkpoint(...args: Parameters<Backend['checkpoint']>) {
+    return this.#call(() => this.inner.checkpoint(...args))
+  }
+  renew(...args: Parameters<Backend['renew']>) {
+    return this.#call(() => this.inner.renew(...args))
+  }
+  release(...args: Parameters<Backend['release']>) {
+    return this.#call(() => this.inner.release(...args))
+  }
+  readCheckpoint(...args: Parameters<Backend['readCheckpoint']>) {
+    return this.#call(() => this.inner.readCheckpoint(...args))
+  }
+  list(...args: Parameters<NonNullable<Backend['list']>>) {
+    return this.#call(() => this.inner.list!(...args))
+  }
+}
+
+/** Works until told to stop: what a pool's handler for a long-lived unit (a shard, a tenant) does. */
+const untilStopped = (_unit: string, signal: AbortSignal) =>
+  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+
+async function eventually(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
+  const giveUp = Date.now() + timeoutMs
+  while (!condition()) {
+    if (Date.now() > giveUp) assert.fail(`timed out waiting for: ${what}`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+/**
+ * LeasePool against a real backend: shares converge, units move by consent with clean handoffs,
+ * crashed members' units are taken after the ttl, finished units stay finished, failing handlers are
+ * retried; and never two live runs of one unit.
+ *
+ * ```ts
+ * poolSuite({ name: 'postgres', describe, test, factory: () => ({ open: () => new KyselyBackend({ db, table }), close }) })
+ * ```
+ */
+export function poolSuite(options: PoolSuiteOptions): void {
+  const { describe, test, factory, name } = options
+  const ttlMs = options.ttlMs ?? 1_000
+  const timeoutMs = ttlMs * 20 + 10_000
+
+  async function withGroup(body: (join: Join) => Promise<void>): Promise<void> {
+    const harness = await factory()
+    const pools: LeasePool[] = []
+    const group = `pool-${Math.random().toString(36).slice(2, 10)}`
+    const join: Join = async (member, handler, extra = {}) => {
+      const backend = new Cuttable(await harness.open({ clock: systemClock }))
+      const leaser = new Leaser({ backend, ttlMs, holderId: member, renewJitter: 0 })
+      const pool = new LeasePool({
+        leaser,
+        group,
+        handler,
+        units: Array.from({ length: 10 }, (_, i) => `unit-${i}`),
+        rebalanceIntervalMs: Math.max(50, Math.floor(ttlMs / 5)),
+        handlerRetry: { initialDelayMs: 20, maxDelayMs: 100 },
+        ...extra,
+      })
+      pools.push(pool)
+      await pool.start()
+      return { pool, leaser, cut: () => backend.cut() }
+    }
+    try {
+      await body(join)
+    } finally {
+      await Promise.allSettled(pools.map((pool) => pool.close({ timeoutMs: ttlMs })))
+      await harness.close()
+    }
+  }
+
+  describe(`poolSuite: ${name}`, () => {
+    test(
+      'two members share ten units five and five, and never run one twice at once',
+      () =>
+        withGroup(async (join) => {
+          const referee = new Referee()
+          const a = await join('member-a', referee.handler('member-a', untilStopped))
+          const b = await join('member-b', referee.handler('member-b', untilStopped))
+          await eventually(
+            '5 units each',
+            () => a.pool.units.length === 5 && b.pool.units.length === 5,
+            timeoutMs,
+          )
+          assert.deepEqual(referee.overlaps, [])
+          assert.equal(new Set([...a.pool.units, ...b.pool.units]).size, 10)
+        }),
+      timeoutMs,
+    )
+
+    test(
+      'a member that joins gets its share by consent: the giver stops first, the taker sees its checkpoint and a clean handoff',
+      () =>
+        withGroup(async (join) => {
+          const referee = new Referee()
+          const a = await join('member-a', referee.handler('member-a', untilStopped))
+          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
+          const b = await join('member-b', referee.handler('member-b', untilStopped))
+          await eventually(
+            '5 units each',
+            () => a.pool.units.length === 5 && b.pool.units.length === 5,
+            timeoutMs,
+          )
+          const moved = referee.starts.filter((start) => start.member === 'member-b')
+          assert.equal(moved.length, 5, 'exactly five units moved')
+          for (const start of moved) {
+            assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
+            assert.equal(
+              start.state,
+              `member-a stopped ${start.unit}`,
+              `${start.unit}: the giver's checkpoint`,
+            )
+          }
+          assert.deepEqual(referee.overlaps, [])
+        }),
+      timeoutMs,
+    )
+
+    test(
+      'a member that leaves hands its units over cleanly',
+      () =>
+        withGroup(async (join) => {
+          const referee = new Referee()
+          const a = await join('member-a', referee.handler('member-a', untilStopped))
+          const b = await join('member-b', referee.handler('member-b', untilStopped))
+          await eventually(
+            '5 units each',
+            () => a.pool.units.length === 5 && b.pool.units.length === 5,
+            timeoutMs,
+          )
+          const leaving = new Set(b.pool.units)
+          const before = referee.starts.length
+          await b.pool.close()
+          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
+          const takeovers = referee.starts
+            .slice(before)
+            .filter((start) => start.member === 'member-a' && leaving.has(start.unit))
+          assert.equal(takeovers.length, 5)
+          for (const start of takeovers)
+            assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
+          assert.deepEqual(referee.overlaps, [])
+        }),
+      timeoutMs,
+    )
+
+    test(
+      "a crashed member's units are taken after the ttl, with unclean handoffs",
+      () =>
+        withGroup(async (join) => {
+          const referee = new Referee()
+          const a = await join('member-a', referee.handler('member-a', untilStopped))
+          const b = await join('member-b', referee.handler('member-b', untilStopped))
+          await eventually(
+            '5 units each',
+            () => a.pool.units.length === 5 && b.pool.units.length === 5,
+            timeoutMs,
+          )
+          const crashed = new Set(b.pool.units)
+          const before = referee.starts.length
+          // Cut off from the store: b renews nothing and releases nothing from now on, as if it died.
+          b.cut()
+          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
+          const takeovers = referee.starts
+            .slice(before)
+            .filter((start) => start.member === 'member-a' && crashed.has(start.unit))
+          assert.equal(takeovers.length, 5)
+          for (const start of takeovers)
+            assert.equal(start.cleanHandoff, false, `${start.unit}: unclean handoff`)
+          assert.deepEqual(referee.overlaps, [])
+        }),
+      timeoutMs,
+    )
+
+    test(
+      'a unit whose handler resolves is done: no member runs it again',
+      () =>
+        withGroup(async (join) => {
+          const runs = new Map<string, number>()
+          const handler: PoolHandler = async (_lease, unit) => {
+            runs.set(unit.id, (runs.get(unit.id) ?? 0) + 1)
+            if (unit.id !== 'unit-0') await untilStopped(unit.id, unit.signal)
+          }
+          const a = await join('member-a', handler)
+          const b = await join('member-b', handler)
+          await eventually(
+            'unit-0 done, the other nine shared',
+            () => {
+              const held = [...a.pool.units, ...b.pool.units]
+              return !held.includes('unit-0') && held.length === 9
+            },
+            timeoutMs,
+          )
+          await new Promise((resolve) => setTimeout(resolve, ttlMs))
+          assert.equal(runs.get('unit-0'), 1, 'unit-0 ran once')
+          assert.ok(a.pool.units.length >= 4 && b.pool.units.length >= 4, 'the rest stays shared')
+        }),
+      timeoutMs,
+    )
+
+    test(
+      'a handler that throws is run again on the same lease',
+      () =>
+        withGroup(async (join) => {
+          let attempts = 0
+          const tokens = new Set<bigint>()
+          const a = await join(
+            'member-a',
+            async (lease, unit) => {
+              tokens.add(lease.fencingToken)
+              if (++attempts < 3) throw new Error('transient failure of the work')
+              await untilStopped(unit.id, unit.signal)
+            },
+            { units: ['only-unit'] },
+          )
+          await eventually('three attempts', () => attempts >= 3, timeoutMs)
+          assert.deepEqual(a.pool.units, ['only-unit'])
+          assert.equal(tokens.size, 1, 'one lease for every attempt')
+        }),
+      timeoutMs,
+    )
+  })
+}
+
+type Join = (
+  member: string,
+  handler: PoolHandler,
+  extra?: Partial<LeasePoolOptions>,
+) => Promise<{ pool: LeasePool; leaser: Leaser; cut(): void }>

@@ -1,0 +1,84 @@
+import { invoke, sleep } from './abortable.js'
+import type { Lease } from './lease.js'
+import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
+import type { Timers } from './timers.js'
+
+/** What a pool's handler gets besides the lease: which unit, and when to stop. */
+export interface PoolUnit {
+  /** The unit's id as the pool was given it (the lease's workId carries the group prefix). */
+  readonly id: string
+  /**
+   * Aborts when the pool wants the unit back (a rebalance gives it to another member, or the pool
+   * closes) or the lease is lost. After a rebalance or close the lease is still held: checkpoint, then
+   * return, and the successor sees a clean handoff. After a loss `lease.signal` has aborted too.
+   */
+  readonly signal: AbortSignal
+}
+
+/** The user's work on one unit; a LeasePool calls it for every unit it holds. */
+export type PoolHandler = (lease: Lease, unit: PoolUnit) => Promise<void> | void
+
+/** How a unit's run ended: its handler finished the unit, the pool stopped it, or the lease was lost. */
+export type UnitEnd = 'done' | 'stopped' | 'lost'
+
+/**
+ * Runs a pool's handler on one held unit until it finishes: again after a failure (with backoff,
+ * keeping the lease), never after a stop or a loss.
+ */
+export class UnitRunner {
+  readonly id: string
+  readonly lease: Lease
+  /** Settles once the handler has returned for the last time. */
+  readonly ended: Promise<UnitEnd>
+  readonly #stop = new AbortController()
+
+  constructor(
+    id: string,
+    lease: Lease,
+    handler: PoolHandler,
+    retry: {
+      policy: ResolvedRetryPolicy
+      timers: Timers
+      random: () => number
+      onError(error: unknown): void
+    },
+  ) {
+    this.id = id
+    this.lease = lease
+    this.ended = this.#run(handler, retry)
+  }
+
+  /** Whether the pool asked the handler to stop. */
+  get stopping(): boolean {
+    return this.#stop.signal.aborted
+  }
+
+  /** Asks the handler to stop: its unit signal aborts while the lease stays held. */
+  stop(): void {
+    this.#stop.abort(new DOMException('the pool gave this unit to another member', 'AbortError'))
+  }
+
+  async #run(
+    handler: PoolHandler,
+    { policy, timers, random, onError }: ConstructorParameters<typeof UnitRunner>[3],
+  ): Promise<UnitEnd> {
+    const signal = AbortSignal.any([this.#stop.signal, this.lease.signal])
+    const unit: PoolUnit = Object.freeze({ id: this.id, signal })
+    for (let attempt = 0; ; attempt++) {
+      let failure: { error: unknown } | undefined
+      try {
+        await invoke(() => handler(this.lease, unit))
+      } catch (error) {
+        failure = { error }
+      }
+      // A handler that returns because it was asked to stop has not finished the unit.
+      if (!this.lease.held) return 'lost'
+      if (this.#stop.signal.aborted) return 'stopped'
+      if (!failure) return 'done'
+      onError(failure.error)
+      await sleep(timers, backoffDelay(policy, attempt, random), signal)
+      if (!this.lease.held) return 'lost'
+      if (this.#stop.signal.aborted) return 'stopped'
+    }
+  }
+}

@@ -1,0 +1,130 @@
+import { describe, expect, test } from 'vitest'
+import { planFairShare } from '../src/index.js'
+
+/**
+ * A fleet on the planner alone: every round each live member plans from the same snapshot (one
+ * listing), releases what it gives up, then members take free units in random order, each acquire
+ * atomic. Counts rounds to convergence and units moved: the issue 18 goals, without a store.
+ */
+class Fleet {
+  readonly holders = new Map<string, string>()
+  members: string[]
+  moves = 0
+  #seed = 42
+
+  constructor(
+    readonly units: string[],
+    members: number,
+  ) {
+    this.members = Array.from({ length: members }, (_, i) => `w${String(i).padStart(2, '0')}`)
+  }
+
+  #random(): number {
+    this.#seed = (this.#seed * 1_103_515_245 + 12_345) % 2 ** 31
+    return this.#seed / 2 ** 31
+  }
+
+  counts(): number[] {
+    return this.members.map((m) => [...this.holders.values()].filter((h) => h === m).length)
+  }
+
+  /** One rebalance; the pool's default bound on moves is one fair share, ceil(N/W). */
+  round(): void {
+    const snapshot = new Map(this.holders)
+    const members = [...this.members].sort()
+    const maxMoves = Math.ceil(this.units.length / members.length)
+    const plans = members.map((me) => ({
+      me,
+      plan: planFairShare({ me, members, units: this.units, holders: snapshot }, maxMoves),
+    }))
+    for (const { me, plan } of plans) {
+      const mine = this.units.filter((u) => this.holders.get(u) === me)
+      for (const unit of mine.slice(0, plan.release)) this.holders.delete(unit)
+    }
+    const free = this.units.filter((u) => !snapshot.has(u))
+    for (const { me, plan } of plans.sort(() => this.#random() - 0.5)) {
+      let taken = 0
+      for (const unit of free) {
+        if (taken >= plan.take) break
+        if (this.holders.has(unit)) continue
+        this.holders.set(unit, me)
+        this.moves++
+        taken++
+      }
+    }
+  }
+
+  converge(limit: number): number {
+    for (let round = 1; round <= limit; round++) {
+      this.round()
+      const counts = this.counts()
+      const upper = Math.ceil(this.units.length / this.members.length)
+      if (
+        this.holders.size === this.units.length &&
+        Math.max(...counts) <= upper &&
+        Math.min(...counts) >= upper - 1
+      )
+        return round
+    }
+    return Number.POSITIVE_INFINITY
+  }
+}
+
+const units = (n: number) => Array.from({ length: n }, (_, i) => `u${i}`)
+
+describe('planFairShare', () => {
+  test('N = 1,000 over 10 members, then +5, then -7 crashed: converges in 3 rounds, moves within 1.2x the minimum', () => {
+    const fleet = new Fleet(units(1_000), 10)
+    expect(fleet.converge(10)).toBeLessThanOrEqual(2) // from nothing
+    expect(Math.max(...fleet.counts())).toBe(100)
+
+    fleet.moves = 0
+    fleet.members.push('w10', 'w11', 'w12', 'w13', 'w14')
+    expect(fleet.converge(10)).toBeLessThanOrEqual(3)
+    // The new members must end with 1,000 - 10 * 67 = 330 at least (the old keep at most ceil = 67).
+    const joinMinimum = 1_000 - 10 * Math.ceil(1_000 / 15)
+    expect(fleet.moves).toBeLessThanOrEqual(Math.ceil(joinMinimum * 1.2))
+
+    fleet.moves = 0
+    const dead = fleet.members.splice(8, 7)
+    const orphaned = [...fleet.holders].filter(([, holder]) => dead.includes(holder)).map(([unit]) => unit)
+    for (const unit of orphaned) fleet.holders.delete(unit) // their leases expired after the ttl
+    expect(fleet.converge(10)).toBeLessThanOrEqual(3)
+    expect(Math.max(...fleet.counts())).toBeLessThanOrEqual(Math.ceil(1_000 / 8) + 1)
+    expect(fleet.moves).toBeLessThanOrEqual(Math.ceil(orphaned.length * 1.2))
+  })
+
+  test('inside the floor..ceil band nothing moves (hysteresis)', () => {
+    const holders = new Map([...units(10)].map((u, i) => [u, i < 4 ? 'a' : i < 7 ? 'b' : 'c']))
+    for (const me of ['a', 'b', 'c']) {
+      expect(planFairShare({ me, members: ['a', 'b', 'c'], units: units(10), holders }, 32)).toEqual({
+        take: 0,
+        release: 0,
+      })
+    }
+  })
+
+  test('a short member is filled by exactly one donor, and nobody else takes the unit back', () => {
+    // 10 units, 3 members: floor 3, ceil 4; 4 + 4 + 2 leaves c short by one with nothing free.
+    const holders = new Map([...units(10)].map((u, i) => [u, i < 4 ? 'a' : i < 8 ? 'b' : 'c']))
+    const view = (me: string) => ({ me, members: ['a', 'b', 'c'], units: units(10), holders })
+    expect(planFairShare(view('a'), 32)).toEqual({ take: 0, release: 1 })
+    expect(planFairShare(view('b'), 32)).toEqual({ take: 0, release: 0 })
+    holders.delete('u0') // a gave one up
+    expect(planFairShare(view('a'), 32)).toEqual({ take: 0, release: 0 })
+    expect(planFairShare(view('c'), 32)).toEqual({ take: 1, release: 0 })
+  })
+
+  test('more members than units: each takes at most one', () => {
+    const plan = planFairShare(
+      { me: 'z', members: ['a', 'b', 'c', 'z'], units: units(2), holders: new Map() },
+      32,
+    )
+    expect(plan).toEqual({ take: 1, release: 0 })
+  })
+
+  test('a member not yet listed counts itself in', () => {
+    const plan = planFairShare({ me: 'new', members: ['a'], units: units(4), holders: new Map() }, 32)
+    expect(plan).toEqual({ take: 2, release: 0 })
+  })
+})
