@@ -148,8 +148,10 @@ export class KyselyBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
-    const signal = options?.signal
+    // Only the validated snapshot from here on: the caller's objects are never read again.
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    ;({ workId, holderId, ttlMs } = args)
+    const signal = args.signal
     if (this.#dialect.family !== 'mysql') {
       const { rows } = await this.#run(this.#statements.acquireUpsert(workId, holderId, ttlMs), signal)
       const row = rows[0]
@@ -210,45 +212,44 @@ export class KyselyBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const key = keyOf(record)
-    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
-    // as soon as this returns a promise.
-    const bytes = Buffer.from(state)
-    const result = await this.#run(this.#statements.checkpoint(key, bytes, ttlMs), options?.signal)
+    // The snapshot's state is already a private copy, so the caller may reuse its buffer at once.
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const key = keyOf(args.record)
+    const bytes = Buffer.from(args.state.buffer, args.state.byteOffset, args.state.byteLength)
+    const result = await this.#run(this.#statements.checkpoint(key, bytes, args.ttlMs), args.signal)
     if (affected(result) > 0n) return
     // MySQL without CLIENT_FOUND_ROWS reports changed rows, and an identical rewrite changes none. A record
     // that is valid after the update was valid during it (validity never comes back), so it landed.
     if (this.#dialect.family === 'mysql') {
-      const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+      const { rows } = await this.#run(this.#statements.liveness(key), args.signal)
       if (rows.length > 0) return
     }
     throw new FencedError()
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
-    const key = keyOf(record)
-    const result = await this.#run(this.#statements.renew(key, ttlMs), options?.signal)
+    const args = validateRenewArgs(record, ttlMs, options)
+    const key = keyOf(args.record)
+    const result = await this.#run(this.#statements.renew(key, args.ttlMs), args.signal)
     if (affected(result) > 0n) return
     // One read to name the failure. "Valid and unexpired" can only mean the update matched without
     // changing anything (MySQL without CLIENT_FOUND_ROWS, same millisecond): the renew landed.
-    const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+    const { rows } = await this.#run(this.#statements.liveness(key), args.signal)
     const row = rows[0]
     if (!row) throw new FencedError()
     if (Number(row.live) !== 1) throw new LeaseExpiredError()
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     // Setting released always changes a valid row, so zero rows means invalid even without found-rows.
-    const result = await this.#run(this.#statements.release(keyOf(record)), options?.signal)
+    const result = await this.#run(this.#statements.release(keyOf(args.record)), args.signal)
     if (affected(result) === 0n) throw new FencedError()
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(record)), options?.signal)
+    const args = validateRecordArgs(record, options)
+    const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(args.record)), args.signal)
     const row = rows[0]
     if (!row) throw new FencedError()
     return {

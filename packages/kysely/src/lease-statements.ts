@@ -40,6 +40,9 @@ export class LeaseStatements {
   readonly #now: RawBuilder<unknown>
   readonly #true: RawBuilder<unknown>
   readonly #false: RawBuilder<unknown>
+  // SQLite's two-argument MAX()/MIN() are its scalar GREATEST/LEAST.
+  readonly #greatest: string
+  readonly #least: string
 
   constructor(family: DialectFamily, table: string) {
     this.family = family
@@ -53,6 +56,8 @@ export class LeaseStatements {
     )
     this.#true = sql.raw(family === 'postgres' ? 'true' : '1')
     this.#false = sql.raw(family === 'postgres' ? 'false' : '0')
+    this.#greatest = family === 'sqlite' ? 'MAX' : 'GREATEST'
+    this.#least = family === 'sqlite' ? 'MIN' : 'LEAST'
   }
 
   #token(token: string): RawBuilder<unknown> {
@@ -113,20 +118,24 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
   CAST(${this.#now} AS CHAR) AS now_ms`
   }
 
+  // Renew and checkpoint only ever extend: a late-landing call or a shorter ttl keeps the later expiry.
+  #extended(ttlMs: number): RawBuilder<unknown> {
+    return sql`${sql.raw(this.#greatest)}(expires_at, ${this.#now} + ${ttlMs})`
+  }
+
   renew(key: RecordKey, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET expires_at = ${this.#now} + ${ttlMs}
+    return sql`UPDATE ${this.#table} SET expires_at = ${this.#extended(ttlMs)}
 WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
   }
 
   checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET state = ${state}, expires_at = ${this.#now} + ${ttlMs}
+    return sql`UPDATE ${this.#table} SET state = ${state}, expires_at = ${this.#extended(ttlMs)}
 WHERE ${this.#valid(key)}`
   }
 
   /** Marks released and moves expiry strictly before now (never later than it was). */
   release(key: RecordKey): RawBuilder<unknown> {
-    const least = this.family === 'sqlite' ? 'MIN' : 'LEAST'
-    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${sql.raw(least)}(expires_at, ${this.#now} - 1)
+    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${sql.raw(this.#least)}(expires_at, ${this.#now} - 1)
 WHERE ${this.#valid(key)}`
   }
 
