@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   createLeaseRecord,
   FencedError,
@@ -210,13 +211,16 @@ export class KyselyBackend implements Backend {
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
     // The snapshot's state is already a private copy, so the caller may reuse its buffer at once.
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     const key = keyOf(args.record)
     const bytes = Buffer.from(args.state.buffer, args.state.byteOffset, args.state.byteLength)
-    const result = await this.#run(this.#statements.checkpoint(key, bytes, args.ttlMs), args.signal)
+    const result = await this.#run(
+      this.#statements.checkpoint(key, bytes, args.ttlMs, args.sequence),
+      args.signal,
+    )
     if (affected(result) > 0n) return
     // MySQL without CLIENT_FOUND_ROWS reports changed rows, and an identical rewrite changes none. A record
     // that is valid after the update was valid during it (validity never comes back), so it landed.

@@ -80,9 +80,9 @@ export class LeaseStatements {
    */
   acquireUpsert(workId: string, holderId: string, ttlMs: number): RawBuilder<AcquiredRow> {
     const now = this.#now
-    return sql<AcquiredRow>`INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff)
-VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, ${this.#false}, ${this.#true})
-ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released
+    return sql<AcquiredRow>`INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, ${this.#false}, ${this.#true}, 0)
+ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0
 WHERE l.released = ${this.#true} OR l.expires_at <= ${now}
 RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at`
   }
@@ -98,12 +98,13 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
   acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
     const now = this.#now
     const free = sql`(released <> 0 OR expires_at <= ${now})`
-    const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff)
-VALUES (${workId}, LAST_INSERT_ID(1), ${holderId}, ${now} + ${ttlMs}, 0, 1)
+    const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+VALUES (${workId}, LAST_INSERT_ID(1), ${holderId}, ${now} + ${ttlMs}, 0, 1, 0)
 ON DUPLICATE KEY UPDATE
   token = IF(${free}, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
   holder = IF(${free}, ${holderId}, holder),
   clean_handoff = IF(${free}, released, clean_handoff),
+  checkpoint_seq = IF(${free}, 0, checkpoint_seq),
   expires_at = IF(${free}, ${now} + ${ttlMs}, expires_at),
   released = 0`
     if (!returning) return insert as RawBuilder<AcquiredRow>
@@ -128,8 +129,15 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
 WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
   }
 
-  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET state = ${state}, expires_at = ${this.#extended(ttlMs)}
+  /**
+   * Stores state and sequence only when the sequence is above the stored one, and extends the expiry
+   * either way: one statement whatever the order checkpoints arrive in. MySQL assigns left to right, so
+   * state is assigned while checkpoint_seq still holds the old value; the others read the old row anyway.
+   */
+  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number, sequence: number): RawBuilder<unknown> {
+    const seq = this.#token(String(sequence))
+    return sql`UPDATE ${this.#table} SET state = CASE WHEN checkpoint_seq < ${seq} THEN ${state} ELSE state END,
+  checkpoint_seq = ${sql.raw(this.#greatest)}(checkpoint_seq, ${seq}), expires_at = ${this.#extended(ttlMs)}
 WHERE ${this.#valid(key)}`
   }
 

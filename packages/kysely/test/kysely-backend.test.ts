@@ -1,6 +1,7 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
+import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { type DialectFamily, KyselyBackend } from '../src/index.js'
+import { createLeaseTable, type DialectFamily, KyselyBackend, upgradeLeaseTable } from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
 import { selected, TARGETS } from './targets.js'
@@ -243,6 +244,30 @@ for (const target of TARGETS) {
       } finally {
         if (h.storage.separateConnections) await db.destroy()
       }
+    })
+
+    test('a table from before checkpoint_seq is upgraded in place by upgradeLeaseTable and createLeaseTable', async () => {
+      const { admin, table } = h.storage
+      await sql`ALTER TABLE ${sql.table(table)} DROP COLUMN checkpoint_seq`.execute(admin)
+      await seed(h, family, { workId: 'old', token: 5n, holder: 'old', expiresAtMs: 0, released: true })
+      // The new statements name the column: a store error, never a lease outcome.
+      const error = await h
+        .open()
+        .acquire('old', 'a', HOUR)
+        .then(
+          () => undefined,
+          (reason: unknown) => reason,
+        )
+      expect((error as { code?: unknown }).code).not.toMatch(/^(LEASE_HELD|TOKENS_EXHAUSTED)$/)
+      await upgradeLeaseTable(admin, { table })
+      await upgradeLeaseTable(admin, { table }) // idempotent
+      await createLeaseTable(admin, { table })
+      const backend = h.open()
+      const record = await backend.acquire('old', 'a', HOUR)
+      expect(record.fencingToken).toBe(6n)
+      await backend.checkpoint(record, bytes('second'), HOUR, { sequence: 2 })
+      await backend.checkpoint(record, bytes('first'), HOUR, { sequence: 1 })
+      expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('second'), cleanHandoff: true })
     })
 
     test('concurrent acquirers over separate connections: exactly one winner', async () => {
