@@ -31,10 +31,9 @@ import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 /** Options of {@link KyselyBackend}. */
 export interface KyselyBackendOptions {
   /**
-   * Your Kysely instance (any database type; the backend only issues raw SQL). It may be a transaction,
-   * but then every lease operation joins it: leases are meant to be visible to other processes at once,
-   * so prefer the root instance. Its plugins (`CamelCasePlugin`, `withSchema`, ...) are bypassed: name the
-   * schema in `table` instead.
+   * Your Kysely instance (any database type; the backend only issues raw SQL). Not a transaction, unless
+   * you pass `allowTransaction` (see there). Its plugins (`CamelCasePlugin`, `withSchema`, ...) are
+   * bypassed: name the schema in `table` instead.
    *
    * ```ts
    * const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString }) }) })
@@ -70,6 +69,23 @@ export interface KyselyBackendOptions {
    * ```
    */
   maxStateBytes?: number
+  /**
+   * Accept a transaction (`db.isTransaction`) as `db`. Default: `false`, and the constructor throws
+   * `INVALID_ARGUMENT`. Every lease operation then joins your transaction, so no other process sees a
+   * lease until it commits, and **a rollback undoes the acquires in it: their fencing tokens are handed
+   * out again** to the next holders, while the rolled-back holder may already have used its token
+   * (a fenced write elsewhere, a message). A rollback also undoes releases, renewals and checkpoints.
+   * Only pass `true` when the transaction only commits, or nothing outside it ever saw the tokens.
+   *
+   * ```ts
+   * await db.transaction().execute(async (trx) => {
+   *   // Tokens taken here are taken again by others if this transaction rolls back.
+   *   const backend = new KyselyBackend({ db: trx, allowTransaction: true })
+   *   await backend.acquire('setup', 'migrator', 30_000)
+   * })
+   * ```
+   */
+  allowTransaction?: boolean
 }
 
 const MiB = 1024 * 1024
@@ -106,9 +122,16 @@ export class KyselyBackend implements Backend {
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options must be an object')
-    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes } = options
+    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes, allowTransaction = false } = options
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('options.db must be a Kysely instance')
+    }
+    if (db.isTransaction && allowTransaction !== true) {
+      throw new InvalidArgumentError(
+        'options.db is a transaction: a rollback would undo its acquires and hand their fencing tokens out again, ' +
+          'and no other process sees its leases before it commits; pass the root Kysely instance ' +
+          '(or allowTransaction: true if the transaction can never roll back after a token was used)',
+      )
     }
     validateTableName(table)
     if (dialect !== undefined && !LEASE_DIALECTS.includes(dialect)) {

@@ -189,7 +189,7 @@ for (const target of TARGETS) {
       const db = h.storage.connect()
       try {
         await db.transaction().execute(async (trx) => {
-          const backend = new KyselyBackend({ db: trx, table: h.storage.table })
+          const backend = new KyselyBackend({ db: trx, table: h.storage.table, allowTransaction: true })
           const first = await backend.acquire('tx', 'a', 200)
           await sleep(400)
           expect(await code(backend.renew(first, 200))).toBe('LEASE_EXPIRED')
@@ -197,6 +197,30 @@ for (const target of TARGETS) {
           expect(second.fencingToken).toBe(2n)
           expect(second.expiresAt.getTime()).toBeGreaterThanOrEqual(first.expiresAt.getTime() + 200)
         })
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
+    test('a backend on a transaction is refused unless allowTransaction: a rollback hands out a token again', async () => {
+      const db = h.storage.connect()
+      const rollback = new Error('rollback')
+      try {
+        await db
+          .transaction()
+          .execute(async (trx) => {
+            expect(() => new KyselyBackend({ db: trx, table: h.storage.table })).toThrow(
+              expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringMatching(/roll/) }),
+            )
+            // What the refusal prevents: the token below is undone by the rollback and handed out again.
+            const inside = new KyselyBackend({ db: trx, table: h.storage.table, allowTransaction: true })
+            expect((await inside.acquire('tx-token', 'a', HOUR)).fencingToken).toBe(1n)
+            throw rollback
+          })
+          .catch((error: unknown) => {
+            if (error !== rollback) throw error
+          })
+        expect((await h.open().acquire('tx-token', 'b', HOUR)).fencingToken).toBe(1n)
       } finally {
         if (h.storage.separateConnections) await db.destroy()
       }
