@@ -64,13 +64,21 @@ export class LeaseStatements {
     return tokenSql(this.family, token)
   }
 
+  // MySQL/MariaDB: mysql2 escapes a string parameter and then encodes the whole query in the connection
+  // charset, so with a single-byte one (latin1) U+4E27 arrives as a bare quote and distinct ids collide.
+  // A Buffer goes out as a hex literal, ASCII in every charset, and matches the VARBINARY columns byte
+  // for byte: the ids' UTF-8 bytes whatever the connection charset.
+  #id(id: string): unknown {
+    return this.family === 'mysql' ? Buffer.from(id, 'utf8') : id
+  }
+
   #text(column: string): RawBuilder<unknown> {
     const type = this.family === 'postgres' ? 'text' : this.family === 'mysql' ? 'CHAR' : 'TEXT'
     return sql`CAST(${sql.ref(column)} AS ${sql.raw(type)})`
   }
 
   #valid(key: RecordKey): RawBuilder<unknown> {
-    return sql`work_id = ${key.workId} AND token = ${this.#token(key.token)} AND holder = ${key.holderId} AND released = ${this.#false}`
+    return sql`work_id = ${this.#id(key.workId)} AND token = ${this.#token(key.token)} AND holder = ${this.#id(key.holderId)} AND released = ${this.#false}`
   }
 
   /**
@@ -98,11 +106,13 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
   acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
     const now = this.#now
     const free = sql`(released <> 0 OR expires_at <= ${now})`
+    const work = this.#id(workId)
+    const holder = this.#id(holderId)
     const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
-VALUES (${workId}, LAST_INSERT_ID(1), ${holderId}, ${now} + ${ttlMs}, 0, 1, 0)
+VALUES (${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0)
 ON DUPLICATE KEY UPDATE
   token = IF(${free}, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
-  holder = IF(${free}, ${holderId}, holder),
+  holder = IF(${free}, ${holder}, holder),
   clean_handoff = IF(${free}, released, clean_handoff),
   checkpoint_seq = IF(${free}, 0, checkpoint_seq),
   expires_at = IF(${free}, ${now} + ${ttlMs}, expires_at),
@@ -115,7 +125,7 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
   /** MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token). */
   acquiredExpiry(workId: string, token: string): RawBuilder<{ expires_at: string | null; now_ms: string }> {
     return sql<{ expires_at: string | null; now_ms: string }>`SELECT
-  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${workId} AND token = ${this.#token(token)}) AS expires_at,
+  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${this.#id(workId)} AND token = ${this.#token(token)}) AS expires_at,
   CAST(${this.#now} AS CHAR) AS now_ms`
   }
 

@@ -2,12 +2,13 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { CamelCasePlugin, type Kysely, Migrator, sql } from 'kysely'
+import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, sql } from 'kysely'
+import { createPool } from 'mysql2'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
-import { mysqlDb, postgresDb, randomTable, selected, sqliteDb, targetNamed } from './targets.js'
+import { MYSQL_URL, mysqlDb, postgresDb, randomTable, selected, sqliteDb, targetNamed } from './targets.js'
 
 const HOUR = 3_600_000
 const run = promisify(execFile)
@@ -156,6 +157,37 @@ describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
       expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
       const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
       expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test('a latin1 connection: ids reach the server byte-exact (U+4E27 never becomes a quote, no two ids share a row)', async () => {
+    // mysql2 escapes quotes, then encodes the query text in the connection charset; latin1 keeps the low
+    // byte of each UTF-16 unit, so U+4E27 becomes ' after escaping, U+4E61 becomes a, U+4E78 becomes x.
+    const db = new Kysely<any>({
+      dialect: new MysqlDialect({
+        pool: createPool({ uri: MYSQL_URL, charset: 'latin1', connectionLimit: 1 }),
+      }),
+    })
+    try {
+      const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
+      const injection = 'evil\u4e27, 9000, 0x6576696c, 99999999999999, 0, 1, 0) -- '
+      const ids = [injection, 'a', '\u4e61', "it's \u4e27", '\u4e78']
+      for (const id of ids) {
+        const record = await backend.acquire(id, id, HOUR)
+        expect(record.fencingToken).toBe(1n)
+        await backend.checkpoint(record, bytes(id), HOUR)
+        expect(await backend.readCheckpoint(record)).toEqual({ state: bytes(id), cleanHandoff: true })
+      }
+      const stored = await rows(h, 'mysql')
+      expect(stored.map((row) => row.workId).sort()).toEqual([...ids].sort())
+      for (const row of stored) expect(row).toMatchObject({ holder: row.workId, token: 1n })
+      // A holderId whose latin1 image is another holder's id is another holder.
+      const record = await backend.acquire('holder-check', '\u4e78', HOUR)
+      expect(await code(backend.renew({ ...record, holderId: 'x' }, HOUR))).toBe('FENCED')
+      expect(await code(backend.release({ ...record, holderId: 'x' }))).toBe('FENCED')
+      await backend.release(record)
     } finally {
       await db.destroy()
     }
