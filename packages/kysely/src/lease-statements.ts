@@ -35,8 +35,12 @@ export class LeaseStatements {
   readonly #table: RawBuilder<unknown>
   // The database server's clock in epoch milliseconds, so session time zones never enter.
   // PostgreSQL: clock_timestamp(), not now(), which is frozen at the start of the caller's transaction.
-  // MySQL/MariaDB: UTC_TIMESTAMP is independent of the session time_zone (UNIX_TIMESTAMP(NOW()) is not
-  // across DST folds). SQLite: julianday('now') works on every version, unlike unixepoch('subsec').
+  // MySQL/MariaDB: NOW() and UTC_TIMESTAMP() follow the session variable `timestamp`, which a pooled
+  // connection may carry (SET timestamp), so the clock is SYSDATE(6), which ignores it. SYSDATE is in the
+  // session time_zone: subtracting that zone's offset (NOW - UTC_TIMESTAMP, read at one instant) gives
+  // UTC without the DST-fold ambiguity of UNIX_TIMESTAMP(SYSDATE()). SYSDATE is read anew at every call,
+  // so a statement that must agree with itself reads it once (see acquireMysql).
+  // SQLite: julianday('now') works on every version, unlike unixepoch('subsec'), and is fixed per statement.
   readonly #now: RawBuilder<unknown>
   readonly #true: RawBuilder<unknown>
   readonly #false: RawBuilder<unknown>
@@ -51,7 +55,7 @@ export class LeaseStatements {
       family === 'postgres'
         ? 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint'
         : family === 'mysql'
-          ? "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+          ? "((TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000)"
           : "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
     )
     this.#true = sql.raw(family === 'postgres' ? 'true' : '1')
@@ -102,14 +106,20 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
    * cleared. `released = 0` needs no condition: a lease that is not free is not released.
    * LAST_INSERT_ID(expr) reports the outcome in the same reply: the new token, or 0 when held.
    * With `returning`, MariaDB hands back the token, expiry and that flag as a row.
+   *
+   * "now" is read once, in a derived table every assignment refers to: SYSDATE() would otherwise be read
+   * again in each IF(), and at the expiry boundary the token's IF could see the lease held and the
+   * holder's see it free. LIMIT 1 keeps the optimizer from merging the derived table into the outer
+   * query (which would copy the SYSDATE() call back into every reference); MySQL and MariaDB both
+   * let ON DUPLICATE KEY UPDATE read the columns of an INSERT ... SELECT's source.
    */
   acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
-    const now = this.#now
+    const now = sql`wl_clock.wl_now`
     const free = sql`(released <> 0 OR expires_at <= ${now})`
     const work = this.#id(workId)
     const holder = this.#id(holderId)
     const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
-VALUES (${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0)
+SELECT ${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
 ON DUPLICATE KEY UPDATE
   token = IF(${free}, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
   holder = IF(${free}, ${holder}, holder),

@@ -74,7 +74,7 @@ describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
   })
   afterEach(() => h.close())
 
-  test('a session time_zone far from UTC does not shift expiry (epoch ms from UTC_TIMESTAMP)', async () => {
+  test('a session time_zone far from UTC does not shift expiry (SYSDATE less the zone offset)', async () => {
     const { db } = counted((log) => mysqlDb(log, 1))
     try {
       await sql`SET time_zone = '+13:00'`.execute(db)
@@ -91,25 +91,91 @@ describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
     }
   })
 
+  test('a pooled connection left with SET timestamp an hour off cannot steal, shorten or misdate a lease', async () => {
+    const { db } = counted((log) => mysqlDb(log, 1))
+    try {
+      const holder = h.open()
+      const record = await holder.acquire('clock', 'a', 60_000)
+      await holder.checkpoint(record, bytes('before'), 60_000)
+      await sql`SET timestamp = ${Math.floor(Date.now() / 1000) + 3_600}`.execute(db)
+      const ahead = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
+      // NOW() and UTC_TIMESTAMP() are an hour ahead on this connection: the lease looks expired there.
+      expect(await code(ahead.acquire('clock', 'b', 60_000))).toBe('LEASE_HELD')
+      const before = Date.now()
+      const own = await ahead.acquire('clock-ahead', 'b', 60_000)
+      expectNearServerNow(own.expiresAt, 60_000, before, Date.now())
+      await sql`SET timestamp = ${Math.floor(Date.now() / 1000) - 3_600}`.execute(db)
+      // An hour behind: a renew or checkpoint from here must not shorten the holder's lease either.
+      await ahead.renew(record, 1_000)
+      await ahead.checkpoint(record, bytes('behind'), 1_000)
+      const stored = (await rows(h, 'mysql')).find((row) => row.workId === 'clock')!
+      expect(stored.expiresAtMs).toBeGreaterThanOrEqual(record.expiresAt.getTime())
+      expect(await code(holder.acquire('clock', 'c', 60_000))).toBe('LEASE_HELD')
+      await sql`SET timestamp = DEFAULT`.execute(db)
+    } finally {
+      await db.destroy()
+    }
+  })
+
+  test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async () => {
+    // SYSDATE() is read again at every call, so a statement that read it in each IF() could see a lease
+    // held in the token's IF and free in the holder's. A trigger logs every row change; leases of 1 ms
+    // taken over and over by six connections put thousands of acquires on an expiry boundary.
+    const { admin, table } = h.storage
+    const log = `${table}_log`
+    await sql`CREATE TABLE ${sql.table(log)} (old_token BIGINT, new_token BIGINT, old_holder VARBINARY(1020),
+      new_holder VARBINARY(1020), old_expires BIGINT, new_expires BIGINT)`.execute(admin)
+    try {
+      await sql`CREATE TRIGGER ${sql.id(`${table}_t`)} AFTER UPDATE ON ${sql.table(table)} FOR EACH ROW
+        INSERT INTO ${sql.table(log)} VALUES (OLD.token, NEW.token, OLD.holder, NEW.holder, OLD.expires_at, NEW.expires_at)`.execute(
+        admin,
+      )
+      const racers = Array.from({ length: 6 }, () => h.open())
+      const tokens: bigint[] = []
+      const until = Date.now() + 3_000
+      await Promise.all(
+        racers.map(async (backend, r) => {
+          for (let i = 0; Date.now() < until; i++) {
+            const outcome = await backend.acquire('boundary', `r${r}-${i}`, 1).then(
+              (record) => record.fencingToken,
+              (error: unknown) => (code(Promise.reject(error)) as Promise<string>).then(() => undefined),
+            )
+            if (outcome !== undefined) tokens.push(outcome)
+          }
+        }),
+      )
+      const changes = await sql<Record<string, unknown>>`SELECT CAST(old_token AS CHAR) AS old_token,
+        CAST(new_token AS CHAR) AS new_token, old_holder = new_holder AS same_holder,
+        old_expires = new_expires AS same_expires FROM ${sql.table(log)}`.execute(admin)
+      const taken = changes.rows.filter((row) => row.old_token !== row.new_token)
+      const torn = changes.rows.filter(
+        (row) => (row.old_token === row.new_token) !== (Number(row.same_holder) === 1 && Number(row.same_expires) === 1),
+      )
+      expect(torn).toEqual([])
+      expect(taken.length).toBe(tokens.length - 1) // the first acquire inserted the row
+      expect(new Set(tokens).size).toBe(tokens.length)
+      expect(taken.length).toBeGreaterThan(100)
+    } finally {
+      await sql`DROP TABLE ${sql.table(log)}`.execute(admin)
+    }
+  }, 30_000)
+
   test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
-    // SET timestamp freezes this session's clock, so a renew writes exactly the expiry already stored.
-    const frozen = Math.floor(Date.now() / 1000)
     for (const flags of [undefined, ['-FOUND_ROWS']]) {
       const { db, statements } = counted((log) => mysqlDb(log, 1, flags))
       try {
-        await sql`SET timestamp = ${frozen}`.execute(db)
         const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
-        const workId = `frozen-${flags ? 'changed-rows' : 'found-rows'}`
+        const workId = `same-${flags ? 'changed-rows' : 'found-rows'}`
         const record = await backend.acquire(workId, 'a', HOUR)
-        expect(record.expiresAt.getTime()).toBe(frozen * 1000 + HOUR)
         let before = statements()
-        await backend.renew(record, HOUR)
+        // Expiry never moves back, so a renew with a shorter ttl writes exactly what is stored.
+        await backend.renew(record, 1_000)
         // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
         expect(statements() - before).toBe(flags ? 2 : 1)
-        // The same sequence twice: the second stores nothing new and extends to the same expiry.
-        await backend.checkpoint(record, bytes('same'), HOUR, { sequence: 1 })
+        // The same sequence twice, and a shorter ttl: the second changes nothing.
+        await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
         before = statements()
-        await backend.checkpoint(record, bytes('same'), HOUR, { sequence: 1 })
+        await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
         expect(statements() - before).toBe(flags ? 2 : 1)
         await backend.release(record)
         expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
