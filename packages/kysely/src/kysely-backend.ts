@@ -10,7 +10,9 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
   raceAbort,
+  TokensExhaustedError,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -25,7 +27,7 @@ import {
   type ResolvedDialect,
   resolveDialect,
 } from './lease-dialect.js'
-import { type AcquiredRow, LeaseStatements, type RecordKey } from './lease-statements.js'
+import { type AcquiredRow, type HolderRow, LeaseStatements, type RecordKey } from './lease-statements.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 
 /** Options of {@link KyselyBackend}. */
@@ -158,6 +160,7 @@ export class KyselyBackend implements Backend {
       clock: 'server',
       maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
   }
 
@@ -179,8 +182,14 @@ export class KyselyBackend implements Backend {
     if (this.#dialect.family !== 'mysql') {
       const { rows } = await this.#run(this.#statements.acquireUpsert(workId, holderId, ttlMs), signal)
       const row = rows[0]
-      if (!row) throw new LeaseHeldError()
-      return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+      if (row && isTrue(row.acquired))
+        return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+      // PostgreSQL reported the lease in the way in the same statement. SQLite cannot, and PostgreSQL
+      // cannot see a row another transaction inserted after its snapshot: one read, on this path only.
+      throw refusal(
+        (row as HolderRow | undefined) ??
+          (await this.#run(this.#statements.holderOf(workId), signal)).rows[0],
+      )
     }
     if (this.#dialect.returning !== false) {
       let result: QueryResult<AcquiredRow> | undefined
@@ -199,7 +208,11 @@ export class KyselyBackend implements Backend {
       if (result) {
         this.#dialect = { family: 'mysql', returning: true }
         const row = result.rows[0]
-        if (!row || BigInt(String(row.acquired)) === 0n) throw new LeaseHeldError()
+        if (!row) throw new Error('INSERT ... RETURNING returned no row')
+        const acquired = BigInt(String(row.acquired))
+        if (acquired > MAX_FENCING_TOKEN) throw new TokensExhaustedError()
+        // 0: the lease was held, and the row is the holder's, untouched.
+        if (acquired === 0n) throw refusal({ ...row, free: 0 } as HolderRow)
         return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
       }
     }
@@ -219,7 +232,16 @@ export class KyselyBackend implements Backend {
       this.#statements.acquireMysql(workId, holderId, ttlMs, false),
       signal,
     )
-    if (insertId === undefined || insertId === 0n) throw new LeaseHeldError()
+    // LAST_INSERT_ID(-1) marks exhausted tokens; mysql2 reads it back as -1 (or 2^64 - 1).
+    if (insertId !== undefined && (insertId < 0n || insertId > MAX_FENCING_TOKEN))
+      throw new TokensExhaustedError()
+    // Kysely reports an insert id of 0 as undefined.
+    if (insertId === undefined || insertId === 0n) {
+      // Held when the statement ran: one read names the holder (this failure path only). The read comes
+      // later, so a lease it finds free since then is reported held with no time left, never exhausted.
+      const { rows } = await this.#run(this.#statements.holderOf(workId), signal)
+      throw refusal(rows[0] && { ...rows[0], free: 0 })
+    }
     const token = BigInt(insertId)
     const { rows } = await this.#run(this.#statements.acquiredExpiry(workId, token.toString()), signal)
     const row = rows[0]
@@ -289,6 +311,31 @@ export class KyselyBackend implements Backend {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
     return raceAbort(query.execute(this.#db), signal)
   }
+}
+
+/**
+ * The error for an acquire that took nothing: TOKENS_EXHAUSTED for a free lease at the largest token
+ * (acquire's own condition refused it), else LEASE_HELD naming the lease in the way.
+ */
+function refusal(row: HolderRow | undefined): Error {
+  if (!row) return new LeaseHeldError()
+  const fencingToken = BigInt(row.token)
+  if (isTrue(row.free) && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError()
+  const expiresAtMs = toMillis(row.expires_at)
+  return new LeaseHeldError(undefined, {
+    holder: {
+      holderId:
+        row.holder instanceof Uint8Array ? Buffer.from(row.holder).toString('utf8') : String(row.holder),
+      fencingToken,
+      expiresAt: new Date(expiresAtMs),
+      expiresInMs: Math.max(0, toMillis(row.expires_in)),
+    },
+  })
+}
+
+// Booleans come back as true/false (PostgreSQL), 1/0 (SQLite, MySQL) or '1'/'0' (text casts).
+function isTrue(value: unknown): boolean {
+  return value === true || Number(value) === 1
 }
 
 function keyOf(record: LeaseRecord): RecordKey {

@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
@@ -149,7 +150,9 @@ describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
         old_expires = new_expires AS same_expires FROM ${sql.table(log)}`.execute(admin)
       const taken = changes.rows.filter((row) => row.old_token !== row.new_token)
       const torn = changes.rows.filter(
-        (row) => (row.old_token === row.new_token) !== (Number(row.same_holder) === 1 && Number(row.same_expires) === 1),
+        (row) =>
+          (row.old_token === row.new_token) !==
+          (Number(row.same_holder) === 1 && Number(row.same_expires) === 1),
       )
       expect(torn).toEqual([])
       expect(taken.length).toBe(tokens.length - 1) // the first acquire inserted the row
@@ -210,8 +213,11 @@ describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
       expect(first.fencingToken).toBe(1n)
       expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
       expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
-      expect(await code(backend.acquire('m8', 'b', 60_000))).toBe('LEASE_HELD')
-      expect(statements()).toBe(3)
+      const held = await backend.acquire('m8', 'b', 60_000).catch((error: unknown) => error)
+      expect(held).toMatchObject({ code: 'LEASE_HELD', holder: { holderId: 'a', fencingToken: 1n } })
+      expect(statements()).toBe(4) // the refused acquire, then one read for the holder
+      await seed(h, 'mysql', { workId: 'm8-max', token: MAX_FENCING_TOKEN, holder: 'old', expiresAtMs: 0 })
+      expect(await code(backend.acquire('m8-max', 'a', 60_000))).toBe('TOKENS_EXHAUSTED')
       // Expiry only moves forward, so the unclean handoff needs a lease that was short from the start.
       const short = await backend.acquire('m8-short', 'a', 200)
       await backend.checkpoint(short, bytes('kept'), 200)
@@ -390,6 +396,7 @@ describe('table names, dialects and the migration (no server needed)', () => {
       clock: 'server',
       maxStateBytes: 16 * 1024 * 1024,
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
     expect(new KyselyBackend({ db, dialect: 'mysql' }).capabilities.maxStateBytes).toBe(4 * 1024 * 1024)
     expect(new KyselyBackend({ db, maxStateBytes: 10 }).capabilities.maxStateBytes).toBe(10)
