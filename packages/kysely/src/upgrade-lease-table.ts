@@ -12,7 +12,7 @@ const COLUMN_TYPE: Record<DialectFamily, string> = {
 
 /**
  * Brings a lease table created by an older `@worklease/kysely` up to date: adds the `checkpoint_seq`
- * column (0.2: ordered checkpoints) when it is missing, and does nothing otherwise, so it is safe to run
+ * column (ordered checkpoints) when it is missing, and does nothing otherwise, so it is safe to run
  * at every start. `createLeaseTable` calls it too. Upgrade the table before any process runs the new
  * version: the new statements name the column and fail loudly on a table without it.
  *
