@@ -1,13 +1,8 @@
-import { InvalidArgumentError } from '@worklease/spec'
 import { type Kysely, type Migration, sql } from 'kysely'
-import {
-  type DialectFamily,
-  detectFamily,
-  LEASE_DIALECTS,
-  type LeaseDialect,
-  resolveDialect,
-} from './lease-dialect.js'
+import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
+import { familyOf } from './table-family.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+import { upgradeLeaseTable } from './upgrade-lease-table.js'
 
 /** Options of {@link createLeaseTable}, {@link dropLeaseTable} and {@link createLeaseTableMigration}. */
 export interface LeaseTableOptions {
@@ -30,19 +25,6 @@ export interface LeaseTableOptions {
   dialect?: LeaseDialect
 }
 
-function familyOf(db: Kysely<any>, dialect: LeaseDialect | undefined): DialectFamily {
-  if (dialect !== undefined) {
-    if (!LEASE_DIALECTS.includes(dialect)) {
-      throw new InvalidArgumentError(`dialect must be one of ${LEASE_DIALECTS.join(', ')}`)
-    }
-    return resolveDialect(dialect).family
-  }
-  const family = detectFamily(db)
-  if (!family)
-    throw new InvalidArgumentError(`cannot tell the SQL flavour; pass dialect (${LEASE_DIALECTS.join(', ')})`)
-  return family
-}
-
 // Column types per family, and why:
 // - token: a signed 64-bit integer everywhere (SQLite's INTEGER is one; the CHECK turns SQLite's silent
 //   overflow to REAL into an error).
@@ -50,6 +32,8 @@ function familyOf(db: Kysely<any>, dialect: LeaseDialect | undefined): DialectFa
 // - work_id/holder: compared byte for byte. PostgreSQL: COLLATE "C". MySQL/MariaDB: VARBINARY, because
 //   the utf8mb4 collations (utf8mb4_bin included) are PAD SPACE, so 'a' and 'a ' would be one key and
 //   one holder; 1020 bytes hold 255 UTF-16 code units of UTF-8. SQLite: TEXT's default BINARY collation.
+// - checkpoint_seq: the largest checkpoint sequence stored for the current token (0 after acquire), a
+//   positive safe integer, so a 64-bit column; a checkpoint not above it stores no state.
 function createTableSql(family: DialectFamily, table: string) {
   const name = sql.table(table)
   switch (family) {
@@ -61,6 +45,7 @@ function createTableSql(family: DialectFamily, table: string) {
   expires_at bigint NOT NULL,
   released boolean NOT NULL DEFAULT false,
   clean_handoff boolean NOT NULL DEFAULT true,
+  checkpoint_seq bigint NOT NULL DEFAULT 0,
   state bytea
 )`
     case 'mysql':
@@ -71,6 +56,7 @@ function createTableSql(family: DialectFamily, table: string) {
   expires_at BIGINT NOT NULL,
   released TINYINT(1) NOT NULL DEFAULT 0,
   clean_handoff TINYINT(1) NOT NULL DEFAULT 1,
+  checkpoint_seq BIGINT NOT NULL DEFAULT 0,
   state LONGBLOB NULL
 ) ENGINE=InnoDB`
     case 'sqlite':
@@ -81,13 +67,15 @@ function createTableSql(family: DialectFamily, table: string) {
   expires_at INTEGER NOT NULL,
   released INTEGER NOT NULL DEFAULT 0,
   clean_handoff INTEGER NOT NULL DEFAULT 1,
+  checkpoint_seq INTEGER NOT NULL DEFAULT 0,
   state BLOB
 )`
   }
 }
 
 /**
- * Creates the lease table if it does not exist, with the right column types for the database.
+ * Creates the lease table if it does not exist, with the right column types for the database, and
+ * brings a table created by an older version up to date (see {@link upgradeLeaseTable}).
  *
  * ```ts
  * await createLeaseTable(db)                              // worklease_leases, flavour detected
@@ -98,6 +86,8 @@ export async function createLeaseTable(db: Kysely<any>, options: LeaseTableOptio
   const { table = DEFAULT_TABLE, dialect } = options
   validateTableName(table)
   await createTableSql(familyOf(db, dialect), table).execute(db.withoutPlugins())
+  // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
+  await upgradeLeaseTable(db, options)
 }
 
 /**

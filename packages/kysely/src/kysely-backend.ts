@@ -2,6 +2,7 @@ import {
   type Backend,
   type BackendCapabilities,
   type CallOptions,
+  type CheckpointOptions,
   type CheckpointRead,
   createLeaseRecord,
   FencedError,
@@ -9,7 +10,9 @@ import {
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseRecord,
+  MAX_FENCING_TOKEN,
   raceAbort,
+  TokensExhaustedError,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -24,16 +27,15 @@ import {
   type ResolvedDialect,
   resolveDialect,
 } from './lease-dialect.js'
-import { type AcquiredRow, LeaseStatements, type RecordKey } from './lease-statements.js'
+import { type AcquiredRow, type HolderRow, LeaseStatements, type RecordKey } from './lease-statements.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 
 /** Options of {@link KyselyBackend}. */
 export interface KyselyBackendOptions {
   /**
-   * Your Kysely instance (any database type; the backend only issues raw SQL). It may be a transaction,
-   * but then every lease operation joins it: leases are meant to be visible to other processes at once,
-   * so prefer the root instance. Its plugins (`CamelCasePlugin`, `withSchema`, ...) are bypassed: name the
-   * schema in `table` instead.
+   * Your Kysely instance (any database type; the backend only issues raw SQL). Not a transaction, unless
+   * you pass `allowTransaction` (see there). Its plugins (`CamelCasePlugin`, `withSchema`, ...) are
+   * bypassed: name the schema in `table` instead.
    *
    * ```ts
    * const db = new Kysely<any>({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString }) }) })
@@ -69,6 +71,23 @@ export interface KyselyBackendOptions {
    * ```
    */
   maxStateBytes?: number
+  /**
+   * Accept a transaction (`db.isTransaction`) as `db`. Default: `false`, and the constructor throws
+   * `INVALID_ARGUMENT`. Every lease operation then joins your transaction, so no other process sees a
+   * lease until it commits, and **a rollback undoes the acquires in it: their fencing tokens are handed
+   * out again** to the next holders, while the rolled-back holder may already have used its token
+   * (a fenced write elsewhere, a message). A rollback also undoes releases, renewals and checkpoints.
+   * Only pass `true` when the transaction only commits, or nothing outside it ever saw the tokens.
+   *
+   * ```ts
+   * await db.transaction().execute(async (trx) => {
+   *   // Tokens taken here are taken again by others if this transaction rolls back.
+   *   const backend = new KyselyBackend({ db: trx, allowTransaction: true })
+   *   await backend.acquire('setup', 'migrator', 30_000)
+   * })
+   * ```
+   */
+  allowTransaction?: boolean
 }
 
 const MiB = 1024 * 1024
@@ -105,9 +124,16 @@ export class KyselyBackend implements Backend {
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options must be an object')
-    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes } = options
+    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes, allowTransaction = false } = options
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('options.db must be a Kysely instance')
+    }
+    if (db.isTransaction && allowTransaction !== true) {
+      throw new InvalidArgumentError(
+        'options.db is a transaction: a rollback would undo its acquires and hand their fencing tokens out again, ' +
+          'and no other process sees its leases before it commits; pass the root Kysely instance ' +
+          '(or allowTransaction: true if the transaction can never roll back after a token was used)',
+      )
     }
     validateTableName(table)
     if (dialect !== undefined && !LEASE_DIALECTS.includes(dialect)) {
@@ -134,6 +160,7 @@ export class KyselyBackend implements Backend {
       clock: 'server',
       maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
       crossConnectionAtomic: true,
+      reportsHolder: true,
     })
   }
 
@@ -148,13 +175,21 @@ export class KyselyBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    validateAcquireArgs(workId, holderId, ttlMs, options)
-    const signal = options?.signal
+    // Only the validated snapshot from here on: the caller's objects are never read again.
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    ;({ workId, holderId, ttlMs } = args)
+    const signal = args.signal
     if (this.#dialect.family !== 'mysql') {
       const { rows } = await this.#run(this.#statements.acquireUpsert(workId, holderId, ttlMs), signal)
       const row = rows[0]
-      if (!row) throw new LeaseHeldError()
-      return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+      if (row && isTrue(row.acquired))
+        return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+      // PostgreSQL reported the lease in the way in the same statement. SQLite cannot, and PostgreSQL
+      // cannot see a row another transaction inserted after its snapshot: one read, on this path only.
+      throw refusal(
+        (row as HolderRow | undefined) ??
+          (await this.#run(this.#statements.holderOf(workId), signal)).rows[0],
+      )
     }
     if (this.#dialect.returning !== false) {
       let result: QueryResult<AcquiredRow> | undefined
@@ -173,7 +208,11 @@ export class KyselyBackend implements Backend {
       if (result) {
         this.#dialect = { family: 'mysql', returning: true }
         const row = result.rows[0]
-        if (!row || BigInt(String(row.acquired)) === 0n) throw new LeaseHeldError()
+        if (!row) throw new Error('INSERT ... RETURNING returned no row')
+        const acquired = BigInt(String(row.acquired))
+        if (acquired > MAX_FENCING_TOKEN) throw new TokensExhaustedError()
+        // 0: the lease was held, and the row is the holder's, untouched.
+        if (acquired === 0n) throw refusal({ ...row, free: 0 } as HolderRow)
         return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
       }
     }
@@ -193,7 +232,16 @@ export class KyselyBackend implements Backend {
       this.#statements.acquireMysql(workId, holderId, ttlMs, false),
       signal,
     )
-    if (insertId === undefined || insertId === 0n) throw new LeaseHeldError()
+    // LAST_INSERT_ID(-1) marks exhausted tokens; mysql2 reads it back as -1 (or 2^64 - 1).
+    if (insertId !== undefined && (insertId < 0n || insertId > MAX_FENCING_TOKEN))
+      throw new TokensExhaustedError()
+    // Kysely reports an insert id of 0 as undefined.
+    if (insertId === undefined || insertId === 0n) {
+      // Held when the statement ran: one read names the holder (this failure path only). The read comes
+      // later, so a lease it finds free since then is reported held with no time left, never exhausted.
+      const { rows } = await this.#run(this.#statements.holderOf(workId), signal)
+      throw refusal(rows[0] && { ...rows[0], free: 0 })
+    }
     const token = BigInt(insertId)
     const { rows } = await this.#run(this.#statements.acquiredExpiry(workId, token.toString()), signal)
     const row = rows[0]
@@ -208,47 +256,49 @@ export class KyselyBackend implements Backend {
     record: LeaseRecord,
     state: Uint8Array,
     ttlMs: number,
-    options?: CallOptions,
+    options?: CheckpointOptions,
   ): Promise<void> {
-    validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const key = keyOf(record)
-    // A copy, taken now: the statement may be sent later (a busy pool), and the caller may reuse its buffer
-    // as soon as this returns a promise.
-    const bytes = Buffer.from(state)
-    const result = await this.#run(this.#statements.checkpoint(key, bytes, ttlMs), options?.signal)
+    // The snapshot's state is already a private copy, so the caller may reuse its buffer at once.
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const key = keyOf(args.record)
+    const bytes = Buffer.from(args.state.buffer, args.state.byteOffset, args.state.byteLength)
+    const result = await this.#run(
+      this.#statements.checkpoint(key, bytes, args.ttlMs, args.sequence),
+      args.signal,
+    )
     if (affected(result) > 0n) return
     // MySQL without CLIENT_FOUND_ROWS reports changed rows, and an identical rewrite changes none. A record
     // that is valid after the update was valid during it (validity never comes back), so it landed.
     if (this.#dialect.family === 'mysql') {
-      const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+      const { rows } = await this.#run(this.#statements.liveness(key), args.signal)
       if (rows.length > 0) return
     }
     throw new FencedError()
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
-    validateRenewArgs(record, ttlMs, options)
-    const key = keyOf(record)
-    const result = await this.#run(this.#statements.renew(key, ttlMs), options?.signal)
+    const args = validateRenewArgs(record, ttlMs, options)
+    const key = keyOf(args.record)
+    const result = await this.#run(this.#statements.renew(key, args.ttlMs), args.signal)
     if (affected(result) > 0n) return
     // One read to name the failure. "Valid and unexpired" can only mean the update matched without
     // changing anything (MySQL without CLIENT_FOUND_ROWS, same millisecond): the renew landed.
-    const { rows } = await this.#run(this.#statements.liveness(key), options?.signal)
+    const { rows } = await this.#run(this.#statements.liveness(key), args.signal)
     const row = rows[0]
     if (!row) throw new FencedError()
     if (Number(row.live) !== 1) throw new LeaseExpiredError()
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
-    validateRecordArgs(record, options)
+    const args = validateRecordArgs(record, options)
     // Setting released always changes a valid row, so zero rows means invalid even without found-rows.
-    const result = await this.#run(this.#statements.release(keyOf(record)), options?.signal)
+    const result = await this.#run(this.#statements.release(keyOf(args.record)), args.signal)
     if (affected(result) === 0n) throw new FencedError()
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
-    validateRecordArgs(record, options)
-    const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(record)), options?.signal)
+    const args = validateRecordArgs(record, options)
+    const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(args.record)), args.signal)
     const row = rows[0]
     if (!row) throw new FencedError()
     return {
@@ -261,6 +311,31 @@ export class KyselyBackend implements Backend {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
     return raceAbort(query.execute(this.#db), signal)
   }
+}
+
+/**
+ * The error for an acquire that took nothing: TOKENS_EXHAUSTED for a free lease at the largest token
+ * (acquire's own condition refused it), else LEASE_HELD naming the lease in the way.
+ */
+function refusal(row: HolderRow | undefined): Error {
+  if (!row) return new LeaseHeldError()
+  const fencingToken = BigInt(row.token)
+  if (isTrue(row.free) && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError()
+  const expiresAtMs = toMillis(row.expires_at)
+  return new LeaseHeldError(undefined, {
+    holder: {
+      holderId:
+        row.holder instanceof Uint8Array ? Buffer.from(row.holder).toString('utf8') : String(row.holder),
+      fencingToken,
+      expiresAt: new Date(expiresAtMs),
+      expiresInMs: Math.max(0, toMillis(row.expires_in)),
+    },
+  })
+}
+
+// Booleans come back as true/false (PostgreSQL), 1/0 (SQLite, MySQL) or '1'/'0' (text casts).
+function isTrue(value: unknown): boolean {
+  return value === true || Number(value) === 1
 }
 
 function keyOf(record: LeaseRecord): RecordKey {

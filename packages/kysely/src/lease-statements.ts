@@ -1,14 +1,34 @@
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { type RawBuilder, sql } from 'kysely'
 import type { DialectFamily } from './lease-dialect.js'
 import { tokenSql } from './token-sql.js'
 
-/** A row handed back by acquire: text columns, so 64-bit values never pass through a JS number. */
-export interface AcquiredRow {
+/**
+ * A row handed back by acquire: text columns, so 64-bit values never pass through a JS number.
+ * PostgreSQL and SQLite: `acquired` is true with the new lease, or (PostgreSQL) false with the lease in
+ * the way as a {@link HolderRow}. MySQL family: `acquired` is `LAST_INSERT_ID()`, the new token, 0 when
+ * the lease was held (the row is then the holder's) or 2^64 - 1 when the tokens are exhausted.
+ */
+export interface AcquiredRow extends Partial<Omit<HolderRow, 'token' | 'expires_at'>> {
   token: string
   expires_at: string
-  /** MySQL family only: `LAST_INSERT_ID()`, 0 when the lease was held. */
-  acquired?: unknown
+  acquired: unknown
 }
+
+/** The lease in the way of an acquire, with its time left on the server clock of the same statement. */
+export interface HolderRow {
+  token: string
+  expires_at: string
+  holder: unknown
+  /** `expires_at - now`, possibly negative when read after the lease ended. */
+  expires_in: string
+  /** Free by the same "now": released or expired. Null where the statement only reports held leases. */
+  free: unknown
+}
+
+// The contract's largest token, as SQL: acquire never increments past it (a store-side condition, so no
+// integer overflow error and no record no store can keep).
+const MAX_TOKEN = sql.raw(MAX_FENCING_TOKEN.toString())
 
 export interface LiveRow {
   live: unknown
@@ -35,11 +55,18 @@ export class LeaseStatements {
   readonly #table: RawBuilder<unknown>
   // The database server's clock in epoch milliseconds, so session time zones never enter.
   // PostgreSQL: clock_timestamp(), not now(), which is frozen at the start of the caller's transaction.
-  // MySQL/MariaDB: UTC_TIMESTAMP is independent of the session time_zone (UNIX_TIMESTAMP(NOW()) is not
-  // across DST folds). SQLite: julianday('now') works on every version, unlike unixepoch('subsec').
+  // MySQL/MariaDB: NOW() and UTC_TIMESTAMP() follow the session variable `timestamp`, which a pooled
+  // connection may carry (SET timestamp), so the clock is SYSDATE(6), which ignores it. SYSDATE is in the
+  // session time_zone: subtracting that zone's offset (NOW - UTC_TIMESTAMP, read at one instant) gives
+  // UTC without the DST-fold ambiguity of UNIX_TIMESTAMP(SYSDATE()). SYSDATE is read anew at every call,
+  // so a statement that must agree with itself reads it once (see acquireMysql).
+  // SQLite: julianday('now') works on every version, unlike unixepoch('subsec'), and is fixed per statement.
   readonly #now: RawBuilder<unknown>
   readonly #true: RawBuilder<unknown>
   readonly #false: RawBuilder<unknown>
+  // SQLite's two-argument MAX()/MIN() are its scalar GREATEST/LEAST.
+  readonly #greatest: string
+  readonly #least: string
 
   constructor(family: DialectFamily, table: string) {
     this.family = family
@@ -48,85 +75,168 @@ export class LeaseStatements {
       family === 'postgres'
         ? 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint'
         : family === 'mysql'
-          ? "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)"
+          ? "((TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000)"
           : "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
     )
     this.#true = sql.raw(family === 'postgres' ? 'true' : '1')
     this.#false = sql.raw(family === 'postgres' ? 'false' : '0')
+    this.#greatest = family === 'sqlite' ? 'MAX' : 'GREATEST'
+    this.#least = family === 'sqlite' ? 'MIN' : 'LEAST'
   }
 
   #token(token: string): RawBuilder<unknown> {
     return tokenSql(this.family, token)
   }
 
+  // MySQL/MariaDB: mysql2 escapes a string parameter and then encodes the whole query in the connection
+  // charset, so with a single-byte one (latin1) U+4E27 arrives as a bare quote and distinct ids collide.
+  // A Buffer goes out as a hex literal, ASCII in every charset, and matches the VARBINARY columns byte
+  // for byte: the ids' UTF-8 bytes whatever the connection charset.
+  #id(id: string): unknown {
+    return this.family === 'mysql' ? Buffer.from(id, 'utf8') : id
+  }
+
   #text(column: string): RawBuilder<unknown> {
+    return this.#cast(sql.ref(column))
+  }
+
+  #cast(value: RawBuilder<unknown> | ReturnType<typeof sql.ref>): RawBuilder<unknown> {
     const type = this.family === 'postgres' ? 'text' : this.family === 'mysql' ? 'CHAR' : 'TEXT'
-    return sql`CAST(${sql.ref(column)} AS ${sql.raw(type)})`
+    return sql`CAST(${value} AS ${sql.raw(type)})`
   }
 
   #valid(key: RecordKey): RawBuilder<unknown> {
-    return sql`work_id = ${key.workId} AND token = ${this.#token(key.token)} AND holder = ${key.holderId} AND released = ${this.#false}`
+    return sql`work_id = ${this.#id(key.workId)} AND token = ${this.#token(key.token)} AND holder = ${this.#id(key.holderId)} AND released = ${this.#false}`
   }
 
   /**
    * PostgreSQL and SQLite: a conditional upsert that returns a row only when it took the lease.
    * Both evaluate every SET expression against the old row, so `clean_handoff = released` reads the
-   * previous lease's released mark.
+   * previous lease's released mark. A free lease at the largest token is left alone.
+   *
+   * PostgreSQL wraps it in a CTE whose second branch, when the upsert returned nothing, reports the lease
+   * in the way, in the same statement. `FOR SHARE` reads that row's latest version (the one the upsert
+   * locked and judged), not the statement's older snapshot; the clock CTE holds a volatile function, so
+   * PostgreSQL evaluates it once for the whole statement. SQLite has no data-modifying CTEs: the backend
+   * reads the holder with {@link holderOf} on that failure path.
    */
   acquireUpsert(workId: string, holderId: string, ttlMs: number): RawBuilder<AcquiredRow> {
-    const now = this.#now
-    return sql<AcquiredRow>`INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff)
-VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, ${this.#false}, ${this.#true})
-ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released
-WHERE l.released = ${this.#true} OR l.expires_at <= ${now}
-RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at`
+    const takeover = sql`ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0`
+    if (this.family === 'sqlite') {
+      // julianday('now') is fixed for the whole statement in SQLite.
+      const now = this.#now
+      return sql<AcquiredRow>`INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, 0, 1, 0)
+${takeover}
+WHERE (l.released = 1 OR l.expires_at <= ${now}) AND l.token < ${MAX_TOKEN}
+RETURNING 1 AS acquired, ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at`
+    }
+    return sql<AcquiredRow>`WITH wl_clock AS (SELECT ${this.#now} AS wl_now),
+taken AS (
+  INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+  SELECT ${workId}, 1, ${holderId}, wl_clock.wl_now + ${ttlMs}, false, true, 0 FROM wl_clock
+  ${takeover}
+  WHERE (l.released OR l.expires_at <= (SELECT wl_now FROM wl_clock)) AND l.token < ${MAX_TOKEN}
+  RETURNING l.token, l.expires_at
+),
+held AS (
+  SELECT l.token, l.holder, l.expires_at, l.released OR l.expires_at <= wl_clock.wl_now AS free,
+    l.expires_at - wl_clock.wl_now AS expires_in
+  FROM ${this.#table} AS l, wl_clock
+  WHERE l.work_id = ${workId} AND NOT EXISTS (SELECT FROM taken)
+  FOR SHARE OF l
+)
+SELECT true AS acquired, token::text AS token, expires_at::text AS expires_at, NULL::text AS holder,
+  NULL::boolean AS free, NULL::text AS expires_in FROM taken
+UNION ALL
+SELECT false, token::text, expires_at::text, holder, free, expires_in::text FROM held`
   }
 
   /**
-   * MySQL/MariaDB: `ON DUPLICATE KEY UPDATE` has no WHERE, so every assignment is an IF() on "free".
-   * MySQL applies assignments left to right and later ones see earlier results, so the columns "free"
-   * reads (released, expires_at) are assigned last, and clean_handoff reads released before it is
-   * cleared. `released = 0` needs no condition: a lease that is not free is not released.
-   * LAST_INSERT_ID(expr) reports the outcome in the same reply: the new token, or 0 when held.
-   * With `returning`, MariaDB hands back the token, expiry and that flag as a row.
+   * The lease of a workId as acquire's failure path reports it, "now" read once: for SQLite and MySQL 8,
+   * whose acquire cannot return the row it left alone.
+   */
+  holderOf(workId: string): RawBuilder<HolderRow> {
+    const released = this.family === 'postgres' ? sql`released` : sql`released <> 0`
+    return sql<HolderRow>`SELECT ${this.#text('token')} AS token, holder, ${this.#text('expires_at')} AS expires_at,
+  CASE WHEN ${released} OR expires_at <= wl_clock.wl_now THEN 1 ELSE 0 END AS free,
+  ${this.#cast(sql`expires_at - wl_clock.wl_now`)} AS expires_in
+FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${this.#id(workId)}`
+  }
+
+  /**
+   * MySQL/MariaDB: `ON DUPLICATE KEY UPDATE` has no WHERE, so every assignment is an IF() on "take"
+   * (free, and below the largest token). MySQL applies assignments left to right and later ones see
+   * earlier results, so holder, clean_handoff and checkpoint_seq, which read the old row, come before
+   * token, and the columns "free" reads (released, expires_at) come last. Those two cannot re-evaluate
+   * "take" once the token moved (MAX - 1 taken looks like MAX left alone), so they ask
+   * `LAST_INSERT_ID() = token`: within one statement LAST_INSERT_ID() returns what LAST_INSERT_ID(expr)
+   * last set, which is the new token on a takeover, 0 when held and -1 (read back as 2^64 - 1) when the
+   * lease is free but its tokens are exhausted. The reply carries that value either way: as
+   * the OK packet's insert id, and with `returning` (MariaDB) as `acquired` next to the row, which is the
+   * lease in the way when nothing was taken.
+   *
+   * "now" is read once, in a derived table every assignment refers to: SYSDATE() would otherwise be read
+   * again in each IF(), and at the expiry boundary the token's IF could see the lease held and the
+   * holder's see it free. LIMIT 1 keeps the optimizer from merging the derived table into the outer
+   * query (which would copy the SYSDATE() call back into every reference); MySQL and MariaDB both
+   * let ON DUPLICATE KEY UPDATE read the columns of an INSERT ... SELECT's source. RETURNING cannot see
+   * the derived table, so `expires_in` reads the clock again, a little later: never more time than left.
    */
   acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
-    const now = this.#now
+    const now = sql`wl_clock.wl_now`
     const free = sql`(released <> 0 OR expires_at <= ${now})`
-    const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff)
-VALUES (${workId}, LAST_INSERT_ID(1), ${holderId}, ${now} + ${ttlMs}, 0, 1)
+    const take = sql`(${free} AND token < ${MAX_TOKEN})`
+    const took = sql`LAST_INSERT_ID() = token`
+    const work = this.#id(workId)
+    const holder = this.#id(holderId)
+    const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+SELECT ${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
 ON DUPLICATE KEY UPDATE
-  token = IF(${free}, LAST_INSERT_ID(token + 1), token + LAST_INSERT_ID(0)),
-  holder = IF(${free}, ${holderId}, holder),
-  clean_handoff = IF(${free}, released, clean_handoff),
-  expires_at = IF(${free}, ${now} + ${ttlMs}, expires_at),
-  released = 0`
+  holder = IF(${take}, ${holder}, holder),
+  clean_handoff = IF(${take}, released, clean_handoff),
+  checkpoint_seq = IF(${take}, 0, checkpoint_seq),
+  token = IF(${take}, LAST_INSERT_ID(token + 1), token + (LAST_INSERT_ID(IF(${free}, -1, 0)) & 0)),
+  expires_at = IF(${took}, ${now} + ${ttlMs}, expires_at),
+  released = IF(${took}, 0, released)`
     if (!returning) return insert as RawBuilder<AcquiredRow>
     return sql<AcquiredRow>`${insert}
-RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at, LAST_INSERT_ID() AS acquired`
+RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at, holder,
+  CAST(LAST_INSERT_ID() AS CHAR) AS acquired, ${this.#cast(sql`expires_at - ${this.#now}`)} AS expires_in`
   }
 
   /** MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token). */
   acquiredExpiry(workId: string, token: string): RawBuilder<{ expires_at: string | null; now_ms: string }> {
     return sql<{ expires_at: string | null; now_ms: string }>`SELECT
-  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${workId} AND token = ${this.#token(token)}) AS expires_at,
+  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${this.#id(workId)} AND token = ${this.#token(token)}) AS expires_at,
   CAST(${this.#now} AS CHAR) AS now_ms`
   }
 
+  // Renew and checkpoint only ever extend: a late-landing call or a shorter ttl keeps the later expiry.
+  #extended(ttlMs: number): RawBuilder<unknown> {
+    return sql`${sql.raw(this.#greatest)}(expires_at, ${this.#now} + ${ttlMs})`
+  }
+
   renew(key: RecordKey, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET expires_at = ${this.#now} + ${ttlMs}
+    return sql`UPDATE ${this.#table} SET expires_at = ${this.#extended(ttlMs)}
 WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
   }
 
-  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET state = ${state}, expires_at = ${this.#now} + ${ttlMs}
+  /**
+   * Stores state and sequence only when the sequence is above the stored one, and extends the expiry
+   * either way: one statement whatever the order checkpoints arrive in. MySQL assigns left to right, so
+   * state is assigned while checkpoint_seq still holds the old value; the others read the old row anyway.
+   */
+  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number, sequence: number): RawBuilder<unknown> {
+    const seq = this.#token(String(sequence))
+    return sql`UPDATE ${this.#table} SET state = CASE WHEN checkpoint_seq < ${seq} THEN ${state} ELSE state END,
+  checkpoint_seq = ${sql.raw(this.#greatest)}(checkpoint_seq, ${seq}), expires_at = ${this.#extended(ttlMs)}
 WHERE ${this.#valid(key)}`
   }
 
   /** Marks released and moves expiry strictly before now (never later than it was). */
   release(key: RecordKey): RawBuilder<unknown> {
-    const least = this.family === 'sqlite' ? 'MIN' : 'LEAST'
-    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${sql.raw(least)}(expires_at, ${this.#now} - 1)
+    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${sql.raw(this.#least)}(expires_at, ${this.#now} - 1)
 WHERE ${this.#valid(key)}`
   }
 

@@ -32,6 +32,21 @@ export async function kyselyHarness(
       return new KyselyBackend({ ...options, db, table: storage.table })
     },
     roundTrips: () => statements,
+    // A released lease at `token`, written past the backend (through the uncounted admin connection).
+    seedToken: async (workId, token) => {
+      const flag = (value: boolean) => (target.filter === 'postgres' ? value : value ? 1 : 0)
+      await storage.admin
+        .insertInto(storage.table)
+        .values({
+          work_id: workId,
+          token: token.toString(),
+          holder: 'seeded',
+          expires_at: 0,
+          released: flag(true),
+          clean_handoff: flag(true),
+        })
+        .execute()
+    },
     close: async () => {
       await Promise.all(opened.map((db) => db.destroy()))
       await dropLeaseTable(storage.admin, { table: storage.table })
