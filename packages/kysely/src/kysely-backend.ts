@@ -4,17 +4,24 @@ import {
   type CallOptions,
   type CheckpointOptions,
   type CheckpointRead,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   MAX_FENCING_TOKEN,
   raceAbort,
   TokensExhaustedError,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
@@ -27,7 +34,14 @@ import {
   type ResolvedDialect,
   resolveDialect,
 } from './lease-dialect.js'
-import { type AcquiredRow, type HolderRow, LeaseStatements, type RecordKey } from './lease-statements.js'
+import {
+  type AcquiredRow,
+  type HolderRow,
+  LeaseStatements,
+  type ListedRow,
+  type RecordKey,
+} from './lease-statements.js'
+import { prefixUpperBound } from './prefix-range.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 
 /** Options of {@link KyselyBackend}. */
@@ -161,6 +175,8 @@ export class KyselyBackend implements Backend {
       maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: true,
+      revoke: true,
     })
   }
 
@@ -307,6 +323,42 @@ export class KyselyBackend implements Backend {
     }
   }
 
+  /**
+   * One page of leases by workId prefix: one SELECT over a range of the primary key (`prefix <= work_id
+   * < the prefix's upper bound`, no LIKE, so `%` and `_` are plain characters), in byte order.
+   */
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const { prefix, cursor, limit, signal } = validateListArgs(options)
+    const upper = prefixUpperBound(prefix)
+    const { rows } = await this.#run(
+      this.#statements.list({
+        lower: prefix,
+        limit: limit + 1,
+        ...(upper === undefined ? {} : { upper }),
+        ...(cursor === undefined ? {} : { cursor }),
+      }),
+      signal,
+    )
+    const leaseRows = rows.filter((row) => row.token !== null && row.token !== undefined)
+    // The rows' own "now" judged `free`; the sentinel's is read a moment later, for an empty page.
+    const nowMs = toMillis((leaseRows[0] ?? rows[0])?.now_ms)
+    const leases = leaseRows.map((row) => listing(row)).sort((a, b) => compareWorkIds(a.workId, b.workId))
+    const page = leases.slice(0, limit)
+    return {
+      leases: page,
+      now: new Date(nowMs),
+      ...(leases.length > limit ? { cursor: page.at(-1)!.workId } : {}),
+    }
+  }
+
+  /** Ends a live lease from outside, in one UPDATE; `false` when the lease was already free. */
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    const { signal } = validateCallOptions(options)
+    const result = await this.#run(this.#statements.revoke(workId), signal)
+    return affected(result) > 0n
+  }
+
   async #run<R>(query: RawBuilder<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
     return raceAbort(query.execute(this.#db), signal)
@@ -330,6 +382,22 @@ function refusal(row: HolderRow | undefined): Error {
       expiresAt: new Date(expiresAtMs),
       expiresInMs: Math.max(0, toMillis(row.expires_in)),
     },
+  })
+}
+
+const text = (value: unknown): string =>
+  value instanceof Uint8Array ? Buffer.from(value).toString('utf8') : String(value)
+
+function listing(row: ListedRow): LeaseListing {
+  const bytes = row.state_bytes === null || row.state_bytes === undefined ? null : Number(row.state_bytes)
+  return Object.freeze({
+    workId: text(row.work_id),
+    holderId: text(row.holder),
+    fencingToken: BigInt(row.token!),
+    expiresAt: new Date(toMillis(row.expires_at)),
+    released: isTrue(row.released),
+    free: isTrue(row.free),
+    checkpointBytes: bytes,
   })
 }
 

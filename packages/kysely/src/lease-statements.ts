@@ -39,6 +39,18 @@ export interface CheckpointRow {
   clean_handoff: unknown
 }
 
+/** A row of a list page; the sentinel row (every lease column null) only carries the page's "now". */
+export interface ListedRow {
+  work_id: unknown
+  holder: unknown
+  token: string | null
+  expires_at: string | null
+  released: unknown
+  free: unknown
+  state_bytes: unknown
+  now_ms: string
+}
+
 /** The identity of a lease as a record names it; `token` is the decimal text of the bigint. */
 export interface RecordKey {
   readonly workId: string
@@ -248,5 +260,44 @@ WHERE ${this.#valid(key)}`
   liveness(key: RecordKey): RawBuilder<LiveRow> {
     return sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
 FROM ${this.#table} WHERE ${this.#valid(key)}`
+  }
+
+  /**
+   * One page of a listing: the leases in `[lower, upper)` after `cursor`, by the primary key, with the
+   * state's size (never its bytes) and "free" judged by one "now", plus a sentinel row that carries that
+   * "now" even when the page is empty. The caller sorts the rows: UNION ALL promises no order.
+   */
+  list(range: { lower: string; upper?: string; cursor?: string; limit: number }): RawBuilder<ListedRow> {
+    const conditions = [sql`l.work_id >= ${this.#id(range.lower)}`]
+    if (range.upper !== undefined) conditions.push(sql`l.work_id < ${this.#id(range.upper)}`)
+    if (range.cursor !== undefined) conditions.push(sql`l.work_id > ${this.#id(range.cursor)}`)
+    const where = sql.join(conditions, sql` AND `)
+    const released = this.family === 'postgres' ? sql`l.released` : sql`l.released <> 0`
+    const size = sql.raw(this.family === 'postgres' ? 'octet_length(l.state)' : 'length(l.state)')
+    const now = this.#cast(sql`wl_clock.wl_now`)
+    // MySQL and MariaDB may inline a CTE (and with it SYSDATE, read per reference); a derived table with
+    // LIMIT is read once, as in acquireMysql.
+    const clock = sql`(SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock`
+    return sql<ListedRow>`SELECT * FROM (
+  SELECT l.work_id, l.holder, ${this.#text('l.token')} AS token, ${this.#text('l.expires_at')} AS expires_at,
+    CASE WHEN ${released} THEN 1 ELSE 0 END AS released,
+    CASE WHEN ${released} OR l.expires_at <= wl_clock.wl_now THEN 1 ELSE 0 END AS free,
+    ${size} AS state_bytes, ${now} AS now_ms
+  FROM ${this.#table} AS l, ${clock}
+  WHERE ${where}
+  ORDER BY l.work_id
+  LIMIT ${range.limit}
+) AS wl_page
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}`
+  }
+
+  /**
+   * Ends a live lease from outside: no holder (no valid holderId is empty, so no record matches it
+   * again) and expired just now; not released, so the next holder sees an unclean handoff.
+   */
+  revoke(workId: string): RawBuilder<unknown> {
+    return sql`UPDATE ${this.#table} SET holder = ${this.#id('')}, expires_at = ${this.#now} - 1
+WHERE work_id = ${this.#id(workId)} AND released = ${this.#false} AND expires_at > ${this.#now}`
   }
 }

@@ -1,4 +1,4 @@
-import { leaserSuite } from '@worklease/core/testing'
+import { leaserSuite, poolSuite } from '@worklease/core/testing'
 import { backendSuite } from '@worklease/testkit'
 import { afterAll, describe, test } from 'vitest'
 import { kyselyFactory } from './kysely-harness.js'
@@ -20,6 +20,14 @@ export function conformance(name: string): void {
   })
   // The runner over the real server: renewal, waiting, handoff and loss with real (short) ttls.
   leaserSuite({
+    name: `kysely ${target.name}`,
+    describe: on ? describe : describe.skip,
+    test,
+    factory: kyselyFactory(target),
+    ttlMs: 1_500,
+  })
+  // LeasePool over the real server: membership by listing, shares, handoffs, crashes.
+  poolSuite({
     name: `kysely ${target.name}`,
     describe: on ? describe : describe.skip,
     test,

@@ -397,6 +397,8 @@ describe('table names, dialects and the migration (no server needed)', () => {
       maxStateBytes: 16 * 1024 * 1024,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: true,
+      revoke: true,
     })
     expect(new KyselyBackend({ db, dialect: 'mysql' }).capabilities.maxStateBytes).toBe(4 * 1024 * 1024)
     expect(new KyselyBackend({ db, maxStateBytes: 10 }).capabilities.maxStateBytes).toBe(10)
