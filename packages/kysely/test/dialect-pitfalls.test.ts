@@ -7,7 +7,15 @@ import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest
 import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
-import { mysqlDb, postgresDb, randomTable, selected, sqliteDb, targetNamed } from './targets.js'
+import {
+  familyTargets,
+  mysqlDb,
+  postgresDb,
+  randomTable,
+  selected,
+  sqliteDb,
+  targetNamed,
+} from './targets.js'
 
 const HOUR = 3_600_000
 const run = promisify(execFile)
@@ -29,151 +37,174 @@ function expectNearServerNow(expiresAt: Date, ttlMs: number, before: number, aft
   expect(expiresAt.getTime()).toBeLessThanOrEqual(after + ttlMs + 1_000)
 }
 
-describe.skipIf(!selected('postgres'))('PostgreSQL pitfalls', () => {
-  let h: KyselyHarness
-  beforeEach(async () => {
-    h = await kyselyHarness(targetNamed('postgres'))
-  })
-  afterEach(() => h.close())
+for (const target of familyTargets('postgres'))
+  describe(`PostgreSQL pitfalls on ${target.name}`, () => {
+    let h: KyselyHarness
+    beforeEach(async () => {
+      h = await kyselyHarness(target)
+    })
+    afterEach(() => h.close())
 
-  test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
-    const { db } = counted((log) => postgresDb(log, 1))
-    try {
-      await sql`SET TIME ZONE 'Pacific/Kiritimati'`.execute(db)
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      const before = Date.now()
-      const record = await backend.acquire('tz', 'a', 60_000)
-      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
-      await sql`SET TIME ZONE 'Etc/GMT+12'`.execute(db)
-      await backend.renew(record, 60_000)
-      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
-      expect((await rows(h, 'postgres'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('a schema-qualified table name works (public.<table>)', async () => {
-    const table = `public.${randomTable()}`
-    await createLeaseTable(h.storage.admin, { table })
-    try {
-      const backend = new KyselyBackend({ db: h.storage.admin, table })
-      await backend.release(await backend.acquire('job', 'a', HOUR))
-      expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
-    } finally {
-      await sql`DROP TABLE ${sql.table(table)}`.execute(h.storage.admin)
-    }
-  })
-})
-
-describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
-  let h: KyselyHarness
-  beforeEach(async () => {
-    h = await kyselyHarness(targetNamed('mariadb'))
-  })
-  afterEach(() => h.close())
-
-  test('a session time_zone far from UTC does not shift expiry (epoch ms from UTC_TIMESTAMP)', async () => {
-    const { db } = counted((log) => mysqlDb(log, 1))
-    try {
-      await sql`SET time_zone = '+13:00'`.execute(db)
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      const before = Date.now()
-      const record = await backend.acquire('tz', 'a', 60_000)
-      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
-      await sql`SET time_zone = '-12:00'`.execute(db)
-      await backend.renew(record, 60_000)
-      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
-      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
-    // SET timestamp freezes this session's clock, so a renew writes exactly the expiry already stored.
-    const frozen = Math.floor(Date.now() / 1000)
-    for (const flags of [undefined, ['-FOUND_ROWS']]) {
-      const { db, statements } = counted((log) => mysqlDb(log, 1, flags))
+    test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
+      const { db } = counted((log) => postgresDb(log, 1, target.url))
       try {
-        await sql`SET timestamp = ${frozen}`.execute(db)
-        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
-        const workId = `frozen-${flags ? 'changed-rows' : 'found-rows'}`
-        const record = await backend.acquire(workId, 'a', HOUR)
-        expect(record.expiresAt.getTime()).toBe(frozen * 1000 + HOUR)
-        let before = statements()
-        await backend.renew(record, HOUR)
-        // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
-        expect(statements() - before).toBe(flags ? 2 : 1)
-        await backend.checkpoint(record, bytes('same'), HOUR)
-        before = statements()
-        await backend.checkpoint(record, bytes('same'), HOUR)
-        expect(statements() - before).toBe(flags ? 2 : 1)
-        await backend.release(record)
-        expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
-        expect(await code(backend.checkpoint(record, bytes('same'), HOUR))).toBe('FENCED')
+        await sql`SET TIME ZONE 'Pacific/Kiritimati'`.execute(db)
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const before = Date.now()
+        const record = await backend.acquire('tz', 'a', 60_000)
+        expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+        await sql`SET TIME ZONE 'Etc/GMT+12'`.execute(db)
+        await backend.renew(record, 60_000)
+        expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+        expect((await rows(h, 'postgres'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
       } finally {
         await db.destroy()
       }
-    }
-  })
+    })
 
-  test('without a dialect, the first acquire settles on MariaDB RETURNING in one statement', async () => {
-    const { db, statements } = counted((log) => mysqlDb(log))
-    try {
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      expect(backend.family).toBe('mysql')
-      await backend.acquire('probe', 'a', HOUR)
-      expect(statements()).toBe(1)
-      expect(await code(backend.acquire('probe', 'b', HOUR))).toBe('LEASE_HELD')
-      expect(statements()).toBe(2)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test("dialect 'mysql' (MySQL 8, no RETURNING): LAST_INSERT_ID carries the token, one read fetches the expiry", async () => {
-    const { db, statements } = counted((log) => mysqlDb(log))
-    try {
-      const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mysql' })
-      const before = Date.now()
-      const first = await backend.acquire('m8', 'a', 60_000)
-      expect(statements()).toBe(2)
-      expect(first.fencingToken).toBe(1n)
-      expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
-      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
-      expect(await code(backend.acquire('m8', 'b', 60_000))).toBe('LEASE_HELD')
-      expect(statements()).toBe(3)
-      await backend.checkpoint(first, bytes('kept'), 200)
-      await sleep(400)
-      const second = await backend.acquire('m8', 'b', 60_000)
-      expect(second.fencingToken).toBe(2n)
-      expect(await backend.readCheckpoint(second)).toEqual({ state: bytes('kept'), cleanHandoff: false })
-      await seed(h, 'mysql', { workId: 'm8-big', token: 2n ** 60n, holder: 'old', expiresAtMs: 0 })
-      expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
-      const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
-      expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('work_id and holder are VARBINARY: no PAD SPACE or case folding from a utf8mb4 collation', async () => {
-    const columns = await sql<{
-      COLUMN_NAME: string
-      DATA_TYPE: string
-    }>`SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${h.storage.table}`.execute(h.storage.admin)
-    const types = Object.fromEntries(columns.rows.map((c) => [c.COLUMN_NAME, c.DATA_TYPE]))
-    expect(types).toMatchObject({
-      work_id: 'varbinary',
-      holder: 'varbinary',
-      token: 'bigint',
-      expires_at: 'bigint',
-      state: 'longblob',
+    test('a schema-qualified table name works (public.<table>)', async () => {
+      const table = `public.${randomTable()}`
+      await createLeaseTable(h.storage.admin, { table })
+      try {
+        const backend = new KyselyBackend({ db: h.storage.admin, table })
+        await backend.release(await backend.acquire('job', 'a', HOUR))
+        expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
+      } finally {
+        await sql`DROP TABLE ${sql.table(table)}`.execute(h.storage.admin)
+      }
     })
   })
-})
+
+for (const target of familyTargets('mysql'))
+  describe(`MariaDB / MySQL pitfalls on ${target.name}`, () => {
+    let h: KyselyHarness
+    beforeEach(async () => {
+      h = await kyselyHarness(target)
+    })
+    afterEach(() => h.close())
+    const connect = (log: () => void, poolSize?: number, flags?: string[]) =>
+      mysqlDb(log, poolSize, flags, target.url)
+    // MySQL answers MariaDB's RETURNING probe with a parse error, then takes the upsert and a read.
+    const mysql = target.dialect === 'mysql'
+
+    test('a session time_zone far from UTC does not shift expiry (epoch ms from UTC_TIMESTAMP)', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        await sql`SET time_zone = '+13:00'`.execute(db)
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const before = Date.now()
+        const record = await backend.acquire('tz', 'a', 60_000)
+        expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+        await sql`SET time_zone = '-12:00'`.execute(db)
+        await backend.renew(record, 60_000)
+        expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+        expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
+      // SET timestamp freezes this session's clock, so a renew writes exactly the expiry already stored.
+      const frozen = Math.floor(Date.now() / 1000)
+      for (const flags of [undefined, ['-FOUND_ROWS']]) {
+        const { db, statements } = counted((log) => connect(log, 1, flags))
+        try {
+          await sql`SET timestamp = ${frozen}`.execute(db)
+          const backend = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+          const workId = `frozen-${flags ? 'changed-rows' : 'found-rows'}`
+          const record = await backend.acquire(workId, 'a', HOUR)
+          expect(record.expiresAt.getTime()).toBe(frozen * 1000 + HOUR)
+          let before = statements()
+          await backend.renew(record, HOUR)
+          // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
+          expect(statements() - before).toBe(flags ? 2 : 1)
+          await backend.checkpoint(record, bytes('same'), HOUR)
+          before = statements()
+          await backend.checkpoint(record, bytes('same'), HOUR)
+          expect(statements() - before).toBe(flags ? 2 : 1)
+          await backend.release(record)
+          expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
+          expect(await code(backend.checkpoint(record, bytes('same'), HOUR))).toBe('FENCED')
+        } finally {
+          await db.destroy()
+        }
+      }
+    })
+
+    test(`without a dialect, the first acquire settles on ${mysql ? 'MySQL: a refused probe, then two statements' : 'MariaDB RETURNING in one statement'}`, async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        expect(backend.family).toBe('mysql')
+        await backend.acquire('probe', 'a', HOUR)
+        expect(statements()).toBe(mysql ? 3 : 1)
+        expect(await code(backend.acquire('probe', 'b', HOUR))).toBe('LEASE_HELD')
+        expect(statements()).toBe(mysql ? 4 : 2)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('without a dialect, concurrent first acquires share one probe and all succeed', async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const results = await Promise.allSettled(
+          Array.from({ length: 5 }, (_, i) => backend.acquire(`first-${i}`, 'a', HOUR)),
+        )
+        expect(results.map((result) => (result.status === 'rejected' ? result.reason : 'ok'))).toEqual(
+          Array(5).fill('ok'),
+        )
+        // One probe for all five; then each acquire on the path it settled.
+        expect(statements()).toBe(mysql ? 1 + 5 * 2 : 5)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test("dialect 'mysql' (MySQL 8, no RETURNING): LAST_INSERT_ID carries the token, one read fetches the expiry", async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mysql' })
+        const before = Date.now()
+        const first = await backend.acquire('m8', 'a', 60_000)
+        expect(statements()).toBe(2)
+        expect(first.fencingToken).toBe(1n)
+        expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
+        expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
+        expect(await code(backend.acquire('m8', 'b', 60_000))).toBe('LEASE_HELD')
+        expect(statements()).toBe(3)
+        await backend.checkpoint(first, bytes('kept'), 200)
+        await sleep(400)
+        const second = await backend.acquire('m8', 'b', 60_000)
+        expect(second.fencingToken).toBe(2n)
+        expect(await backend.readCheckpoint(second)).toEqual({ state: bytes('kept'), cleanHandoff: false })
+        await seed(h, 'mysql', { workId: 'm8-big', token: 2n ** 60n, holder: 'old', expiresAtMs: 0 })
+        expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
+        const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
+        expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('work_id and holder are VARBINARY: no PAD SPACE or case folding from a utf8mb4 collation', async () => {
+      const columns = await sql<{
+        COLUMN_NAME: string
+        DATA_TYPE: string
+      }>`SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${h.storage.table}`.execute(h.storage.admin)
+      const types = Object.fromEntries(columns.rows.map((c) => [c.COLUMN_NAME, c.DATA_TYPE]))
+      expect(types).toMatchObject({
+        work_id: 'varbinary',
+        holder: 'varbinary',
+        token: 'bigint',
+        expires_at: 'bigint',
+        state: 'longblob',
+      })
+    })
+  })
 
 describe.skipIf(!selected('sqlite'))('SQLite pitfalls', () => {
   let h: KyselyHarness

@@ -32,6 +32,7 @@ export async function kyselyHarness(
       return new KyselyBackend({ ...options, db, table: storage.table })
     },
     roundTrips: () => statements,
+    acquireRoundTrips: target.dialect === 'mysql' ? 2 : 1,
     close: async () => {
       await Promise.all(opened.map((db) => db.destroy()))
       await dropLeaseTable(storage.admin, { table: storage.table })

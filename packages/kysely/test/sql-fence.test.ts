@@ -3,14 +3,8 @@ import { type Kysely, sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { type DialectFamily, SqlFence } from '../src/index.js'
 import { code } from './helpers.js'
-import { selected, TARGETS, type TargetStorage } from './targets.js'
+import { runs, TARGETS, type TargetStorage } from './targets.js'
 
-const FAMILY: Record<string, DialectFamily> = {
-  postgres: 'postgres',
-  mariadb: 'mysql',
-  'sqlite-file': 'sqlite',
-  'sqlite-memory': 'sqlite',
-}
 const TWO_POW_53 = 2n ** 53n
 
 interface Row {
@@ -20,10 +14,10 @@ interface Row {
 }
 
 for (const target of TARGETS) {
-  const family = FAMILY[target.name]!
+  const family: DialectFamily = target.filter
   const text = sql.raw(family === 'postgres' ? 'text' : family === 'mysql' ? 'CHAR' : 'TEXT')
 
-  describe.skipIf(!selected(target.filter))(`SqlFence on ${target.name}`, () => {
+  describe.skipIf(!runs(target))(`SqlFence on ${target.name}`, () => {
     let storage: TargetStorage
     let db: Kysely<any>
     let fence: SqlFence
