@@ -88,6 +88,7 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
 
 /** The server's duplicate-key error: our conditional upsert lost to an existing document. */
 const DUPLICATE_KEY = 11000
+const INTERNAL_ERROR = 1
 
 // Asks the driver for int64 as bigint and binary as bytes, so tokens never pass through a number.
 const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
@@ -170,10 +171,23 @@ export class MongoBackend implements Backend {
       )
     } catch (error) {
       if (isDuplicateKeyOnId(error)) throw new LeaseHeldError(undefined, { cause: error })
+      // FerretDB 2 answers the losing upsert with a generic error naming a unique constraint, not
+      // E11000. One read settles it: a live lease there means held; anything else stays a store error.
+      if (isUnclassifiedDuplicateKey(error) && (await this.#heldByLiveLease(workId, now, options))) {
+        throw new LeaseHeldError(undefined, { cause: error })
+      }
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
     return createLeaseRecord(workId, holderId, toToken(document.fencingToken), expiresAtMs)
+  }
+
+  async #heldByLiveLease(workId: string, now: number, options: CallOptions | undefined): Promise<boolean> {
+    const held = await this.#collection.findOne(
+      { _id: workId, expiresAt: { $gt: new Date(now) }, released: { $ne: true } },
+      { projection: { _id: 1 }, ...signalOf(options) },
+    )
+    return held !== null
   }
 
   async checkpoint(
@@ -258,6 +272,17 @@ function isDuplicateKeyOnId(error: unknown): boolean {
   // A duplicate on some other unique index a user added is a store failure, not a held lease.
   if (typeof keyPattern === 'object' && keyPattern !== null && !('_id' in keyPattern)) return false
   return true
+}
+
+/** FerretDB 2's losing upsert: code 1 (InternalError) with PostgreSQL's unique-violation text. */
+function isUnclassifiedDuplicateKey(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return (
+    code === INTERNAL_ERROR &&
+    typeof message === 'string' &&
+    /duplicate key value violates unique constraint/.test(message)
+  )
 }
 
 /** Reads an int64 exactly, whatever shape the driver or server handed it back in. */

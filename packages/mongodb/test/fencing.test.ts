@@ -153,8 +153,8 @@ describe('fencedUpdateOne', () => {
     const outcome = await fencedUpdateOne(orders, { _id: 'o1' }, { $set: { email: 'a@example.com' } }, 1n, {
       upsert: true,
     }).catch((caught: unknown) => caught)
-    // FerretDB 1.x names no index (no keyPattern) in its duplicate-key error, so the helper cannot tell
-    // the caller's constraint from the fence and reports the write as not landed, as documented.
+    // FerretDB (1.24 and 2.7 alike) names no index (no keyPattern) in its duplicate-key error, so the
+    // helper cannot tell the caller's constraint from the fence and reports the write as not landed.
     if (ferretdbVersion) expect(outcome).toBe(false)
     else expect((outcome as { code?: unknown }).code).toBe(11000)
     expect(await stored('o1')).toBeNull()
