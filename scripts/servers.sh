@@ -315,20 +315,33 @@ dynamodb_local_version() {
     java -Djava.library.path="$dir/DynamoDBLocal_lib" -jar "$dir/DynamoDBLocal.jar" -version 2>/dev/null | tail -n 1
 }
 
+documentdb_version() {
+  in_chroot runuser -u postgres -- psql -X -tA -h 127.0.0.1 -p "$POSTGRES18_PORT" -d postgres \
+    -c "SELECT extversion FROM pg_extension WHERE extname = 'documentdb'" 2>/dev/null
+}
+
+# servers.env: the variables the suites read; versions: each server's name as CI's summary shows it.
 write_env() {
-  local env=$RUN/servers.env
+  local env=$RUN/servers.env versions=$RUN/versions pg
   : >"$env"
+  : >"$versions"
   if port_open "$MYSQL97_PORT" && pid_alive "$CHROOT/run/mysqld/mysqld-9.7.pid"; then
     echo "export MYSQL97_URL=mysql://root@127.0.0.1:$MYSQL97_PORT/test" >>"$env"
+    printf 'mysql97\tMySQL %s\n' "$(mysql97_version)" >>"$versions"
   fi
   if port_open "$POSTGRES18_PORT" && pid_alive "$CHROOT$PG18_DATA/postmaster.pid"; then
     echo "export POSTGRES18_URL=postgres://postgres@127.0.0.1:$POSTGRES18_PORT/test" >>"$env"
+    pg=$(postgres18_version)
+    printf 'postgres18\tPostgreSQL %s\n' "$pg" >>"$versions"
   fi
   if port_open "$FERRETDB2_PORT" && pid_alive "$RUN/ferretdb-2.7.pid"; then
     echo "export FERRETDB2_URL=mongodb://127.0.0.1:$FERRETDB2_PORT/" >>"$env"
+    printf 'ferretdb2\tFerretDB %s on PostgreSQL %s + DocumentDB %s\n' "$FERRETDB2_VERSION" "${pg:-18}" \
+      "$(documentdb_version)" >>"$versions"
   fi
   if port_open "$DYNAMODB_LOCAL_PORT" && pid_alive "$RUN/dynamodb-local.pid"; then
     echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$DYNAMODB_LOCAL_PORT" >>"$env"
+    printf 'dynamodb-local\tDynamoDB Local %s\n' "$(dynamodb_local_version)" >>"$versions"
   fi
 }
 

@@ -14,6 +14,11 @@ const runnable = targets.filter((name) => {
 
 export default defineConfig({
   test: {
+    // CI's summary of which server judged which test (scripts/judged-reporter.mjs).
+    reporters: [
+      'default',
+      ...(process.env.WORKLEASE_TEST_REPORTS ? ['../../scripts/judged-reporter.mjs'] : []),
+    ],
     include: ['test/**/*.test.ts'],
     // The machine is shared: at most two workers across the projects.
     maxWorkers: 2,
