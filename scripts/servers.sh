@@ -59,6 +59,11 @@ wait_port() { # port, seconds, pid of the starting server (gives up as soon as i
 }
 in_chroot() { chroot "$CHROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 HOME=/root "$@"; }
 pid_alive() { [ -s "$1" ] && kill -0 "$(head -n 1 "$1")" 2>/dev/null; }
+# Whether the process of `pidfile` is the one listening on `port` (not merely alive, with another
+# server holding the port).
+ours_on_port() { # port, pidfile
+  pid_alive "$2" && ss -ltnpH "sport = :$1" 2>/dev/null | grep -q "pid=$(head -n 1 "$2"),"
+}
 
 # The Debian mirror this machine's own apt uses (never written into the repository): the first
 # `URIs:` (deb822) or `deb` line naming a plain .../debian archive.
@@ -149,7 +154,7 @@ postgres18_version() { in_chroot "$PG18_BIN/postgres" --version 2>/dev/null | gr
 
 start_postgres18() {
   if port_open "$POSTGRES18_PORT"; then
-    pid_alive "$CHROOT$PG18_DATA/postmaster.pid" && return 0
+    ours_on_port "$POSTGRES18_PORT" "$CHROOT$PG18_DATA/postmaster.pid" && return 0
     echo "port $POSTGRES18_PORT is taken by another process"
     return 1
   fi
@@ -199,7 +204,7 @@ stop_postgres18() {
 start_mysql97() {
   local pidfile=$CHROOT/run/mysqld/mysqld-9.7.pid
   if port_open "$MYSQL97_PORT"; then
-    pid_alive "$pidfile" && return 0
+    ours_on_port "$MYSQL97_PORT" "$pidfile" && return 0
     echo "port $MYSQL97_PORT is taken by another process"
     return 1
   fi
@@ -257,7 +262,7 @@ stop_pid() { # pidfile, seconds
 start_ferretdb2() {
   local pidfile=$RUN/ferretdb-2.7.pid binary
   if port_open "$FERRETDB2_PORT"; then
-    pid_alive "$pidfile" && return 0
+    ours_on_port "$FERRETDB2_PORT" "$pidfile" && return 0
     echo "port $FERRETDB2_PORT is taken by another process"
     return 1
   fi
@@ -290,7 +295,7 @@ dynamodb_local_dir() {
 start_dynamodb_local() {
   local pidfile=$RUN/dynamodb-local.pid dir
   if port_open "$DYNAMODB_LOCAL_PORT"; then
-    pid_alive "$pidfile" && return 0
+    ours_on_port "$DYNAMODB_LOCAL_PORT" "$pidfile" && return 0
     echo "port $DYNAMODB_LOCAL_PORT is taken by another process"
     return 1
   fi
@@ -325,21 +330,21 @@ write_env() {
   local env=$RUN/servers.env versions=$RUN/versions pg
   : >"$env"
   : >"$versions"
-  if port_open "$MYSQL97_PORT" && pid_alive "$CHROOT/run/mysqld/mysqld-9.7.pid"; then
+  if ours_on_port "$MYSQL97_PORT" "$CHROOT/run/mysqld/mysqld-9.7.pid"; then
     echo "export MYSQL97_URL=mysql://root@127.0.0.1:$MYSQL97_PORT/test" >>"$env"
     printf 'mysql97\tMySQL %s\n' "$(mysql97_version)" >>"$versions"
   fi
-  if port_open "$POSTGRES18_PORT" && pid_alive "$CHROOT$PG18_DATA/postmaster.pid"; then
+  if ours_on_port "$POSTGRES18_PORT" "$CHROOT$PG18_DATA/postmaster.pid"; then
     echo "export POSTGRES18_URL=postgres://postgres@127.0.0.1:$POSTGRES18_PORT/test" >>"$env"
     pg=$(postgres18_version)
     printf 'postgres18\tPostgreSQL %s\n' "$pg" >>"$versions"
   fi
-  if port_open "$FERRETDB2_PORT" && pid_alive "$RUN/ferretdb-2.7.pid"; then
+  if ours_on_port "$FERRETDB2_PORT" "$RUN/ferretdb-2.7.pid"; then
     echo "export FERRETDB2_URL=mongodb://127.0.0.1:$FERRETDB2_PORT/" >>"$env"
     printf 'ferretdb2\tFerretDB %s on PostgreSQL %s + DocumentDB %s\n' "$FERRETDB2_VERSION" "${pg:-18}" \
       "$(documentdb_version)" >>"$versions"
   fi
-  if port_open "$DYNAMODB_LOCAL_PORT" && pid_alive "$RUN/dynamodb-local.pid"; then
+  if ours_on_port "$DYNAMODB_LOCAL_PORT" "$RUN/dynamodb-local.pid"; then
     echo "export DYNAMODB_LOCAL_ENDPOINT=http://127.0.0.1:$DYNAMODB_LOCAL_PORT" >>"$env"
     printf 'dynamodb-local\tDynamoDB Local %s\n' "$(dynamodb_local_version)" >>"$versions"
   fi
@@ -389,7 +394,7 @@ stop() {
 status() {
   local line
   line() { # name, port, pidfile
-    if port_open "$2" && pid_alive "$3"; then say "$1: up on 127.0.0.1:$2"; else say "$1: down"; fi
+    if ours_on_port "$2" "$3"; then say "$1: up on 127.0.0.1:$2"; else say "$1: down"; fi
   }
   line "MySQL 9.7" "$MYSQL97_PORT" "$CHROOT/run/mysqld/mysqld-9.7.pid"
   line "PostgreSQL 18" "$POSTGRES18_PORT" "$CHROOT$PG18_DATA/postmaster.pid"
