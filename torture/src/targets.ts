@@ -8,12 +8,41 @@ import { type MemoryBug, MemoryRpcBackend, MemoryServer } from './memory-rpc.js'
 import { mariadbBinaries, postgresBinDir, privateMariadb, privatePostgres } from './sql-servers.js'
 
 /** The backends the suite can torture. */
-export const BACKENDS = ['memory', 'sqlite', 'postgres', 'mariadb', 'ferretdb', 'dynalite'] as const
+export const BACKENDS = [
+  'memory',
+  'sqlite',
+  'postgres',
+  'mariadb',
+  'ferretdb',
+  'dynalite',
+  'mysql97',
+  'ferretdb2',
+  'dynamodb-local',
+] as const
 export type BackendName = (typeof BACKENDS)[number]
+
+/**
+ * The genuine servers of scripts/servers.sh, shared and never restarted by the suite (an outage is a
+ * long proxy black-hole instead), and the variable that names each.
+ */
+export const SHARED_SERVERS = {
+  mysql97: 'MYSQL97_URL',
+  ferretdb2: 'FERRETDB2_URL',
+  'dynamodb-local': 'DYNAMODB_LOCAL_ENDPOINT',
+} as const satisfies Partial<Record<BackendName, string>>
+
+/** Why `backend` cannot run here (its server's variable is unset), or undefined. */
+export function unavailable(backend: BackendName): string | undefined {
+  const variable = (SHARED_SERVERS as Partial<Record<BackendName, string>>)[backend]
+  if (variable === undefined || process.env[variable]) return undefined
+  return `${variable} is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")`
+}
 
 /** Whose clock decides expiry: the server's, or each caller's (which the nemesis skews). */
 export const clockOf = (backend: BackendName): 'server' | 'client' =>
-  backend === 'memory' || backend === 'ferretdb' || backend === 'dynalite' ? 'client' : 'server'
+  backend === 'postgres' || backend === 'mariadb' || backend === 'sqlite' || backend === 'mysql97'
+    ? 'server'
+    : 'client'
 
 export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
@@ -141,6 +170,52 @@ export async function startServer(
         info: { backend, table },
       }
     }
+    case 'mysql97':
+    case 'ferretdb2':
+    case 'dynamodb-local': {
+      const variable = SHARED_SERVERS[backend]
+      const url = process.env[variable]
+      if (!url) throw new Error(`${backend}: ${unavailable(backend)}`)
+      const port = Number(new URL(url).port)
+      const prepare = async (drop: boolean) => {
+        if (backend === 'mysql97') {
+          const { db } = await kyselyFor('mysql97', port, undefined, 1, url)
+          const { createLeaseTable, dropLeaseTable } = await import('@worklease/kysely')
+          await (drop
+            ? dropLeaseTable(db, { table }).catch(() => undefined)
+            : createLeaseTable(db, { table }))
+          await db.destroy()
+        } else if (backend === 'ferretdb2') {
+          const { MongoClient } = await import('mongodb')
+          const client = new MongoClient(`mongodb://127.0.0.1:${port}/?directConnection=true`)
+          const { createLeaseCollection } = await import('@worklease/mongodb')
+          if (drop)
+            await client
+              .db('torture')
+              .collection(table)
+              .drop()
+              .catch(() => undefined)
+          else await createLeaseCollection(client.db('torture') as never, table)
+          await client.close()
+        } else {
+          const { client } = await dynamoFor(port)
+          const { createLeaseTable } = await import('@worklease/dynamodb')
+          const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb')
+          if (drop) await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined)
+          else await createLeaseTable(client, { tableName: table })
+          client.destroy()
+        }
+      }
+      await prepare(false)
+      return {
+        server: {
+          port,
+          noRestart: `the server is the one ${variable} names (scripts/servers.sh), which the suite never restarts: an outage is a long proxy black-hole instead`,
+          stop: () => prepare(true),
+        },
+        info: { backend, table, url },
+      }
+    }
     case 'dynalite': {
       const cli = join(createRequire(import.meta.url).resolve('dynalite/package.json'), '..', 'cli.js')
       const child = await childServer('dynalite', process.execPath, (port) => [
@@ -164,7 +239,7 @@ export async function startServer(
 }
 
 async function kyselyFor(
-  backend: 'sqlite' | 'postgres' | 'mariadb',
+  backend: 'sqlite' | 'postgres' | 'mariadb' | 'mysql97',
   port: number,
   file?: string,
   connections = 3,
@@ -225,17 +300,23 @@ export async function openBackend(
     }
     case 'sqlite':
     case 'postgres':
-    case 'mariadb': {
+    case 'mariadb':
+    case 'mysql97': {
       const { db } = await kyselyFor(info.backend, info.port, info.sqliteFile, info.connections, info.url)
       const { KyselyBackend } = await import('@worklease/kysely')
       const backend = new KyselyBackend({
         db,
         table: info.table,
-        ...(info.backend === 'mariadb' ? { dialect: 'mariadb' } : {}),
+        ...(info.backend === 'mariadb'
+          ? { dialect: 'mariadb' }
+          : info.backend === 'mysql97'
+            ? { dialect: 'mysql' }
+            : {}),
       })
       return { backend, close: () => db.destroy() }
     }
-    case 'ferretdb': {
+    case 'ferretdb':
+    case 'ferretdb2': {
       const { MongoClient } = await import('mongodb')
       const client = new MongoClient(`mongodb://127.0.0.1:${info.port}/?directConnection=true`, {
         maxPoolSize: info.connections ?? 3,
@@ -250,20 +331,27 @@ export async function openBackend(
       const backend = new MongoBackend({
         collection: client.db('torture').collection(info.table) as never,
         clock,
-        crossConnectionAtomic: false,
-        crossConnectionAtomicNote: FERRETDB_NOTE,
-        findAndModifyProjection: false,
+        // FerretDB 2 on DocumentDB needs no options: its findAndModify is atomic.
+        ...(info.backend === 'ferretdb'
+          ? {
+              crossConnectionAtomic: false,
+              crossConnectionAtomicNote: FERRETDB_NOTE,
+              findAndModifyProjection: false,
+            }
+          : {}),
       })
       return { backend, close: () => client.close(true) }
     }
-    case 'dynalite': {
+    case 'dynalite':
+    case 'dynamodb-local': {
       const { client } = await dynamoFor(info.port)
       const { DynamoBackend } = await import('@worklease/dynamodb')
       const backend = new DynamoBackend({
         client,
         tableName: info.table,
         clock,
-        returnValuesOnConditionCheckFailure: false,
+        // dynalite ignores ReturnValuesOnConditionCheckFailure; DynamoDB Local implements it.
+        returnValuesOnConditionCheckFailure: info.backend === 'dynamodb-local',
       })
       return { backend, close: async () => client.destroy() }
     }

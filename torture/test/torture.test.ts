@@ -1,13 +1,19 @@
 import { describe, expect, test } from 'vitest'
-import { BACKENDS, type BackendName } from '../src/targets.js'
+import { BACKENDS, type BackendName, unavailable } from '../src/targets.js'
 import { formatReport, runTorture, type TortureOptions, type TortureReport } from '../src/torture.js'
 
 // The bounded CI run: a few seconds of random operations and faults per backend, then the counter
 // workload finishes under the same faults. `WORKLEASE_TORTURE_BACKENDS=memory,sqlite` picks backends,
 // `WORKLEASE_TORTURE_SECONDS` the workload length, `WORKLEASE_TORTURE_SEED` replays a seed.
+// The genuine servers of scripts/servers.sh run when their variables are set; else each says why not.
 const selected = (process.env.WORKLEASE_TORTURE_BACKENDS ?? BACKENDS.join(','))
   .split(',')
-  .map((name) => name.trim()) as BackendName[]
+  .map((name) => name.trim())
+  .filter((name) => {
+    const why = unavailable(name as BackendName)
+    if (why) console.warn(`[worklease torture] skipping ${name}: ${why}`)
+    return !why
+  }) as BackendName[]
 const seconds = Number(process.env.WORKLEASE_TORTURE_SECONDS ?? 4)
 const seed = Number(process.env.WORKLEASE_TORTURE_SEED ?? Math.floor(Math.random() * 2 ** 31))
 

@@ -10,15 +10,23 @@ declare module 'vitest' {
 }
 
 /**
- * One in-memory dynalite for the whole run, on 127.0.0.1 and a free port; with `DYNAMODB_ENDPOINT`
- * set (DynamoDB Local, AWS) the tests use that endpoint instead and nothing is started.
+ * The server of one project of vitest.config.ts: for `dynalite`, one in-memory dynalite for the whole
+ * run, on 127.0.0.1 and a free port; for `dynamodb-local` and `endpoint`, the endpoint that
+ * `DYNAMODB_LOCAL_ENDPOINT` or `DYNAMODB_ENDPOINT` names, and nothing is started.
  */
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  const endpoint = process.env.DYNAMODB_ENDPOINT
-  if (endpoint) {
+  const variable =
+    project.name === 'dynamodb-local'
+      ? 'DYNAMODB_LOCAL_ENDPOINT'
+      : project.name === 'endpoint'
+        ? 'DYNAMODB_ENDPOINT'
+        : undefined
+  if (variable) {
+    const endpoint = process.env[variable]
+    if (!endpoint) throw new Error(`dynamodb tests: project ${project.name} needs ${variable}`)
     project.provide('dynamoEndpoint', endpoint)
     project.provide('dynamoIsDynalite', false)
-    console.log(`dynamodb tests: using DYNAMODB_ENDPOINT=${endpoint}`)
+    console.log(`dynamodb tests (${project.name}): using ${variable}=${endpoint}`)
     return undefined
   }
   // Tables become ACTIVE at once: every test case creates its own.
@@ -30,6 +38,6 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   const { port } = server.address() as AddressInfo
   project.provide('dynamoEndpoint', `http://127.0.0.1:${port}`)
   project.provide('dynamoIsDynalite', true)
-  console.log(`dynamodb tests: dynalite on 127.0.0.1:${port} (in memory)`)
+  console.log(`dynamodb tests (${project.name}): dynalite on 127.0.0.1:${port} (in memory)`)
   return () => new Promise<void>((resolve) => server.close(() => resolve()))
 }

@@ -134,6 +134,8 @@ export class KyselyBackend implements Backend {
   readonly #db: Kysely<any>
   readonly #statements: LeaseStatements
   #dialect: ResolvedDialect
+  /** Settles when the acquire probing for RETURNING ends, whatever its outcome; unset when none is. */
+  #probing: Promise<void> | undefined
 
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
@@ -207,16 +209,41 @@ export class KyselyBackend implements Backend {
           (await this.#run(this.#statements.holderOf(workId), signal)).rows[0],
       )
     }
+    if (this.#dialect.returning === undefined) {
+      // Single flight: a second probe in flight would get its parse error after the first had already
+      // switched to MySQL, and be rethrown. Later callers wait for the verdict, then start over.
+      if (this.#probing) {
+        await raceAbort(this.#probing, signal)
+        return this.acquire(workId, holderId, ttlMs, options)
+      }
+      let settle!: () => void
+      this.#probing = new Promise<void>((resolve) => {
+        settle = resolve
+      })
+      try {
+        return await this.#acquireMysqlFamily(workId, holderId, ttlMs, signal)
+      } finally {
+        this.#probing = undefined
+        settle()
+      }
+    }
+    return this.#acquireMysqlFamily(workId, holderId, ttlMs, signal)
+  }
+
+  async #acquireMysqlFamily(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    signal: AbortSignal | undefined,
+  ): Promise<LeaseRecord> {
     if (this.#dialect.returning !== false) {
       let result: QueryResult<AcquiredRow> | undefined
       try {
         result = await this.#run(this.#statements.acquireMysql(workId, holderId, ttlMs, true), signal)
       } catch (error) {
         // Only an undecided dialect probes; a parse error never executed anything, so nothing is retried.
-        if (
-          this.#dialect.returning !== undefined ||
-          (error as { errno?: unknown }).errno !== ER_PARSE_ERROR
-        ) {
+        // Already switched to MySQL: a probe sent before the verdict (its caller's wait was aborted).
+        if (this.#dialect.returning === true || (error as { errno?: unknown }).errno !== ER_PARSE_ERROR) {
           throw error
         }
         this.#dialect = { family: 'mysql', returning: false }

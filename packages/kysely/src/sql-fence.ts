@@ -107,6 +107,8 @@ export class SqlFence {
   /** The SQL family in use: `'postgres'`, `'mysql'` (MySQL and MariaDB) or `'sqlite'`. */
   readonly family: DialectFamily
   readonly #db: Kysely<any>
+  /** MySQL family: whether the server takes a row alias in upserts (MySQL >= 8.0.19; not MariaDB). */
+  #rowAlias: Promise<boolean> | undefined
 
   constructor(db: Kysely<any>, options: SqlFenceOptions = {}) {
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
@@ -129,6 +131,7 @@ export class SqlFence {
     this.column = column
     this.family = family
     this.#db = db
+    if (dialect === 'mariadb') this.#rowAlias = Promise.resolve(false)
   }
 
   /**
@@ -209,9 +212,10 @@ export class SqlFence {
    * - MySQL/MariaDB: `ON DUPLICATE KEY UPDATE` has no WHERE, so each column becomes
    *   `IF(fenced-ok, VALUES(col), col)`, with the fence column assigned last because MySQL evaluates
    *   assignments left to right and the condition reads it. The outcome comes back through
-   *   `LAST_INSERT_ID(1 or 0)` in the same reply. Tested on MariaDB, with and without an
-   *   `AUTO_INCREMENT` column; this repository has no MySQL 8 server, where the reply's insert id could
-   *   prefer an `AUTO_INCREMENT` value: check `upsert` there if your table has one.
+   *   `LAST_INSERT_ID(1 or 0)` in the same reply. MySQL 8.0.19+ deprecates `VALUES(col)` there, so
+   *   on it the row is aliased (`VALUES (...) AS incoming`) and read as `incoming.col`; the first
+   *   upsert of a fence asks the server's version once (none with `dialect: 'mariadb'`). Tested on
+   *   MariaDB 10.11 and MySQL 9.7, with and without an `AUTO_INCREMENT` column.
    *
    * ```ts
    * const landed = await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42 }, token })
@@ -233,27 +237,36 @@ export class SqlFence {
       throw new InvalidArgumentError('values must not repeat a key column')
     }
     const db = write.db ?? this.#db
-    const fence = sql.ref(this.column)
     if (this.family === 'mysql') {
-      const ok = sql`(${fence} IS NULL OR ${fence} <= VALUES(${fence}))`
+      const tokenValue = this.value(token) // validated before anything is sent
+      const rowAlias = await this.#usesRowAlias(db)
+      const incoming = (column: string) =>
+        rowAlias ? sql.ref(`${ROW_ALIAS}.${column}`) : sql`VALUES(${sql.ref(column)})`
+      // Beside a row alias of the same columns, a bare column name is ambiguous: name the table.
+      const stored = (column: string) => sql.ref(rowAlias ? `${table}.${column}` : column)
+      const old = stored(this.column)
+      const ok = sql`(${old} IS NULL OR ${old} <= ${incoming(this.column)})`
       const set: Record<string, unknown> = {}
       for (const column of valueColumns) {
-        const ref = sql.ref(column)
-        set[column] = sql`IF(${ok}, VALUES(${ref}), ${ref})`
+        set[column] = sql`IF(${ok}, ${incoming(column)}, ${stored(column)})`
       }
       // Last, so every IF above still reads the old fence. LAST_INSERT_ID(1) in VALUES marks an insert;
       // on a duplicate the update's LAST_INSERT_ID(1 or 0) replaces it, as the lease's acquire does.
       set[this.column] =
-        sql`IF(${ok}, IF(LAST_INSERT_ID(1), VALUES(${fence}), NULL), ${fence} + LAST_INSERT_ID(0))`
-      const result = await db
-        .insertInto(table)
-        .values({
-          ...key,
-          ...pick(values, valueColumns),
-          [this.column]: sql`IF(LAST_INSERT_ID(1), ${this.value(token)}, NULL)`,
-        })
-        .onDuplicateKeyUpdate(set)
-        .executeTakeFirst()
+        sql`IF(${ok}, IF(LAST_INSERT_ID(1), ${incoming(this.column)}, NULL), ${old} + LAST_INSERT_ID(0))`
+      const row: Record<string, unknown> = {
+        ...key,
+        ...pick(values, valueColumns),
+        [this.column]: sql`IF(LAST_INSERT_ID(1), ${tokenValue}, NULL)`,
+      }
+      // Kysely has no row alias: the VALUES list is spelled out with it.
+      const insert = rowAlias
+        ? db
+            .insertInto(table)
+            .columns(Object.keys(row) as any)
+            .expression(sql`VALUES (${sql.join(Object.values(row))}) AS ${sql.raw(ROW_ALIAS)}` as any)
+        : db.insertInto(table).values(row)
+      const result = await insert.onDuplicateKeyUpdate(set).executeTakeFirst()
       return result.insertId !== undefined && BigInt(result.insertId) !== 0n
     }
     const table_ = sql.ref(`${table}.${this.column}`)
@@ -274,6 +287,18 @@ export class SqlFence {
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n
   }
 
+  // One version query per fence, shared by concurrent first upserts; a failed one is asked again.
+  #usesRowAlias(db: Kysely<any>): Promise<boolean> {
+    this.#rowAlias ??= sql<{ version: string }>`SELECT VERSION() AS version`.execute(db).then(
+      ({ rows }) => takesRowAlias(String(rows[0]?.version ?? '')),
+      (error: unknown) => {
+        this.#rowAlias = undefined
+        throw error
+      },
+    )
+    return this.#rowAlias
+  }
+
   /**
    * {@link SqlFence.upsert} that throws `FencedError` (code `FENCED`) instead of returning `false`.
    *
@@ -286,6 +311,15 @@ export class SqlFence {
       throw new FencedError('the fenced upsert was refused: a newer fencing token has written this row')
     }
   }
+}
+
+const ROW_ALIAS = 'incoming'
+
+/** MySQL 8.0.19 brought the row alias of `INSERT ... VALUES (...) AS alias`; MariaDB has none. */
+function takesRowAlias(version: string): boolean {
+  if (/mariadb/i.test(version)) return false
+  const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number)
+  return major > 8 || (major === 8 && (minor > 0 || patch >= 19))
 }
 
 function pick(values: Record<string, unknown>, columns: string[]): Record<string, unknown> {

@@ -2,15 +2,15 @@ import { leaserSuite, poolSuite } from '@worklease/core/testing'
 import { backendSuite } from '@worklease/testkit'
 import { afterAll, describe, test } from 'vitest'
 import { kyselyFactory } from './kysely-harness.js'
-import { selected, targetNamed } from './targets.js'
+import { runs, targetNamed } from './targets.js'
 
 /**
  * The whole conformance suite and the runner's behaviour suite on one target, or both skipped whole
- * when WORKLEASE_DIALECTS leaves it out.
+ * when WORKLEASE_DIALECTS leaves it out or its server's variable is unset (the reason is printed).
  */
 export function conformance(name: string): void {
   const target = targetNamed(name)
-  const on = selected(target.filter)
+  const on = runs(target)
   backendSuite({
     name: `kysely ${target.name}`,
     describe: on ? describe : describe.skip,

@@ -9,7 +9,15 @@ import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest
 import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
-import { MYSQL_URL, mysqlDb, postgresDb, randomTable, selected, sqliteDb, targetNamed } from './targets.js'
+import {
+  familyTargets,
+  mysqlDb,
+  postgresDb,
+  randomTable,
+  selected,
+  sqliteDb,
+  targetNamed,
+} from './targets.js'
 
 const HOUR = 3_600_000
 const run = promisify(execFile)
@@ -31,256 +39,280 @@ function expectNearServerNow(expiresAt: Date, ttlMs: number, before: number, aft
   expect(expiresAt.getTime()).toBeLessThanOrEqual(after + ttlMs + 1_000)
 }
 
-describe.skipIf(!selected('postgres'))('PostgreSQL pitfalls', () => {
-  let h: KyselyHarness
-  beforeEach(async () => {
-    h = await kyselyHarness(targetNamed('postgres'))
-  })
-  afterEach(() => h.close())
+for (const target of familyTargets('postgres'))
+  describe(`PostgreSQL pitfalls on ${target.name}`, () => {
+    let h: KyselyHarness
+    beforeEach(async () => {
+      h = await kyselyHarness(target)
+    })
+    afterEach(() => h.close())
 
-  test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
-    const { db } = counted((log) => postgresDb(log, 1))
-    try {
-      await sql`SET TIME ZONE 'Pacific/Kiritimati'`.execute(db)
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      const before = Date.now()
-      const record = await backend.acquire('tz', 'a', 60_000)
-      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
-      await sql`SET TIME ZONE 'Etc/GMT+12'`.execute(db)
-      await backend.renew(record, 60_000)
-      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
-      expect((await rows(h, 'postgres'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('a schema-qualified table name works (public.<table>)', async () => {
-    const table = `public.${randomTable()}`
-    await createLeaseTable(h.storage.admin, { table })
-    try {
-      const backend = new KyselyBackend({ db: h.storage.admin, table })
-      await backend.release(await backend.acquire('job', 'a', HOUR))
-      expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
-    } finally {
-      await sql`DROP TABLE ${sql.table(table)}`.execute(h.storage.admin)
-    }
-  })
-})
-
-describe.skipIf(!selected('mysql'))('MariaDB / MySQL pitfalls', () => {
-  let h: KyselyHarness
-  beforeEach(async () => {
-    h = await kyselyHarness(targetNamed('mariadb'))
-  })
-  afterEach(() => h.close())
-
-  test('a session time_zone far from UTC does not shift expiry (SYSDATE less the zone offset)', async () => {
-    const { db } = counted((log) => mysqlDb(log, 1))
-    try {
-      await sql`SET time_zone = '+13:00'`.execute(db)
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      const before = Date.now()
-      const record = await backend.acquire('tz', 'a', 60_000)
-      expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
-      await sql`SET time_zone = '-12:00'`.execute(db)
-      await backend.renew(record, 60_000)
-      expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
-      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('a pooled connection left with SET timestamp an hour off cannot steal, shorten or misdate a lease', async () => {
-    const { db } = counted((log) => mysqlDb(log, 1))
-    try {
-      const holder = h.open()
-      const record = await holder.acquire('clock', 'a', 60_000)
-      await holder.checkpoint(record, bytes('before'), 60_000)
-      await sql`SET timestamp = ${Math.floor(Date.now() / 1000) + 3_600}`.execute(db)
-      const ahead = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
-      // NOW() and UTC_TIMESTAMP() are an hour ahead on this connection: the lease looks expired there.
-      expect(await code(ahead.acquire('clock', 'b', 60_000))).toBe('LEASE_HELD')
-      const before = Date.now()
-      const own = await ahead.acquire('clock-ahead', 'b', 60_000)
-      expectNearServerNow(own.expiresAt, 60_000, before, Date.now())
-      await sql`SET timestamp = ${Math.floor(Date.now() / 1000) - 3_600}`.execute(db)
-      // An hour behind: a renew or checkpoint from here must not shorten the holder's lease either.
-      await ahead.renew(record, 1_000)
-      await ahead.checkpoint(record, bytes('behind'), 1_000)
-      const stored = (await rows(h, 'mysql')).find((row) => row.workId === 'clock')!
-      expect(stored.expiresAtMs).toBeGreaterThanOrEqual(record.expiresAt.getTime())
-      expect(await code(holder.acquire('clock', 'c', 60_000))).toBe('LEASE_HELD')
-      await sql`SET timestamp = DEFAULT`.execute(db)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async () => {
-    // SYSDATE() is read again at every call, so a statement that read it in each IF() could see a lease
-    // held in the token's IF and free in the holder's. A trigger logs every row change; leases of 1 ms
-    // taken over and over by six connections put thousands of acquires on an expiry boundary.
-    const { admin, table } = h.storage
-    const log = `${table}_log`
-    await sql`CREATE TABLE ${sql.table(log)} (old_token BIGINT, new_token BIGINT, old_holder VARBINARY(1020),
-      new_holder VARBINARY(1020), old_expires BIGINT, new_expires BIGINT)`.execute(admin)
-    try {
-      await sql`CREATE TRIGGER ${sql.id(`${table}_t`)} AFTER UPDATE ON ${sql.table(table)} FOR EACH ROW
-        INSERT INTO ${sql.table(log)} VALUES (OLD.token, NEW.token, OLD.holder, NEW.holder, OLD.expires_at, NEW.expires_at)`.execute(
-        admin,
-      )
-      const racers = Array.from({ length: 6 }, () => h.open())
-      const tokens: bigint[] = []
-      const until = Date.now() + 3_000
-      await Promise.all(
-        racers.map(async (backend, r) => {
-          for (let i = 0; Date.now() < until; i++) {
-            const outcome = await backend.acquire('boundary', `r${r}-${i}`, 1).then(
-              (record) => record.fencingToken,
-              (error: unknown) => (code(Promise.reject(error)) as Promise<string>).then(() => undefined),
-            )
-            if (outcome !== undefined) tokens.push(outcome)
-          }
-        }),
-      )
-      const changes = await sql<Record<string, unknown>>`SELECT CAST(old_token AS CHAR) AS old_token,
-        CAST(new_token AS CHAR) AS new_token, old_holder = new_holder AS same_holder,
-        old_expires = new_expires AS same_expires FROM ${sql.table(log)}`.execute(admin)
-      const taken = changes.rows.filter((row) => row.old_token !== row.new_token)
-      const torn = changes.rows.filter(
-        (row) =>
-          (row.old_token === row.new_token) !==
-          (Number(row.same_holder) === 1 && Number(row.same_expires) === 1),
-      )
-      expect(torn).toEqual([])
-      expect(taken.length).toBe(tokens.length - 1) // the first acquire inserted the row
-      expect(new Set(tokens).size).toBe(tokens.length)
-      expect(taken.length).toBeGreaterThan(100)
-    } finally {
-      await sql`DROP TABLE ${sql.table(log)}`.execute(admin)
-    }
-  }, 30_000)
-
-  test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
-    for (const flags of [undefined, ['-FOUND_ROWS']]) {
-      const { db, statements } = counted((log) => mysqlDb(log, 1, flags))
+    test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
+      const { db } = counted((log) => postgresDb(log, 1, target.url))
       try {
-        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
-        const workId = `same-${flags ? 'changed-rows' : 'found-rows'}`
-        const record = await backend.acquire(workId, 'a', HOUR)
-        let before = statements()
-        // Expiry never moves back, so a renew with a shorter ttl writes exactly what is stored.
-        await backend.renew(record, 1_000)
-        // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
-        expect(statements() - before).toBe(flags ? 2 : 1)
-        // The same sequence twice, and a shorter ttl: the second changes nothing.
-        await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
-        before = statements()
-        await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
-        expect(statements() - before).toBe(flags ? 2 : 1)
-        await backend.release(record)
-        expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
-        expect(await code(backend.checkpoint(record, bytes('same'), HOUR))).toBe('FENCED')
+        await sql`SET TIME ZONE 'Pacific/Kiritimati'`.execute(db)
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const before = Date.now()
+        const record = await backend.acquire('tz', 'a', 60_000)
+        expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+        await sql`SET TIME ZONE 'Etc/GMT+12'`.execute(db)
+        await backend.renew(record, 60_000)
+        expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+        expect((await rows(h, 'postgres'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
       } finally {
         await db.destroy()
       }
-    }
-  })
-
-  test('without a dialect, the first acquire settles on MariaDB RETURNING in one statement', async () => {
-    const { db, statements } = counted((log) => mysqlDb(log))
-    try {
-      const backend = new KyselyBackend({ db, table: h.storage.table })
-      expect(backend.family).toBe('mysql')
-      await backend.acquire('probe', 'a', HOUR)
-      expect(statements()).toBe(1)
-      expect(await code(backend.acquire('probe', 'b', HOUR))).toBe('LEASE_HELD')
-      expect(statements()).toBe(2)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test("dialect 'mysql' (MySQL 8, no RETURNING): LAST_INSERT_ID carries the token, one read fetches the expiry", async () => {
-    const { db, statements } = counted((log) => mysqlDb(log))
-    try {
-      const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mysql' })
-      const before = Date.now()
-      const first = await backend.acquire('m8', 'a', 60_000)
-      expect(statements()).toBe(2)
-      expect(first.fencingToken).toBe(1n)
-      expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
-      expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
-      const held = await backend.acquire('m8', 'b', 60_000).catch((error: unknown) => error)
-      expect(held).toMatchObject({ code: 'LEASE_HELD', holder: { holderId: 'a', fencingToken: 1n } })
-      expect(statements()).toBe(4) // the refused acquire, then one read for the holder
-      await seed(h, 'mysql', { workId: 'm8-max', token: MAX_FENCING_TOKEN, holder: 'old', expiresAtMs: 0 })
-      expect(await code(backend.acquire('m8-max', 'a', 60_000))).toBe('TOKENS_EXHAUSTED')
-      // Expiry only moves forward, so the unclean handoff needs a lease that was short from the start.
-      const short = await backend.acquire('m8-short', 'a', 200)
-      await backend.checkpoint(short, bytes('kept'), 200)
-      await sleep(400)
-      const second = await backend.acquire('m8-short', 'b', 60_000)
-      expect(second.fencingToken).toBe(2n)
-      expect(await backend.readCheckpoint(second)).toEqual({ state: bytes('kept'), cleanHandoff: false })
-      await seed(h, 'mysql', { workId: 'm8-big', token: 2n ** 60n, holder: 'old', expiresAtMs: 0 })
-      expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
-      const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
-      expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('a latin1 connection: ids reach the server byte-exact (U+4E27 never becomes a quote, no two ids share a row)', async () => {
-    // mysql2 escapes quotes, then encodes the query text in the connection charset; latin1 keeps the low
-    // byte of each UTF-16 unit, so U+4E27 becomes ' after escaping, U+4E61 becomes a, U+4E78 becomes x.
-    const db = new Kysely<any>({
-      dialect: new MysqlDialect({
-        pool: createPool({ uri: MYSQL_URL, charset: 'latin1', connectionLimit: 1 }),
-      }),
     })
-    try {
-      const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mariadb' })
-      const injection = 'evil\u4e27, 9000, 0x6576696c, 99999999999999, 0, 1, 0) -- '
-      const ids = [injection, 'a', '\u4e61', "it's \u4e27", '\u4e78']
-      for (const id of ids) {
-        const record = await backend.acquire(id, id, HOUR)
-        expect(record.fencingToken).toBe(1n)
-        await backend.checkpoint(record, bytes(id), HOUR)
-        expect(await backend.readCheckpoint(record)).toEqual({ state: bytes(id), cleanHandoff: true })
+
+    test('a schema-qualified table name works (public.<table>)', async () => {
+      const table = `public.${randomTable()}`
+      await createLeaseTable(h.storage.admin, { table })
+      try {
+        const backend = new KyselyBackend({ db: h.storage.admin, table })
+        await backend.release(await backend.acquire('job', 'a', HOUR))
+        expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
+      } finally {
+        await sql`DROP TABLE ${sql.table(table)}`.execute(h.storage.admin)
       }
-      const stored = await rows(h, 'mysql')
-      expect(stored.map((row) => row.workId).sort()).toEqual([...ids].sort())
-      for (const row of stored) expect(row).toMatchObject({ holder: row.workId, token: 1n })
-      // A holderId whose latin1 image is another holder's id is another holder.
-      const record = await backend.acquire('holder-check', '\u4e78', HOUR)
-      expect(await code(backend.renew({ ...record, holderId: 'x' }, HOUR))).toBe('FENCED')
-      expect(await code(backend.release({ ...record, holderId: 'x' }))).toBe('FENCED')
-      await backend.release(record)
-    } finally {
-      await db.destroy()
-    }
-  })
-
-  test('work_id and holder are VARBINARY: no PAD SPACE or case folding from a utf8mb4 collation', async () => {
-    const columns = await sql<{
-      COLUMN_NAME: string
-      DATA_TYPE: string
-    }>`SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
-      WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${h.storage.table}`.execute(h.storage.admin)
-    const types = Object.fromEntries(columns.rows.map((c) => [c.COLUMN_NAME, c.DATA_TYPE]))
-    expect(types).toMatchObject({
-      work_id: 'varbinary',
-      holder: 'varbinary',
-      token: 'bigint',
-      expires_at: 'bigint',
-      state: 'longblob',
     })
   })
-})
+
+for (const target of familyTargets('mysql'))
+  describe(`MariaDB / MySQL pitfalls on ${target.name}`, () => {
+    let h: KyselyHarness
+    beforeEach(async () => {
+      h = await kyselyHarness(target)
+    })
+    afterEach(() => h.close())
+    const connect = (log: () => void, poolSize?: number, flags?: string[]) =>
+      mysqlDb(log, poolSize, flags, target.url)
+    // MySQL answers MariaDB's RETURNING probe with a parse error, then takes the upsert and a read.
+    const mysql = target.dialect === 'mysql'
+
+    test('a session time_zone far from UTC does not shift expiry (SYSDATE less the zone offset)', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        await sql`SET time_zone = '+13:00'`.execute(db)
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const before = Date.now()
+        const record = await backend.acquire('tz', 'a', 60_000)
+        expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+        await sql`SET time_zone = '-12:00'`.execute(db)
+        await backend.renew(record, 60_000)
+        expect(await code(h.open().acquire('tz', 'b', 60_000))).toBe('LEASE_HELD')
+        expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBeLessThanOrEqual(Date.now() + 61_000)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('a pooled connection left with SET timestamp an hour off cannot steal, shorten or misdate a lease', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        const holder = h.open()
+        const record = await holder.acquire('clock', 'a', 60_000)
+        await holder.checkpoint(record, bytes('before'), 60_000)
+        await sql`SET timestamp = ${Math.floor(Date.now() / 1000) + 3_600}`.execute(db)
+        const ahead = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+        // NOW() and UTC_TIMESTAMP() are an hour ahead on this connection: the lease looks expired there.
+        expect(await code(ahead.acquire('clock', 'b', 60_000))).toBe('LEASE_HELD')
+        const before = Date.now()
+        const own = await ahead.acquire('clock-ahead', 'b', 60_000)
+        expectNearServerNow(own.expiresAt, 60_000, before, Date.now())
+        await sql`SET timestamp = ${Math.floor(Date.now() / 1000) - 3_600}`.execute(db)
+        // An hour behind: a renew or checkpoint from here must not shorten the holder's lease either.
+        await ahead.renew(record, 1_000)
+        await ahead.checkpoint(record, bytes('behind'), 1_000)
+        const stored = (await rows(h, 'mysql')).find((row) => row.workId === 'clock')!
+        expect(stored.expiresAtMs).toBeGreaterThanOrEqual(record.expiresAt.getTime())
+        expect(await code(holder.acquire('clock', 'c', 60_000))).toBe('LEASE_HELD')
+        await sql`SET timestamp = DEFAULT`.execute(db)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async () => {
+      // SYSDATE() is read again at every call, so a statement that read it in each IF() could see a lease
+      // held in the token's IF and free in the holder's. A trigger logs every row change; leases of 1 ms
+      // taken over and over by six connections put thousands of acquires on an expiry boundary.
+      const { admin, table } = h.storage
+      const log = `${table}_log`
+      await sql`CREATE TABLE ${sql.table(log)} (old_token BIGINT, new_token BIGINT, old_holder VARBINARY(1020),
+        new_holder VARBINARY(1020), old_expires BIGINT, new_expires BIGINT)`.execute(admin)
+      try {
+        await sql`CREATE TRIGGER ${sql.id(`${table}_t`)} AFTER UPDATE ON ${sql.table(table)} FOR EACH ROW
+          INSERT INTO ${sql.table(log)} VALUES (OLD.token, NEW.token, OLD.holder, NEW.holder, OLD.expires_at, NEW.expires_at)`.execute(
+          admin,
+        )
+        const racers = Array.from({ length: 6 }, () => h.open())
+        const tokens: bigint[] = []
+        const until = Date.now() + 3_000
+        await Promise.all(
+          racers.map(async (backend, r) => {
+            for (let i = 0; Date.now() < until; i++) {
+              const outcome = await backend.acquire('boundary', `r${r}-${i}`, 1).then(
+                (record) => record.fencingToken,
+                (error: unknown) => (code(Promise.reject(error)) as Promise<string>).then(() => undefined),
+              )
+              if (outcome !== undefined) tokens.push(outcome)
+            }
+          }),
+        )
+        const changes = await sql<Record<string, unknown>>`SELECT CAST(old_token AS CHAR) AS old_token,
+          CAST(new_token AS CHAR) AS new_token, old_holder = new_holder AS same_holder,
+          old_expires = new_expires AS same_expires FROM ${sql.table(log)}`.execute(admin)
+        const taken = changes.rows.filter((row) => row.old_token !== row.new_token)
+        const torn = changes.rows.filter(
+          (row) =>
+            (row.old_token === row.new_token) !==
+            (Number(row.same_holder) === 1 && Number(row.same_expires) === 1),
+        )
+        expect(torn).toEqual([])
+        expect(taken.length).toBe(tokens.length - 1) // the first acquire inserted the row
+        expect(new Set(tokens).size).toBe(tokens.length)
+        expect(taken.length).toBeGreaterThan(100)
+      } finally {
+        await sql`DROP TABLE ${sql.table(log)}`.execute(admin)
+      }
+    }, 30_000)
+
+    test('found rows: an identical rewrite is not a failure, with or without CLIENT_FOUND_ROWS', async () => {
+      for (const flags of [undefined, ['-FOUND_ROWS']]) {
+        const { db, statements } = counted((log) => connect(log, 1, flags))
+        try {
+          const backend = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+          const workId = `same-${flags ? 'changed-rows' : 'found-rows'}`
+          const record = await backend.acquire(workId, 'a', HOUR)
+          let before = statements()
+          // Expiry never moves back, so a renew with a shorter ttl writes exactly what is stored.
+          await backend.renew(record, 1_000)
+          // Without CLIENT_FOUND_ROWS the server reports 0 changed rows; one read confirms the renew landed.
+          expect(statements() - before).toBe(flags ? 2 : 1)
+          // The same sequence twice, and a shorter ttl: the second changes nothing.
+          await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
+          before = statements()
+          await backend.checkpoint(record, bytes('same'), 1_000, { sequence: 1 })
+          expect(statements() - before).toBe(flags ? 2 : 1)
+          await backend.release(record)
+          expect(await code(backend.renew(record, HOUR))).toBe('FENCED')
+          expect(await code(backend.checkpoint(record, bytes('same'), HOUR))).toBe('FENCED')
+        } finally {
+          await db.destroy()
+        }
+      }
+    })
+
+    test(`without a dialect, the first acquire settles on ${mysql ? 'MySQL: a refused probe, then two statements' : 'MariaDB RETURNING in one statement'}`, async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        expect(backend.family).toBe('mysql')
+        await backend.acquire('probe', 'a', HOUR)
+        expect(statements()).toBe(mysql ? 3 : 1)
+        expect(await code(backend.acquire('probe', 'b', HOUR))).toBe('LEASE_HELD')
+        // LEASE_HELD names the holder: in the same statement on MariaDB, with one read more on MySQL.
+        expect(statements()).toBe(mysql ? 5 : 2)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('without a dialect, concurrent first acquires share one probe and all succeed', async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const results = await Promise.allSettled(
+          Array.from({ length: 5 }, (_, i) => backend.acquire(`first-${i}`, 'a', HOUR)),
+        )
+        expect(results.map((result) => (result.status === 'rejected' ? result.reason : 'ok'))).toEqual(
+          Array(5).fill('ok'),
+        )
+        // One probe for all five; then each acquire on the path it settled.
+        expect(statements()).toBe(mysql ? 1 + 5 * 2 : 5)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test("dialect 'mysql' (MySQL 8, no RETURNING): LAST_INSERT_ID carries the token, one read fetches the expiry", async () => {
+      const { db, statements } = counted((log) => connect(log))
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: 'mysql' })
+        const before = Date.now()
+        const first = await backend.acquire('m8', 'a', 60_000)
+        expect(statements()).toBe(2)
+        expect(first.fencingToken).toBe(1n)
+        expectNearServerNow(first.expiresAt, 60_000, before, Date.now())
+        expect((await rows(h, 'mysql'))[0]!.expiresAtMs).toBe(first.expiresAt.getTime())
+        const held = await backend.acquire('m8', 'b', 60_000).catch((error: unknown) => error)
+        expect(held).toMatchObject({ code: 'LEASE_HELD', holder: { holderId: 'a', fencingToken: 1n } })
+        expect(statements()).toBe(4) // the refused acquire, then one read for the holder
+        await seed(h, 'mysql', { workId: 'm8-max', token: MAX_FENCING_TOKEN, holder: 'old', expiresAtMs: 0 })
+        expect(await code(backend.acquire('m8-max', 'a', 60_000))).toBe('TOKENS_EXHAUSTED')
+        // Expiry only moves forward, so the unclean handoff needs a lease that was short from the start.
+        const short = await backend.acquire('m8-short', 'a', 200)
+        await backend.checkpoint(short, bytes('kept'), 200)
+        await sleep(400)
+        const second = await backend.acquire('m8-short', 'b', 60_000)
+        expect(second.fencingToken).toBe(2n)
+        expect(await backend.readCheckpoint(second)).toEqual({ state: bytes('kept'), cleanHandoff: false })
+        await seed(h, 'mysql', { workId: 'm8-big', token: 2n ** 60n, holder: 'old', expiresAtMs: 0 })
+        expect((await backend.acquire('m8-big', 'a', 60_000)).fencingToken).toBe(2n ** 60n + 1n)
+        const racers = Array.from({ length: 20 }, (_, i) => backend.acquire('m8-race', `r${i}`, 60_000))
+        expect((await Promise.allSettled(racers)).filter((r) => r.status === 'fulfilled')).toHaveLength(1)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('a latin1 connection: ids reach the server byte-exact (U+4E27 never becomes a quote, no two ids share a row)', async () => {
+      // mysql2 escapes quotes, then encodes the query text in the connection charset; latin1 keeps the low
+      // byte of each UTF-16 unit, so U+4E27 becomes ' after escaping, U+4E61 becomes a, U+4E78 becomes x.
+      const db = new Kysely<any>({
+        dialect: new MysqlDialect({
+          pool: createPool({ uri: target.url, charset: 'latin1', connectionLimit: 1 }),
+        }),
+      })
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+        const injection = 'evil\u4e27, 9000, 0x6576696c, 99999999999999, 0, 1, 0) -- '
+        const ids = [injection, 'a', '\u4e61', "it's \u4e27", '\u4e78']
+        for (const id of ids) {
+          const record = await backend.acquire(id, id, HOUR)
+          expect(record.fencingToken).toBe(1n)
+          await backend.checkpoint(record, bytes(id), HOUR)
+          expect(await backend.readCheckpoint(record)).toEqual({ state: bytes(id), cleanHandoff: true })
+        }
+        const stored = await rows(h, 'mysql')
+        expect(stored.map((row) => row.workId).sort()).toEqual([...ids].sort())
+        for (const row of stored) expect(row).toMatchObject({ holder: row.workId, token: 1n })
+        // A holderId whose latin1 image is another holder's id is another holder.
+        const record = await backend.acquire('holder-check', '\u4e78', HOUR)
+        expect(await code(backend.renew({ ...record, holderId: 'x' }, HOUR))).toBe('FENCED')
+        expect(await code(backend.release({ ...record, holderId: 'x' }))).toBe('FENCED')
+        await backend.release(record)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    test('work_id and holder are VARBINARY: no PAD SPACE or case folding from a utf8mb4 collation', async () => {
+      const columns = await sql<{
+        COLUMN_NAME: string
+        DATA_TYPE: string
+      }>`SELECT COLUMN_NAME, DATA_TYPE FROM information_schema.COLUMNS
+        WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ${h.storage.table}`.execute(h.storage.admin)
+      const types = Object.fromEntries(columns.rows.map((c) => [c.COLUMN_NAME, c.DATA_TYPE]))
+      expect(types).toMatchObject({
+        work_id: 'varbinary',
+        holder: 'varbinary',
+        token: 'bigint',
+        expires_at: 'bigint',
+        state: 'longblob',
+      })
+    })
+  })
 
 describe.skipIf(!selected('sqlite'))('SQLite pitfalls', () => {
   let h: KyselyHarness

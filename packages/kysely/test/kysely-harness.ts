@@ -47,6 +47,7 @@ export async function kyselyHarness(
         })
         .execute()
     },
+    acquireRoundTrips: target.dialect === 'mysql' ? 2 : 1,
     close: async () => {
       await Promise.all(opened.map((db) => db.destroy()))
       await dropLeaseTable(storage.admin, { table: storage.table })

@@ -6,35 +6,46 @@ import Database from 'better-sqlite3'
 import { Kysely, type LogEvent, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
 import pg from 'pg'
+import type { LeaseDialect } from '../src/index.js'
 
 export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
+// The genuine servers of scripts/servers.sh; no default: without them their targets are skipped.
+export const MYSQL97_URL = process.env.MYSQL97_URL
+export const POSTGRES18_URL = process.env.POSTGRES18_URL
 
 export type DialectFilter = 'postgres' | 'mysql' | 'sqlite'
 type Logger = (event: LogEvent) => void
 
-/** `WORKLEASE_DIALECTS=postgres,mysql,sqlite` (default: all) picks the servers the tests use. */
-export function selected(filter: DialectFilter): boolean {
-  const wanted = (process.env.WORKLEASE_DIALECTS ?? 'postgres,mysql,sqlite')
+function wantedNames(): string[] {
+  return (process.env.WORKLEASE_DIALECTS ?? 'postgres,mysql,sqlite')
     .split(',')
     .map((name) => name.trim().toLowerCase())
-  return wanted.includes(filter) || (filter === 'mysql' && wanted.includes('mariadb'))
+}
+
+/**
+ * `WORKLEASE_DIALECTS=postgres,mysql,sqlite` (default: all) picks the SQL families the tests use; a
+ * target's own name (`mysql97`, `postgres18`, `mariadb`, ...) picks that target alone.
+ */
+export function selected(filter: DialectFilter): boolean {
+  const wanted = wantedNames()
+  return wanted.includes(filter) || TARGETS.some((t) => t.filter === filter && wanted.includes(t.name))
 }
 
 // A few connections per simulated process: the race cases open five processes at once, and the
 // machine's servers are shared with other test runs.
 const POOL_SIZE = 4
 
-export function postgresDb(log?: Logger, poolSize = POOL_SIZE): Kysely<any> {
+export function postgresDb(log?: Logger, poolSize = POOL_SIZE, url = POSTGRES_URL): Kysely<any> {
   return new Kysely<any>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: POSTGRES_URL, max: poolSize }) }),
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: poolSize }) }),
     log,
   })
 }
 
-export function mysqlDb(log?: Logger, poolSize = POOL_SIZE, flags?: string[]): Kysely<any> {
+export function mysqlDb(log?: Logger, poolSize = POOL_SIZE, flags?: string[], url = MYSQL_URL): Kysely<any> {
   return new Kysely<any>({
-    dialect: new MysqlDialect({ pool: createPool({ uri: MYSQL_URL, connectionLimit: poolSize, flags }) }),
+    dialect: new MysqlDialect({ pool: createPool({ uri: url, connectionLimit: poolSize, flags }) }),
     log,
   })
 }
@@ -72,6 +83,12 @@ export function randomTable(): string {
 export interface Target {
   readonly name: string
   readonly filter: DialectFilter
+  /** What the server is, as `KyselyBackend`'s `dialect` option names it (MySQL: no `RETURNING`). */
+  readonly dialect: LeaseDialect
+  /** The server's URL, for targets on a server (the pitfall tests open their own connections). */
+  readonly url?: string
+  /** Why the target cannot run here (its server's variable is unset), or undefined. */
+  readonly unavailable?: string
   /** Fresh storage; `connect` opens it again; `dispose` drops it. */
   storage(): Promise<TargetStorage>
 }
@@ -87,16 +104,29 @@ export interface TargetStorage {
   dispose(): Promise<void>
 }
 
-function serverTarget(name: string, filter: DialectFilter, make: (log?: Logger) => Kysely<any>): Target {
+function serverTarget(
+  name: string,
+  dialect: LeaseDialect,
+  url: string | undefined,
+  variable: string,
+  make: (log: Logger | undefined, url: string) => Kysely<any>,
+): Target {
   return {
     name,
-    filter,
+    filter: dialect === 'mariadb' ? 'mysql' : (dialect as DialectFilter),
+    dialect,
+    url,
+    unavailable: url
+      ? undefined
+      : `${variable} is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")`,
     async storage() {
-      const admin = make(undefined)
+      if (!url) throw new Error(`target ${name}: ${variable} is not set`)
+      const make_ = (log?: Logger) => make(log, url)
+      const admin = make_(undefined)
       return {
         table: randomTable(),
         separateConnections: true,
-        connect: make,
+        connect: make_,
         admin,
         dispose: () => admin.destroy(),
       }
@@ -104,12 +134,28 @@ function serverTarget(name: string, filter: DialectFilter, make: (log?: Logger) 
   }
 }
 
+/**
+ * Every database the suites run on: the machine's PostgreSQL 15 and MariaDB (`postgres`, `mariadb`),
+ * SQLite, and the genuine servers of scripts/servers.sh (`mysql97`, `postgres18`), which are skipped,
+ * with the reason printed, when their variables are unset.
+ */
 export const TARGETS: readonly Target[] = [
-  serverTarget('postgres', 'postgres', (log) => postgresDb(log)),
-  serverTarget('mariadb', 'mysql', (log) => mysqlDb(log)),
+  serverTarget('postgres', 'postgres', POSTGRES_URL, 'POSTGRES_URL', (log, url) =>
+    postgresDb(log, POOL_SIZE, url),
+  ),
+  serverTarget('mariadb', 'mariadb', MYSQL_URL, 'MYSQL_URL', (log, url) =>
+    mysqlDb(log, POOL_SIZE, undefined, url),
+  ),
+  serverTarget('mysql97', 'mysql', MYSQL97_URL, 'MYSQL97_URL', (log, url) =>
+    mysqlDb(log, POOL_SIZE, undefined, url),
+  ),
+  serverTarget('postgres18', 'postgres', POSTGRES18_URL, 'POSTGRES18_URL', (log, url) =>
+    postgresDb(log, POOL_SIZE, url),
+  ),
   {
     name: 'sqlite-file',
     filter: 'sqlite',
+    dialect: 'sqlite',
     async storage() {
       const file = sqliteFile()
       const admin = sqliteDb(file.path)
@@ -131,6 +177,7 @@ export const TARGETS: readonly Target[] = [
   {
     name: 'sqlite-memory',
     filter: 'sqlite',
+    dialect: 'sqlite',
     async storage() {
       let log: Logger | undefined
       // One connection for everyone, with a log hook that follows whoever connected last.
@@ -149,8 +196,33 @@ export const TARGETS: readonly Target[] = [
   },
 ]
 
+const reported = new Set<string>()
+
+/**
+ * Whether `target` runs in this process: picked by WORKLEASE_DIALECTS and its server known. A target
+ * left out for want of its server says so once per test file, so a skip is never silent.
+ */
+export function runs(target: Target): boolean {
+  const wanted = wantedNames()
+  const picked = wanted.includes(target.filter) || wanted.includes(target.name)
+  if (!picked) return false
+  if (target.unavailable) {
+    if (!reported.has(target.name)) {
+      reported.add(target.name)
+      console.warn(`[worklease kysely] skipping target ${target.name}: ${target.unavailable}`)
+    }
+    return false
+  }
+  return true
+}
+
 export function selectedTargets(): Target[] {
-  return TARGETS.filter((target) => selected(target.filter))
+  return TARGETS.filter(runs)
+}
+
+/** The targets of one SQL family that run here, e.g. MariaDB and MySQL 9.7 for `'mysql'`. */
+export function familyTargets(filter: DialectFilter): Target[] {
+  return TARGETS.filter((target) => target.filter === filter && target.filter !== 'sqlite').filter(runs)
 }
 
 export function targetNamed(name: string): Target {

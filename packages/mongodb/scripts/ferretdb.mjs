@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // Builds (once) and starts FerretDB v1.24.2, the MongoDB wire-protocol server the tests run against
-// when MONGODB_URL is not set. No MongoDB server is needed on the machine; only Go, which fetches
-// FerretDB's source from the Go module proxy on the first build.
+// when neither MONGODB_URL nor FERRETDB2_URL is set. No MongoDB server is needed on the machine; only
+// Go, which fetches FerretDB's source from the Go module proxy on the first build. It also builds
+// FerretDB v2.7.0 for scripts/servers.sh, which runs it on PostgreSQL 18 with DocumentDB.
 //
-//   node scripts/ferretdb.mjs build   builds or reuses the cached binary, prints its path
-//   node scripts/ferretdb.mjs start   starts a throwaway server, prints its URL, stops on Ctrl-C
+//   node scripts/ferretdb.mjs build [version]   builds or reuses the cached binary, prints its path
+//   node scripts/ferretdb.mjs start             starts a throwaway v1.24.2, prints its URL, stops on Ctrl-C
 import { spawn, spawnSync } from 'node:child_process'
 import {
   chmodSync,
@@ -22,20 +23,25 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
 export const FERRETDB_VERSION = 'v1.24.2'
-const MODULE = 'github.com/FerretDB/FerretDB'
 
-/** Where the binary is cached: `${XDG_CACHE_HOME:-~/.cache}/worklease/ferretdb-v1.24.2/ferretdb`. */
-export function ferretdbBinaryPath() {
-  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache')
-  return join(cache, 'worklease', `ferretdb-${FERRETDB_VERSION}`, 'ferretdb')
+/** From v2 on, the Go module path carries the major version. */
+function modulePath(version) {
+  const major = Number(/^v(\d+)\./.exec(version)?.[1])
+  return major >= 2 ? `github.com/FerretDB/FerretDB/v${major}` : 'github.com/FerretDB/FerretDB'
 }
 
-function cachedVersionMatches(binary) {
+/** Where the binary is cached: `${XDG_CACHE_HOME:-~/.cache}/worklease/ferretdb-<version>/ferretdb`. */
+export function ferretdbBinaryPath(version = FERRETDB_VERSION) {
+  const cache = process.env.XDG_CACHE_HOME || join(homedir(), '.cache')
+  return join(cache, 'worklease', `ferretdb-${version}`, 'ferretdb')
+}
+
+function cachedVersionMatches(binary, version) {
   if (!existsSync(binary)) return false
   const result = spawnSync(binary, ['--version'], { encoding: 'utf8', timeout: 30_000 })
   // `--version` prints "version: v1.24.2" among other lines; anything else (a crash, another
   // version) means the cache is stale and is rebuilt.
-  return result.status === 0 && new RegExp(`^version:\\s*${FERRETDB_VERSION}$`, 'm').test(result.stdout)
+  return result.status === 0 && new RegExp(`^version:\\s*${version}$`, 'm').test(result.stdout)
 }
 
 function go(args, options) {
@@ -51,27 +57,28 @@ function go(args, options) {
 }
 
 /**
- * Returns the path of a FerretDB v1.24.2 binary, building it first unless the cached one reports that
- * version.
+ * Returns the path of a FerretDB binary of `version` (v1.24.2 unless told), building it first unless
+ * the cached one reports that version.
  *
- * `go install ...@v1.24.2` is not enough: FerretDB embeds build/version/version.txt, which only its
- * own `task gen-version` writes, and the binary panics at start without it. So this copies the module
- * source out of the (read-only) Go module cache, writes the version file, and builds there.
+ * `go install ...@v1.24.2` is not enough: FerretDB (v1 and v2 alike) embeds
+ * build/version/version.txt, which only its own `task gen-version` writes, and the binary panics at
+ * start without it. So this copies the module source out of the (read-only) Go module cache, writes
+ * the version file, and builds there.
  */
-export function buildFerretdb({ log = console.error } = {}) {
-  const binary = ferretdbBinaryPath()
-  if (cachedVersionMatches(binary)) return binary
+export function buildFerretdb({ version = FERRETDB_VERSION, log = console.error } = {}) {
+  const binary = ferretdbBinaryPath(version)
+  if (cachedVersionMatches(binary, version)) return binary
   const started = Date.now()
-  log(`building FerretDB ${FERRETDB_VERSION} into ${binary} (about a minute the first time)`)
+  log(`building FerretDB ${version} into ${binary} (about a minute the first time)`)
   const work = mkdtempSync(join(tmpdir(), 'worklease-ferretdb-build-'))
   try {
     const { Dir: moduleDir } = JSON.parse(
-      go(['mod', 'download', '-json', `${MODULE}@${FERRETDB_VERSION}`], { cwd: work }),
+      go(['mod', 'download', '-json', `${modulePath(version)}@${version}`], { cwd: work }),
     )
     const source = join(work, 'src')
     cpSync(moduleDir, source, { recursive: true })
     makeWritable(source)
-    writeFileSync(join(source, 'build', 'version', 'version.txt'), `${FERRETDB_VERSION}\n`)
+    writeFileSync(join(source, 'build', 'version', 'version.txt'), `${version}\n`)
     mkdirSync(join(binary, '..'), { recursive: true })
     // Built next to its final place and renamed, so a concurrent run never sees half a binary.
     const partial = `${binary}.${process.pid}.partial`
@@ -80,9 +87,9 @@ export function buildFerretdb({ log = console.error } = {}) {
   } finally {
     rmSync(work, { recursive: true, force: true })
   }
-  if (!cachedVersionMatches(binary))
-    throw new Error(`the FerretDB built at ${binary} does not report ${FERRETDB_VERSION}`)
-  log(`built FerretDB ${FERRETDB_VERSION} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+  if (!cachedVersionMatches(binary, version))
+    throw new Error(`the FerretDB built at ${binary} does not report ${version}`)
+  log(`built FerretDB ${version} in ${((Date.now() - started) / 1000).toFixed(1)} s`)
   return binary
 }
 
@@ -199,7 +206,7 @@ export async function startFerretdb({ binary = buildFerretdb(), log = console.er
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const command = process.argv[2]
   if (command === 'build') {
-    console.log(buildFerretdb())
+    console.log(buildFerretdb({ version: process.argv[3] ?? FERRETDB_VERSION }))
   } else if (command === 'start') {
     const server = await startFerretdb()
     console.log(server.url)
@@ -207,7 +214,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.once('SIGINT', shutdown)
     process.once('SIGTERM', shutdown)
   } else {
-    console.error('usage: node scripts/ferretdb.mjs build|start')
+    console.error('usage: node scripts/ferretdb.mjs build [version] | start')
     process.exit(2)
   }
 }

@@ -93,6 +93,7 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
 
 /** The server's duplicate-key error: our conditional upsert lost to an existing document. */
 const DUPLICATE_KEY = 11000
+const INTERNAL_ERROR = 1
 
 // Asks the driver for int64 as bigint and binary as bytes, so tokens never pass through a number.
 const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
@@ -182,7 +183,11 @@ export class MongoBackend implements Backend {
         },
       )
     } catch (error) {
-      if (isDuplicateKeyOnId(error)) throw await this.#whyNotFree(args, error)
+      if (isDuplicateKeyOnId(error)) throw await this.#whyNotFree(args, error, false)
+      // FerretDB 2 answers the losing upsert with a generic error naming a unique constraint, not
+      // E11000. The same one read settles it: a live lease (or the ceiling) there explains it;
+      // anything else stays the store error it is.
+      if (isUnclassifiedDuplicateKey(error)) throw await this.#whyNotFree(args, error, true)
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
@@ -193,7 +198,7 @@ export class MongoBackend implements Backend {
    * Names an acquire's duplicate key: a held lease (with its holder), or a free one at the token
    * ceiling. E11000 carries no document, so this one read happens on this failure path only.
    */
-  async #whyNotFree(args: AcquireArgs, cause: unknown): Promise<Error> {
+  async #whyNotFree(args: AcquireArgs, cause: unknown, ambiguous: boolean): Promise<unknown> {
     const document = await this.#collection.findOne(
       { _id: args.workId },
       {
@@ -225,6 +230,8 @@ export class MongoBackend implements Backend {
     if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })
     }
+    // An ambiguous error that no lease explains is the store's own.
+    if (ambiguous) return cause
     // Free now but not when the upsert ran: it was held then (released or expired since).
     return new LeaseHeldError(undefined, { cause })
   }
@@ -339,6 +346,17 @@ function isDuplicateKeyOnId(error: unknown): boolean {
   // A duplicate on some other unique index a user added is a store failure, not a held lease.
   if (typeof keyPattern === 'object' && keyPattern !== null && !('_id' in keyPattern)) return false
   return true
+}
+
+/** FerretDB 2's losing upsert: code 1 (InternalError) with PostgreSQL's unique-violation text. */
+function isUnclassifiedDuplicateKey(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null) return false
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  return (
+    code === INTERNAL_ERROR &&
+    typeof message === 'string' &&
+    /duplicate key value violates unique constraint/.test(message)
+  )
 }
 
 /** Reads an int64 exactly, whatever shape the driver or server handed it back in. */

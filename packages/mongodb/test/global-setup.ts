@@ -12,20 +12,35 @@ declare module 'vitest' {
 }
 
 /**
- * Gives the tests a server: the one MONGODB_URL names (a real MongoDB judges the race cases), or else
- * a throwaway FerretDB on 127.0.0.1, built on first use and stopped when the run ends.
+ * Gives the tests a server: the one MONGODB_URL names (a real MongoDB), else FerretDB 2.7 on
+ * PostgreSQL 18 + DocumentDB from scripts/servers.sh (FERRETDB2_URL), whose atomic findAndModify
+ * judges the race cases; else, on a machine without those servers, a throwaway FerretDB 1.24 on
+ * 127.0.0.1, built on first use and stopped when the run ends, which skips the race cases.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const external = process.env.MONGODB_URL
+  const variable = process.env.MONGODB_URL
+    ? 'MONGODB_URL'
+    : process.env.FERRETDB2_URL
+      ? 'FERRETDB2_URL'
+      : undefined
+  const external = variable && process.env[variable]
+  if (!external) {
+    console.error(
+      'worklease mongodb tests: neither MONGODB_URL nor FERRETDB2_URL is set (scripts/servers.sh start); ' +
+        'falling back to FerretDB 1.24, whose race cases are skipped',
+    )
+  }
   const server = external ? undefined : await startFerretdb()
   const url = external ?? server!.url
   const client = new MongoClient(url, { serverSelectionTimeoutMS: 10_000 })
   try {
     const info = await client.db('admin').command({ buildInfo: 1 })
-    const ferretdbVersion = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : null
+    // FerretDB 1.x says `ferretdbVersion`; 2.x says `ferretdb: { version }`.
+    const reported = info.ferretdbVersion ?? info.ferretdb?.version
+    const ferretdbVersion = typeof reported === 'string' ? reported : null
     console.error(
       `worklease mongodb tests: ${ferretdbVersion ? `FerretDB ${ferretdbVersion}` : `MongoDB ${info.version}`} at ${
-        external ? 'MONGODB_URL' : url
+        variable ?? url
       }`,
     )
     project.provide('mongodbUrl', url)

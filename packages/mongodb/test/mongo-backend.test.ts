@@ -2,7 +2,18 @@ import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@workleas
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
-import { type MongoHarness, mongoHarnessFactory, serverOptions, TEST_DATABASE, url } from './mongo-harness.js'
+import {
+  ferretdbVersion,
+  type MongoHarness,
+  mongoHarnessFactory,
+  serverOptions,
+  TEST_DATABASE,
+  url,
+} from './mongo-harness.js'
+
+// FerretDB 2 answers a losing upsert with code 1, not E11000; acquire settles it with one read.
+const ferretdb2 = ferretdbVersion !== null && /^v?2\./.test(ferretdbVersion)
+const DUPLICATE_CODE = ferretdb2 ? 1 : 11000
 
 const harnesses: MongoHarness[] = []
 afterEach(async () => {
@@ -92,7 +103,7 @@ describe('duplicate key (E11000) from the losing upsert', () => {
       const error = await caught(backend.acquire('job', holder, 10_000))
       expect(isLeaseHeldError(error)).toBe(true)
       expect((error as Error).cause).toBeInstanceOf(MongoServerError)
-      expect(((error as Error).cause as MongoServerError).code).toBe(11000)
+      expect(((error as Error).cause as MongoServerError).code).toBe(DUPLICATE_CODE)
     }
   })
 
@@ -111,8 +122,18 @@ describe('duplicate key (E11000) from the losing upsert', () => {
       expect(won[0]!.value.fencingToken).toBe(1n)
       expect(lost).toHaveLength(1)
       expect(isLeaseHeldError(lost[0]!.reason)).toBe(true)
-      expect((lost[0]!.reason as Error).cause).toMatchObject({ code: 11000 })
+      expect((lost[0]!.reason as Error).cause).toMatchObject({ code: DUPLICATE_CODE })
     }
+  })
+  test('a duplicate key on a unique index of the caller’s own is a store error, not LEASE_HELD', async () => {
+    const { harness, backend } = await setup()
+    await harness.collection.createIndex({ holderId: 1 }, { unique: true })
+    await backend.acquire('job-1', 'a', 10_000)
+    // No lease holds job-2: the one read on FerretDB 2's ambiguous error finds none and rethrows it.
+    const error = await caught(backend.acquire('job-2', 'a', 10_000))
+    expect(error).toBeInstanceOf(MongoServerError)
+    expect(isWorkleaseError(error)).toBe(false)
+    expect((error as MongoServerError).code).toBe(DUPLICATE_CODE)
   })
 })
 

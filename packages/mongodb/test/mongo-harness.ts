@@ -14,8 +14,11 @@ export const FERRETDB_NOTE =
   'from separate connections are not atomic with respect to each other; run with MONGODB_URL set to a ' +
   'real MongoDB to judge the cross-connection race cases'
 
+/** FerretDB 1.x, the fallback when no server is given; FerretDB 2 (on DocumentDB) needs no options. */
+export const ferretdb1 = ferretdbVersion !== null && /^v?1\./.test(ferretdbVersion)
+
 /** The options a backend needs on the server under test. */
-export const serverOptions: Omit<MongoBackendOptions, 'collection'> = ferretdbVersion
+export const serverOptions: Omit<MongoBackendOptions, 'collection'> = ferretdb1
   ? { crossConnectionAtomic: false, crossConnectionAtomicNote: FERRETDB_NOTE, findAndModifyProjection: false }
   : {}
 

@@ -51,6 +51,11 @@ export interface BackendHarness {
    * ```
    */
   seedToken?(workId: string, token: bigint): Promise<void>
+  /**
+   * Round trips a successful acquire takes on this store when it is more than one by design, as on
+   * MySQL, which has no `INSERT ... RETURNING` (the upsert, then a read of the expiry). Default: 1.
+   */
+  readonly acquireRoundTrips?: number
   /** Drops the storage and closes what `open` opened. */
   close(): Promise<void>
 }
