@@ -132,7 +132,12 @@ for (const target of familyTargets('mysql'))
       }
     })
 
-    test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async () => {
+    test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async (context) => {
+      // The log below comes from a trigger, and on MySQL (no RETURNING) a trigger's INSERT resets the
+      // OK packet's insert id that acquire reads its token from: every takeover would look LEASE_HELD.
+      // MariaDB runs the same statement (plus RETURNING), so the boundary is judged there.
+      if (mysql)
+        return context.skip('a trigger on the lease table hides the insert id on MySQL; judged on MariaDB')
       // SYSDATE() is read again at every call, so a statement that read it in each IF() could see a lease
       // held in the token's IF and free in the holder's. A trigger logs every row change; leases of 1 ms
       // taken over and over by six connections put thousands of acquires on an expiry boundary.

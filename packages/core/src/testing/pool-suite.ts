@@ -201,6 +201,11 @@ export function poolSuite(options: PoolSuiteOptions): void {
             () => a.pool.units.length === 5 && b.pool.units.length === 5,
             timeoutMs,
           )
+          await eventually(
+            'five moves recorded',
+            () => referee.starts.filter((start) => start.member === 'member-b').length >= 5,
+            timeoutMs,
+          )
           const moved = referee.starts.filter((start) => start.member === 'member-b')
           assert.equal(moved.length, 5, 'exactly five units moved')
           for (const start of moved) {
@@ -232,11 +237,14 @@ export function poolSuite(options: PoolSuiteOptions): void {
           const before = referee.starts.length
           await b.pool.close()
           await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
-          const takeovers = referee.starts
-            .slice(before)
-            .filter((start) => start.member === 'member-a' && leaving.has(start.unit))
-          assert.equal(takeovers.length, 5)
-          for (const start of takeovers)
+          const takeovers = () =>
+            referee.starts
+              .slice(before)
+              .filter((start) => start.member === 'member-a' && leaving.has(start.unit))
+          // A handler records its start after its first read: the pool counts the unit a moment earlier.
+          await eventually('five takeovers recorded', () => takeovers().length >= 5, timeoutMs)
+          assert.equal(takeovers().length, 5, JSON.stringify(referee.starts.slice(before)))
+          for (const start of takeovers())
             assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
           assert.deepEqual(referee.overlaps, [])
         }),
@@ -260,11 +268,14 @@ export function poolSuite(options: PoolSuiteOptions): void {
           // Cut off from the store: b renews nothing and releases nothing from now on, as if it died.
           b.cut()
           await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
-          const takeovers = referee.starts
-            .slice(before)
-            .filter((start) => start.member === 'member-a' && crashed.has(start.unit))
-          assert.equal(takeovers.length, 5)
-          for (const start of takeovers)
+          const takeovers = () =>
+            referee.starts
+              .slice(before)
+              .filter((start) => start.member === 'member-a' && crashed.has(start.unit))
+          // A handler records its start after its first read: the pool counts the unit a moment earlier.
+          await eventually('five takeovers recorded', () => takeovers().length >= 5, timeoutMs)
+          assert.equal(takeovers().length, 5, JSON.stringify(referee.starts.slice(before)))
+          for (const start of takeovers())
             assert.equal(start.cleanHandoff, false, `${start.unit}: unclean handoff`)
           assert.deepEqual(referee.overlaps, [])
         }),
