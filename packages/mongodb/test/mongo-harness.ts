@@ -16,7 +16,12 @@ export const FERRETDB_NOTE =
 
 /** The options a backend needs on the server under test. */
 export const serverOptions: Omit<MongoBackendOptions, 'collection'> = ferretdbVersion
-  ? { crossConnectionAtomic: false, crossConnectionAtomicNote: FERRETDB_NOTE, findAndModifyProjection: false }
+  ? {
+      crossConnectionAtomic: false,
+      crossConnectionAtomicNote: FERRETDB_NOTE,
+      findAndModifyProjection: false,
+      binarySizeProjection: false,
+    }
   : {}
 
 // Sent by the driver itself (connection upkeep, session cleanup), never by a backend operation.
