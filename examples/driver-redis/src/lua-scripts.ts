@@ -1,6 +1,7 @@
 // One Lua script per operation. Redis runs a script atomically (no other command interleaves), so
 // each operation's check and write are one indivisible step: no read-then-write race, one round trip.
-// Each script makes at most three Redis calls (HMGET, TIME, HSET), and only those its answer needs.
+// A lease script makes at most three Redis calls (HMGET, TIME, HSET; acquire adds the index's ZADD),
+// and only those its answer needs.
 //
 // Stored per workId, in one hash at `<keyPrefix><workId>`:
 //   token     fencing token as an exact decimal string (never a Lua number: those are doubles)
@@ -10,6 +11,10 @@
 //   clean     '1' if the current lease followed a release (or was the first), else '0'
 //   seq       largest checkpoint sequence stored for the current token; '0' after acquire
 //   state     last checkpointed bytes (absent until the first checkpoint; an empty string is a state)
+//
+// With the list index, every workId is also a member (score 0) of the sorted set at `<keyPrefix>`
+// itself (no workId is empty, so no lease key is that): equal scores order members by their bytes,
+// which for UTF-8 is code point order, and ZRANGEBYLEX reads a prefix's range in that order.
 //
 // Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED',
 // 'EXPIRED' or 'EXHAUSTED'. Errors of the store are Redis error replies.
@@ -48,8 +53,9 @@ end
 `
 
 /**
- * KEYS[1] = lease key; ARGV = holderId, ttlMs. Returns {'OK', token, expires}, or
- * {'HELD', holderId, token, expires, expiresInMs} in the same round trip, or {'EXHAUSTED'}.
+ * KEYS[1] = lease key, KEYS[2] = the list index (absent without one); ARGV = workId, holderId, ttlMs.
+ * Returns {'OK', token, expires}, or {'HELD', holderId, token, expires, expiresInMs} in the same round
+ * trip, or {'EXHAUSTED'}.
  */
 export const ACQUIRE = `${PRELUDE}${INCREMENT}
 local key = KEYS[1]
@@ -64,9 +70,11 @@ if f[1] then
   if not token then return {'EXHAUSTED'} end
   if f[4] == '1' then clean = '1' else clean = '0' end
 end
-local expires = int(now + tonumber(ARGV[2]))
-redis.call('HSET', key, 'token', token, 'holder', ARGV[1], 'expires', expires, 'released', '0',
+local expires = int(now + tonumber(ARGV[3]))
+redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
   'clean', clean, 'seq', '0')
+-- On every acquire, not only the first: a lease stored before the index existed joins it here.
+if KEYS[2] then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
 return {'OK', token, expires}
 `
 
@@ -118,4 +126,49 @@ local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released', 'clean', 'state')
 if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
 return {'OK', f[5], f[6]}
+`
+
+// Reading only. The lease hashes are read by name from the index's members, not passed as KEYS (they
+// are not known before the range is read): fine on a single Redis; on a Cluster every key must share
+// the index's slot (a hash-tagged key prefix), which the backend's constructor insists on.
+/**
+ * KEYS[1] = the list index; ARGV = keyPrefix, min, max (ZRANGEBYLEX bounds), limit. Returns
+ * {now, next, then per lease: workId, token, holder, expires, released, state size or -1}; `next` is
+ * the last workId of the page when more follow, else ''.
+ */
+export const LIST = `${PRELUDE}
+local limit = tonumber(ARGV[4])
+local ids = redis.call('ZRANGEBYLEX', KEYS[1], ARGV[2], ARGV[3], 'LIMIT', 0, limit + 1)
+local out = {int(now_ms()), ''}
+if #ids > limit then out[2] = ids[limit] end
+for i = 1, math.min(#ids, limit) do
+  local key = ARGV[1] .. ids[i]
+  local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+  -- A member whose hash is gone (deleted by hand, which the README forbids) is not a lease.
+  if f[1] then
+    local size = -1
+    if redis.call('HEXISTS', key, 'state') == 1 then size = redis.call('HSTRLEN', key, 'state') end
+    out[#out + 1] = ids[i]
+    out[#out + 1] = f[1]
+    out[#out + 1] = f[2]
+    out[#out + 1] = f[3]
+    out[#out + 1] = f[4]
+    out[#out + 1] = size
+  end
+end
+return out
+`
+
+// Only a live lease: its holder becomes '' (no valid holderId is empty, so is_holder never holds
+// again: FENCED everywhere) and it expires now. released stays '0', so the next acquire records an
+// unclean handoff; the token and the state are left for it.
+/** KEYS[1] = lease key. Returns {'OK'} if a live lease was ended, else {'FREE'}. */
+export const REVOKE = `${PRELUDE}
+local key = KEYS[1]
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+if not f[1] or f[4] == '1' then return {'FREE'} end
+local now = now_ms()
+if tonumber(f[3]) <= now then return {'FREE'} end
+redis.call('HSET', key, 'holder', '', 'expires', int(now - 1))
+return {'OK'}
 `

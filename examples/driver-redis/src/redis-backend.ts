@@ -4,20 +4,27 @@ import {
   type CallOptions,
   type CheckpointOptions,
   type CheckpointRead,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   raceAbort,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
-import { ACQUIRE, CHECKPOINT, READ_CHECKPOINT, RELEASE, RENEW } from './lua-scripts.js'
+import { ACQUIRE, CHECKPOINT, LIST, READ_CHECKPOINT, RELEASE, RENEW, REVOKE } from './lua-scripts.js'
 import type { RedisScriptClient } from './redis-script-client.js'
 
 /** Options of {@link RedisBackend}. */
@@ -66,6 +73,18 @@ export interface RedisBackendOptions {
    * ```
    */
   maxStateBytes?: number
+  /**
+   * Whether to keep the list index `list` reads: a sorted set at the key `<keyPrefix>` itself, to
+   * which every acquire adds its workId (in the same script). Default: `true` on a single Redis,
+   * `false` on a `Cluster`, where a script may only touch keys of one slot: there `true` needs a key
+   * prefix with a hash tag (`'{billing}:'`), which puts every lease of the prefix on one node.
+   * Without it, `capabilities.list` is `false` and `list` throws.
+   *
+   * ```ts
+   * const backend = new RedisBackend({ client: cluster, keyPrefix: '{billing}:', listIndex: true })
+   * ```
+   */
+  listIndex?: boolean
 }
 
 type ScriptCall = (...args: Array<string | Buffer>) => Promise<unknown>
@@ -74,12 +93,16 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
 
 // Command names this driver adds to the client; the version suffix keeps an older copy of the
 // driver on the same client from overwriting these scripts with different ones.
+// Acquire is defined twice, with one key (no index) and with two (the lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV1', ACQUIRE],
-  checkpoint: ['workleaseCheckpointV1', CHECKPOINT],
-  renew: ['workleaseRenewV1', RENEW],
-  release: ['workleaseReleaseV1', RELEASE],
-  readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT],
+  acquire: ['workleaseAcquireV2', ACQUIRE, 1],
+  acquireIndexed: ['workleaseAcquireIndexedV2', ACQUIRE, 2],
+  checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
+  renew: ['workleaseRenewV1', RENEW, 1],
+  release: ['workleaseReleaseV1', RELEASE, 1],
+  readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT, 1],
+  list: ['workleaseListV1', LIST, 1],
+  revoke: ['workleaseRevokeV1', REVOKE, 1],
 } as const
 
 type Operation = keyof typeof COMMANDS
@@ -99,24 +122,34 @@ type Operation = keyof typeof COMMANDS
 export class RedisBackend implements Backend {
   readonly capabilities: BackendCapabilities
   readonly #keyPrefix: string
+  readonly #listIndex: boolean
   readonly #scripts: Record<Operation, ScriptCall>
 
   constructor(options: RedisBackendOptions) {
     const { client } = options
     refuseResendingClient(client)
     this.#keyPrefix = options.keyPrefix ?? 'worklease:'
+    this.#listIndex = options.listIndex ?? !client.isCluster
+    if (this.#listIndex && client.isCluster && !hasHashTag(this.#keyPrefix)) {
+      throw new TypeError(
+        'worklease redis: on a Cluster the list index needs every lease key in its slot: give a key ' +
+          "prefix with a hash tag (keyPrefix: '{worklease}:'), or listIndex: false",
+      )
+    }
     this.capabilities = Object.freeze({
       clock: 'server',
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: this.#listIndex,
+      revoke: true,
     })
     // defineCommand is local (no round trip); the script body travels with the first call.
     const scripts = {} as Record<Operation, ScriptCall>
-    for (const [operation, [name, lua]] of Object.entries(COMMANDS) as Array<
+    for (const [operation, [name, lua, numberOfKeys]] of Object.entries(COMMANDS) as Array<
       [Operation, (typeof COMMANDS)[Operation]]
     >) {
-      client.defineCommand(name, { lua, numberOfKeys: 1 })
+      client.defineCommand(name, { lua, numberOfKeys })
       // The Buffer variant, so that checkpoint state comes back byte for byte.
       const call = (client as unknown as Record<string, ScriptCall>)[`${name}Buffer`]
       if (typeof call !== 'function') throw new TypeError(`client.defineCommand did not define ${name}Buffer`)
@@ -135,7 +168,23 @@ export class RedisBackend implements Backend {
     options?: CallOptions,
   ): Promise<LeaseRecord> {
     const args = validateAcquireArgs(workId, holderId, ttlMs, options)
-    const reply = await this.#call('acquire', args, args.workId, args.holderId, String(args.ttlMs))
+    const reply = this.#listIndex
+      ? await this.#call(
+          'acquireIndexed',
+          args,
+          [this.#key(args.workId), this.#keyPrefix],
+          args.workId,
+          args.holderId,
+          String(args.ttlMs),
+        )
+      : await this.#call(
+          'acquire',
+          args,
+          [this.#key(args.workId)],
+          args.workId,
+          args.holderId,
+          String(args.ttlMs),
+        )
     if (reply.status === 'HELD') {
       const [holder, token, expires, expiresIn] = reply.values.map(text)
       throw new LeaseHeldError(undefined, {
@@ -165,7 +214,7 @@ export class RedisBackend implements Backend {
       await this.#call(
         'checkpoint',
         args,
-        ...fence(args.record),
+        ...this.#fence(args.record),
         String(args.ttlMs),
         bytes,
         String(args.sequence),
@@ -175,23 +224,88 @@ export class RedisBackend implements Backend {
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     const args = validateRenewArgs(record, ttlMs, options)
-    this.#settled(await this.#call('renew', args, ...fence(args.record), String(args.ttlMs)))
+    this.#settled(await this.#call('renew', args, ...this.#fence(args.record), String(args.ttlMs)))
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     const args = validateRecordArgs(record, options)
-    this.#settled(await this.#call('release', args, ...fence(args.record)))
+    this.#settled(await this.#call('release', args, ...this.#fence(args.record)))
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
     const args = validateRecordArgs(record, options)
-    const reply = this.#settled(await this.#call('readCheckpoint', args, ...fence(args.record)))
+    const reply = this.#settled(await this.#call('readCheckpoint', args, ...this.#fence(args.record)))
     const [clean, state] = reply.values
     return {
       cleanHandoff: text(clean) === '1',
       // Copy out of the reply buffer (which may be pooled) into a plain Uint8Array of our own.
       state: state === null || state === undefined ? null : new Uint8Array(state as Buffer),
     }
+  }
+
+  /**
+   * One script call a page: ZRANGEBYLEX over the index from the prefix (or just after the cursor) to
+   * the prefix followed by byte 0xFF (no UTF-8 string has that byte, so every id with the prefix sorts
+   * before it and every other id after it), then each lease's fields and its state's size (HSTRLEN,
+   * never the bytes), with Redis's TIME as the page's now. Bounds are bytes: nothing is a pattern.
+   */
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const args = validateListArgs(options)
+    if (!this.#listIndex) {
+      throw new TypeError('worklease redis: list needs the list index (RedisBackend option listIndex)')
+    }
+    const { prefix, cursor, limit } = args
+    const min =
+      cursor !== undefined && compareWorkIds(cursor, prefix) >= 0
+        ? Buffer.from(`(${cursor}`)
+        : prefix === ''
+          ? '-'
+          : Buffer.from(`[${prefix}`)
+    const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.of(0xff)])
+    const raw = await raceAbort(
+      this.#scripts.list(this.#keyPrefix, this.#keyPrefix, min, max, String(limit)),
+      args.signal,
+    )
+    if (!Array.isArray(raw) || raw.length < 2 || (raw.length - 2) % 6 !== 0) {
+      throw new Error(`worklease redis: unexpected reply to list: ${String(raw)}`)
+    }
+    const now = Number(text(raw[0]))
+    const next = text(raw[1])
+    const leases: LeaseListing[] = []
+    for (let i = 2; i < raw.length; i += 6) {
+      const [workId, token, holder, expires, released, size] = raw.slice(i, i + 6)
+      const expiresAtMs = Number(text(expires))
+      const isReleased = text(released) === '1'
+      leases.push(
+        Object.freeze({
+          workId: text(workId),
+          holderId: text(holder),
+          fencingToken: BigInt(text(token)),
+          expiresAt: new Date(expiresAtMs),
+          released: isReleased,
+          free: isReleased || expiresAtMs <= now,
+          checkpointBytes: Number(size) < 0 ? null : Number(size),
+        }),
+      )
+    }
+    return { leases, now: new Date(now), ...(next === '' ? {} : { cursor: next }) }
+  }
+
+  /** One script call: a live lease gets holder '' and expires now, on Redis's clock. */
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    const args = validateCallOptions(options)
+    const reply = await this.#call('revoke', args, [this.#key(workId)])
+    return reply.status === 'OK'
+  }
+
+  #key(workId: string): string {
+    return `${this.#keyPrefix}${workId}`
+  }
+
+  /** The script keys and arguments that identify the holder: the token as an exact decimal string. */
+  #fence(record: LeaseRecord): [string[], string, string] {
+    return [[this.#key(record.workId)], record.fencingToken.toString(), record.holderId]
   }
 
   #settled(reply: Reply): Reply {
@@ -203,10 +317,10 @@ export class RedisBackend implements Backend {
   async #call(
     operation: Operation,
     options: ValidatedCallOptions,
-    workId: string,
+    keys: string[],
     ...args: Array<string | Buffer>
   ): Promise<Reply> {
-    const pending = this.#scripts[operation](`${this.#keyPrefix}${workId}`, ...args)
+    const pending = this.#scripts[operation](...keys, ...args)
     // ioredis cannot cancel a queued command: an abort stops the wait, and the script may still run.
     const raw = await raceAbort(pending, options.signal)
     if (!Array.isArray(raw) || raw.length === 0) {
@@ -243,9 +357,10 @@ function refuseResendingClient(client: RedisScriptClient): void {
   }
 }
 
-/** The script arguments that identify the holder: the token as an exact decimal string. */
-function fence(record: LeaseRecord): [string, string, string] {
-  return [record.workId, record.fencingToken.toString(), record.holderId]
+/** Whether every key with this prefix has the same hash tag, so Redis Cluster puts them in one slot. */
+function hasHashTag(keyPrefix: string): boolean {
+  const open = keyPrefix.indexOf('{')
+  return open >= 0 && keyPrefix.indexOf('}', open + 1) > open + 1
 }
 
 function text(value: unknown): string {

@@ -77,6 +77,75 @@ describe('storage layout', () => {
     expect(new Uint8Array((await harness.admin.hgetBuffer(key, 'state'))!)).toEqual(state)
     // No TTL on the key: tokens must outlive every lease, so Redis must never expire it.
     expect(await harness.admin.pttl(key)).toBe(-1)
+    // The list index: the workId as a member of score 0 of the sorted set at the prefix itself.
+    expect(await harness.admin.zrange(harness.keyPrefix, '0', '-1', 'WITHSCORES')).toEqual(['job-7', '0'])
+    expect(await harness.admin.pttl(harness.keyPrefix)).toBe(-1)
+  })
+
+  test('without the list index, acquire touches one key and list throws; revoke still works', async () => {
+    harness = await createHarness()
+    const backend = await harness.open(undefined, { listIndex: false })
+    expect(backend.capabilities.list).toBe(false)
+    await backend.acquire('job-7', 'worker-a', TTL)
+    expect(await harness.admin.exists(harness.keyPrefix)).toBe(0)
+    await expect(backend.list()).rejects.toThrow(/listIndex/)
+    expect(await backend.revoke('job-7')).toBe(true)
+    expect(await harness.admin.hget(`${harness.keyPrefix}job-7`, 'holder')).toBe('')
+  })
+})
+
+describe('list and revoke', () => {
+  test('a page is one script call; a member without its hash is skipped, not a lease', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('a', 'h', TTL)
+    await backend.checkpoint(record, new Uint8Array(0), TTL)
+    for (const id of ['a%', 'a*', 'a[', 'ab', 'b']) await backend.acquire(id, 'h', TTL)
+    await harness.admin.zadd(harness.keyPrefix, '0', 'a-gone')
+    const before = harness.roundTrips()
+    const page = await backend.list({ prefix: 'a', limit: 3 })
+    expect(harness.roundTrips() - before).toBe(1)
+    expect(page.leases.map(({ workId }) => workId)).toEqual(['a', 'a%', 'a*'])
+    expect(page.leases[0]!.checkpointBytes).toBe(0)
+    expect(page.leases[1]!.checkpointBytes).toBeNull()
+    expect(page.cursor).toBe('a*')
+    const rest = await backend.list({ prefix: 'a', cursor: page.cursor! })
+    expect(rest.leases.map(({ workId }) => workId)).toEqual(['a[', 'ab'])
+    expect(rest.cursor).toBeUndefined()
+    expect(Math.abs(page.now.getTime() - Date.now())).toBeLessThan(5_000)
+  })
+
+  test('revoke is one script call and ends only a live lease', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await backend.acquire('w', 'h', TTL)
+    const before = harness.roundTrips()
+    expect(await backend.revoke('w')).toBe(true)
+    expect(await backend.revoke('w')).toBe(false)
+    expect(harness.roundTrips() - before).toBe(2)
+    const fields = await harness.admin.hgetall(`${harness.keyPrefix}w`)
+    expect(fields).toMatchObject({ holder: '', released: '0', token: '1' })
+  })
+
+  test('on a Cluster the list index is off unless the key prefix has a hash tag', async () => {
+    harness = await createHarness() // afterEach closes it: not the previous case's again
+    const safe = {
+      lazyConnect: true,
+      retryDelayOnFailover: 0,
+      redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false },
+    }
+    const cluster = new Cluster([], safe)
+    try {
+      expect(new RedisBackend({ client: cluster }).capabilities.list).toBe(false)
+      expect(() => new RedisBackend({ client: cluster, listIndex: true })).toThrow(/hash tag/)
+      expect(() => new RedisBackend({ client: cluster, keyPrefix: '{}:', listIndex: true })).toThrow(
+        /hash tag/,
+      )
+      const tagged = new RedisBackend({ client: cluster, keyPrefix: '{billing}:', listIndex: true })
+      expect(tagged.capabilities.list).toBe(true)
+    } finally {
+      cluster.disconnect()
+    }
   })
 })
 
@@ -115,7 +184,9 @@ describe('round trips', () => {
     expect(harness.commands()).toEqual({ evalsha: 5 })
     const again = await backend.acquire('w', 'holder-b', TTL)
     await backend.renew(again, TTL)
-    expect(harness.commands()).toEqual({ evalsha: 7 })
+    await backend.list()
+    await backend.revoke('w')
+    expect(harness.commands()).toEqual({ evalsha: 9 })
   })
 
   test('the client-side count equals what the server saw (MONITOR)', async () => {

@@ -1,6 +1,12 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import type { DynamoClient } from './dynamo-client.js'
-import { validatePartitionKey, validateTableName } from './lease-item.js'
+import {
+  Attr,
+  LIST_INDEX_ATTRIBUTES,
+  validateListIndex,
+  validatePartitionKey,
+  validateTableName,
+} from './lease-item.js'
 
 /** Options of {@link createLeaseTable}. */
 export interface CreateLeaseTableOptions {
@@ -30,6 +36,21 @@ export interface CreateLeaseTableOptions {
    */
   ifNotExists?: boolean
   /**
+   * Also create a global secondary index of this name for `DynamoBackend.list` (pass the same name to
+   * the backend): partition key `listKey` (the same value on every lease), sort key the workId,
+   * projecting the few attributes a listing shows. Default: none, and `list` is unavailable.
+   *
+   * It has a cost: every write that changes a lease's holder, token, expiry or checkpoint size (every
+   * acquire, renew, checkpoint and release) is written to the index too, so writes cost about twice
+   * as much, and the index's single partition key caps them at what one partition takes (about
+   * 1 000 writes a second; beyond that DynamoDB throttles the table's writes too). See the README.
+   *
+   * ```ts
+   * await createLeaseTable(client, { tableName: 'leases', listIndex: 'worklease-list' })
+   * ```
+   */
+  listIndex?: string
+  /**
    * How long to wait for the table to become `ACTIVE`, in milliseconds. Default: 300 000.
    *
    * ```ts
@@ -48,8 +69,37 @@ export interface CreateLeaseTableOptions {
 }
 
 /**
- * Creates a lease table with on-demand billing (a string partition key, nothing else) and waits until
- * it is `ACTIVE`. Do not enable DynamoDB's Time to Live on it: deleting an expired item would reset
+ * The global secondary index `DynamoBackend.list` queries, as `CreateTable` and `UpdateTable` take it
+ * (with on-demand billing; give it `ProvisionedThroughput` on a provisioned table). DynamoDB orders a
+ * string sort key by its UTF-8 bytes, which is the code point order `list` promises.
+ *
+ * ```ts
+ * import { UpdateTableCommand } from '@aws-sdk/client-dynamodb'
+ *
+ * // Adds the index to an existing table; DynamoDB backfills it from every item that has a listKey.
+ * await client.send(new UpdateTableCommand({
+ *   TableName: 'leases',
+ *   AttributeDefinitions: [{ AttributeName: 'listKey', AttributeType: 'S' }, { AttributeName: 'workId', AttributeType: 'S' }],
+ *   GlobalSecondaryIndexUpdates: [{ Create: listIndexDefinition('worklease-list') }],
+ * }))
+ * ```
+ */
+export function listIndexDefinition(listIndex: string, partitionKey = 'workId') {
+  validateListIndex(listIndex)
+  validatePartitionKey(partitionKey)
+  return {
+    IndexName: listIndex,
+    KeySchema: [
+      { AttributeName: Attr.listKey, KeyType: 'HASH' as const },
+      { AttributeName: partitionKey, KeyType: 'RANGE' as const },
+    ],
+    Projection: { ProjectionType: 'INCLUDE' as const, NonKeyAttributes: [...LIST_INDEX_ATTRIBUTES] },
+  }
+}
+
+/**
+ * Creates a lease table with on-demand billing (a string partition key, and the list index if
+ * `listIndex` is given) and waits until it is `ACTIVE`. Do not enable DynamoDB's Time to Live on it: deleting an expired item would reset
  * its workId's fencing tokens.
  *
  * ```ts
@@ -63,17 +113,31 @@ export async function createLeaseTable(
   client: DynamoClient,
   options: CreateLeaseTableOptions,
 ): Promise<void> {
-  const { tableName, partitionKey = 'workId', ifNotExists = false, timeoutMs = 300_000, signal } = options
+  const {
+    tableName,
+    partitionKey = 'workId',
+    ifNotExists = false,
+    listIndex,
+    timeoutMs = 300_000,
+    signal,
+  } = options
   validateTableName(tableName)
   validatePartitionKey(partitionKey)
+  validateListIndex(listIndex)
   const sendOptions = signal ? { abortSignal: signal } : undefined
   try {
     await client.send(
       new CreateTableCommand({
         TableName: tableName,
-        AttributeDefinitions: [{ AttributeName: partitionKey, AttributeType: 'S' }],
+        AttributeDefinitions: [
+          { AttributeName: partitionKey, AttributeType: 'S' },
+          ...(listIndex === undefined ? [] : [{ AttributeName: Attr.listKey, AttributeType: 'S' as const }]),
+        ],
         KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
         BillingMode: 'PAY_PER_REQUEST',
+        ...(listIndex === undefined
+          ? {}
+          : { GlobalSecondaryIndexes: [listIndexDefinition(listIndex, partitionKey)] }),
       }),
       sendOptions,
     )

@@ -1,4 +1,9 @@
-import { type AttributeValue, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
+import {
+  type AttributeValue,
+  GetItemCommand,
+  QueryCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb'
 import {
   type AcquireArgs,
   type Backend,
@@ -7,24 +12,38 @@ import {
   type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   MAX_FENCING_TOKEN,
   type RecordArgs,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
-import { Attr, stateBytesLimit, validatePartitionKey, validateTableName } from './lease-item.js'
+import {
+  Attr,
+  LIST_KEY,
+  stateBytesLimit,
+  validateListIndex,
+  validatePartitionKey,
+  validateTableName,
+} from './lease-item.js'
 import { singleAttempt } from './single-attempt.js'
 
 /** Options of {@link DynamoBackend}. */
@@ -87,6 +106,18 @@ export interface DynamoBackendOptions {
    * ```
    */
   maxStateBytes?: number
+  /**
+   * The table's list index (`createLeaseTable`'s `listIndex`, or `listIndexDefinition` added with
+   * `UpdateTable`). With it, `capabilities.list` is `true` and each `list` page is one `Query` of the
+   * index. Without it, `list` throws: DynamoDB has no ordered read of partition keys, and a Scan
+   * returns hash order, so no page could be one request. Reads of an index are eventually consistent
+   * (see the README). Default: none.
+   *
+   * ```ts
+   * const backend = new DynamoBackend({ client, tableName: 'leases', listIndex: 'worklease-list' })
+   * ```
+   */
+  listIndex?: string
 }
 
 type Item = Record<string, AttributeValue>
@@ -101,6 +132,9 @@ const VALIDITY = '#tok = :tok AND #hld = :hld AND #rel = :false'
 // This lease has stored no checkpoint with this sequence or a later one. The sequence is kept with the
 // token that stored it, so acquire needs no reset: any other token (or none) means none stored yet.
 const NEWER_SEQUENCE = '(attribute_not_exists(#ctok) OR #ctok <> :tok OR #cseq < :seq)'
+
+// No valid holderId is empty, so once revoke writes it no record matches the lease again.
+const REVOKED_HOLDER = ''
 
 /**
  * A worklease backend on Amazon DynamoDB (or a compatible server): one item per workId, every
@@ -127,6 +161,7 @@ export class DynamoBackend implements Backend {
   readonly #partitionKey: string
   readonly #clock: Clock
   readonly #returnOldOnFailure: boolean
+  readonly #listIndex: string | undefined
 
   constructor(options: DynamoBackendOptions) {
     if (typeof options !== 'object' || options === null)
@@ -136,6 +171,7 @@ export class DynamoBackend implements Backend {
     validateTableName(tableName)
     validatePartitionKey(partitionKey)
     if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method')
+    validateListIndex(options.listIndex)
     const limit = stateBytesLimit(partitionKey)
     const maxStateBytes = options.maxStateBytes ?? limit
     if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0 || maxStateBytes > limit) {
@@ -148,11 +184,14 @@ export class DynamoBackend implements Backend {
     this.#partitionKey = partitionKey
     this.#clock = clock
     this.#returnOldOnFailure = options.returnValuesOnConditionCheckFailure ?? true
+    this.#listIndex = options.listIndex
     this.capabilities = Object.freeze({
       clock: 'client',
       maxStateBytes,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: this.#listIndex !== undefined,
+      revoke: true,
     })
   }
 
@@ -174,9 +213,11 @@ export class DynamoBackend implements Backend {
           Key: this.#key(args.workId),
           // Every operand is read from the item as it was before this update, so cleanHandoff gets
           // the previous lease's released mark; a new item has none, which counts as a clean start.
+          // listKey on every acquire, index or not, so an index added later holds every lease
+          // acquired since (the first write of any lease is an acquire).
           UpdateExpression:
             'SET #tok = if_not_exists(#tok, :zero) + :one, #hld = :hld, #exp = :exp, #rel = :false, ' +
-            '#clean = if_not_exists(#rel, :true)',
+            '#clean = if_not_exists(#rel, :true), #lk = :lk',
           // DynamoDB numbers do not overflow at 2^63: without the ceiling this would store token
           // 2^63, a lease no record can carry. The failure path tells the ceiling from a held lease.
           ConditionExpression:
@@ -189,8 +230,10 @@ export class DynamoBackend implements Backend {
             '#exp': Attr.expiresAt,
             '#rel': Attr.released,
             '#clean': Attr.cleanHandoff,
+            '#lk': Attr.listKey,
           },
           ExpressionAttributeValues: {
+            ':lk': { S: LIST_KEY },
             ':zero': num(0),
             ':one': num(1),
             ':hld': { S: args.holderId },
@@ -248,17 +291,25 @@ export class DynamoBackend implements Backend {
   ): Promise<void> {
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     const expiresAtMs = this.#clock.now() + args.ttlMs
-    const sequenceNames = { '#ctok': Attr.checkpointToken, '#cseq': Attr.checkpointSequence }
+    const sequenceNames = {
+      '#ctok': Attr.checkpointToken,
+      '#cseq': Attr.checkpointSequence,
+      '#sb': Attr.stateBytes,
+    }
     // args.state is the validator's private copy: the SDK serializes later, and the caller may reuse
-    // its buffer meanwhile.
-    const storeValues = { ':st': { B: args.state }, ':seq': num(args.sequence) }
+    // its buffer meanwhile. Its size goes with it, for a list index that must not carry the state.
+    const storeValues = {
+      ':st': { B: args.state },
+      ':seq': num(args.sequence),
+      ':sb': num(args.state.byteLength),
+    }
     const extendValues = { ':exp': num(expiresAtMs) }
     // The happy path, in one write: a later sequence than this lease stored, and an expiry no earlier
     // than the stored one (expressions have no max(), so it is part of the condition; `<=` keeps a
     // repeat within the same millisecond one write).
     const outcome = await this.#updateIfValid(
       args,
-      'SET #st = :st, #ctok = :tok, #cseq = :seq, #exp = :exp',
+      'SET #st = :st, #sb = :sb, #ctok = :tok, #cseq = :seq, #exp = :exp',
       `${NEWER_SEQUENCE} AND #exp <= :exp`,
       { '#st': Attr.state, '#exp': Attr.expiresAt, ...sequenceNames },
       { ...storeValues, ...extendValues },
@@ -280,7 +331,7 @@ export class DynamoBackend implements Backend {
     if (newer) {
       await this.#updateIfValid(
         args,
-        'SET #st = :st, #ctok = :tok, #cseq = :seq',
+        'SET #st = :st, #sb = :sb, #ctok = :tok, #cseq = :seq',
         NEWER_SEQUENCE,
         { '#st': Attr.state, ...sequenceNames },
         storeValues,
@@ -346,6 +397,135 @@ export class DynamoBackend implements Backend {
   }
 
   /**
+   * One `Query` of the list index a page: `listKey = 'lease' AND begins_with(workId, prefix)`,
+   * starting after the cursor (`ExclusiveStartKey`), `Limit` one more than the page so the extra item
+   * says whether a next page exists. DynamoDB orders the sort key by UTF-8 bytes: code point order.
+   * The index projects no state, only its size. Eventually consistent: index reads cannot be strong.
+   */
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const args = validateListArgs(options)
+    if (this.#listIndex === undefined) {
+      throw new TypeError(
+        'DynamoBackend.list needs a list index: create the table with createLeaseTable({ listIndex }) ' +
+          '(or add listIndexDefinition(name) with UpdateTable) and pass listIndex to the backend',
+      )
+    }
+    const { prefix, cursor, limit } = args
+    const now = this.#clock.now()
+    // DynamoDB refuses a start key outside the key condition. A cursor before the prefix starts at
+    // its first lease; one after every id with the prefix leaves nothing to read.
+    const startAfter = cursor?.startsWith(prefix) ? cursor : undefined
+    if (cursor !== undefined && startAfter === undefined && compareWorkIds(cursor, prefix) > 0) {
+      return { leases: [], now: new Date(now) }
+    }
+    let output: { Items?: Item[]; LastEvaluatedKey?: Item }
+    try {
+      output = await this.#send(
+        new QueryCommand({
+          TableName: this.#tableName,
+          IndexName: this.#listIndex,
+          // begins_with of '' is not allowed; the whole index is the empty prefix.
+          KeyConditionExpression: prefix === '' ? '#lk = :lk' : '#lk = :lk AND begins_with(#pk, :prefix)',
+          ProjectionExpression: '#pk, #tok, #hld, #exp, #rel, #sb',
+          ExpressionAttributeNames: {
+            '#lk': Attr.listKey,
+            '#pk': this.#partitionKey,
+            '#tok': Attr.token,
+            '#hld': Attr.holder,
+            '#exp': Attr.expiresAt,
+            '#rel': Attr.released,
+            '#sb': Attr.stateBytes,
+          },
+          ExpressionAttributeValues: {
+            ':lk': { S: LIST_KEY },
+            ...(prefix === '' ? {} : { ':prefix': { S: prefix } }),
+          },
+          Limit: limit + 1,
+          ...(startAfter === undefined
+            ? {}
+            : { ExclusiveStartKey: { [Attr.listKey]: { S: LIST_KEY }, ...this.#key(startAfter) } }),
+        }),
+        args,
+      )
+    } catch (error) {
+      if (error instanceof Error && error.name === 'ValidationException' && /index/i.test(error.message)) {
+        throw new TypeError(
+          `the table ${this.#tableName} has no usable list index ${this.#listIndex}: ${error.message}`,
+          { cause: error },
+        )
+      }
+      throw error
+    }
+    const items = output.Items ?? []
+    const leases = items.slice(0, limit).map((item) => this.#toListing(item, now))
+    // A Query also stops at 1 MB read; then fewer than limit + 1 came back and more may follow.
+    const more = items.length > limit || (output.LastEvaluatedKey !== undefined && leases.length > 0)
+    return { leases, now: new Date(now), ...(more ? { cursor: leases.at(-1)!.workId } : {}) }
+  }
+
+  #toListing(item: Item, now: number): LeaseListing {
+    const workId = item[this.#partitionKey]?.S
+    const holderId = item[Attr.holder]?.S
+    const token = item[Attr.token]?.N
+    const expiresAtMs = Number(item[Attr.expiresAt]?.N)
+    const released = item[Attr.released]?.BOOL
+    const stateBytes = item[Attr.stateBytes]?.N
+    if (
+      workId === undefined ||
+      holderId === undefined ||
+      token === undefined ||
+      !Number.isSafeInteger(expiresAtMs) ||
+      released === undefined
+    ) {
+      throw new TypeError(`malformed lease item in the list index: ${String(workId)}`)
+    }
+    return Object.freeze({
+      workId,
+      holderId,
+      fencingToken: BigInt(token),
+      expiresAt: new Date(expiresAtMs),
+      released,
+      free: released || expiresAtMs <= now,
+      checkpointBytes: stateBytes === undefined ? null : Number(stateBytes),
+    })
+  }
+
+  /**
+   * One conditional `UpdateItem`: a live lease (not released, not expired on this backend's clock)
+   * gets holderId `''` and an expiry of now − 1. The old record's validity condition names its
+   * holder, so it is FENCED everywhere; the next acquire finds the lease expired and copies
+   * `released` (false) into cleanHandoff. The state stays.
+   */
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    const args = validateCallOptions(options)
+    const now = this.#clock.now()
+    try {
+      await this.#send(
+        new UpdateItemCommand({
+          TableName: this.#tableName,
+          Key: this.#key(workId),
+          UpdateExpression: 'SET #hld = :revoked, #exp = :past',
+          // A missing item fails it too: a comparison with a missing attribute is false.
+          ConditionExpression: '#rel = :false AND #exp > :now',
+          ExpressionAttributeNames: { '#hld': Attr.holder, '#exp': Attr.expiresAt, '#rel': Attr.released },
+          ExpressionAttributeValues: {
+            ':revoked': { S: REVOKED_HOLDER },
+            ':past': num(now - 1),
+            ':now': num(now),
+            ':false': FALSE,
+          },
+        }),
+        args,
+      )
+      return true
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false
+      throw error
+    }
+  }
+
+  /**
    * An `UpdateItem` that applies only while `args.record` is valid and `condition` holds. Resolves
    * `'written'`, or the item that failed the condition while the record is still valid (from the
    * reply, or one consistent read when the server sends none); a record no longer valid is
@@ -407,7 +587,7 @@ export class DynamoBackend implements Backend {
     return output.Item
   }
 
-  #send<T extends UpdateItemCommand | GetItemCommand>(command: T, args: ValidatedCallOptions) {
+  #send<T extends UpdateItemCommand | GetItemCommand | QueryCommand>(command: T, args: ValidatedCallOptions) {
     return this.#client.send(singleAttempt(command), args.signal ? { abortSignal: args.signal } : undefined)
   }
 

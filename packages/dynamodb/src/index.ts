@@ -1,4 +1,4 @@
-export { type CreateLeaseTableOptions, createLeaseTable } from './create-lease-table.js'
+export { type CreateLeaseTableOptions, createLeaseTable, listIndexDefinition } from './create-lease-table.js'
 export { DynamoBackend, type DynamoBackendOptions } from './dynamo-backend.js'
 export type { DynamoClient } from './dynamo-client.js'
 export { type FenceConditionOptions, type FenceExpression, fenceCondition } from './fence-condition.js'

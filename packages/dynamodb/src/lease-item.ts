@@ -15,7 +15,26 @@ export const Attr = Object.freeze({
   /** The token whose checkpoint stored `checkpointSequence`: any other token means none yet. */
   checkpointToken: 'checkpointToken',
   checkpointSequence: 'checkpointSequence',
+  /** The size of `state` in bytes, written with it: a list index can carry it, never the state. */
+  stateBytes: 'stateBytes',
+  /**
+   * The same value on every lease ({@link LIST_KEY}), written by acquire: the partition key of the
+   * optional list index, whose sort key is the workId, so one Query reads leases in workId order.
+   */
+  listKey: 'listKey',
 } as const)
+
+/** The value of {@link Attr.listKey} on every lease item. */
+export const LIST_KEY = 'lease'
+
+/** The attributes a list index projects: what `list` reports, without the state. */
+export const LIST_INDEX_ATTRIBUTES: readonly string[] = Object.freeze([
+  Attr.token,
+  Attr.holder,
+  Attr.expiresAt,
+  Attr.released,
+  Attr.stateBytes,
+])
 
 /** DynamoDB's item size limit: 400 KB, counted in 1024-byte KB. */
 export const MAX_ITEM_BYTES = 400 * 1024
@@ -53,6 +72,10 @@ export function stateBytesLimit(partitionKey: string): number {
     MAX_NUMBER_BYTES +
     utf8Bytes(Attr.checkpointSequence) +
     MAX_NUMBER_BYTES +
+    utf8Bytes(Attr.stateBytes) +
+    MAX_NUMBER_BYTES +
+    utf8Bytes(Attr.listKey) +
+    utf8Bytes(LIST_KEY) +
     utf8Bytes(Attr.state)
   return MAX_ITEM_BYTES - overhead
 }
@@ -69,6 +92,14 @@ export function validatePartitionKey(partitionKey: unknown): asserts partitionKe
     throw new InvalidArgumentError(
       `partitionKey must not be '${partitionKey}': the lease item uses that attribute`,
     )
+  }
+}
+
+/** Checks the name of the list index given to the backend or to `createLeaseTable`. */
+export function validateListIndex(listIndex: unknown): asserts listIndex is string | undefined {
+  if (listIndex === undefined) return
+  if (typeof listIndex !== 'string' || !/^[A-Za-z0-9_.-]{3,255}$/.test(listIndex)) {
+    throw new InvalidArgumentError('listIndex must be an index name: 3 to 255 of A-Z a-z 0-9 _ . -')
   }
 }
 

@@ -1,6 +1,6 @@
 import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import { afterAll, afterEach, expect, test } from 'vitest'
-import { createLeaseTable, DynamoBackend } from '../src/index.js'
+import { createLeaseTable, DynamoBackend, listIndexDefinition } from '../src/index.js'
 import { newClient, returnValuesOnConditionCheckFailure, uniqueTableName } from './dynamo-harness.js'
 
 const client = newClient()
@@ -32,6 +32,32 @@ test('creates an on-demand table keyed by the partition key, ACTIVE when it retu
   // A partition key name that differs from the table's is DynamoDB's validation error, not a lease outcome.
   const wrongKey = new DynamoBackend({ client, tableName })
   await expect(wrongKey.acquire('job-1', 'a', 10_000)).rejects.toMatchObject({ name: 'ValidationException' })
+})
+
+test('with listIndex, a global index keyed by listKey and the workId that projects no state', async () => {
+  const tableName = uniqueTableName()
+  await createLeaseTable(client, { tableName, partitionKey: 'pk', listIndex: 'worklease-list' })
+  created.push(tableName)
+  const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }))
+  expect(Table?.AttributeDefinitions).toEqual([
+    { AttributeName: 'pk', AttributeType: 'S' },
+    { AttributeName: 'listKey', AttributeType: 'S' },
+  ])
+  expect(Table?.GlobalSecondaryIndexes).toEqual([
+    expect.objectContaining(listIndexDefinition('worklease-list', 'pk')),
+  ])
+  expect(listIndexDefinition('worklease-list', 'pk')).toEqual({
+    IndexName: 'worklease-list',
+    KeySchema: [
+      { AttributeName: 'listKey', KeyType: 'HASH' },
+      { AttributeName: 'pk', KeyType: 'RANGE' },
+    ],
+    Projection: {
+      ProjectionType: 'INCLUDE',
+      NonKeyAttributes: ['fencingToken', 'holderId', 'expiresAt', 'released', 'stateBytes'],
+    },
+  })
+  await expect(createLeaseTable(client, { tableName: 'x', listIndex: '' })).rejects.toThrow(/listIndex/)
 })
 
 test('an existing table is an error unless ifNotExists', async () => {

@@ -1,4 +1,9 @@
-import { GetItemCommand, PutItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
+import {
+  DescribeTableCommand,
+  GetItemCommand,
+  PutItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb'
 import {
   type Clock,
   isLeaseHeldError,
@@ -277,12 +282,100 @@ describe('DynamoBackend on a real server', () => {
     )
     expect(() => new DynamoBackend({ client, tableName: 't', partitionKey: 'state' })).toThrow(/partitionKey/)
     expect(() => new DynamoBackend({ client, tableName: '' })).toThrow(/tableName/)
+    expect(() => new DynamoBackend({ client, tableName: 't', listIndex: 'a b' })).toThrow(/listIndex/)
     expect(new DynamoBackend({ client, tableName: 't', maxStateBytes: 1024 }).capabilities).toEqual({
       clock: 'client',
       maxStateBytes: 1024,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      list: false,
+      revoke: true,
     })
+    expect(new DynamoBackend({ client, tableName: 't', listIndex: 'idx' }).capabilities.list).toBe(true)
+  })
+})
+
+describe('list and revoke', () => {
+  test('a page is one Query of the index; a revoke is one UpdateItem; nothing else is sent', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    for (const id of ['a', 'a%', 'a.b', 'ab', 'b']) await backend.acquire(id, 'h', 10_000)
+    const before = table.requests()
+    const page = await backend.list({ prefix: 'a', limit: 2 })
+    expect(page.leases.map(({ workId }) => workId)).toEqual(['a', 'a%'])
+    expect(page.cursor).toBe('a%')
+    const next = await backend.list({ prefix: 'a', limit: 2, cursor: page.cursor! })
+    expect(next.leases.map(({ workId }) => workId)).toEqual(['a.b', 'ab'])
+    expect(next.cursor).toBeUndefined()
+    expect(await backend.revoke('ab')).toBe(true)
+    expect(await backend.revoke('ab')).toBe(false)
+    const after = table.requests()
+    expect((after.QueryCommand ?? 0) - (before.QueryCommand ?? 0)).toBe(2)
+    expect(after.UpdateItemCommand! - before.UpdateItemCommand!).toBe(2)
+    expect(after.GetItemCommand).toBe(before.GetItemCommand)
+    const { Item } = await table.admin.send(
+      new GetItemCommand({ TableName: table.tableName, Key: { workId: { S: 'ab' } }, ConsistentRead: true }),
+    )
+    expect(Item).toMatchObject({ holderId: { S: '' }, released: { BOOL: false }, listKey: { S: 'lease' } })
+  })
+
+  test('a cursor outside the prefix: before it starts at the first lease, after it sends nothing', async () => {
+    const backend = table.open({ clock: manualClock() })
+    for (const id of ['job-1', 'job-2', 'k']) await backend.acquire(id, 'h', 10_000)
+    const ids = async (cursor: string) =>
+      (await backend.list({ prefix: 'job-', cursor })).leases.map(({ workId }) => workId)
+    expect(await ids('a')).toEqual(['job-1', 'job-2'])
+    expect(await ids('job-')).toEqual(['job-1', 'job-2'])
+    const before = table.roundTrips()
+    expect(await ids('job.')).toEqual([])
+    expect(await ids('z')).toEqual([])
+    expect(table.roundTrips()).toBe(before)
+  })
+
+  test('the checkpoint size comes from its own attribute: the index carries no state', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job', 'h', 10_000)
+    await backend.checkpoint(record, new Uint8Array(1_000), 10_000)
+    await backend.checkpoint(record, new Uint8Array(0), 10_000)
+    expect((await backend.list()).leases[0]).toMatchObject({ workId: 'job', checkpointBytes: 0 })
+    await backend.checkpoint(record, new Uint8Array(7), 10_000, { sequence: 1 }) // superseded
+    expect((await backend.list()).leases[0]!.checkpointBytes).toBe(0)
+    const { Table } = await table.admin.send(new DescribeTableCommand({ TableName: table.tableName }))
+    const [index] = Table?.GlobalSecondaryIndexes ?? []
+    expect(index?.Projection?.ProjectionType).toBe('INCLUDE')
+    expect(index?.Projection?.NonKeyAttributes).not.toContain('state')
+  })
+
+  test('without a list index, list is a TypeError that says how to get one; revoke still works', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    await backend.acquire('job', 'h', 10_000)
+    const noOption = table.open({ clock }, { listIndex: undefined })
+    expect(noOption.capabilities.list).toBe(false)
+    await expect(noOption.list()).rejects.toThrow(/listIndex/)
+    expect(await noOption.revoke('job')).toBe(true)
+    const wrongIndex = table.open({ clock }, { listIndex: 'no-such-index' })
+    const error = await wrongIndex.list().catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(TypeError)
+    expect((error as Error).message).toContain('no-such-index')
+    expect((error as Error).cause).toMatchObject({ name: 'ValidationException' })
+  })
+
+  test('list and revoke work with another partition key name', async () => {
+    const other = await createTestTable({ partitionKey: 'pk' })
+    try {
+      const backend = other.open({ clock: manualClock() })
+      await backend.acquire('job-1', 'h', 10_000)
+      await backend.acquire('job-2', 'h', 10_000)
+      expect(await backend.revoke('job-2')).toBe(true)
+      const { leases } = await backend.list({ prefix: 'job-' })
+      expect(leases.map(({ workId, holderId, free }) => ({ workId, holderId, free }))).toEqual([
+        { workId: 'job-1', holderId: 'h', free: false },
+        { workId: 'job-2', holderId: '', free: true },
+      ])
+    } finally {
+      await other.close()
+    }
   })
 })
 

@@ -63,11 +63,18 @@ export interface DynamoTestTable extends BackendHarness {
  * this is slow but keeps cases independent). Each `open()` is a separate process: its own
  * `DynamoDBClient` (own sockets) and its own clock.
  */
+/** The list index every test table has, so the testkit's list group runs. */
+export const TEST_LIST_INDEX = 'worklease-list'
+
 export async function createTestTable(options: { partitionKey?: string } = {}): Promise<DynamoTestTable> {
   const admin = newClient()
   const tableName = uniqueTableName()
   const { partitionKey } = options
-  await createLeaseTable(admin, { tableName, ...(partitionKey ? { partitionKey } : {}) })
+  await createLeaseTable(admin, {
+    tableName,
+    listIndex: TEST_LIST_INDEX,
+    ...(partitionKey ? { partitionKey } : {}),
+  })
   const clients: DynamoDBClient[] = []
   const byCommand: Record<string, number> = {}
   let total = 0
@@ -86,6 +93,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
         tableName,
         clock,
         returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
+        listIndex: TEST_LIST_INDEX,
         ...(partitionKey ? { partitionKey } : {}),
         ...overrides,
       })
@@ -103,6 +111,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
             expiresAt: { N: '0' },
             released: { BOOL: true },
             cleanHandoff: { BOOL: true },
+            listKey: { S: 'lease' },
           },
         }),
       )

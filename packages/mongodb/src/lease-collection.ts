@@ -27,4 +27,6 @@ export interface LeaseCollection {
     options: LeaseDocumentLike,
   ): Promise<{ readonly matchedCount: number }>
   findOne(filter: LeaseDocumentLike, options: LeaseDocumentLike): Promise<LeaseDocumentLike | null>
+  /** Only for `list`: one `find` whose options carry sort, limit and batchSize. */
+  find(filter: LeaseDocumentLike, options: LeaseDocumentLike): { toArray(): Promise<LeaseDocumentLike[]> }
 }

@@ -10,17 +10,24 @@ import {
   FencedError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseListing,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   MAX_FENCING_TOKEN,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
+  validateCallOptions,
   validateCheckpointArgs,
+  validateId,
+  validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
+import { prefixUpperBound } from './prefix-range.js'
 
 /** Options of {@link MongoBackend}. */
 export interface MongoBackendOptions {
@@ -86,10 +93,27 @@ export interface MongoBackendOptions {
    * ```
    */
   findAndModifyProjection?: boolean
+  /**
+   * Whether `list` asks the server for each checkpoint's size (`$binarySize` in the find projection,
+   * MongoDB 4.4+) instead of the checkpoint itself. Default: `true`. Set `false` for servers that do
+   * not implement it (FerretDB 1.x answers `NotImplemented`): `list` then receives every listed
+   * lease's checkpointed state and measures it here, so a page costs as many bytes as its checkpoints.
+   *
+   * ```ts
+   * const backend = new MongoBackend({ collection, binarySizeProjection: false })
+   * ```
+   */
+  binarySizeProjection?: boolean
 }
 
 /** 16 MiB (MongoDB's document limit) minus room for `_id`, holderId and the other fields. */
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
+
+/** The server's answer to an operator it does not implement (FerretDB's `$binarySize`). */
+const NOT_IMPLEMENTED = 238
+
+// No valid holderId is empty, so once revoke writes it no record matches the lease again.
+const REVOKED_HOLDER = ''
 
 /** The server's duplicate-key error: our conditional upsert lost to an existing document. */
 const DUPLICATE_KEY = 11000
@@ -121,9 +145,11 @@ export class MongoBackend implements Backend {
   readonly #collection: LeaseCollection
   readonly #clock: Clock
   readonly #acquireProjection: { projection?: LeaseDocumentLike }
+  readonly #binarySizeProjection: boolean
 
   constructor(options: MongoBackendOptions) {
     this.#collection = options.collection
+    this.#binarySizeProjection = options.binarySizeProjection ?? true
     this.#acquireProjection =
       (options.findAndModifyProjection ?? true) ? { projection: { fencingToken: 1 } } : {}
     this.#clock = options.clock ?? systemClock
@@ -137,6 +163,8 @@ export class MongoBackend implements Backend {
       maxStateBytes,
       crossConnectionAtomic,
       reportsHolder: true,
+      list: true,
+      revoke: true,
       ...(options.crossConnectionAtomicNote === undefined
         ? {}
         : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
@@ -303,6 +331,82 @@ export class MongoBackend implements Backend {
     if (result.matchedCount === 0) throw new FencedError()
   }
 
+  /**
+   * One `find` a page: `_id` in `[prefix, successor of prefix)` and after the cursor, sorted by `_id`,
+   * so the server walks the `_id` index in its binary (UTF-8, code point) order with no pattern to
+   * escape. It asks for one lease more than `limit` to know whether a next page exists. Needs the
+   * collection's default (simple) collation, which `createLeaseCollection` gives it.
+   */
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const args = validateListArgs(options)
+    const upper = prefixUpperBound(args.prefix)
+    const range: LeaseDocumentLike = {
+      // `$gte: ''` for the empty prefix still keeps the range to strings, which every workId is.
+      $gte: args.prefix,
+      ...(args.cursor === undefined ? {} : { $gt: args.cursor }),
+      ...(upper === undefined ? {} : { $lt: upper }),
+    }
+    const now = this.#clock.now()
+    let documents: LeaseDocumentLike[]
+    try {
+      documents = await this.#collection
+        .find(
+          { _id: range },
+          {
+            projection: {
+              fencingToken: 1,
+              holderId: 1,
+              expiresAt: 1,
+              released: 1,
+              // $binarySize of a missing state is null: a lease that never checkpointed.
+              ...(this.#binarySizeProjection ? { stateBytes: { $binarySize: '$state' } } : { state: 1 }),
+            },
+            sort: { _id: 1 },
+            limit: args.limit + 1,
+            // The whole page in the find's first batch: no getMore, no cursor left open.
+            batchSize: args.limit + 1,
+            ...READ_BSON,
+            ...readOptions(args),
+          },
+        )
+        .toArray()
+    } catch (error) {
+      if (this.#binarySizeProjection && (error as { code?: unknown } | null)?.code === NOT_IMPLEMENTED) {
+        throw new TypeError(
+          'the server does not implement $binarySize in a find projection; ' +
+            'create the MongoBackend with binarySizeProjection: false',
+          { cause: error },
+        )
+      }
+      throw error
+    }
+    const page = documents.slice(0, args.limit)
+    const leases = page.map((document) => toListing(document, now, this.#binarySizeProjection))
+    return {
+      leases,
+      now: new Date(now),
+      ...(documents.length > args.limit ? { cursor: leases.at(-1)!.workId } : {}),
+    }
+  }
+
+  /**
+   * One `update`: a live lease (not released, not expired on this backend's clock) gets holderId `''`
+   * and an expiry of now − 1. Every operation of the old record filters on its holderId, so they all
+   * answer FENCED; the next acquire finds the lease expired, increments the token and, since
+   * `releasedToken` is left alone, reports an unclean handoff. The state stays.
+   */
+  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
+    validateId('workId', workId)
+    const validated = validateCallOptions(options)
+    const now = this.#clock.now()
+    const result = await this.#collection.updateOne(
+      { _id: workId, released: false, expiresAt: { $gt: new Date(now) } },
+      { $set: { holderId: REVOKED_HOLDER, expiresAt: new Date(now - 1) } },
+      writeOptions(validated),
+    )
+    return result.matchedCount === 1
+  }
+
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
     const args = validateRecordArgs(record, options)
     const document = await this.#collection.findOne(validFilter(args.record), {
@@ -369,6 +473,39 @@ function toToken(value: unknown, missing?: bigint): bigint {
   }
   if (value === undefined && missing !== undefined) return missing
   throw new TypeError(`expected a 64-bit integer in the lease document, got ${String(value)}`)
+}
+
+/** A listed document as the contract shows it; a document no lease can be made of is a store failure. */
+function toListing(document: LeaseDocumentLike, now: number, sizedByServer: boolean): LeaseListing {
+  const { _id: workId, holderId, expiresAt, released } = document
+  if (typeof workId !== 'string' || typeof holderId !== 'string' || typeof released !== 'boolean') {
+    throw new TypeError(`malformed lease document ${String(workId)}`)
+  }
+  if (!(expiresAt instanceof Date)) throw new TypeError(`lease document ${workId} has no expiresAt date`)
+  return Object.freeze({
+    workId,
+    holderId,
+    fencingToken: toToken(document.fencingToken),
+    expiresAt,
+    released,
+    free: released || expiresAt.getTime() <= now,
+    checkpointBytes: sizedByServer ? toSize(document.stateBytes) : stateSize(document.state),
+  })
+}
+
+function toSize(value: unknown): number | null {
+  if (value === null || value === undefined) return null
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value
+  throw new TypeError(`expected $binarySize to be an integer, got ${String(value)}`)
+}
+
+/** The size of stored state without copying it. */
+function stateSize(value: unknown): number | null {
+  if (value === undefined || value === null) return null
+  if (value instanceof Uint8Array) return value.byteLength
+  const binary = value as BinaryLike
+  if (binary.buffer instanceof Uint8Array && typeof binary.position === 'number') return binary.position
+  throw new TypeError('expected binary state in the lease document')
 }
 
 interface LongLike {

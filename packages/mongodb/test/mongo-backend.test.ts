@@ -2,6 +2,7 @@ import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@workleas
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
+import { prefixUpperBound } from '../src/prefix-range.js'
 import {
   ferretdbVersion,
   type MongoHarness,
@@ -24,7 +25,7 @@ async function setup() {
   const harness = await mongoHarnessFactory()()
   harnesses.push(harness)
   const clock = { ms: 1_700_000_000_000, now: () => clock.ms }
-  const backend = await harness.open({ clock })
+  const backend = (await harness.open({ clock })) as MongoBackend
   return { harness, clock, backend }
 }
 
@@ -92,6 +93,93 @@ describe('commands per operation', () => {
     })
     await expect(backend.release(record, { signal: aborted })).rejects.toThrow('stop')
     expect(harness.roundTrips!()).toBe(before)
+  })
+})
+
+describe('list and revoke', () => {
+  test('a page is one find over an _id range; a revoke is one update', async () => {
+    const { harness, backend } = await setup()
+    for (const id of ['a', 'a%', 'a.b', 'ab', 'b']) await backend.acquire(id, 'h', 10_000)
+    const before = harness.roundTrips!()
+    const page = await backend.list({ prefix: 'a', limit: 2 })
+    expect(page.leases.map(({ workId }) => workId)).toEqual(['a', 'a%'])
+    expect(page.cursor).toBe('a%')
+    expect(harness.commands().slice(before)).toEqual(['find'])
+    expect(await backend.revoke('ab')).toBe(true)
+    expect(await backend.revoke('ab')).toBe(false)
+    expect(harness.commands().slice(before + 1)).toEqual(['update', 'update'])
+    const revoked = await harness.collection.findOne({ _id: 'ab' as never })
+    expect(revoked).toMatchObject({ holderId: '', released: false })
+  })
+
+  test('list asks for the size of the state, or for the state only when told the server cannot', async () => {
+    const clock = { now: () => 1_700_000_000_000 }
+    const projections: unknown[] = []
+    const spying = (binarySizeProjection: boolean) =>
+      new MongoBackend({
+        collection: {
+          findOneAndUpdate: () => Promise.reject(new Error('unused')),
+          updateOne: () => Promise.reject(new Error('unused')),
+          findOne: () => Promise.reject(new Error('unused')),
+          find: (filter, options) => {
+            projections.push({ filter, projection: options.projection })
+            return { toArray: async () => [] }
+          },
+        },
+        clock,
+        binarySizeProjection,
+      })
+    await spying(true).list({ prefix: 'job-', cursor: 'job-7' })
+    await spying(false).list()
+    expect(projections).toEqual([
+      {
+        filter: { _id: { $gte: 'job-', $gt: 'job-7', $lt: 'job.' } },
+        projection: {
+          fencingToken: 1,
+          holderId: 1,
+          expiresAt: 1,
+          released: 1,
+          stateBytes: { $binarySize: '$state' },
+        },
+      },
+      {
+        filter: { _id: { $gte: '' } },
+        projection: { fencingToken: 1, holderId: 1, expiresAt: 1, released: 1, state: 1 },
+      },
+    ])
+  })
+
+  test.runIf(ferretdbVersion)('on FerretDB, $binarySize is a TypeError that names the option', async () => {
+    const { harness, clock } = await setup()
+    const backend = new MongoBackend({ collection: harness.collection, clock, ...serverOptions })
+    await backend.acquire('job', 'a', 1_000)
+    const strict = new MongoBackend({ collection: harness.collection, clock, binarySizeProjection: true })
+    const error = await caught(strict.list())
+    expect(error).toBeInstanceOf(TypeError)
+    expect((error as Error).message).toContain('binarySizeProjection: false')
+    expect((error as Error).cause).toBeInstanceOf(MongoServerError)
+  })
+
+  test('bad revoke input and aborted signals send nothing', async () => {
+    const { harness, backend } = await setup()
+    await backend.acquire('job', 'a', 1_000)
+    const before = harness.roundTrips!()
+    await expect(backend.revoke('')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+    await expect(backend.revoke('job', { signal: AbortSignal.abort(new Error('stop')) })).rejects.toThrow(
+      'stop',
+    )
+    await expect(backend.list({ signal: AbortSignal.abort(new Error('stop')) })).rejects.toThrow('stop')
+    expect(harness.roundTrips!()).toBe(before)
+  })
+
+  test('the upper bound of a prefix range is the next code point, past U+10FFFF and the surrogates', () => {
+    expect(prefixUpperBound('')).toBeUndefined()
+    expect(prefixUpperBound('job-')).toBe('job.')
+    expect(prefixUpperBound('a\u{10FFFF}')).toBe('b')
+    expect(prefixUpperBound('\u{10FFFF}\u{10FFFF}')).toBeUndefined()
+    expect(prefixUpperBound('a\uD7FF')).toBe('a\uE000')
+    expect(prefixUpperBound('a\uFFFF')).toBe('a\u{10000}')
+    expect(prefixUpperBound('\u{1F600}')).toBe('\u{1F601}')
   })
 })
 
@@ -252,6 +340,10 @@ describe('read preference and concerns are pinned on the operations', () => {
         seen.push({ method: 'findOne', options })
         return real.findOne(filter, options)
       },
+      find: (filter, options) => {
+        seen.push({ method: 'find', options })
+        return real.find(filter, options)
+      },
     }
     const backend = new MongoBackend({ collection: spy, clock, ...serverOptions })
     const record = await backend.acquire('job', 'a', 1_000)
@@ -261,6 +353,9 @@ describe('read preference and concerns are pinned on the operations', () => {
     clock.ms += 5_000
     await caught(backend.renew(record, 1_000))
     await backend.release(record)
+    await backend.list()
+    const live = await backend.acquire('other', 'a', 1_000)
+    await backend.revoke(live.workId)
     expect(seen.map(({ method }) => method)).toEqual([
       'findOneAndUpdate',
       'findOneAndUpdate',
@@ -270,9 +365,12 @@ describe('read preference and concerns are pinned on the operations', () => {
       'updateOne',
       'findOne',
       'updateOne',
+      'find',
+      'findOneAndUpdate',
+      'updateOne',
     ])
     for (const { method, options } of seen) {
-      if (method === 'findOne') {
+      if (method === 'findOne' || method === 'find') {
         expect(options).toMatchObject({ readPreference: 'primary', readConcern: { level: 'local' } })
       } else {
         expect(options).toMatchObject({ writeConcern: { w: 'majority' } })

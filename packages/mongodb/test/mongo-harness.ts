@@ -19,7 +19,12 @@ export const ferretdb1 = ferretdbVersion !== null && /^v?1\./.test(ferretdbVersi
 
 /** The options a backend needs on the server under test. */
 export const serverOptions: Omit<MongoBackendOptions, 'collection'> = ferretdb1
-  ? { crossConnectionAtomic: false, crossConnectionAtomicNote: FERRETDB_NOTE, findAndModifyProjection: false }
+  ? {
+      crossConnectionAtomic: false,
+      crossConnectionAtomicNote: FERRETDB_NOTE,
+      findAndModifyProjection: false,
+      binarySizeProjection: false,
+    }
   : {}
 
 // Sent by the driver itself (connection upkeep, session cleanup), never by a backend operation.
