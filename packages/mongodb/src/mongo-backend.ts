@@ -258,8 +258,10 @@ export class MongoBackend implements Backend {
     if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })
     }
-    // An ambiguous error that no lease explains is the store's own.
-    if (ambiguous) return cause
+    // An ambiguous error that no lease explains is the store's own; so is a duplicate key when no
+    // lease document exists (lease documents are never deleted): it was on another unique index, and
+    // servers that omit keyPattern (FerretDB) leave no other way to tell.
+    if (ambiguous || document === null) return cause
     // Free now but not when the upsert ran: it was held then (released or expired since).
     return new LeaseHeldError(undefined, { cause })
   }
