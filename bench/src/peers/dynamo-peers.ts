@@ -10,6 +10,8 @@ import { packageVersion } from './package-version.js'
 import { workleaseDriverSide, workleaseSide } from './worklease-side.js'
 
 const require = createRequire(import.meta.url)
+// aws-sdk v2 prints an end-of-support notice on load; it is installed only as dynamodb-lock-client's SDK.
+process.env.AWS_SDK_JS_SUPPRESS_MAINTENANCE_MODE_MESSAGE ??= '1'
 // aws-sdk v2: what dynamodb-lock-client is written against (callback DocumentClient).
 const AWS = require('aws-sdk') as {
   DynamoDB: { DocumentClient: new (options: Record<string, unknown>) => unknown }

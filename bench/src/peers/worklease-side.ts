@@ -89,6 +89,7 @@ export function workleaseDriverSide(
     label,
     cyclesOnly: true,
     semantics: 'the Backend calls alone (acquire, release): what the Leaser adds is the difference',
+    waiting: "none (cycles only: the driver makes single attempts; waiting is the Leaser's)",
     async tryAcquire(key, ttlMs) {
       try {
         return await backend.acquire(key, holderId, ttlMs)
