@@ -26,7 +26,7 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  Redis at REDIS_URL, else 127.0.0.1:6379); a store's server is started even if its
                  backend is not in --backends
   --runner-cost  which backends hold many leases in one process (default: all four)
-  --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 1,000)
+  --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */

@@ -34,8 +34,9 @@ export function renderTakeover(results: BenchResults): string[] {
       "one that released 200–600 ms after the waiter started. **Crash**: ms from the lease's expiry (taken as the " +
       "holder's acquire start + ttl: the store's expiry is at most one round trip later, so this counts up to one " +
       'round trip against every library alike) to the waiter holding it. **Release**: ms from `release()` returning to the waiter holding it. p50 / p99 over ' +
-      `${results.settings.takeoverRounds} rounds per kind, 8 at a time on their own workIds (with this few, p99 is the ` +
-      "slowest round but one or the slowest). Issue 15's goal: crash p99 within 2 round trips + 50 ms past expiry; a " +
+      `${results.settings.takeoverRounds} rounds per kind, ${results.settings.peers.takeoverParallel} at a time on ` +
+      "their own workIds (PostgreSQL peers: 8); with this few rounds, p99 is the slowest round. Issue 15's goal: " +
+      'crash p99 within 2 round trips + 50 ms past expiry; a ' +
       'release taken within 2 round trips + the poll interval. "LEASE_HELD carries expiry": the driver reports ' +
       '`holder.expiresInMs` when an acquire finds the lease held, so a runner that reads it can sleep until the expiry ' +
       'instead of backing off blindly; the numbers are whatever the runner in this build does with it.',

@@ -310,7 +310,7 @@ export function renderMarkdown(results: BenchResults): string {
           String(c.heapUsedMiB),
           String(c.heapBytesPerLease),
           String(c.rssMiB),
-          `${c.held} / ${c.lost}`,
+          `${c.held} / ${c.lost}${c.acquireFailures ? ` (${c.acquireFailures} acquires failed ⚠)` : ''}`,
           String(Math.round(c.windowMs / 100) / 10),
         ]
       }),
