@@ -14,8 +14,12 @@ const table = (header: readonly string[], rows: readonly (readonly string[])[]) 
 const latency = (t: TakeoverResult | undefined) => {
   if (!t) return ''
   if (t.notMeasured) return `n/a: ${t.notMeasured}`
-  if (t.p50Ms === undefined) return `no round completed (${t.failures} failed)`
-  return `${t.p50Ms} / ${t.p99Ms} (max ${t.maxMs}, n ${t.rounds}${t.failures ? `, ${t.failures} failed ⚠` : ''})`
+  if (t.p50Ms === undefined)
+    return `no round completed (${t.failures} failed${t.firstFailure ? `: ${t.firstFailure}` : ''})`
+  const failed = t.failures
+    ? `, ${t.failures} failed ⚠${t.firstFailure ? ` (first: ${t.firstFailure})` : ''}`
+    : ''
+  return `${t.p50Ms} / ${t.p99Ms} (max ${t.maxMs}, n ${t.rounds}${failed})`
 }
 
 /** worklease's own takeover latency per backend (issue 15 item 7), with the goal beside it. */
@@ -103,6 +107,19 @@ export function renderPeers(results: BenchResults): string[] {
   return out
 }
 
+// Why a peer can come out ahead, from profiling and reading its source when these sections were built
+// (issue 19 asks the bench to say why wherever a peer wins). Printed under the store's tables.
+const WHY: Partial<Record<PeerStoreResult['store'], string>> = {
+  redis:
+    "The driver alone is at par with the peers (its Lua scripts read the hash and check the token; theirs are a bare SET NX / compare-and-delete). The gap is the Leaser's own CPU per acquire + release: a linked AbortController and timeout timer per call, a LeaseLostError (with its stack) built on every release to abort the lease's signal, DOMException and event-listener churn; about 70 µs of CPU per cycle in a profile of the memory backend, where the driver's cycle costs about 1 µs. On a store answering in ~0.1 ms that is the whole difference; none of the peers tracks a lease locally or fences. Takeover: redis-semaphore and redlock-universal poll every 10 / 100 ms; the Leaser backs off up to 2 s and does not yet sleep until the holder's expiry.",
+  ferretdb:
+    "mongo-locks inserts and deletes a document (a unique index decides; no expiry check, no token). worklease's acquire is a findAndModify filtered on expiry, which FerretDB 1.x runs as a read then a write through its SQLite handler: that, not the library, is the 8-10x (the driver alone shows the same ratio as the Leaser). FerretDB 2.x (PostgreSQL with DocumentDB) is where the comparison means something for MongoDB users.",
+  dynalite:
+    'Both peers read the item before writing it (3 requests per cycle against 2). Takeover after a crash: both peers wait exactly one lease from their read, so a waiter that starts with the holder takes over right at the expiry; one that arrives later into the lease waits a full lease more, which this scenario (waiter starts with the holder) does not show. After a release they keep sleeping out that lease.',
+  postgres:
+    'advisory-lock opens a new connection per lock, which is what bounds it at concurrency 16. Its takeover is the server waking a blocked pg_advisory_lock: no polling at all, but also no expiry (a hung holder holds forever).',
+}
+
 function renderStore(store: PeerStoreResult): string[] {
   const out = [`### ${store.store}${store.server ? `: ${store.server}` : ''}`, '']
   if (store.skipped) return [...out, `Skipped: ${store.skipped}`, '']
@@ -174,5 +191,6 @@ function renderStore(store: PeerStoreResult): string[] {
       '',
     )
   }
+  if (WHY[store.store]) out.push(`Why: ${WHY[store.store]}`, '')
   return out
 }

@@ -183,6 +183,8 @@ export interface TakeoverResult {
   readonly maxMs?: number
   /** Rounds whose waiter failed or did not get the lock within the round's limit. */
   readonly failures: number
+  /** The first failure's message, so a ⚠ in the report can be told apart from a slow store. */
+  readonly firstFailure?: string
   /** Why it was not measured for this side (no expiry, ...). */
   readonly notMeasured?: string
 }
@@ -202,6 +204,11 @@ export async function measureTakeover(
   const { kind, ttlMs } = options
   const latencies: number[] = []
   let failures = 0
+  let firstFailure: string | undefined
+  const fail = (why: string) => {
+    failures++
+    firstFailure ??= why
+  }
   let notMeasured: string | undefined
   const limitMs = ttlMs * 10 + 5_000
   const round1 = async (r: number) => {
@@ -217,7 +224,7 @@ export async function measureTakeover(
       const waiting = side.waitAcquire(key, ttlMs)
       const held = await withLimit(waiting, limitMs)
       if (held === undefined) {
-        failures++
+        fail(`no takeover within ${limitMs} ms`)
         return
       }
       const at = performance.now()
@@ -237,7 +244,7 @@ export async function measureTakeover(
     releasedAt = performance.now()
     const got = await withLimit(waiting, limitMs)
     if (got === undefined) {
-      failures++
+      fail(`no takeover within ${limitMs} ms`)
       return
     }
     latencies.push(got.at - releasedAt)
@@ -250,8 +257,8 @@ export async function measureTakeover(
         const r = next++
         try {
           await round1(r)
-        } catch {
-          failures++
+        } catch (error) {
+          fail(error instanceof Error ? `${error.name}: ${error.message.split('\n')[0]}` : String(error))
         }
       }
     }),
@@ -269,6 +276,7 @@ export async function measureTakeover(
         }
       : {}),
     failures,
+    ...(firstFailure ? { firstFailure } : {}),
   }
 }
 
