@@ -1,33 +1,56 @@
+import { PEER_STORES, type PeerStore } from './peers/peers.js'
+import { RUNNER_COST_BACKENDS, type RunnerCostBackend } from './runner-cost.js'
 import { BACKEND_NAMES, type BackendName } from './target.js'
 
 export interface BenchOptions {
   readonly quick: boolean
   readonly backends: readonly BackendName[]
-  readonly runnerCost: readonly ('memory' | 'sqlite')[]
+  /** Stores whose peer libraries run beside worklease. */
+  readonly peers: readonly PeerStore[]
+  readonly runnerCost: readonly RunnerCostBackend[]
+  /** Leases held in the runner cost section (default 10,000). */
+  readonly runnerCostLeases: number | undefined
   /** Where latest.json and latest.md go. */
   readonly outDir: string | undefined
 }
 
 const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,mariadb,ferretdb,dynalite]
-                  [--runner-cost memory,sqlite|none] [--out DIR]
+                  [--peers dynalite,redis,ferretdb,postgres|none]
+                  [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N] [--out DIR]
 
-  --quick        short runs (about 2 minutes in all); the default takes several minutes
+  --quick        short runs (under 5 minutes in all); the default takes several times longer
   --backends     which backends to measure (default: all); servers come from POSTGRES_URL, MYSQL_URL,
-                 MONGODB_URL, DYNAMODB_ENDPOINT, else the local ones (FerretDB and dynalite start here)
-  --runner-cost  which backends hold 10,000 leases for the runner cost section (default: memory,sqlite)
+                 MONGODB_URL, DYNAMODB_ENDPOINT, else the local ones (FerretDB and dynalite start here);
+                 each gets throughput, round trips, contention and takeover latency
+  --peers        on which stores to run the peer lock libraries beside worklease (default: all;
+                 Redis at REDIS_URL, else 127.0.0.1:6379); a store's server is started even if its
+                 backend is not in --backends
+  --runner-cost  which backends hold many leases in one process (default: all four)
+  --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */
 export function parseOptions(argv: readonly string[]): BenchOptions {
   let quick = false
   let backends: BackendName[] = [...BACKEND_NAMES]
-  let runnerCost: ('memory' | 'sqlite')[] = ['memory', 'sqlite']
+  let peers: PeerStore[] = [...PEER_STORES]
+  let runnerCost: RunnerCostBackend[] = [...RUNNER_COST_BACKENDS]
+  let runnerCostLeases: number | undefined
   let outDir: string | undefined
   const list = (value: string | undefined) =>
     (value ?? '')
       .split(',')
       .map((name) => name.trim().toLowerCase())
       .filter(Boolean)
+  const pick = <T extends string>(flag: string, known: readonly T[], value: string | undefined): T[] => {
+    const names = list(value)
+    if (names.length === 1 && names[0] === 'none') return []
+    if (names.length === 1 && names[0] === 'all') return [...known]
+    const unknown = names.filter((name) => !(known as readonly string[]).includes(name))
+    if (unknown.length > 0 || names.length === 0)
+      throw new Error(`${flag}: unknown ${unknown.join(', ')}\n${USAGE}`)
+    return known.filter((name) => names.includes(name))
+  }
   for (let index = 0; index < argv.length; index++) {
     const [flag, inline] = argv[index]!.split('=', 2) as [string, string | undefined]
     const value = () => inline ?? argv[++index]
@@ -37,20 +60,19 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       case '--quick':
         quick = true
         break
-      case '--backends': {
-        const names = list(value())
-        const unknown = names.filter((name) => !(BACKEND_NAMES as readonly string[]).includes(name))
-        if (unknown.length > 0 || names.length === 0)
-          throw new Error(`unknown backend ${unknown.join(', ')}\n${USAGE}`)
-        backends = BACKEND_NAMES.filter((name) => names.includes(name))
+      case '--backends':
+        backends = pick(flag, BACKEND_NAMES, value())
         break
-      }
-      case '--runner-cost': {
-        const names = list(value())
-        if (names.length === 1 && names[0] === 'none') runnerCost = []
-        else if (names.every((name) => name === 'memory' || name === 'sqlite'))
-          runnerCost = names as typeof runnerCost
-        else throw new Error(`--runner-cost takes memory, sqlite or none\n${USAGE}`)
+      case '--peers':
+        peers = pick(flag, PEER_STORES, value())
+        break
+      case '--runner-cost':
+        runnerCost = pick(flag, RUNNER_COST_BACKENDS, value())
+        break
+      case '--runner-cost-leases': {
+        const n = Number(value())
+        if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--runner-cost-leases takes a count\n${USAGE}`)
+        runnerCostLeases = n
         break
       }
       case '--out':
@@ -65,5 +87,5 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         throw new Error(`unknown argument ${argv[index]}\n${USAGE}`)
     }
   }
-  return { quick, backends, runnerCost, outDir }
+  return { quick, backends, peers, runnerCost, runnerCostLeases, outDir }
 }

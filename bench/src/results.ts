@@ -1,8 +1,10 @@
 import type { ContentionResult } from './contention.js'
 import type { Machine } from './machine.js'
+import type { PeerSettings, PeerStoreResult } from './peers/peers.js'
 import type { RoundTripResult } from './round-trips.js'
 import type { RunnerCostResult } from './runner-cost.js'
 import type { Spread } from './stats.js'
+import type { WorkleaseTakeover } from './takeover.js'
 import type { CellResult, ThroughputSettings } from './throughput.js'
 
 /** One backend's numbers, or why it was skipped. */
@@ -19,6 +21,8 @@ export interface BackendResult {
   readonly roundTrips?: RoundTripResult
   /** A never-leased workId, then a released one. */
   readonly contention?: readonly ContentionResult[]
+  /** worklease's runner taking over after a crash and after a release (issue 15 item 7). */
+  readonly takeover?: WorkleaseTakeover
   /** Set when a section failed after the backend opened. */
   readonly error?: string
 }
@@ -33,7 +37,12 @@ export interface BenchResults {
     readonly stateBytes: number
     readonly contentionAcquirers: number
     readonly contentionRounds: number
+    readonly takeoverTtlMs: number
+    readonly takeoverRounds: number
+    readonly peers: PeerSettings
   }
   readonly backends: readonly BackendResult[]
   readonly runnerCost: readonly (RunnerCostResult | { backend: string; error: string })[]
+  /** worklease beside the lock libraries users would otherwise pick, per store. */
+  readonly peers: readonly PeerStoreResult[]
 }

@@ -2,36 +2,112 @@
 // Run by runner-cost.ts in a fresh process (so nothing else the benchmark did is in the numbers):
 //   node --expose-gc --import tsx src/runner-cost-child.ts '<json RunnerCostConfig>'
 // Prints one JSON line: RunnerCostSample.
+import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { Leaser } from '@worklease/core'
-import { createLeaseTable, KyselyBackend } from '@worklease/kysely'
-import { MemoryBackend } from '@worklease/memory'
+import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
+import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
 import type { Backend } from '@worklease/spec'
 import Database from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
+import { MongoClient } from 'mongodb'
+import pg from 'pg'
+import { countMongoCommands } from './peers/counting.js'
 import type { RunnerCostConfig, RunnerCostSample } from './runner-cost.js'
 
 const config = JSON.parse(process.argv[2] ?? '{}') as RunnerCostConfig
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const gc = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
+// Connections for renewals: as many as the throughput section's pool.
+const POOL = 16
 
-async function openBackend(): Promise<{ backend: Backend; cleanup(): void }> {
-  if (config.backend === 'memory') return { backend: new MemoryBackend(), cleanup: () => undefined }
-  const dir = mkdtempSync(join(tmpdir(), 'worklease-bench-runner-'))
-  const database = new Database(join(dir, 'leases.db'), { timeout: 5_000 })
-  database.pragma('journal_mode = WAL')
-  const db = new Kysely<any>({ dialect: new SqliteDialect({ database }) })
-  await createLeaseTable(db)
-  return {
-    backend: new KyselyBackend({ db }),
-    cleanup: () => rmSync(dir, { recursive: true, force: true }),
+interface Opened {
+  backend: Backend
+  roundTrips(): number
+  cleanup(): Promise<void>
+}
+
+async function openBackend(): Promise<Opened> {
+  const run = randomBytes(4).toString('hex')
+  switch (config.backend) {
+    case 'memory': {
+      const store = new MemoryStore()
+      return {
+        backend: new MemoryBackend({ store }),
+        roundTrips: () => store.operations,
+        cleanup: async () => {},
+      }
+    }
+    case 'sqlite': {
+      const dir = mkdtempSync(join(tmpdir(), 'worklease-bench-runner-'))
+      const database = new Database(join(dir, 'leases.db'), { timeout: 5_000 })
+      database.pragma('journal_mode = WAL')
+      let statements = 0
+      const db = new Kysely<any>({ dialect: new SqliteDialect({ database }), log: () => void statements++ })
+      await createLeaseTable(db)
+      return {
+        backend: new KyselyBackend({ db }),
+        roundTrips: () => statements,
+        cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+      }
+    }
+    case 'postgres': {
+      let statements = 0
+      const db = new Kysely<any>({
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: config.url, max: POOL }) }),
+        log: () => void statements++,
+      })
+      const table = `bench_runner_${run}`
+      await createLeaseTable(db, { table, dialect: 'postgres' })
+      const before = statements
+      return {
+        backend: new KyselyBackend({ db, table, dialect: 'postgres' }),
+        roundTrips: () => statements - before,
+        cleanup: async () => {
+          await dropLeaseTable(db, { table, dialect: 'postgres' })
+          await db.destroy()
+        },
+      }
+    }
+    case 'ferretdb': {
+      const client = new MongoClient(config.url!, { monitorCommands: true, maxPoolSize: POOL })
+      const count = countMongoCommands(client)
+      await client.connect()
+      const info = await client.db('admin').command({ buildInfo: 1 })
+      const ferret = typeof info.ferretdbVersion === 'string'
+      const db = client.db('worklease_bench')
+      const name = `runner_${run}`
+      await createLeaseCollection(db, name)
+      const before = count()
+      return {
+        backend: new MongoBackend({
+          collection: db.collection(name),
+          ...(ferret
+            ? {
+                findAndModifyProjection: false,
+                crossConnectionAtomic: false,
+                crossConnectionAtomicNote: 'FerretDB 1.x: findAndModify is a read then a write',
+              }
+            : {}),
+        }),
+        roundTrips: () => count() - before,
+        cleanup: async () => {
+          await db
+            .collection(name)
+            .drop()
+            .catch(() => undefined)
+          await client.close()
+        },
+      }
+    }
   }
 }
 
-const { backend, cleanup } = await openBackend()
+const { backend, roundTrips, cleanup } = await openBackend()
 gc()
 const before = process.memoryUsage()
 const leaser = new Leaser({
@@ -42,6 +118,7 @@ const leaser = new Leaser({
   holderId: 'bench-runner',
 })
 let renewals = 0
+let acquireFailures = 0
 let lost = 0
 let renewFailures = 0
 leaser.on('renewed', (event) => {
@@ -63,7 +140,13 @@ for (let index = 0; index < config.leases; index++) {
   const due = acquireStarted + index * paceMs
   const wait = due - performance.now()
   if (wait > 1) await sleep(wait)
-  pending.push(leaser.acquire(`work-${index}`))
+  // A store that cannot keep up (FerretDB on a busy machine) times some acquires out: counted, and
+  // the window measures the leases that were taken.
+  pending.push(
+    leaser.acquire(`work-${index}`).catch(() => {
+      acquireFailures++
+    }),
+  )
 }
 await Promise.all(pending)
 const acquireMs = performance.now() - acquireStarted
@@ -73,12 +156,14 @@ gc()
 const held = leaser.leases.length
 const memory = process.memoryUsage()
 const renewalsBefore = renewals
+const tripsBefore = roundTrips()
 const cpuBefore = process.cpuUsage()
 const windowStarted = performance.now()
 await sleep(config.windowMs)
 const cpu = process.cpuUsage(cpuBefore)
 const windowMs = performance.now() - windowStarted
 const windowRenewals = renewals - renewalsBefore
+const windowRoundTrips = roundTrips() - tripsBefore
 const cpuMs = (cpu.user + cpu.system) / 1000
 
 const sample: RunnerCostSample = {
@@ -93,12 +178,16 @@ const sample: RunnerCostSample = {
   expectedRenewalsPerSecond: (config.leases * 1000) / (config.renewIntervalMs * (1 - config.renewJitter / 2)),
   lost,
   renewFailures,
+  acquireFailures,
+  windowRoundTrips,
+  roundTripsPerRenewInterval: (windowRoundTrips * config.renewIntervalMs) / windowMs,
+  roundTripsPerRenewal: windowRenewals > 0 ? windowRoundTrips / windowRenewals : Number.NaN,
   rssMiB: memory.rss / 2 ** 20,
   heapUsedMiB: memory.heapUsed / 2 ** 20,
   heapBytesPerLease: (memory.heapUsed - before.heapUsed) / config.leases,
   rssBytesPerLease: (memory.rss - before.rss) / config.leases,
 }
 process.stdout.write(`${JSON.stringify(sample)}\n`)
-// No graceful close: releasing 10,000 leases is not what is measured, and the store goes away with us.
-cleanup()
+// No graceful close: releasing all leases is not what is measured. A server's table goes with cleanup.
+await cleanup().catch(() => undefined)
 process.exit(0)

@@ -3,8 +3,13 @@ import { fileURLToPath } from 'node:url'
 import { round } from './stats.js'
 
 /** What the child process is told to do. */
+export const RUNNER_COST_BACKENDS = ['memory', 'sqlite', 'postgres', 'ferretdb'] as const
+export type RunnerCostBackend = (typeof RUNNER_COST_BACKENDS)[number]
+
 export interface RunnerCostConfig {
-  readonly backend: 'memory' | 'sqlite'
+  readonly backend: RunnerCostBackend
+  /** Connection string of the server (postgres, ferretdb). */
+  readonly url?: string
   readonly leases: number
   readonly ttlMs: number
   readonly renewIntervalMs: number
@@ -15,7 +20,7 @@ export interface RunnerCostConfig {
 
 /** What it measured over its window (CPU % of one core; memory after a forced GC). */
 export interface RunnerCostSample {
-  readonly backend: 'memory' | 'sqlite'
+  readonly backend: RunnerCostBackend
   readonly leases: number
   /** Leases still held when the window started (must equal `leases`). */
   readonly held: number
@@ -28,6 +33,18 @@ export interface RunnerCostSample {
   readonly expectedRenewalsPerSecond: number
   readonly lost: number
   readonly renewFailures: number
+  /** Acquires that failed (timed out) while taking the leases: `held` is then below `leases`. */
+  readonly acquireFailures: number
+  /** Statements / commands / store operations the process sent during the window. */
+  readonly windowRoundTrips: number
+  /**
+   * Round trips per renew interval (window round trips scaled to one `renewIntervalMs`): N with one
+   * renewal per lease per round trip, as today; batch renewal would bring it to about N / batch size
+   * (issue 19's goal: <= N / 100).
+   */
+  readonly roundTripsPerRenewInterval: number
+  /** Round trips per renewal: 1 today; below 1 once renewals are batched. */
+  readonly roundTripsPerRenewal: number
   readonly rssMiB: number
   readonly heapUsedMiB: number
   readonly heapBytesPerLease: number

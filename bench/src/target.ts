@@ -19,6 +19,8 @@ export interface Target {
   readonly server: string
   /** Where the server came from (started here, or the environment variable that named it). */
   readonly origin: string
+  /** How a peer library reaches the same server (connection string or endpoint), where it has one. */
+  readonly url?: string
   /** Facts about the setup that a reader of the numbers needs (pool sizes, journal mode, ...). */
   readonly notes: readonly string[]
   /** A client (pool of `poolSize` connections where the client has one) over the target's tables. */

@@ -55,6 +55,7 @@ export async function openDynamoTarget(): Promise<Target> {
     name: 'dynalite',
     server: external ? `DynamoDB API at ${external}` : `dynalite ${dynaliteVersion()}`,
     origin: external ? 'DYNAMODB_ENDPOINT' : 'child process on 127.0.0.1',
+    url: endpoint,
     notes: ['AWS SDK v3 DynamoDBClient, keep-alive http agent'],
     async open(poolSize): Promise<Session> {
       const client = newClient(poolSize)

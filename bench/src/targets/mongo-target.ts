@@ -40,6 +40,7 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
     name: 'ferretdb',
     server: ferret ? `FerretDB ${ferret} (MongoDB wire ${info.version})` : `MongoDB ${info.version}`,
     origin: external ? 'MONGODB_URL' : 'started here on 127.0.0.1',
+    url,
     notes,
     async open(poolSize): Promise<Session> {
       const client = new MongoClient(url, { monitorCommands: true, maxPoolSize: poolSize })

@@ -20,7 +20,7 @@ type Connect = (poolSize: number, log?: () => void) => Kysely<any>
 async function openSqlTarget(
   flavour: SqlFlavour,
   connect: Connect,
-  describe: { origin: string; notes: string[]; versionQuery: string; serverName: string },
+  describe: { origin: string; notes: string[]; versionQuery: string; serverName: string; url?: string },
   cleanup: () => void = () => undefined,
 ): Promise<Target> {
   const admin = connect(1)
@@ -35,6 +35,7 @@ async function openSqlTarget(
     name: flavour,
     server: `${describe.serverName} ${rows[0]?.v ?? '?'}`,
     origin: describe.origin,
+    ...(describe.url ? { url: describe.url } : {}),
     notes: describe.notes,
     async open(poolSize): Promise<Session> {
       let statements = 0
@@ -68,6 +69,7 @@ export function openPostgresTarget(): Promise<Target> {
       }),
     {
       origin: process.env.POSTGRES_URL ? 'POSTGRES_URL' : '127.0.0.1:5432',
+      url,
       notes: ['pg Pool through Kysely PostgresDialect'],
       versionQuery: "SELECT current_setting('server_version') AS v",
       serverName: 'PostgreSQL',

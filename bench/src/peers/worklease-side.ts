@@ -1,0 +1,104 @@
+import { performance } from 'node:perf_hooks'
+import { type Lease, Leaser } from '@worklease/core'
+import { type Backend, isLeaseHeldError, type LeaseRecord } from '@worklease/spec'
+import type { LockSide } from './lock-side.js'
+
+let leasers = 0
+
+/**
+ * worklease as a {@link LockSide}: `@worklease/core`'s `Leaser` over `backend`, with its defaults
+ * (retry policy, renew interval ttl/3), as a user calls it. A Leaser holds leases under one holderId
+ * and its ttl is fixed, so one Leaser is kept per ttl for cycles, and every waiter and crashed holder
+ * gets its own (a separate process, as far as the store can tell).
+ *
+ * ```ts
+ * const side = workleaseSide(session.backend, () => session.roundTrips(), 'statements')
+ * ```
+ */
+export function workleaseSide(
+  backend: Backend,
+  roundTrips: () => number,
+  roundTripUnit: string,
+  label = 'worklease',
+): LockSide<Lease> {
+  const byTtl = new Map<number, Leaser>()
+  const all = new Set<Leaser>()
+  const newLeaser = (ttlMs: number) => {
+    const leaser = new Leaser({ backend, ttlMs, holderId: `bench-${process.pid}-${++leasers}` })
+    all.add(leaser)
+    return leaser
+  }
+  const shared = (ttlMs: number) => {
+    let leaser = byTtl.get(ttlMs)
+    if (!leaser) {
+      leaser = newLeaser(ttlMs)
+      byTtl.set(ttlMs, leaser)
+    }
+    return leaser
+  }
+  return {
+    label,
+    semantics:
+      'fencing token per lease; expiry on the store clock; renewed by the runner (ttl/3); checkpoints',
+    waiting:
+      'Leaser `wait: true`: polls with the retry policy (full jitter, 50 ms doubling to 2 s), or sleeps until the holder expiry where LEASE_HELD carries it',
+    roundTripUnit,
+    async tryAcquire(key, ttlMs) {
+      try {
+        return await shared(ttlMs).acquire(key)
+      } catch (error) {
+        if (isLeaseHeldError(error)) return null
+        throw error
+      }
+    },
+    release: (lease) => lease.release(),
+    async waitAcquire(key, ttlMs) {
+      const leaser = newLeaser(ttlMs)
+      const lease = await leaser.acquire(key, { wait: true })
+      // The lease outlives this Leaser object only until released: close() is left to close().
+      return lease
+    },
+    async crash(key, ttlMs) {
+      const start = performance.now()
+      // Straight through the backend: nobody will renew or release this lease.
+      await backend.acquire(key, `crashed-${process.pid}-${++leasers}`, ttlMs)
+      return { freeAt: start + ttlMs }
+    },
+    roundTrips,
+    async close() {
+      await Promise.all([...all].map((leaser) => leaser.close({ timeoutMs: 2_000 })))
+    },
+  }
+}
+
+/**
+ * worklease's driver alone as a {@link LockSide}: `backend.acquire` + `backend.release`, no runner.
+ * The closest equivalent of a peer's lock/unlock call pair; measured in the cycles only, beside the
+ * Leaser row, so the report shows which part of a gap is the store's work and which the runner's.
+ */
+export function workleaseDriverSide(
+  backend: Backend,
+  roundTrips: () => number,
+  roundTripUnit: string,
+  label = 'worklease driver',
+): LockSide<LeaseRecord> {
+  const holderId = `bench-driver-${process.pid}-${++leasers}`
+  const runner = workleaseSide(backend, roundTrips, roundTripUnit, label)
+  return {
+    ...runner,
+    label,
+    cyclesOnly: true,
+    semantics: 'the Backend calls alone (acquire, release): what the Leaser adds is the difference',
+    waiting: "none (cycles only: the driver makes single attempts; waiting is the Leaser's)",
+    async tryAcquire(key, ttlMs) {
+      try {
+        return await backend.acquire(key, holderId, ttlMs)
+      } catch (error) {
+        if (isLeaseHeldError(error)) return null
+        throw error
+      }
+    },
+    release: (record) => backend.release(record),
+    waitAcquire: () => Promise.reject(new Error('the driver alone does not wait')),
+  }
+}
