@@ -14,6 +14,12 @@ export {
   TokensExhaustedError,
   WorkleaseError,
 } from '@worklease/spec'
+export {
+  bytesCodec,
+  type CheckpointCodec,
+  jsonCodec,
+  type LeaseCheckpoint,
+} from './checkpoint-codec.js'
 export { defaultHolderId } from './default-holder-id.js'
 export { type PoolPlan, type PoolView, planFairShare } from './fair-share.js'
 export { Lease } from './lease.js'
@@ -28,13 +34,7 @@ export {
 } from './lease-lost-error.js'
 export { LeasePool, POOL_CHANNEL, type PoolEvent } from './lease-pool.js'
 export type { LeasePoolOptions } from './lease-pool-options.js'
-export {
-  type AcquireOptions,
-  type CloseOptions,
-  Leaser,
-  type LeaserOptions,
-  type RunOptions,
-} from './leaser.js'
+export { Leaser } from './leaser.js'
 export { isLeaserClosedError, LeaserClosedError } from './leaser-closed-error.js'
 export {
   type LeaseEventBase,
@@ -43,6 +43,7 @@ export {
   type LeaserListener,
   leaserChannels,
 } from './leaser-events.js'
+export type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
 export type { RetryPolicy } from './retry-policy.js'
 export { systemTimers, type Timers } from './timers.js'
 export type { PoolHandler, PoolUnit } from './unit-runner.js'

@@ -5,7 +5,7 @@ import type { Timers } from './timers.js'
 import type { PoolHandler } from './unit-runner.js'
 
 /** Options of {@link LeasePool}. */
-export interface LeasePoolOptions {
+export interface LeasePoolOptions<S = Uint8Array> {
   /**
    * The runner this member holds its leases with; its holderId is the member's identity and its
    * backend must have the `list` capability (every first-party driver does).
@@ -14,7 +14,7 @@ export interface LeasePoolOptions {
    * const pool = new LeasePool({ leaser: new Leaser({ backend, ttlMs: 30_000 }), group: 'imports', units, handler })
    * ```
    */
-  leaser: Leaser
+  leaser: Leaser<S>
   /**
    * The pool's name. Every member of one pool uses the same group; its leases live under
    * `group + '/'` (members `m/`, units `u/`, done marks `d/`), so a group must not be a prefix of
@@ -46,7 +46,7 @@ export interface LeasePoolOptions {
    * }
    * ```
    */
-  handler: PoolHandler
+  handler: PoolHandler<S>
   /**
    * Time between rebalances (each one lists the group once), randomly shortened by up to 20% so
    * members that started together spread out. Default: the Leaser's `renewIntervalMs`.

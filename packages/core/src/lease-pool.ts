@@ -61,10 +61,12 @@ function spread(text: string): number {
  * process.once('SIGTERM', () => void pool.close())
  * ```
  */
-export class LeasePool implements AsyncDisposable {
+export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly group: string
-  readonly #options: Required<Pick<LeasePoolOptions, 'leaser' | 'handler' | 'planner' | 'timers' | 'random'>>
-  readonly #units: LeasePoolOptions['units']
+  readonly #options: Required<
+    Pick<LeasePoolOptions<S>, 'leaser' | 'handler' | 'planner' | 'timers' | 'random'>
+  >
+  readonly #units: LeasePoolOptions<S>['units']
   readonly #keys: PoolKeys
   readonly #intervalMs: number
   readonly #maxMoves: number | undefined
@@ -73,14 +75,14 @@ export class LeasePool implements AsyncDisposable {
   readonly #finishing = new Set<Promise<void>>()
   readonly #closed = sharedAbortController()
   readonly #listeners = new Set<(event: PoolEvent) => void>()
-  #membership: Lease | undefined
+  #membership: Lease<S> | undefined
   #starting: Promise<void> | undefined
   #closing: Promise<void> | undefined
   #ticking: Promise<void> = Promise.resolve()
   #timer: unknown
   #letProcessExit: (() => void) | undefined
 
-  constructor(options: LeasePoolOptions) {
+  constructor(options: LeasePoolOptions<S>) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options are required')
     const { leaser, group, units, handler } = options
@@ -255,7 +257,7 @@ export class LeasePool implements AsyncDisposable {
     for (let i = 0; i < free.length && taken < count && i < count * 2 + 2; i++) {
       if (this.#closed.signal.aborted) return
       const unit = free[i]!
-      let lease: Lease
+      let lease: Lease<S>
       try {
         lease = await leaser.acquire(this.#keys.unit(unit))
       } catch (error) {
@@ -271,7 +273,7 @@ export class LeasePool implements AsyncDisposable {
     }
   }
 
-  #run(unit: string, lease: Lease): void {
+  #run(unit: string, lease: Lease<S>): void {
     const { handler, timers, random } = this.#options
     const runner = new UnitRunner(unit, lease, handler, {
       policy: this.#handlerRetry,

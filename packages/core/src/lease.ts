@@ -16,6 +16,7 @@ import {
   sharedAbortController,
   sleep,
 } from './abortable.js'
+import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
@@ -34,8 +35,10 @@ export interface LeaseContext {
   readonly retry: ResolvedRetryPolicy
   readonly timers: Timers
   readonly random: () => number
+  // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not.
+  readonly codec: CheckpointCodec<any>
   readonly events: LeaserEmitter
-  readonly onEnd: (lease: Lease) => void
+  readonly onEnd: (lease: Lease<any>) => void
 }
 
 /**
@@ -67,7 +70,7 @@ type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
  * // released at scope exit
  * ```
  */
-export class Lease implements AsyncDisposable {
+export class Lease<S = Uint8Array> implements AsyncDisposable {
   /** The unit of work this lease covers. */
   readonly workId: string
   /** The backend's record: pass `record.fencingToken` to downstream writes. */
@@ -161,12 +164,11 @@ export class Lease implements AsyncDisposable {
    * already sent when the loss was declared may still be stored (and extend the lease): the outcome is
    * indeterminate, like a lost reply. One still queued then is never sent.
    */
-  checkpoint(state: Uint8Array): Promise<void> {
-    validateState(state, this.#ctx.backend.capabilities.maxStateBytes)
+  checkpoint(state: S): Promise<void> {
+    // Encoded and copied now: the op may wait behind a renew, and the caller may reuse its buffer
+    // (or change its object) meanwhile. validateState copies the bytes.
+    const copy = validateState(this.#ctx.codec.encode(state), this.#ctx.backend.capabilities.maxStateBytes)
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    // Copied now: the op may wait behind a renew, and the caller may reuse its buffer meanwhile.
-    // (Not `state.slice()`: on a Buffer that is a view.)
-    const copy = new Uint8Array(state)
     return this.#userOp(() => this.#checkpointOp(copy))
   }
 
@@ -178,9 +180,22 @@ export class Lease implements AsyncDisposable {
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
    * @throws the last store error when reads kept failing for `ttlMs - safetyMarginMs`.
    */
-  readCheckpoint(): Promise<CheckpointRead> {
+  readCheckpoint(): Promise<LeaseCheckpoint<S>> {
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    return this.#userOp(() => this.#readOp())
+    return this.#userOp(async () => {
+      const { state: bytes, cleanHandoff } = await this.#readOp()
+      let state: S | null = null
+      if (bytes !== null) {
+        try {
+          state = this.#ctx.codec.decode(bytes)
+        } catch (error) {
+          throw new TypeError(`the checkpoint of ${JSON.stringify(this.workId)} could not be decoded`, {
+            cause: error,
+          })
+        }
+      }
+      return { state, bytes, cleanHandoff }
+    })
   }
 
   /**

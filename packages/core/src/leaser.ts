@@ -18,186 +18,15 @@ import {
   sleep,
 } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
+import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
-import { backoffDelay, type RetryPolicy } from './retry-policy.js'
-import { type Instant, instant, systemTimers, type Timers } from './timers.js'
-
-/** Options of {@link Leaser}. */
-export interface LeaserOptions {
-  /**
-   * Where leases are stored: any worklease driver.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend: new KyselyBackend({ db }), ttlMs: 30_000 })
-   * ```
-   */
-  backend: Backend
-  /**
-   * How long a lease lasts without renewal. Also bounds how long a crashed holder blocks the work.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 15_000 })
-   * ```
-   */
-  ttlMs: number
-  /**
-   * Who this Leaser holds leases as. Must be unique per process and per Leaser (leases are not
-   * reentrant). Default: `hostname-pid-random` ({@link defaultHolderId}).
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, holderId: `${podName}-worker` })
-   * ```
-   */
-  holderId?: string
-  /**
-   * Time between renewals, measured from the start of the last successful renew or checkpoint;
-   * each interval is shortened by up to `renewJitter` at random so holders spread their load.
-   * Must be below `ttlMs - safetyMarginMs`. Default: `ttlMs / 3`.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, renewIntervalMs: 5_000 })
-   * ```
-   */
-  renewIntervalMs?: number
-  /**
-   * Fraction (0..1) by which each renew interval is randomly shortened. Default: 0.2.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, renewJitter: 0 }) // exact intervals
-   * ```
-   */
-  renewJitter?: number
-  /**
-   * How long before the backend's expiry the lease is declared lost locally: covers clock-rate drift
-   * and, for client-clock backends, the clock skew between hosts. The local deadline is the start of
-   * the last successful acquire, renew or checkpoint + `ttlMs - safetyMarginMs`. Default: `ttlMs / 10`.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, safetyMarginMs: 5_000 })
-   * ```
-   */
-  safetyMarginMs?: number
-  /**
-   * Per-attempt timeout of acquire, renew, release and readCheckpoint calls; an attempt that takes
-   * longer is abandoned and counts as a transient error. Renew, release and readCheckpoint calls are
-   * abandoned through their signal; an acquire is not cancelled (only no longer awaited), so if it
-   * lands later the lease it took is used when the acquire still wants it, released at once
-   * otherwise. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
-   * ```
-   */
-  callTimeoutMs?: number
-  /**
-   * Per-attempt timeout of checkpoint calls, which carry the state and may need longer than the
-   * others. An attempt that takes longer is abandoned and retried with the same checkpoint sequence:
-   * the store keeps the largest sequence it has seen for the lease, so an abandoned attempt that lands
-   * late can never overwrite a later checkpoint. Renewals never wait for a checkpoint. Default:
-   * `callTimeoutMs`.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, checkpointTimeoutMs: 8_000 })
-   * ```
-   */
-  checkpointTimeoutMs?: number
-  /**
-   * Backoff for transient store errors and for polling a held lease with `wait`. A waiter learns of a
-   * release by polling: with this policy, but never sleeping past the current lease's expiry when the
-   * backend reports it (`capabilities.reportsHolder`), so a crashed holder is taken over right at its
-   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 30_000, retry: { initialDelayMs: 200, maxDelayMs: 5_000 } })
-   * ```
-   */
-  retry?: RetryPolicy
-  /**
-   * Monotonic clock, wall clock and timers. Default: `performance.now()`, `Date.now()` and unref'd
-   * Node.js timers ({@link systemTimers}). Inject a
-   * fake in tests (together with the backend's wall clock).
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 1_000, timers: fakeTime })
-   * ```
-   */
-  timers?: Timers
-  /**
-   * Source of randomness in [0, 1) for jitter. Default: `Math.random`.
-   *
-   * ```ts
-   * const leaser = new Leaser({ backend, ttlMs: 1_000, random: () => 0.5 })
-   * ```
-   */
-  random?: () => number
-}
-
-/** Options of {@link Leaser.acquire}. */
-export interface AcquireOptions {
-  /**
-   * While the lease is held by someone else, keep trying instead of throwing `LeaseHeldError` at
-   * once: polling with the `retry` backoff, but never sleeping past the holder's expiry when the
-   * backend reports it, so a crashed holder is taken over at its ttl. Default: false.
-   *
-   * ```ts
-   * const lease = await leaser.acquire('nightly-report', { wait: true, timeoutMs: 60_000 })
-   * ```
-   */
-  wait?: boolean
-  /**
-   * Gives up: rejects with `signal.reason`.
-   *
-   * ```ts
-   * const lease = await leaser.acquire('job-7', { wait: true, signal: AbortSignal.timeout(10_000) })
-   * ```
-   */
-  signal?: AbortSignal
-  /**
-   * Stops waiting after this many milliseconds: no attempt starts later, and the wait between two
-   * attempts never runs past it. It bounds the waiting, not a round trip: the attempt in flight when
-   * it passes is not cut short (each attempt is bounded by `callTimeoutMs`, so `acquire` settles within
-   * `timeoutMs + callTimeoutMs`), which is why a timeout shorter than one round trip still acquires a
-   * free lease instead of taking it and throwing it away. Then rejects with a `LeaseHeldError` if the
-   * lease was still held, otherwise with the last store error.
-   *
-   * ```ts
-   * const lease = await leaser.acquire('job-7', { wait: true, timeoutMs: 5_000 })
-   * ```
-   */
-  timeoutMs?: number
-}
-
-/** Options of {@link Leaser.run}. */
-export interface RunOptions extends AcquireOptions {
-  /**
-   * What to do with the lease when the callback throws: `'release'` it (the successor sees a clean
-   * handoff) or let it `'expire'` (the successor sees `cleanHandoff: false` and can tell the previous
-   * attempt failed). Default: `'release'`.
-   *
-   * ```ts
-   * await leaser.run('job-7', work, { onError: 'expire' })
-   * ```
-   */
-  onError?: 'release' | 'expire'
-}
-
-/** Options of {@link Leaser.close}. */
-export interface CloseOptions {
-  /**
-   * How long `close` may take in all: waiting for `run` callbacks to settle, then for the releases.
-   * Leases still not released by then are abandoned (they expire on their own, and the successor sees
-   * `cleanHandoff: false`). Default: the ttl.
-   *
-   * ```ts
-   * process.on('SIGTERM', () => leaser.close({ timeoutMs: 5_000 }))
-   * ```
-   */
-  timeoutMs?: number
-}
+import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
+import { backoffDelay } from './retry-policy.js'
+import { type Instant, instant, systemTimers } from './timers.js'
 
 /** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
 const MAX_TAKEOVER_JITTER_MS = 50
@@ -227,6 +56,19 @@ interface PendingAcquire {
   onFound?: () => void
 }
 
+function checkCodec<S>(codec: CheckpointCodec<S> | undefined): CheckpointCodec<S> | undefined {
+  if (codec === undefined) return undefined
+  if (
+    typeof codec !== 'object' ||
+    codec === null ||
+    typeof codec.encode !== 'function' ||
+    typeof codec.decode !== 'function'
+  ) {
+    throw new InvalidArgumentError('options.codec must have encode(state) and decode(bytes) functions')
+  }
+  return codec
+}
+
 /**
  * The runner: acquires leases over any {@link Backend}, waits for held ones with backoff, renews
  * them in the background, aborts their signal on loss, and releases them. One Leaser holds leases
@@ -240,7 +82,7 @@ interface PendingAcquire {
  * await leaser.close()
  * ```
  */
-export class Leaser implements AsyncDisposable {
+export class Leaser<S = Uint8Array> implements AsyncDisposable {
   readonly backend: Backend
   readonly holderId: string
   readonly ttlMs: number
@@ -248,16 +90,16 @@ export class Leaser implements AsyncDisposable {
   readonly safetyMarginMs: number
 
   readonly #ctx: LeaseContext
-  readonly #leases = new Set<Lease>()
+  readonly #leases = new Set<Lease<S>>()
   /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
-  readonly #running = new Map<Lease, Promise<void>>()
+  readonly #running = new Map<Lease<S>, Promise<void>>()
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
   readonly #retired = new Map<string, { token: bigint; until: number }>()
   readonly #events = new LeaserEmitter()
   readonly #closeController = sharedAbortController()
   #closing: Promise<void> | undefined
 
-  constructor(options: LeaserOptions) {
+  constructor(options: LeaserOptions<S>) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options are required')
     const { backend, ttlMs } = options
@@ -315,8 +157,9 @@ export class Leaser implements AsyncDisposable {
       retry: resolveRetry(options.retry),
       timers: options.timers ?? systemTimers,
       random,
+      codec: checkCodec(options.codec) ?? bytesCodec,
       events: this.#events,
-      onEnd: (lease: Lease) => {
+      onEnd: (lease: Lease<any>) => {
         this.#leases.delete(lease)
         // The store may name us its holder for up to a ttl more (abandoned, lost, or a release whose
         // outcome is unknown): never mistake it for the lost reply of a later acquire.
@@ -326,7 +169,7 @@ export class Leaser implements AsyncDisposable {
   }
 
   /** The leases this Leaser currently holds. */
-  get leases(): readonly Lease[] {
+  get leases(): readonly Lease<S>[] {
     return [...this.#leases].filter((lease) => lease.held)
   }
 
@@ -359,7 +202,7 @@ export class Leaser implements AsyncDisposable {
    * @throws `LeaseHeldError` if someone holds it (with `wait`: once `timeoutMs` passed).
    * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
    */
-  async acquire(workId: string, options: AcquireOptions = {}): Promise<Lease> {
+  async acquire(workId: string, options: AcquireOptions = {}): Promise<Lease<S>> {
     validateId('workId', workId)
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options must be an object')
@@ -464,7 +307,11 @@ export class Leaser implements AsyncDisposable {
    * }, { wait: true })
    * ```
    */
-  async run<T>(workId: string, fn: (lease: Lease) => Promise<T> | T, options: RunOptions = {}): Promise<T> {
+  async run<T>(
+    workId: string,
+    fn: (lease: Lease<S>) => Promise<T> | T,
+    options: RunOptions = {},
+  ): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn must be a function')
     const { onError = 'release', ...acquireOptions } = options
     if (onError !== 'release' && onError !== 'expire') {
@@ -675,8 +522,8 @@ export class Leaser implements AsyncDisposable {
       .finally(dispose)
   }
 
-  #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease {
-    const lease = new Lease(this.#ctx, record, start)
+  #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease<S> {
+    const lease = new Lease<S>(this.#ctx, record, start)
     if (this.closed) {
       void lease.release()
       throw new LeaserClosedError()

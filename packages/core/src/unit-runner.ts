@@ -16,7 +16,7 @@ export interface PoolUnit {
 }
 
 /** The user's work on one unit; a LeasePool calls it for every unit it holds. */
-export type PoolHandler = (lease: Lease, unit: PoolUnit) => Promise<void> | void
+export type PoolHandler<S = Uint8Array> = (lease: Lease<S>, unit: PoolUnit) => Promise<void> | void
 
 /** How a unit's run ended: its handler finished the unit, the pool stopped it, or the lease was lost. */
 export type UnitEnd = 'done' | 'stopped' | 'lost'
@@ -27,15 +27,15 @@ export type UnitEnd = 'done' | 'stopped' | 'lost'
  */
 export class UnitRunner {
   readonly id: string
-  readonly lease: Lease
+  readonly lease: Lease<any>
   /** Settles once the handler has returned for the last time. */
   readonly ended: Promise<UnitEnd>
   readonly #stop = new AbortController()
 
   constructor(
     id: string,
-    lease: Lease,
-    handler: PoolHandler,
+    lease: Lease<any>,
+    handler: PoolHandler<any>,
     retry: {
       policy: ResolvedRetryPolicy
       timers: Timers
@@ -59,7 +59,7 @@ export class UnitRunner {
   }
 
   async #run(
-    handler: PoolHandler,
+    handler: PoolHandler<any>,
     { policy, timers, random, onError }: ConstructorParameters<typeof UnitRunner>[3],
   ): Promise<UnitEnd> {
     const signal = AbortSignal.any([this.#stop.signal, this.lease.signal])

@@ -11,7 +11,8 @@ import {
 } from '@worklease/spec'
 import type { Lease } from '../lease.js'
 import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
-import { Leaser, type LeaserOptions } from '../leaser.js'
+import { Leaser } from '../leaser.js'
+import type { LeaserOptions } from '../leaser-options.js'
 import type { Timers } from '../timers.js'
 
 /**
@@ -301,7 +302,11 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
             a.run(
               id,
               async (lease) => {
-                assert.deepEqual(await lease.readCheckpoint(), { state: null, cleanHandoff: true })
+                assert.deepEqual(await lease.readCheckpoint(), {
+                  state: null,
+                  bytes: null,
+                  cleanHandoff: true,
+                })
                 await lease.checkpoint(encode('step 1'))
                 throw failure
               },
