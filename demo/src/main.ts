@@ -52,7 +52,7 @@ async function main(): Promise<number> {
   out(`${title}\n`)
 
   const started = performance.now()
-  const stores = await setupStores(options.backend, items, (line) => out(`${line}\n`))
+  const stores = await setupStores(options.backend, items, (line) => out(`${line}\n`), options.keep)
   let exitCode = 1
   try {
     out(`store: ${stores.description}\n`)
@@ -91,7 +91,13 @@ async function main(): Promise<number> {
   } finally {
     await stores.teardown()
   }
-  out(`done in ${((performance.now() - started) / 1000).toFixed(1)} s; tables dropped, temp files removed\n`)
+  const seconds = ((performance.now() - started) / 1000).toFixed(1)
+  if (stores.kept) {
+    out(`done in ${seconds} s; tables kept (--keep). The leases, as the worklease command line sees them:\n`)
+    out(`  npx worklease list --store ${stores.kept.store} --table ${stores.kept.table}\n`)
+  } else {
+    out(`done in ${seconds} s; tables dropped, temp files removed\n`)
+  }
   return exitCode
 }
 

@@ -13,6 +13,8 @@ export interface DemoOptions {
   fence: boolean
   live: 'auto' | 'on' | 'off'
   timeoutMs: number
+  /** Keep the lease and downstream tables (and the SQLite file) for `worklease list` afterwards. */
+  keep: boolean
   help: boolean
 }
 
@@ -52,9 +54,12 @@ Options:
   --live / --no-live
                    force the live terminal view on or off (default: on when stdout is a TTY)
   --timeout MS     give up (and fail) after this long (default 120000)
+  --keep           keep the run's tables, and for sqlite its file, instead of dropping them, and
+                   print the worklease command that lists the leases (sqlite, postgres, mysql)
   --help           this text
 
-Every run creates its own tables (or collection) with unique names and drops them at the end.`
+Every run creates its own tables (or collection) with unique names and drops them at the end
+(unless --keep).`
 
 function integer(flag: string, raw: string | undefined, min: number, max: number): number {
   const value = Number(raw)
@@ -77,6 +82,7 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
     fence: true,
     live: 'auto',
     timeoutMs: 120_000,
+    keep: false,
     help: false,
   }
   const args = [...argv]
@@ -130,6 +136,9 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
       case '--no-live':
         options.live = 'off'
         break
+      case '--keep':
+        options.keep = true
+        break
       case '--help':
       case '-h':
         options.help = true
@@ -137,6 +146,9 @@ export function parseOptions(argv: readonly string[]): DemoOptions {
       default:
         throw new Error(`unknown option ${arg} (see --help)`)
     }
+  }
+  if (options.keep && !['sqlite', 'postgres', 'mysql'].includes(options.backend)) {
+    throw new Error(`--keep works with --backend sqlite, postgres or mysql, not ${options.backend}`)
   }
   // Between two checkpoints a worker makes no database call, so that is where the demo stops it; the
   // checkpoints must come often enough that the background renew never fires in that gap.

@@ -130,6 +130,8 @@ export async function openStores(
 /** The run's storage: created with unique names, dropped by `teardown`. */
 export interface RunStores {
   spec: StoreSpec
+  /** `--keep`: the `--store` and `--table` of `worklease list` on the lease table that stays. */
+  kept?: { store: string; table: string }
   /** Where the lease store is, for the header line. */
   description: string
   /** The memory backend's shared state (memory only). */
@@ -145,10 +147,14 @@ export async function setupStores(
   backend: BackendName,
   items: readonly string[],
   log: (line: string) => void,
+  keep = false,
 ): Promise<RunStores> {
   const id = randomBytes(4).toString('hex')
   const dir = mkdtempSync(join(tmpdir(), 'worklease-demo-'))
-  const cleanups: (() => Promise<void> | void)[] = [() => rmSync(dir, { recursive: true, force: true })]
+  // --keep leaves the temp dir (the SQLite file) and the tables; connections are closed either way.
+  const cleanups: (() => Promise<void> | void)[] = keep
+    ? []
+    : [() => rmSync(dir, { recursive: true, force: true })]
   const teardown = async () => {
     for (const cleanup of cleanups.reverse()) {
       try {
@@ -181,7 +187,7 @@ export async function setupStores(
       fence: true,
     })
     await downstream.create(items)
-    cleanups.push(() => downstream.drop())
+    if (!keep) cleanups.push(() => downstream.drop())
 
     const spec: StoreSpec = { backend, leaseTable, outputTable, downstream: downstreamSpec }
     let description: string
@@ -191,7 +197,7 @@ export async function setupStores(
       case 'postgres':
       case 'mysql': {
         await createLeaseTable(admin, { table: leaseTable })
-        cleanups.push(() => dropLeaseTable(admin, { table: leaseTable }))
+        if (!keep) cleanups.push(() => dropLeaseTable(admin, { table: leaseTable }))
         description =
           backend === 'sqlite'
             ? `SQLite file ${sqliteFile}`
@@ -256,7 +262,8 @@ export async function setupStores(
         description = `MemoryBackend, workers in-process; downstream in ${sqliteFile}`
         break
     }
-    return { spec, description, memoryStore, teardown }
+    const kept = keep ? { store: keptStore(backend, sqliteFile), table: leaseTable } : undefined
+    return { spec, description, memoryStore, teardown, ...(kept ? { kept } : {}) }
   } catch (error) {
     await teardown()
     throw error
@@ -271,6 +278,13 @@ function ferretdbScript(): string {
 }
 
 /** Hides a password in a connection URL. */
+/** The `--store` of the kept lease table: the bare kind reads the same variable the demo did. */
+function keptStore(backend: BackendName, sqliteFile: string): string {
+  if (backend === 'sqlite') return `sqlite:${sqliteFile}`
+  const variable = backend === 'postgres' ? 'POSTGRES_URL' : 'MYSQL_URL'
+  return process.env[variable] ? backend : backend === 'postgres' ? POSTGRES_URL : MYSQL_URL
+}
+
 function redact(url: string): string {
   try {
     const parsed = new URL(url)

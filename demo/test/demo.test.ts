@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process'
+import { existsSync, rmSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, test } from 'vitest'
 
@@ -79,6 +81,27 @@ describe('pnpm demo', () => {
     const { code, output } = await runDemo(['--backend', 'oracle'])
     expect(code).toBe(2)
     expect(output).toContain('--backend must be one of')
+  })
+
+  test('--keep is refused where nothing would outlive the run', async () => {
+    const { code, output } = await runDemo(['--keep', '--backend', 'memory'])
+    expect(code).toBe(2)
+    expect(output).toContain('--keep works with --backend sqlite, postgres or mysql, not memory')
+  })
+
+  test.skipIf(!selected('sqlite'))('--keep leaves the SQLite file and prints how to list it', async () => {
+    const { code, output } = await runDemo(['--keep', ...SMALL])
+    const match = /^ {2}npx worklease list --store sqlite:(\S+) --table (wl_demo_\w+_leases)$/m.exec(output)
+    expect({ match: match !== null, output }).toMatchObject({ match: true })
+    const file = match![1]!
+    try {
+      expect(existsSync(file)).toBe(true)
+      expect(output).toContain('tables kept (--keep)')
+      expect(output).toContain('audit: PASS (7/7 checks passed)')
+      expect(code).toBe(0)
+    } finally {
+      rmSync(dirname(file), { recursive: true, force: true })
+    }
   })
 
   for (const backend of ['sqlite', 'postgres', 'mysql', 'memory'] as const) {

@@ -99,7 +99,12 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         .db(target.database)
         .collection(target.collection ?? table ?? DEFAULT_LEASE_COLLECTION)
       return {
-        backend: new MongoBackend({ collection }),
+        backend: new MongoBackend({
+          collection,
+          ...(target.binarySizeProjection === undefined
+            ? {}
+            : { binarySizeProjection: target.binarySizeProjection }),
+        }),
         label: withoutPassword(target.url),
         close: () => mongo.close(),
       }
@@ -119,7 +124,11 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         ...(local ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
       })
       return {
-        backend: new DynamoBackend({ client: dynamo, tableName }),
+        backend: new DynamoBackend({
+          client: dynamo,
+          tableName,
+          ...(target.listIndex ? { listIndex: target.listIndex } : {}),
+        }),
         label: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,
         close: async () => dynamo.destroy(),
       }

@@ -15,7 +15,7 @@ export function addStoreOptions(command: Command): Command {
   return command
     .option(
       '-s, --store <url>',
-      'the store: sqlite:FILE, postgres://..., mysql://..., mongodb://HOST/DB, dynamodb://HOST:PORT?region=R&table=T, ' +
+      'the store: sqlite:FILE, postgres://..., mysql://..., mongodb://HOST/DB[?binarySize=0], dynamodb://HOST:PORT?region=R&table=T&listIndex=I, ' +
         'or postgres|mysql|mongodb|dynamodb to read POSTGRES_URL, MYSQL_URL, MONGODB_URL, DYNAMODB_ENDPOINT (default: $WORKLEASE_STORE)',
     )
     .option('-t, --table <name>', 'the lease table or collection (default: worklease_leases)')

@@ -10,12 +10,16 @@ export type StoreTarget =
       readonly url: string
       readonly database?: string
       readonly collection?: string
+      /** `?binarySize=0`: list without `$binarySize` (FerretDB 1.x lacks it). */
+      readonly binarySizeProjection?: boolean
     }
   | {
       readonly kind: 'dynamodb'
       readonly endpoint?: string
       readonly region?: string
       readonly table?: string
+      /** `?listIndex=NAME`: the table's list index, without which DynamoDB cannot list. */
+      readonly listIndex?: string
     }
 
 /** The environment variables the test suites use, so `--store postgres` means the same server. */
@@ -28,7 +32,7 @@ const FROM_ENVIRONMENT: Record<string, string> = {
 
 const EXAMPLES =
   'sqlite:./leases.db, postgres://user@host/db, mysql://root@host/db, mongodb://host/db, ' +
-  'dynamodb://host:port?region=us-east-1&table=leases'
+  'dynamodb://host:port?region=us-east-1&table=leases&listIndex=worklease-list'
 
 function usage(message: string): CliError {
   return new CliError(`${message} (examples: ${EXAMPLES})`, ExitCode.USAGE)
@@ -86,12 +90,14 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     case 'mongodb:':
     case 'mongodb+srv:': {
       const collection = takeParam(url, 'collection', 'table')
+      const binarySize = takeParam(url, 'binarySize')
       const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || undefined
       return {
         kind: 'mongodb',
         url: url.toString(),
         ...(database ? { database } : {}),
         ...(collection ? { collection } : {}),
+        ...(binarySize === undefined ? {} : { binarySizeProjection: flag('binarySize', binarySize) }),
       }
     }
     case 'dynamodb:':
@@ -105,6 +111,7 @@ function dynamo(text: string): StoreTarget {
   const url = new URL(text)
   const region = takeParam(url, 'region')
   const table = takeParam(url, 'table')
+  const listIndex = takeParam(url, 'listIndex')
   const tls = takeParam(url, 'tls') === '1'
   // dynamodb:// with no host means the SDK's own endpoint for the region (AWS itself).
   const endpoint = url.host ? `${tls ? 'https' : 'http'}://${url.host}` : undefined
@@ -113,5 +120,13 @@ function dynamo(text: string): StoreTarget {
     ...(endpoint ? { endpoint } : {}),
     ...(region ? { region } : {}),
     ...(table ? { table } : {}),
+    ...(listIndex ? { listIndex } : {}),
   }
+}
+
+/** A yes/no query parameter: `1`/`true` or `0`/`false`, anything else is a usage error. */
+function flag(name: string, value: string): boolean {
+  if (/^(1|true)$/i.test(value)) return true
+  if (/^(0|false)$/i.test(value)) return false
+  throw usage(`?${name}= takes 0 or 1, not ${JSON.stringify(value)}`)
 }

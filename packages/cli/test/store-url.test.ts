@@ -23,6 +23,29 @@ describe('parseStoreUrl', () => {
       { kind: 'dynamodb', endpoint: 'http://127.0.0.1:8000', region: 'eu-west-1', table: 'leases' },
     ],
     ['dynamodb://?region=eu-west-1&table=leases', { kind: 'dynamodb', region: 'eu-west-1', table: 'leases' }],
+    [
+      'mongodb://h:27017/app?binarySize=0&directConnection=true',
+      {
+        kind: 'mongodb',
+        url: 'mongodb://h:27017/app?directConnection=true',
+        database: 'app',
+        binarySizeProjection: false,
+      },
+    ],
+    [
+      'mongodb://h/app?binarySize=true',
+      { kind: 'mongodb', url: 'mongodb://h/app', database: 'app', binarySizeProjection: true },
+    ],
+    [
+      'dynamodb://127.0.0.1:8000?region=eu-west-1&table=leases&listIndex=worklease-list',
+      {
+        kind: 'dynamodb',
+        endpoint: 'http://127.0.0.1:8000',
+        region: 'eu-west-1',
+        table: 'leases',
+        listIndex: 'worklease-list',
+      },
+    ],
   ])('%s', (text, expected) => {
     expect(parseStoreUrl(text, {})).toEqual(expected)
   })
@@ -36,12 +59,32 @@ describe('parseStoreUrl', () => {
     expect(parseStoreUrl('dynamodb', env)).toEqual({ kind: 'dynamodb', endpoint: 'http://127.0.0.1:8000' })
   })
 
+  test('the driver options never reach the client: a bare kind keeps them from its variable', () => {
+    const env = {
+      MONGODB_URL: 'mongodb://127.0.0.1:27017/test?binarySize=0&replicaSet=rs0',
+      DYNAMODB_ENDPOINT: 'http://127.0.0.1:8000?table=leases&listIndex=by-id',
+    }
+    expect(parseStoreUrl('mongodb', env)).toEqual({
+      kind: 'mongodb',
+      url: 'mongodb://127.0.0.1:27017/test?replicaSet=rs0',
+      database: 'test',
+      binarySizeProjection: false,
+    })
+    expect(parseStoreUrl('dynamodb', env)).toEqual({
+      kind: 'dynamodb',
+      endpoint: 'http://127.0.0.1:8000',
+      table: 'leases',
+      listIndex: 'by-id',
+    })
+  })
+
   test.each([
     ['', /empty/],
     ['redis://localhost', /unknown store "redis"/],
     ['not a url', /not a store URL/],
     ['sqlite:', /no database file/],
     ['mysql', /MYSQL_URL, which is not set/],
+    ['mongodb://h/app?binarySize=maybe', /binarySize= takes 0 or 1/],
   ])('%j is a usage error that shows examples', (text, message) => {
     expect(() => parseStoreUrl(text, {})).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
     expect(() => parseStoreUrl(text, {})).toThrow(message)

@@ -1,0 +1,115 @@
+import { execFile, execFileSync } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { promisify } from 'node:util'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { ANSI, CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
+
+describe('worklease, whatever the store', () => {
+  test.each([[[]], [['list']], [['show']], [['watch']], [['revoke']]])(
+    '%j --help exits 0 with usage on stdout',
+    async (command) => {
+      const { code, stdout, stderr } = await cli([...command, '--help'])
+      expect(stderr).toBe('')
+      expect(code).toBe(0)
+      expect(stdout).toMatch(new RegExp(`^Usage: worklease ${command.join(' ')}`.trimEnd()))
+      if (command.length > 0) expect(stdout).toMatch(/--store <url>/)
+    },
+  )
+
+  test.each([
+    [['list', '--store', 'redis://localhost'], 2, /^worklease: unknown store "redis" \(examples: /],
+    [['list', '--store', 'not a url'], 2, /^worklease: "not a url" is not a store URL/],
+    [['show', 'x', '--store', 'mongodb://h/db?binarySize=maybe'], 2, /binarySize= takes 0 or 1/],
+    [['list'], 2, /^worklease: no store: pass --store <url> or set WORKLEASE_STORE\n$/],
+    [['list', '--store', 'sqlite:/nonexistent/dir/leases.db'], 1, /^worklease: no SQLite database at /],
+  ])('%j exits %i with one line on stderr, no stack trace', async (args, exitCode, message) => {
+    const { code, stdout, stderr } = await cli(args)
+    expect(stdout).toBe('')
+    expect(stderr).toMatch(message)
+    expect(isOneLine(stderr)).toBe(true)
+    expect(code).toBe(exitCode)
+  })
+
+  test('an unknown command or option is a usage error (exit 2)', async () => {
+    expect((await cli(['lsit'])).code).toBe(2)
+    expect((await cli(['list', '--store', 'sqlite:x.db', '--bogus'])).code).toBe(2)
+    expect((await cli(['list', '--store', 'sqlite:x.db', '--limit', '0'])).code).toBe(2)
+  })
+})
+
+const run = promisify(execFile)
+const tmux = (() => {
+  try {
+    return execFileSync('which', ['tmux'], { encoding: 'utf8' }).trim() || undefined
+  } catch {
+    return undefined
+  }
+})()
+if (!tmux)
+  console.warn('[worklease cli] skipping the TTY view of watch: tmux is not installed (apt-get install tmux)')
+
+/**
+ * `watch` on a real terminal: tmux gives it a pty of a known size, and capture-pane reads the screen
+ * as a person would see it (escapes rendered, not printed).
+ */
+describe.skipIf(!tmux)('worklease watch on a terminal (tmux)', () => {
+  let store: TestStore
+  let dir: string
+  let socket: string
+  const tmuxCall = (...args: string[]) =>
+    run(tmux as string, ['-S', socket, '-f', '/dev/null', ...args], {
+      // The pane's environment: no NO_COLOR or FORCE_COLOR from the shell that runs the tests.
+      env: cleanEnv(),
+    })
+  const screen = async () => (await tmuxCall('capture-pane', '-p', '-t', 'watch')).stdout
+
+  async function waitForScreen(predicate: (text: string) => boolean): Promise<string> {
+    const deadline = Date.now() + 15_000
+    let text = ''
+    while (Date.now() < deadline) {
+      text = await screen().catch(() => '')
+      if (predicate(text)) return text
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw new Error(`the screen never showed what was expected:\n${text}`)
+  }
+
+  beforeAll(async () => {
+    store = await openTestStore('sqlite')
+    dir = mkdtempSync(join(tmpdir(), 'worklease-tmux-'))
+    socket = join(dir, 'tmux.sock')
+    await store.backend.acquire('job-1', 'worker-a', 120_000)
+    await store.backend.release(await store.backend.acquire('job-2', 'worker-b', 120_000))
+    const command = [process.execPath, CLI, 'watch', 'job-', ...store.args, '--interval', '200']
+      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+      .join(' ')
+    // The pane stays after the command ends, so a crash is on the screen for the assertion to show.
+    await tmuxCall('new-session', '-d', '-s', 'watch', '-x', '120', '-y', '20', `${command}; sleep 60`)
+  })
+  afterAll(async () => {
+    if (socket) await tmuxCall('kill-server').catch(() => undefined)
+    await store?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  test('draws a live table and redraws it when a lease changes', async () => {
+    const first = await waitForScreen((text) => text.includes('job-2'))
+    const lines = first.split('\n')
+    expect(lines[0]).toMatch(/^worklease watch {2}sqlite:\S+ {2}\S+Z {2}2 leases, 1 held$/)
+    expect(lines[1]).toMatch(/^WORK ID\s+STATUS\s+HOLDER/)
+    expect(lines[2]).toMatch(/^job-1\s+held\s+worker-a\s+1\b/)
+    expect(lines[3]).toMatch(/^job-2\s+released\s+worker-b\s+1\b/)
+    // A table, not change lines: the piped view's words never appear.
+    expect(first).not.toMatch(/\badded\b/)
+
+    await store.backend.acquire('job-3', 'worker-c', 120_000)
+    const second = await waitForScreen((text) => text.includes('job-3'))
+    expect(second.split('\n')[0]).toMatch(/3 leases, 2 held$/)
+    // Redrawn in place: the header appears once, not once per read.
+    expect(second.match(/worklease watch/g)).toHaveLength(1)
+    // On a terminal, and without NO_COLOR, it is in colour (the piped tests check the opposite).
+    expect((await tmuxCall('capture-pane', '-p', '-e', '-t', 'watch')).stdout).toMatch(ANSI)
+  })
+})
