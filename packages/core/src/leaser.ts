@@ -29,7 +29,7 @@ import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
 /** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
-const MAX_TAKEOVER_JITTER_MS = 50
+const MAX_TAKEOVER_JITTER_MS = 25
 
 /** A lease one acquire found it holds: the record, and when to count its local deadline from. */
 interface FoundLease {
@@ -484,7 +484,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   /**
    * How long a waiter sleeps after `LEASE_HELD`: its retry policy, but never past the current lease's
-   * expiry when the backend reported it, plus up to 50 ms of jitter so that waiters woken by one
+   * expiry when the backend reported it, plus up to 25 ms of jitter so that waiters woken by one
    * expiry do not all arrive in the same millisecond.
    */
   #heldDelay(error: LeaseHeldError, poll: number): number {
