@@ -221,64 +221,40 @@ export function poolSuite(options: PoolSuiteOptions): void {
       timeoutMs,
     )
 
-    test(
-      'a member that leaves hands its units over cleanly',
-      () =>
-        withGroup(async (join) => {
-          const referee = new Referee()
-          const a = await join('member-a', referee.handler('member-a', untilStopped))
-          const b = await join('member-b', referee.handler('member-b', untilStopped))
-          await eventually(
-            '5 units each',
-            () => a.pool.units.length === 5 && b.pool.units.length === 5,
-            timeoutMs,
-          )
-          const leaving = new Set(b.pool.units)
-          const before = referee.starts.length
-          await b.pool.close()
-          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
-          const takeovers = () =>
-            referee.starts
-              .slice(before)
-              .filter((start) => start.member === 'member-a' && leaving.has(start.unit))
-          // A handler records its start after its first read: the pool counts the unit a moment earlier.
-          await eventually('five takeovers recorded', () => takeovers().length >= 5, timeoutMs)
-          assert.equal(takeovers().length, 5, JSON.stringify(referee.starts.slice(before)))
-          for (const start of takeovers())
-            assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
-          assert.deepEqual(referee.overlaps, [])
-        }),
-      timeoutMs,
-    )
+    /** b leaves (`close`, a clean handoff) or dies (`cut`, taken after the ttl, unclean): a takes all. */
+    const handsOver = (how: 'close' | 'cut') =>
+      withGroup(async (join) => {
+        const referee = new Referee()
+        const a = await join('member-a', referee.handler('member-a', untilStopped))
+        const b = await join('member-b', referee.handler('member-b', untilStopped))
+        await eventually(
+          '5 units each',
+          () => a.pool.units.length === 5 && b.pool.units.length === 5,
+          timeoutMs,
+        )
+        const leaving = new Set(b.pool.units)
+        const before = referee.starts.length
+        // A cut member renews nothing and releases nothing from then on, as if it died.
+        if (how === 'close') await b.pool.close()
+        else b.cut()
+        await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
+        const takeovers = () =>
+          referee.starts
+            .slice(before)
+            .filter((start) => start.member === 'member-a' && leaving.has(start.unit))
+        // A handler records its start after its first read: the pool counts the unit a moment earlier.
+        await eventually('five takeovers recorded', () => takeovers().length >= 5, timeoutMs)
+        assert.equal(takeovers().length, 5, JSON.stringify(referee.starts.slice(before)))
+        for (const start of takeovers())
+          assert.equal(start.cleanHandoff, how === 'close', `${start.unit}: handoff`)
+        assert.deepEqual(referee.overlaps, [])
+      })
+
+    test('a member that leaves hands its units over cleanly', () => handsOver('close'), timeoutMs)
 
     test(
       "a crashed member's units are taken after the ttl, with unclean handoffs",
-      () =>
-        withGroup(async (join) => {
-          const referee = new Referee()
-          const a = await join('member-a', referee.handler('member-a', untilStopped))
-          const b = await join('member-b', referee.handler('member-b', untilStopped))
-          await eventually(
-            '5 units each',
-            () => a.pool.units.length === 5 && b.pool.units.length === 5,
-            timeoutMs,
-          )
-          const crashed = new Set(b.pool.units)
-          const before = referee.starts.length
-          // Cut off from the store: b renews nothing and releases nothing from now on, as if it died.
-          b.cut()
-          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
-          const takeovers = () =>
-            referee.starts
-              .slice(before)
-              .filter((start) => start.member === 'member-a' && crashed.has(start.unit))
-          // A handler records its start after its first read: the pool counts the unit a moment earlier.
-          await eventually('five takeovers recorded', () => takeovers().length >= 5, timeoutMs)
-          assert.equal(takeovers().length, 5, JSON.stringify(referee.starts.slice(before)))
-          for (const start of takeovers())
-            assert.equal(start.cleanHandoff, false, `${start.unit}: unclean handoff`)
-          assert.deepEqual(referee.overlaps, [])
-        }),
+      () => handsOver('cut'),
       timeoutMs,
     )
 
