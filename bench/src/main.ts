@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
 import { measureContention } from './contention.js'
+import { measureListScale } from './list-scale.js'
 import { describeMachine } from './machine.js'
 import { parseOptions } from './options.js'
 import { openDynamoSides } from './peers/dynamo-peers.js'
@@ -233,6 +234,24 @@ for (const backend of options.runnerCost) {
   }
 }
 
+let listScale: BenchResults['listScale']
+if (options.backends.includes('postgres')) {
+  log('\nlisting 100,000 leases on PostgreSQL')
+  let target: Target | undefined
+  try {
+    target = await openers.postgres()
+    listScale = await measureListScale(target.url!, 100_000)
+    log(
+      `  ${listScale.pages} pages in ${listScale.seconds} s, peak heap growth ${listScale.peakHeapGrowthMiB} MiB`,
+    )
+  } catch (error) {
+    log(`  failed: ${errorText(error)}`)
+    listScale = { error: errorText(error) }
+  } finally {
+    await target?.close().catch(() => undefined)
+  }
+}
+
 const { state, ...rest } = settings
 const results: BenchResults = {
   mode: options.quick ? 'quick' : 'full',
@@ -251,6 +270,7 @@ const results: BenchResults = {
   backends,
   runnerCost,
   peers,
+  ...(listScale ? { listScale } : {}),
 }
 const markdown = renderMarkdown(results)
 const outDir = options.outDir ?? fileURLToPath(new URL('../results/', import.meta.url))

@@ -1,4 +1,5 @@
 import type { ContentionResult } from './contention.js'
+import type { ListScaleResult } from './list-scale.js'
 import type { Machine } from './machine.js'
 import type { PeerSettings, PeerStoreResult } from './peers/peers.js'
 import type { RoundTripResult } from './round-trips.js'
@@ -45,4 +46,6 @@ export interface BenchResults {
   readonly runnerCost: readonly (RunnerCostResult | { backend: string; error: string })[]
   /** worklease beside the lock libraries users would otherwise pick, per store. */
   readonly peers: readonly PeerStoreResult[]
+  /** Listing a 100,000-lease PostgreSQL table page by page (absent when PostgreSQL was not measured). */
+  readonly listScale?: ListScaleResult | { readonly error: string }
 }
