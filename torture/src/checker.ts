@@ -294,8 +294,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       }
       if (x.op !== 'renew') continue
       // 11. A renew is acknowledged only before the expiry (a checkpoint may revive an expired lease;
-      //     a renew may not).
-      if (x.outcome === 'ok') {
+      //     a renew may not). Only for a token an acknowledged acquire names: one only an acquire with
+      //     an unknown outcome took has no bound on its expiry (that acquire landed at some moment
+      //     before the renew did, with its own "now"), so nothing here says it had expired.
+      if (x.outcome === 'ok' && byToken.has(t)) {
         const latest = latestExpiry(same, x.complete, x)
         if (nowLo(x) >= latest + tolerance) {
           add(

@@ -409,6 +409,20 @@ describe('checker', () => {
     expect(checks(ops.filter((o) => o.holder !== 'Y'))).toEqual(['fenced-while-valid'])
   })
 
+  test('a renew of a token only a lost acquire took is not judged against an unknown expiry', () => {
+    // The shape torture found on dynalite and FerretDB 2 (seed 937812656): B's acquire timed out but
+    // landed (token 2), B's next acquire saw its own lease held, and B renewed token 2. No acknowledged
+    // op set token 2's expiry: the lost acquire did, at a moment up to the renew, so nothing bounds it.
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('acquire', { holder: 'B', invoke: 1_500, outcome: 'info', ttl: 1_000 }),
+      op('acquire', { holder: 'B', invoke: 1_600, complete: 1_700, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('renew', { holder: 'B', token: 2, invoke: 1_710, complete: 1_720, ttl: 1_000 }),
+      op('readCheckpoint', { holder: 'B', token: 2, invoke: 1_721, complete: 1_722, clean: false }),
+    ]
+    expect(checkHistory(ops)).toEqual([])
+  })
+
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
     const ops = [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),

@@ -17,12 +17,6 @@ const selected = (process.env.WORKLEASE_TORTURE_BACKENDS ?? BACKENDS.join(','))
 const seconds = Number(process.env.WORKLEASE_TORTURE_SECONDS ?? 4)
 const seed = Number(process.env.WORKLEASE_TORTURE_SEED ?? Math.floor(Math.random() * 2 ** 31))
 
-// The contract's max rule and checkpoint order (issue 14) are being brought to the drivers in
-// parallel; until they are, the real backends still move an expiry back (a shorter ttl, a late renew on
-// a client clock) and let a late checkpoint roll the state back, which the checker now reports. The
-// memory target already follows the new rule and must pass every check.
-const NEW_RULE_CHECKS: readonly string[] = ['expiry-moved-back', 'checkpoint-rollback']
-
 function run(backend: BackendName, extra: Partial<TortureOptions> = {}): Promise<TortureReport> {
   return runTorture({
     backend,
@@ -53,10 +47,9 @@ describe.each(BACKENDS.filter((b) => selected.includes(b)))('torture: %s', (back
     // The negative control: trusting the lease alone loses acknowledged increments under these faults.
     expect(unfenced.finished, text).toBe(true)
     expect(unfenced.value, text).not.toBe(unfenced.acknowledged)
+    // Every check on every backend, the max rule and checkpoint order of issue 14 included.
     expect(
-      report.violations
-        .filter((v) => backend === 'memory' || !NEW_RULE_CHECKS.includes(v.check))
-        .map((v) => `${v.check}: ${v.message}`),
+      report.violations.map((v) => `${v.check}: ${v.message}`),
       text,
     ).toEqual([])
     expect(fenced, text).toMatchObject({ value: 500, acknowledged: 500, finished: true })
@@ -120,9 +113,7 @@ describe.runIf(selected.includes('ferretdb'))('torture: ferretdb over a single c
     const text = formatReport(report)
     console.log(text)
     expect(
-      report.violations
-        .filter((v) => !NEW_RULE_CHECKS.includes(v.check))
-        .map((v) => `${v.check}: ${v.message}`),
+      report.violations.map((v) => `${v.check}: ${v.message}`),
       text,
     ).toEqual([])
     expect(report.counter.fenced, text).toMatchObject({ value: 100, acknowledged: 100, finished: true })

@@ -1,4 +1,4 @@
-import { leaserSuite } from '@worklease/core/testing'
+import { leaserSuite, poolSuite } from '@worklease/core/testing'
 import { backendSuite } from '@worklease/testkit'
 import { afterAll, describe, test } from 'vitest'
 import { redisFactory } from './redis-harness.js'
@@ -9,3 +9,7 @@ backendSuite({ name: 'redis', describe, test, afterAll, factory: redisFactory })
 
 // The runner over the real server: renewal, waiting, handoff and loss with real (short) ttls.
 leaserSuite({ name: 'redis', describe, test, factory: redisFactory, ttlMs: 1_500 })
+
+// LeasePool over the real server: membership by listing (the list index is on by default on a single
+// Redis), shares, handoffs, crashes.
+poolSuite({ name: 'redis', describe, test, factory: redisFactory, ttlMs: 1_500 })

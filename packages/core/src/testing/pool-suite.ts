@@ -115,9 +115,16 @@ class Cuttable implements Backend {
   }
 }
 
-/** Works until told to stop: what a pool's handler for a long-lived unit (a shard, a tenant) does. */
+/**
+ * Works until told to stop: what a pool's handler for a long-lived unit (a shard, a tenant) does. The
+ * signal may have aborted already (the member closed during the handler's first read): an abort
+ * listener added then never fires, so that case must return at once.
+ */
 const untilStopped = (_unit: string, signal: AbortSignal) =>
-  new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }))
+  new Promise<void>((resolve) => {
+    if (signal.aborted) return resolve()
+    signal.addEventListener('abort', () => resolve(), { once: true })
+  })
 
 async function eventually(what: string, condition: () => boolean, timeoutMs: number): Promise<void> {
   const giveUp = Date.now() + timeoutMs
