@@ -211,11 +211,9 @@ export class MongoBackend implements Backend {
         },
       )
     } catch (error) {
-      if (isDuplicateKeyOnId(error)) throw await this.#whyNotFree(args, error, false)
-      // FerretDB 2 answers the losing upsert with a generic error naming a unique constraint, not
-      // E11000. The same one read settles it: a live lease (or the ceiling) there explains it;
-      // anything else stays the store error it is.
-      if (isUnclassifiedDuplicateKey(error)) throw await this.#whyNotFree(args, error, true)
+      if (isDuplicateKeyOnId(error) || isPrimaryKeyViolation(error)) {
+        throw await this.#whyNotFree(args, error)
+      }
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
@@ -226,7 +224,7 @@ export class MongoBackend implements Backend {
    * Names an acquire's duplicate key: a held lease (with its holder), or a free one at the token
    * ceiling. E11000 carries no document, so this one read happens on this failure path only.
    */
-  async #whyNotFree(args: AcquireArgs, cause: unknown, ambiguous: boolean): Promise<unknown> {
+  async #whyNotFree(args: AcquireArgs, cause: unknown): Promise<unknown> {
     const document = await this.#collection.findOne(
       { _id: args.workId },
       {
@@ -258,10 +256,9 @@ export class MongoBackend implements Backend {
     if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })
     }
-    // An ambiguous error that no lease explains is the store's own; so is a duplicate key when no
-    // lease document exists (lease documents are never deleted): it was on another unique index, and
-    // servers that omit keyPattern (FerretDB) leave no other way to tell.
-    if (ambiguous || document === null) return cause
+    // A duplicate key when no lease document exists (lease documents are never deleted) was on
+    // another unique index: servers that omit keyPattern (FerretDB 1.x) leave no other way to tell.
+    if (document === null) return cause
     // Free now but not when the upsert ran: it was held then (released or expired since).
     return new LeaseHeldError(undefined, { cause })
   }
@@ -454,14 +451,19 @@ function isDuplicateKeyOnId(error: unknown): boolean {
   return true
 }
 
-/** FerretDB 2's losing upsert: code 1 (InternalError) with PostgreSQL's unique-violation text. */
-function isUnclassifiedDuplicateKey(error: unknown): boolean {
+/**
+ * FerretDB 2's losing upsert: code 1 (InternalError) with PostgreSQL's unique-violation text, naming
+ * the collection's primary key (`collection_pk_<n>`, which is `_id`). A unique index of the caller's
+ * own is named otherwise (`documents_rum_index_<n>`, an exclusion constraint), so it stays the store
+ * error it is.
+ */
+function isPrimaryKeyViolation(error: unknown): boolean {
   if (typeof error !== 'object' || error === null) return false
   const { code, message } = error as { code?: unknown; message?: unknown }
   return (
     code === INTERNAL_ERROR &&
     typeof message === 'string' &&
-    /duplicate key value violates unique constraint/.test(message)
+    /duplicate key value violates unique constraint "collection_pk_\d+"/.test(message)
   )
 }
 

@@ -215,6 +215,19 @@ describe('duplicate key (E11000) from the losing upsert', () => {
       expect((lost[0]!.reason as Error).cause).toMatchObject({ code: DUPLICATE_CODE })
     }
   })
+  test('a lease that frees between the losing upsert and the read naming it is still LEASE_HELD', async () => {
+    const { harness, clock } = await setup()
+    const holder = await harness.open({ clock })
+    await holder.acquire('job', 'a', 1_000)
+    // The successor's clock reads "held" for the upsert, then "expired" for the one read that names
+    // the duplicate key: the holder released or expired in between, as happens under load.
+    let readings = 0
+    const successor = await harness.open({ clock: { now: () => clock.ms + (readings++ === 0 ? 0 : 5_000) } })
+    const error = await caught(successor.acquire('job', 'b', 1_000))
+    expect(isLeaseHeldError(error)).toBe(true)
+    expect((error as Error).cause).toMatchObject({ code: DUPLICATE_CODE })
+  })
+
   test('a duplicate key on a unique index of the caller’s own is a store error, not LEASE_HELD', async () => {
     const { harness, backend } = await setup()
     await harness.collection.createIndex({ holderId: 1 }, { unique: true })
