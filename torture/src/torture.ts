@@ -8,6 +8,8 @@ import { loadHistory, type Op } from './history.js'
 import type { MemoryBug } from './memory-rpc.js'
 import { Nemesis } from './nemesis.js'
 import type { NetworkFault } from './network-faults.js'
+import { checkPool, type PoolSummary } from './pool-checks.js'
+import { PoolLog } from './pool-workload.js'
 import { checkRunner, type RunnerSummary } from './runner-checks.js'
 import {
   loadRunnerLog,
@@ -51,6 +53,13 @@ export interface TortureOptions {
   runnerWorkIds?: number
   /** A deliberately broken runner, to show the runner checks catch it end to end. */
   runnerBug?: RunnerBug
+  /**
+   * LeasePool members per process (`@worklease/core`'s LeasePool over the recorded backend), joining,
+   * leaving and rejoining; the nemesis kills and pauses them with their process. Default 0.
+   */
+  poolMembers?: number
+  /** Units the pool members share. Default 6. */
+  poolUnits?: number
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
   /**
@@ -85,6 +94,8 @@ export interface TortureReport {
     counter: { value: number; acknowledged: number }
     leases: RunnerLeaseConfig[]
   }
+  /** The pool workload (when poolMembers > 0). */
+  pool: PoolSummary & { members: number; units: number }
   /** The history slice printed for each violation (first few). */
   slices: string[]
   ops: Op[]
@@ -164,6 +175,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     runnerWorkIds,
     runnerLeases,
     ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
+    poolMembers: options.poolMembers ?? 0,
+    poolUnits: Array.from({ length: options.poolUnits ?? 6 }, (_, i) => `u-${i}`),
   }))
   const nemesis = new Nemesis(options.seed, {
     proxy,
@@ -231,7 +244,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         2,
       )}\n`,
     )
-    const { ops, violations, violationsByCheck, runner: runnerChecked } = checkRun(historyDir, clientClock)
+    const {
+      ops,
+      violations,
+      violationsByCheck,
+      runner: runnerChecked,
+      pool: poolChecked,
+    } = checkRun(historyDir, clientClock)
     const byOutcome = { ok: 0, fail: 0, info: 0 }
     const byOperation: Record<string, number> = {}
     for (const op of ops) {
@@ -258,6 +277,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
       },
       runner: { ...runnerChecked, counter: runnerCounterTotals, leases: runnerLeases },
+      pool: {
+        ...poolChecked,
+        members: processes * (options.poolMembers ?? 0),
+        units: options.poolUnits ?? 6,
+      },
       slices: violations
         .slice(0, 5)
         .map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
@@ -283,14 +307,15 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   }
 }
 
-/** Every check, on the history files of one run: the register and counter ops, then the runners'. */
+/** Every check, on the history files of one run: every recorded op, then the runners' and the pools' claims. */
 function checkRun(historyDir: string, clientClock: boolean) {
   const ops = loadHistory(historyDir)
   const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock })
-  const violations = [...checkHistory(ops), ...runner.violations]
+  const pool = checkPool(PoolLog.load(historyDir), ops, { clientClock })
+  const violations = [...checkHistory(ops), ...runner.violations, ...pool.violations]
   const violationsByCheck: Partial<Record<CheckName, number>> = {}
   for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
-  return { ops, violations, violationsByCheck, runner: runner.summary }
+  return { ops, violations, violationsByCheck, runner: runner.summary, pool: pool.summary }
 }
 
 /**
@@ -305,10 +330,14 @@ export function recheck(
   const run = existsSync(meta)
     ? readFileSync(meta, 'utf8').trim()
     : '(no run.json: faults and counters unknown)'
-  const { ops, violations, violationsByCheck, runner } = checkRun(historyDir, clockOf(backend) === 'client')
+  const { ops, violations, violationsByCheck, runner, pool } = checkRun(
+    historyDir,
+    clockOf(backend) === 'client',
+  )
   const summary = [
     run,
     `runner: ${JSON.stringify(runner)}`,
+    `pool: ${JSON.stringify(pool)}`,
     `${historyDir}: ${ops.length} operations, ${violations.length} violations${
       violations.length
         ? ` (${Object.entries(violationsByCheck)
@@ -377,6 +406,16 @@ export function formatReport(report: TortureReport): string {
   lines.push(
     `   runner counter:   ${runner.counter.value} (fenced writes landed ${runner.counter.acknowledged}, refused by the fence ${runner.refusedByFence})${runner.counter.value === runner.counter.acknowledged ? ' OK' : ' VIOLATION'}`,
   )
+  const { pool } = report
+  if (pool.members > 0) {
+    lines.push(
+      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs} (release ended lost ${pool.handoffsLost}); units lost ${pool.lostUnits}${
+        pool.overlapsBeyondMargin
+          ? `; ${pool.overlapsBeyondMargin} overlaps after a takeover with clock skew beyond the margin`
+          : ''
+      }`,
+    )
+  }
   const checks = Object.entries(report.violationsByCheck)
   lines.push(
     `   violations: ${report.violations.length}${checks.length ? ` (${checks.map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,
