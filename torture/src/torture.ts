@@ -301,7 +301,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     process.removeListener('exit', cleanup)
     await proxy?.close()
     await server.stop().catch(() => undefined)
-    if (report && report.violations.length === 0 && !process.env.WORKLEASE_TORTURE_KEEP) {
+    if (report && !failed(report) && !process.env.WORKLEASE_TORTURE_KEEP) {
       rmSync(dir, { recursive: true, force: true })
     }
   }
