@@ -1,5 +1,6 @@
 import type { FaultProxy } from './fault-proxy.js'
 import { NETWORK_FAULTS, type NetworkFault } from './network-faults.js'
+import type { ProcessFault } from './process-faults.js'
 import { Random } from './random.js'
 import type { ServerHandle } from './targets.js'
 import type { WorkerFleet } from './worker-fleet.js'
@@ -16,6 +17,8 @@ export interface NemesisTargets {
   clientClock: boolean
   /** The network faults to pick from (default: all). */
   networkFaults?: readonly NetworkFault[]
+  /** The process faults to pick from (default: all; the clock faults only on a client clock). */
+  processFaults?: readonly ProcessFault[]
 }
 
 /**
@@ -118,7 +121,14 @@ export class Nemesis {
       await sleep(proxy ? random.int(200, 900) : random.int(100, 400))
       if (!running()) break
       const slot = random.pick(fleet.slots)
-      const kinds = ['pause', 'kill', ...(clientClock ? ['clock-skew', 'clock-jump'] : [])]
+      const all: ProcessFault[] = [
+        'pause',
+        'kill',
+        ...(clientClock ? (['clock-skew', 'clock-jump'] as const) : []),
+      ]
+      const kinds = this.#targets.processFaults
+        ? all.filter((k) => this.#targets.processFaults!.includes(k))
+        : all
       const kind = random.pick(kinds)
       const paused = this.#paused.has(slot.index)
       if (kind === 'pause' && !paused) {

@@ -10,6 +10,7 @@ import { Nemesis } from './nemesis.js'
 import type { NetworkFault } from './network-faults.js'
 import { checkPool, type PoolSummary } from './pool-checks.js'
 import { PoolLog } from './pool-workload.js'
+import type { ProcessFault } from './process-faults.js'
 import { checkRunner, type RunnerSummary } from './runner-checks.js'
 import {
   loadRunnerLog,
@@ -67,6 +68,8 @@ export interface TortureOptions {
    * to the fault that exposes it, so a few seconds are enough.
    */
   networkFaults?: readonly NetworkFault[]
+  /** The process lane's fault kinds to pick from (default: all that apply), narrowed the same way. */
+  processFaults?: readonly ProcessFault[]
   log?: (line: string) => void
 }
 
@@ -184,6 +187,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     fleet,
     clientClock,
     ...(options.networkFaults ? { networkFaults: options.networkFaults } : {}),
+    ...(options.processFaults ? { processFaults: options.processFaults } : {}),
   })
 
   const started = Date.now()
