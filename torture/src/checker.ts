@@ -23,6 +23,10 @@ export type CheckName =
   | 'checkpoint-rollback'
   // The runner workload's (runner-checks.ts):
   | 'held-after-takeover'
+  // The pool workload's (pool-checks.ts):
+  | 'pool-overlap'
+  | 'pool-lost-checkpoint'
+  | 'pool-unclean-handoff'
 
 export interface Violation {
   readonly check: CheckName

@@ -1,5 +1,5 @@
 // pnpm torture [--backend X[,Y]] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N]
-//              [--counter-workers N] [--runner-workers N] [--no-faults]
+//              [--counter-workers N] [--runner-workers N] [--pool-members N] [--pool-units N] [--no-faults]
 //        pnpm torture --check <kept history dir> --backend X
 import { BACKENDS, type BackendName } from './targets.js'
 import { failed, formatReport, recheck, runTorture } from './torture.js'
@@ -18,7 +18,7 @@ function parse(argv: string[]) {
 const args = parse(process.argv.slice(2).filter((a) => a !== '--'))
 if (args.has('help')) {
   console.log(
-    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--no-faults]\n       pnpm torture --check <history dir a run kept> --backend X   (check it again)`,
+    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--pool-members N] [--pool-units N] [--no-faults]\n       pnpm torture --check <history dir a run kept> --backend X   (check it again)`,
   )
   process.exit(0)
 }
@@ -50,6 +50,8 @@ for (const backend of backends) {
     ...(args.has('connections') ? { connections: Number(args.get('connections')) } : {}),
     ...(args.has('counter-workers') ? { counterWorkers: Number(args.get('counter-workers')) } : {}),
     ...(args.has('runner-workers') ? { runnerWorkers: Number(args.get('runner-workers')) } : {}),
+    ...(args.has('pool-members') ? { poolMembers: Number(args.get('pool-members')) } : {}),
+    ...(args.has('pool-units') ? { poolUnits: Number(args.get('pool-units')) } : {}),
     log: (line) => console.error(line),
   })
   console.log(formatReport(report))

@@ -10,7 +10,9 @@ import {
   isWorkleaseError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeasePage,
   type LeaseRecord,
+  type ListOptions,
   validateAcquireArgs,
   validateCheckpointArgs,
   validateRecordArgs,
@@ -30,7 +32,7 @@ interface WireRecord {
 
 interface Request {
   id: number
-  op: 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
+  op: 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint' | 'list'
   now: number
   workId?: string
   holderId?: string
@@ -39,6 +41,18 @@ interface Request {
   state?: string
   /** Checkpoint: the sender's order among its checkpoints (see MemoryServer). */
   seq?: number
+  /** List: the page wanted. */
+  list?: { prefix?: string; cursor?: string; limit?: number }
+}
+
+interface WireListing {
+  workId: string
+  holderId: string
+  token: string
+  expiresAt: number
+  released: boolean
+  free: boolean
+  checkpointBytes: number | null
 }
 
 const toWire = (r: LeaseRecord): WireRecord => ({
@@ -150,6 +164,23 @@ export class MemoryServer {
           state: state ? Buffer.from(state).toString('base64') : null,
           cleanHandoff,
         }))
+      case 'list':
+        // Pools find their members by listing the group (see docs/pools.md).
+        return backend.list(r.list).then((page) => ({
+          leases: page.leases.map(
+            (l): WireListing => ({
+              workId: l.workId,
+              holderId: l.holderId,
+              token: l.fencingToken.toString(),
+              expiresAt: l.expiresAt.getTime(),
+              released: l.released,
+              free: l.free,
+              checkpointBytes: l.checkpointBytes,
+            }),
+          ),
+          now: page.now.getTime(),
+          ...(page.cursor !== undefined ? { cursor: page.cursor } : {}),
+        }))
     }
   }
 
@@ -202,6 +233,7 @@ export class MemoryRpcBackend implements Backend {
     clock: 'client',
     maxStateBytes: 1024 * 1024,
     crossConnectionAtomic: true,
+    list: true,
   })
   readonly #port: number
   readonly #clock: Clock
@@ -303,6 +335,31 @@ export class MemoryRpcBackend implements Backend {
     return {
       state: reply.state === null ? null : new Uint8Array(Buffer.from(reply.state, 'base64')),
       cleanHandoff: reply.cleanHandoff,
+    }
+  }
+
+  async list(options?: ListOptions): Promise<LeasePage> {
+    const { prefix, cursor, limit } = options ?? {}
+    const reply = (await this.#send({
+      op: 'list',
+      list: {
+        ...(prefix !== undefined ? { prefix } : {}),
+        ...(cursor !== undefined ? { cursor } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      },
+    })) as { leases: WireListing[]; now: number; cursor?: string }
+    return {
+      leases: reply.leases.map((l) => ({
+        workId: l.workId,
+        holderId: l.holderId,
+        fencingToken: BigInt(l.token),
+        expiresAt: new Date(l.expiresAt),
+        released: l.released,
+        free: l.free,
+        checkpointBytes: l.checkpointBytes,
+      })),
+      now: new Date(reply.now),
+      ...(reply.cursor !== undefined ? { cursor: reply.cursor } : {}),
     }
   }
 

@@ -1,4 +1,12 @@
-import type { Backend, BackendCapabilities, CallOptions, CheckpointRead, LeaseRecord } from '@worklease/spec'
+import type {
+  Backend,
+  BackendCapabilities,
+  CallOptions,
+  CheckpointRead,
+  LeasePage,
+  LeaseRecord,
+  ListOptions,
+} from '@worklease/spec'
 import type { HistoryWriter, OpName } from './history.js'
 
 const decoder = new TextDecoder()
@@ -7,7 +15,8 @@ const decoder = new TextDecoder()
  * A backend that records every call it forwards, in the same history the register workers write, so
  * what `@worklease/core` sends (retries, renewals, abandoned calls, releases after a loss) is judged by
  * the same checker. No timeout of its own: the Leaser bounds and abandons its calls, and an abandoned
- * or failed call is recorded as indeterminate, since it may still land.
+ * or failed call is recorded as indeterminate, since it may still land. `list` (what a LeasePool reads
+ * to find its group) changes nothing and is forwarded unrecorded.
  */
 export class RecordingBackend implements Backend {
   readonly capabilities: BackendCapabilities
@@ -52,6 +61,11 @@ export class RecordingBackend implements Backend {
       () => this.#inner.readCheckpoint(record, options),
       (read) => ({ read: read.state ? decoder.decode(read.state) : null, clean: read.cleanHandoff }),
     )
+  }
+
+  list(options?: ListOptions): Promise<LeasePage> {
+    if (!this.#inner.list) return Promise.reject(new TypeError('the backend cannot list leases'))
+    return this.#inner.list(options)
   }
 
   async #record<T>(

@@ -1,15 +1,16 @@
-import { type ChildProcess, fork } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath, pathToFileURL } from 'node:url'
 import { type CheckName, checkHistory, historySlice, type Violation } from './checker.js'
 import { CounterStore } from './counter-store.js'
 import { FaultProxy } from './fault-proxy.js'
 import { loadHistory, type Op } from './history.js'
 import type { MemoryBug } from './memory-rpc.js'
-import { Random } from './random.js'
+import { Nemesis } from './nemesis.js'
+import type { NetworkFault } from './network-faults.js'
+import { checkPool, type PoolSummary } from './pool-checks.js'
+import { PoolLog } from './pool-workload.js'
+import type { ProcessFault } from './process-faults.js'
 import { checkRunner, type RunnerSummary } from './runner-checks.js'
 import {
   loadRunnerLog,
@@ -19,18 +20,8 @@ import {
   runnerProgress,
 } from './runner-workload.js'
 import { type BackendName, clockOf, startServer, type TargetInfo } from './targets.js'
-import type { CounterWorkerSpec, FromWorker, ToWorker, WorkerConfig } from './worker.js'
-
-/** The network lane's faults; `restart` is a long black-hole on a server the suite cannot restart. */
-export const NETWORK_FAULTS = [
-  'drop',
-  'blackhole',
-  'latency',
-  'drop-replies',
-  'late-delivery',
-  'restart',
-] as const
-export type NetworkFault = (typeof NETWORK_FAULTS)[number]
+import type { CounterWorkerSpec } from './worker.js'
+import { WorkerFleet } from './worker-fleet.js'
 
 export interface TortureOptions {
   backend: BackendName
@@ -63,6 +54,13 @@ export interface TortureOptions {
   runnerWorkIds?: number
   /** A deliberately broken runner, to show the runner checks catch it end to end. */
   runnerBug?: RunnerBug
+  /**
+   * LeasePool members per process (`@worklease/core`'s LeasePool over the recorded backend), joining,
+   * leaving and rejoining; the nemesis kills and pauses them with their process. Default 0.
+   */
+  poolMembers?: number
+  /** Units the pool members share. Default 6. */
+  poolUnits?: number
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
   /**
@@ -70,6 +68,8 @@ export interface TortureOptions {
    * to the fault that exposes it, so a few seconds are enough.
    */
   networkFaults?: readonly NetworkFault[]
+  /** The process lane's fault kinds to pick from (default: all that apply), narrowed the same way. */
+  processFaults?: readonly ProcessFault[]
   log?: (line: string) => void
 }
 
@@ -97,6 +97,8 @@ export interface TortureReport {
     counter: { value: number; acknowledged: number }
     leases: RunnerLeaseConfig[]
   }
+  /** The pool workload (when poolMembers > 0). */
+  pool: PoolSummary & { members: number; units: number }
   /** The history slice printed for each violation (first few). */
   slices: string[]
   ops: Op[]
@@ -104,18 +106,6 @@ export interface TortureReport {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url))
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href
-
-interface Slot {
-  index: number
-  incarnation: number
-  child: ChildProcess
-  paused: boolean
-  offset: number
-  exited: Promise<void>
-}
-
 /** One torture run against one backend: workers, nemesis, then the checker. */
 export async function runTorture(options: TortureOptions): Promise<TortureReport> {
   const log = options.log ?? (() => {})
@@ -124,14 +114,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
   const increments = options.increments ?? 10
   const shards = options.counterShards ?? 5
   const faultsOn = options.faults ?? true
-  const random = new Random(Random.derive(options.seed, 'nemesis'))
   const dir = mkdtempSync(join(tmpdir(), `worklease-torture-${options.backend}-`))
   const historyDir = join(dir, 'history')
   mkdirSync(historyDir)
-  const faults: Record<string, number> = {}
-  const count = (name: string) => {
-    faults[name] = (faults[name] ?? 0) + 1
-  }
 
   const { server, info: partialInfo } = await startServer(options.backend, dir, options.bug)
   const clientClock = clockOf(options.backend) === 'client'
@@ -174,80 +159,43 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     ],
   )
 
-  let registerStopped = false
-  let stopping = false
-  const slots: Slot[] = []
-  let workerError: string | undefined
-
-  const spawnSlot = async (index: number, incarnation: number): Promise<Slot> => {
-    const config: WorkerConfig = {
-      info,
-      slot: index,
-      incarnation,
-      seed: options.seed,
-      historyDir,
-      counterFile,
-      registerWorkers: registerStopped ? 0 : (options.registerWorkers ?? 3),
-      workIds: Array.from({ length: options.workIds ?? 3 }, (_, i) => `reg-${i}`),
-      ttls: options.ttls ?? [200, 2000],
-      opTimeoutMs: 1_000,
-      counterWorkers: specs.filter((_, i) => i % processes === index),
-      increments,
-      counterTtlMs: 200,
-      slowWorkChance: 0.05,
-      runnerWorkers,
-      runnerWorkIds,
-      runnerLeases,
-      ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
-    }
-    const child = fork(WORKER, [JSON.stringify(config)], {
-      execArgv: ['--import', TSX],
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-    })
-    let stderr = ''
-    child.stderr!.setEncoding('utf8')
-    child.stderr!.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-4000)
-    })
-    const ready = new Promise<void>((resolve, reject) => {
-      child.on('message', (message: FromWorker) => {
-        if (message.type === 'ready') resolve()
-        if (message.type === 'fatal') {
-          workerError ??= `worker p${index}.${incarnation}: ${message.message}`
-          reject(new Error(workerError))
-        }
-      })
-      child.once('exit', (code, signal) => {
-        if (code !== 0 && signal !== 'SIGKILL' && !stopping) {
-          workerError ??= `worker p${index}.${incarnation} exited with ${code ?? signal}: ${stderr}`
-        }
-        reject(new Error(`worker p${index}.${incarnation} exited before it was ready: ${stderr}`))
-      })
-    })
-    const slot: Slot = {
-      index,
-      incarnation,
-      child,
-      paused: false,
-      offset: 0,
-      exited: new Promise((resolve) => child.once('exit', () => resolve())),
-    }
-    await ready
-    return slot
-  }
-
-  const send = (slot: Slot, message: ToWorker) => {
-    if (slot.child.connected) slot.child.send(message, () => {})
-  }
+  const fleet = new WorkerFleet((index, incarnation, registerStopped) => ({
+    info,
+    slot: index,
+    incarnation,
+    seed: options.seed,
+    historyDir,
+    counterFile,
+    registerWorkers: registerStopped ? 0 : (options.registerWorkers ?? 3),
+    workIds: Array.from({ length: options.workIds ?? 3 }, (_, i) => `reg-${i}`),
+    ttls: options.ttls ?? [200, 2000],
+    opTimeoutMs: 1_000,
+    counterWorkers: specs.filter((_, i) => i % processes === index),
+    increments,
+    counterTtlMs: 200,
+    slowWorkChance: 0.05,
+    runnerWorkers,
+    runnerWorkIds,
+    runnerLeases,
+    ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
+    poolMembers: options.poolMembers ?? 0,
+    poolUnits: Array.from({ length: options.poolUnits ?? 6 }, (_, i) => `u-${i}`),
+  }))
+  const nemesis = new Nemesis(options.seed, {
+    proxy,
+    server,
+    fleet,
+    clientClock,
+    ...(options.networkFaults ? { networkFaults: options.networkFaults } : {}),
+    ...(options.processFaults ? { processFaults: options.processFaults } : {}),
+  })
 
   const started = Date.now()
-  const cleanup = () => {
-    for (const slot of slots) slot.child.kill('SIGKILL')
-  }
+  const cleanup = () => fleet.kill()
   process.once('exit', cleanup)
   let report: TortureReport | undefined
   try {
-    for (let i = 0; i < processes; i++) slots.push(await spawnSlot(i, 0))
+    await fleet.start(processes)
     log(`${options.backend}: ${processes} workers up (${Date.now() - started} ms); seed ${options.seed}`)
     const t0 = Date.now()
     const counterStore = new CounterStore(counterFile)
@@ -256,126 +204,28 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       counterStore.totals('unfenced').acknowledged >= counterWorkers * increments
     const deadline = t0 + options.durationMs + (options.counterGraceMs ?? 120_000)
     const running = () =>
-      !workerError && Date.now() < deadline && (Date.now() - t0 < options.durationMs || !countersDone())
+      !fleet.error && Date.now() < deadline && (Date.now() - t0 < options.durationMs || !countersDone())
 
-    const networkLane = async () => {
-      while (running()) {
-        await sleep(random.int(200, 900))
-        if (!running() || !proxy) {
-          if (!proxy) return
-          break
-        }
-        const choices = (options.networkFaults ?? [...NETWORK_FAULTS]).map((kind) =>
-          kind === 'restart' && !server.restart ? 'outage' : kind,
-        )
-        const kind = random.pick(choices)
-        if (kind === 'drop') {
-          count('proxy: drop connections')
-          proxy.dropConnections()
-        } else if (kind === 'blackhole') {
-          count('proxy: black-hole')
-          proxy.setMode('blackhole')
-          await sleep(random.int(200, 1_500))
-          proxy.setMode('pass')
-        } else if (kind === 'latency') {
-          count('proxy: latency')
-          proxy.setLatency(random.int(10, 150))
-          await sleep(random.int(300, 1_500))
-          proxy.setLatency(0)
-        } else if (kind === 'drop-replies') {
-          count('proxy: forward request, drop reply')
-          proxy.setMode('drop-replies')
-          await sleep(random.int(20, 200))
-          proxy.setMode('pass')
-        } else if (kind === 'late-delivery') {
-          // What the cut-off clients send after the window overtakes what was held; soon enough that
-          // a held request usually still finds its lease held (holders keep one ~100 ms), where an
-          // old checkpoint or renew can do harm.
-          count('proxy: deliver requests late, after the client gave up')
-          proxy.setLateDelivery(random.int(30, 300))
-          proxy.setMode('late-delivery')
-          await sleep(random.int(20, 150))
-          proxy.setMode('pass')
-        } else if (kind === 'restart') {
-          count('server restart (SIGKILL + start)')
-          await server.restart!()
-        } else {
-          count('server outage (long black-hole)')
-          proxy.setMode('blackhole')
-          await sleep(random.int(2_000, 4_000))
-          proxy.setMode('pass')
-        }
-      }
-    }
-
-    const processLane = async () => {
-      while (running()) {
-        // Without a proxy (SQLite) process faults are all there is: inject them more often.
-        await sleep(proxy ? random.int(200, 900) : random.int(100, 400))
-        if (!running()) break
-        const slot = random.pick(slots)
-        const kinds = ['pause', 'kill', ...(clientClock ? ['clock-skew', 'clock-jump'] : [])]
-        const kind = random.pick(kinds)
-        if (kind === 'pause' && !slot.paused) {
-          count('SIGSTOP/SIGCONT worker')
-          slot.paused = true
-          slot.child.kill('SIGSTOP')
-          await sleep(random.pick([random.int(250, 600), random.int(2_100, 3_000)]))
-          slot.child.kill('SIGCONT')
-          slot.paused = false
-        } else if (kind === 'kill' && !slot.paused) {
-          count('SIGKILL worker (respawn)')
-          slot.child.kill('SIGKILL')
-          await slot.exited
-          await sleep(random.int(20, 200))
-          const fresh = await spawnSlot(slot.index, slot.incarnation + 1)
-          slots[slot.index] = fresh
-          fresh.offset = slot.offset
-          send(fresh, { type: 'clock', offset: fresh.offset })
-        } else if (kind === 'clock-skew') {
-          count('clock offset')
-          slot.offset = random.int(-400, 400)
-          send(slot, { type: 'clock', offset: slot.offset })
-        } else if (kind === 'clock-jump') {
-          count('clock jump (and back)')
-          const before = slot.offset
-          slot.offset = before + random.pick([-1, 1]) * random.int(1_000, 3_000)
-          send(slot, { type: 'clock', offset: slot.offset })
-          await sleep(random.int(200, 1_000))
-          slot.offset = before
-          send(slot, { type: 'clock', offset: slot.offset })
-        }
-      }
-    }
-
+    // The random-operation workload ends after durationMs; the counter workload runs on to completion.
     const stopRegisterAt = async () => {
-      while (Date.now() - t0 < options.durationMs && !workerError) await sleep(50)
-      registerStopped = true
-      for (const slot of slots) send(slot, { type: 'stop-register' })
+      while (Date.now() - t0 < options.durationMs && !fleet.error) await sleep(50)
+      fleet.stopRegister()
     }
-
-    if (faultsOn) await Promise.all([networkLane(), processLane(), stopRegisterAt()])
-    else
-      await Promise.all([
-        stopRegisterAt(),
-        (async () => {
-          while (running()) await sleep(100)
-        })(),
-      ])
-    if (workerError) throw new Error(workerError)
+    await Promise.all([
+      faultsOn
+        ? nemesis.run(running)
+        : (async () => {
+            while (running()) await sleep(100)
+          })(),
+      stopRegisterAt(),
+    ])
+    if (fleet.error) throw new Error(fleet.error)
 
     // Heal everything, then let the workers finish their in-flight operations and exit.
-    proxy?.setMode('pass')
-    proxy?.setLatency(0)
-    for (const slot of slots) {
-      if (slot.paused) slot.child.kill('SIGCONT')
-      send(slot, { type: 'clock', offset: 0 })
-    }
-    stopping = true
-    for (const slot of slots) send(slot, { type: 'stop' })
-    await Promise.race([Promise.all(slots.map((s) => s.exited)), sleep(10_000)])
-    for (const slot of slots) slot.child.kill('SIGKILL')
+    nemesis.heal()
+    await fleet.stop()
     const elapsedMs = Date.now() - t0
+    const faults = nemesis.faults
 
     const fenced = counterStore.totals('fenced')
     const unfenced = counterStore.totals('unfenced')
@@ -398,7 +248,13 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         2,
       )}\n`,
     )
-    const { ops, violations, violationsByCheck, runner: runnerChecked } = checkRun(historyDir, clientClock)
+    const {
+      ops,
+      violations,
+      violationsByCheck,
+      runner: runnerChecked,
+      pool: poolChecked,
+    } = checkRun(historyDir, clientClock)
     const byOutcome = { ok: 0, fail: 0, info: 0 }
     const byOperation: Record<string, number> = {}
     for (const op of ops) {
@@ -425,6 +281,11 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
         unfenced: { ...unfenced, expected, finished: unfenced.acknowledged >= expected },
       },
       runner: { ...runnerChecked, counter: runnerCounterTotals, leases: runnerLeases },
+      pool: {
+        ...poolChecked,
+        members: processes * (options.poolMembers ?? 0),
+        units: options.poolUnits ?? 6,
+      },
       slices: violations
         .slice(0, 5)
         .map((v) => `${v.check} on ${v.workId}: ${v.message}\n${historySlice(ops, v)}`),
@@ -440,25 +301,25 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       { cause: error },
     )
   } finally {
-    stopping = true
-    cleanup()
+    fleet.kill()
     process.removeListener('exit', cleanup)
     await proxy?.close()
     await server.stop().catch(() => undefined)
-    if (report && report.violations.length === 0 && !process.env.WORKLEASE_TORTURE_KEEP) {
+    if (report && !failed(report) && !process.env.WORKLEASE_TORTURE_KEEP) {
       rmSync(dir, { recursive: true, force: true })
     }
   }
 }
 
-/** Every check, on the history files of one run: the register and counter ops, then the runners'. */
+/** Every check, on the history files of one run: every recorded op, then the runners' and the pools' claims. */
 function checkRun(historyDir: string, clientClock: boolean) {
   const ops = loadHistory(historyDir)
   const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock })
-  const violations = [...checkHistory(ops), ...runner.violations]
+  const pool = checkPool(PoolLog.load(historyDir), ops, { clientClock })
+  const violations = [...checkHistory(ops), ...runner.violations, ...pool.violations]
   const violationsByCheck: Partial<Record<CheckName, number>> = {}
   for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
-  return { ops, violations, violationsByCheck, runner: runner.summary }
+  return { ops, violations, violationsByCheck, runner: runner.summary, pool: pool.summary }
 }
 
 /**
@@ -473,10 +334,14 @@ export function recheck(
   const run = existsSync(meta)
     ? readFileSync(meta, 'utf8').trim()
     : '(no run.json: faults and counters unknown)'
-  const { ops, violations, violationsByCheck, runner } = checkRun(historyDir, clockOf(backend) === 'client')
+  const { ops, violations, violationsByCheck, runner, pool } = checkRun(
+    historyDir,
+    clockOf(backend) === 'client',
+  )
   const summary = [
     run,
     `runner: ${JSON.stringify(runner)}`,
+    `pool: ${JSON.stringify(pool)}`,
     `${historyDir}: ${ops.length} operations, ${violations.length} violations${
       violations.length
         ? ` (${Object.entries(violationsByCheck)
@@ -545,6 +410,16 @@ export function formatReport(report: TortureReport): string {
   lines.push(
     `   runner counter:   ${runner.counter.value} (fenced writes landed ${runner.counter.acknowledged}, refused by the fence ${runner.refusedByFence})${runner.counter.value === runner.counter.acknowledged ? ' OK' : ' VIOLATION'}`,
   )
+  const { pool } = report
+  if (pool.members > 0) {
+    lines.push(
+      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs} (release ended lost ${pool.handoffsLost}); units lost ${pool.lostUnits}${
+        pool.overlapsBeyondMargin
+          ? `; ${pool.overlapsBeyondMargin} overlaps after a takeover with clock skew beyond the margin`
+          : ''
+      }`,
+    )
+  }
   const checks = Object.entries(report.violationsByCheck)
   lines.push(
     `   violations: ${report.violations.length}${checks.length ? ` (${checks.map(([k, v]) => `${k} ${v}`).join(', ')})` : ''}`,

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { type Backend, type CheckpointRead, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import { CounterStore } from './counter-store.js'
 import { HistoryWriter, type OpName } from './history.js'
+import { PoolLog, poolMember } from './pool-workload.js'
 import { Random } from './random.js'
 import { RecordingBackend } from './recording-backend.js'
 import {
@@ -47,6 +48,9 @@ export interface WorkerConfig {
   /** The Leaser settings, one per runner worker in turn. */
   runnerLeases: RunnerLeaseConfig[]
   runnerBug?: RunnerBug
+  /** LeasePool members (see pool-workload.ts), one Leaser each, over the units below. */
+  poolMembers: number
+  poolUnits: string[]
 }
 
 export type ToWorker = { type: 'clock'; offset: number } | { type: 'stop-register' } | { type: 'stop' }
@@ -265,10 +269,26 @@ async function main(): Promise<void> {
       }),
     )
   }
+  const poolLog = new PoolLog(config.historyDir, proc)
+  for (let i = 0; i < config.poolMembers; i++) {
+    loops.push(
+      poolMember({
+        backend: recording,
+        holderPrefix: `${proc}-m${i}`,
+        lease: config.runnerLeases[i % config.runnerLeases.length]!,
+        units: config.poolUnits,
+        log: poolLog,
+        random: new Random(Random.derive(config.seed, `${proc}-m${i}`)),
+        offset: () => offset,
+        stopped: () => stopAll,
+      }),
+    )
+  }
   await Promise.all(loops)
   while (!stopAll) await sleep(50)
   store.close()
   runnerLog.close()
+  poolLog.close()
   history.close()
   await Promise.race([close().catch(() => {}), sleep(2_000)])
   process.exit(0)

@@ -1,0 +1,262 @@
+import type { Violation } from './checker.js'
+import type { Op } from './history.js'
+import type { PoolLine } from './pool-workload.js'
+
+export interface PoolCheckOptions {
+  /** The backend computes expiry on its callers' clocks, which the nemesis skews. */
+  clientClock: boolean
+  /** Slack, in ms, between the store's clock and the host's monotonic one. Default 25. */
+  toleranceMs?: number
+}
+
+export interface PoolSummary {
+  /** Members that joined (first rebalance done) and left (close returned). */
+  joined: number
+  left: number
+  /** Handler runs (leases a handler read the checkpoint under), steps asked, and steps answered yes. */
+  runs: number
+  steps: number
+  heldSteps: number
+  /** Units given up by consent whose release ended as released, and those it ended as lost. */
+  handoffs: number
+  handoffsLost: number
+  /** Unit leases the pool reported lost. */
+  lostUnits: number
+  /** Overlaps on a client-clock backend whose skew exceeded the margin: counted, not violations. */
+  overlapsBeyondMargin: number
+}
+
+type Step = Extract<PoolLine, { e: 'step' | 'return' }>
+
+const compareTokens = (x: bigint, y: bigint) => (x < y ? -1 : x > y ? 1 : 0)
+const isAcquireOk = (op: Op) => op.op === 'acquire' && op.outcome === 'ok'
+const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
+
+/** One unit's store history, indexed for the pool checks. */
+class UnitHistory {
+  readonly byToken = new Map<bigint, Op[]>()
+  /** Per checkpoint value: its token, first invocation, and whether an attempt was acknowledged or may have landed. */
+  readonly sent = new Map<string, { token: bigint; first: number; acked: boolean; mayHaveLanded: boolean }>()
+  #tokens: bigint[] = []
+  #earliestFrom: (Op | undefined)[] = []
+
+  add(op: Op): void {
+    if (op.token !== null) {
+      const list = this.byToken.get(op.token) ?? []
+      list.push(op)
+      this.byToken.set(op.token, list)
+    }
+    if (op.op === 'checkpoint' && op.value !== null) {
+      const s = this.sent.get(op.value) ?? {
+        token: op.token!,
+        first: op.invoke,
+        acked: false,
+        mayHaveLanded: false,
+      }
+      s.first = Math.min(s.first, op.invoke)
+      s.acked ||= op.outcome === 'ok'
+      s.mayHaveLanded ||= mayHaveLanded(op)
+      this.sent.set(op.value, s)
+    }
+  }
+
+  index(): void {
+    this.#tokens = [...this.byToken.keys()].sort(compareTokens)
+    let earliest: Op | undefined
+    this.#earliestFrom = new Array(this.#tokens.length)
+    for (let k = this.#tokens.length - 1; k >= 0; k--) {
+      for (const op of this.byToken.get(this.#tokens[k]!)!) {
+        if (isAcquireOk(op) && (!earliest || op.complete < earliest.complete)) earliest = op
+      }
+      this.#earliestFrom[k] = earliest
+    }
+  }
+
+  /** The earliest-acknowledged acquire of any token >= `token`. */
+  successorFrom(token: bigint): Op | undefined {
+    let lo = 0
+    let hi = this.#tokens.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (this.#tokens[mid]! < token) lo = mid + 1
+      else hi = mid
+    }
+    return this.#earliestFrom[lo]
+  }
+
+  /**
+   * The newest acknowledged checkpoint under a token below `token`: the largest token, and of its
+   * checkpoints the one its holder sent last (first invocations order one holder's sends).
+   */
+  newestAcknowledgedBefore(token: bigint): { value: string; token: bigint; first: number } | undefined {
+    let best: { value: string; token: bigint; first: number } | undefined
+    for (const [value, s] of this.sent) {
+      if (!s.acked || s.token >= token) continue
+      if (!best || s.token > best.token || (s.token === best.token && s.first > best.first))
+        best = { value, token: s.token, first: s.first }
+    }
+    return best
+  }
+}
+
+/**
+ * The pool's own claims, checked against the recorded backend history (every call the members'
+ * Leasers made, which the store-level checks judge too):
+ * - `pool-overlap`: no two members run one unit at once. A handler runs its unit from its lease's
+ *   acknowledged acquire until the last time `lease.held` told it yes (before a step of work, or as it
+ *   returned). A yes after an acquire of a larger token on that unit had been acknowledged is two
+ *   members running it at once. On a client-clock backend, a yes after a takeover whose clock skew
+ *   exceeded the Leaser's margin is counted apart, as for the runner's `held-after-takeover`.
+ * - `pool-lost-checkpoint`: a handler's first read of its unit returns the newest acknowledged
+ *   checkpoint of the earlier tokens (or one sent after it that may have landed): what a member saved
+ *   before it gave the unit up or crashed is what its successor resumes from.
+ * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`
+ *   and the lease ended released, not lost) is read by the next token with `cleanHandoff: true` and the
+ *   giver's last checkpoint, when that checkpoint was acknowledged. The next token read it first
+ *   thing, so nothing else can have been stored in between.
+ */
+export function checkPool(
+  lines: readonly PoolLine[],
+  ops: readonly Op[],
+  options: PoolCheckOptions,
+): { violations: Violation[]; summary: PoolSummary } {
+  const tolerance = options.toleranceMs ?? 25
+  const violations: Violation[] = []
+  const summary: PoolSummary = {
+    joined: 0,
+    left: 0,
+    runs: 0,
+    steps: 0,
+    heldSteps: 0,
+    handoffs: 0,
+    handoffsLost: 0,
+    lostUnits: 0,
+    overlapsBeyondMargin: 0,
+  }
+  const units = new Set<string>()
+  for (const line of lines) if (line.e !== 'member') units.add(line.w)
+  const histories = new Map<string, UnitHistory>()
+  for (const op of ops) {
+    if (!units.has(op.workId)) continue
+    let history = histories.get(op.workId)
+    if (!history) {
+      history = new UnitHistory()
+      histories.set(op.workId, history)
+    }
+    history.add(op)
+  }
+  for (const history of histories.values()) history.index()
+  const empty = new UnitHistory()
+  const historyOf = (workId: string) => histories.get(workId) ?? empty
+
+  // The last yes per lease and holder: the end of that handler's run.
+  const lastHeld = new Map<string, Step>()
+  for (const line of lines) {
+    if (line.e === 'member') {
+      if (line.what === 'joined') summary.joined++
+      else if (line.what === 'left') summary.left++
+      else summary.lostUnits++
+      continue
+    }
+    if (line.e === 'read') {
+      summary.runs++
+      const history = historyOf(line.w)
+      const token = BigInt(line.tok)
+      const newest = history.newestAcknowledgedBefore(token)
+      if (!newest || line.read === newest.value) continue
+      const source = line.read === null ? undefined : history.sent.get(line.read)
+      const later =
+        source?.mayHaveLanded &&
+        source.token < token &&
+        (source.token > newest.token || (source.token === newest.token && source.first > newest.first))
+      if (later) continue
+      const writer = history.byToken
+        .get(newest.token)
+        ?.find((op) => op.op === 'checkpoint' && op.value === newest.value && op.outcome === 'ok')
+      violations.push({
+        check: 'pool-lost-checkpoint',
+        workId: line.w,
+        message: `${line.h} took token ${token} and read ${JSON.stringify(line.read)}, though token ${newest.token}'s checkpoint ${JSON.stringify(newest.value)} had been acknowledged`,
+        ops: [...(writer ? [writer] : []), ...readsOf(history, token, line.h)],
+      })
+      continue
+    }
+    if (line.e === 'handoff') {
+      if (!line.confirmed) {
+        summary.handoffsLost++
+        continue
+      }
+      summary.handoffs++
+      const history = historyOf(line.w)
+      const token = BigInt(line.tok)
+      const next = (history.byToken.get(token + 1n) ?? [])
+        .filter((op) => op.op === 'readCheckpoint' && op.outcome === 'ok')
+        .sort((x, y) => x.invoke - y.invoke)[0]
+      if (!next) continue
+      const given = (history.byToken.get(token) ?? [])
+        .filter((op) => op.op === 'checkpoint' && op.holder === line.h && op.value !== null)
+        .sort((x, y) => history.sent.get(y.value!)!.first - history.sent.get(x.value!)!.first)[0]
+      const last = given ? history.sent.get(given.value!) : undefined
+      if (next.clean !== true) {
+        violations.push({
+          check: 'pool-unclean-handoff',
+          workId: line.w,
+          message: `${line.h} gave token ${token} up by consent and its release ended as released, but token ${token + 1n} read cleanHandoff ${next.clean}`,
+          ops: [...releasesOf(history, token), next],
+        })
+      } else if (given && last?.acked && next.read !== given.value) {
+        violations.push({
+          check: 'pool-unclean-handoff',
+          workId: line.w,
+          message: `${line.h} gave token ${token} up by consent after checkpointing ${JSON.stringify(given.value)}, but token ${token + 1n} read ${JSON.stringify(next.read)}`,
+          ops: [given, next],
+        })
+      }
+      continue
+    }
+    summary.steps++
+    if (!line.held) continue
+    summary.heldSteps++
+    const key = `${line.w}\u0000${line.tok}\u0000${line.h}`
+    const seen = lastHeld.get(key)
+    if (!seen || line.t > seen.t) lastHeld.set(key, line)
+  }
+
+  for (const end of lastHeld.values()) {
+    const history = historyOf(end.w)
+    const token = BigInt(end.tok)
+    const successor = history.successorFrom(token + 1n)
+    if (!successor || !(successor.complete + tolerance < end.t)) continue
+    if (options.clientClock) {
+      // As in the runner's check: expiry was computed on the holder's skewed clock, and the successor
+      // compared it with its own. Any extension of the holder's that may have landed counts.
+      let holderOffset = end.off
+      for (const op of history.byToken.get(token) ?? []) {
+        if (op.holder !== end.h || op.op === 'readCheckpoint' || op.op === 'release') continue
+        if (op.outcome === 'fail' || op.invoke > successor.complete) continue
+        holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
+      }
+      const skew = Math.max(successor.offsetAtInvoke, successor.offsetAtComplete) - holderOffset
+      if (skew > end.margin - tolerance) {
+        summary.overlapsBeyondMargin++
+        continue
+      }
+    }
+    const acquire = (history.byToken.get(token) ?? []).find((op) => isAcquireOk(op) && op.holder === end.h)
+    violations.push({
+      check: 'pool-overlap',
+      workId: end.w,
+      message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - successor.complete).toFixed(1)} ms after ${successor.holder}'s acquire of token ${successor.token} was acknowledged`,
+      ops: [...(acquire ? [acquire] : []), successor],
+    })
+  }
+  return { violations, summary }
+}
+
+const readsOf = (history: UnitHistory, token: bigint, holder: string): Op[] =>
+  (history.byToken.get(token) ?? [])
+    .filter((op) => op.op === 'readCheckpoint' && op.holder === holder)
+    .slice(0, 1)
+
+const releasesOf = (history: UnitHistory, token: bigint): Op[] =>
+  (history.byToken.get(token) ?? []).filter((op) => op.op === 'release')

@@ -1,0 +1,216 @@
+import { describe, expect, test } from 'vitest'
+import { checkHistory } from '../src/checker.js'
+import type { Op } from '../src/history.js'
+import { checkPool } from '../src/pool-checks.js'
+import type { PoolLine } from '../src/pool-workload.js'
+import { op } from './ops.js'
+
+const W = 'pool/u/u-0'
+
+// A runs unit u-0 under token 1: reads nothing, checkpoints twice, is asked to give the unit up,
+// checkpoints once more and returns; the pool releases (a consent handoff). B takes token 2, reads
+// A's last checkpoint with a clean handoff, and runs it.
+const store = (changes: { bRead?: string | null; bClean?: boolean; lastA?: Partial<Op> } = {}): Op[] => [
+  op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
+  op('readCheckpoint', { workId: W, holder: 'A', token: 1, invoke: 3, complete: 4, read: null, clean: true }),
+  op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.0', invoke: 10, complete: 12, ttl: 400 }),
+  op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.1', invoke: 20, complete: 22, ttl: 400 }),
+  op('checkpoint', {
+    workId: W,
+    holder: 'A',
+    token: 1,
+    value: 'A#1.2',
+    invoke: 26,
+    complete: 28,
+    ttl: 400,
+    ...changes.lastA,
+  }),
+  op('release', { workId: W, holder: 'A', token: 1, invoke: 30, complete: 32 }),
+  op('acquire', { workId: W, holder: 'B', token: 2, invoke: 40, complete: 42, ttl: 400 }),
+  op('readCheckpoint', {
+    workId: W,
+    holder: 'B',
+    token: 2,
+    invoke: 43,
+    complete: 44,
+    read: changes.bRead === undefined ? 'A#1.2' : changes.bRead,
+    clean: changes.bClean ?? true,
+  }),
+  op('checkpoint', { workId: W, holder: 'B', token: 2, value: 'B#2.0', invoke: 52, complete: 54, ttl: 400 }),
+]
+
+const step = (h: string, tok: number, t: number, held = true, off = 0): PoolLine => ({
+  e: 'step',
+  h,
+  w: W,
+  tok: String(tok),
+  t,
+  held,
+  margin: 40,
+  off,
+})
+
+const lines = (
+  changes: { bRead?: string | null; extra?: PoolLine[]; confirmed?: boolean } = {},
+): PoolLine[] => [
+  { e: 'member', h: 'A', t: 0, what: 'joined' },
+  { e: 'read', h: 'A', w: W, tok: '1', t: 3, read: null, clean: true },
+  step('A', 1, 9),
+  step('A', 1, 19),
+  step('A', 1, 25),
+  { e: 'return', h: 'A', w: W, tok: '1', t: 29, held: true, stopped: true, margin: 40, off: 0 },
+  { e: 'handoff', h: 'A', w: W, tok: '1', t: 33, confirmed: changes.confirmed ?? true },
+  {
+    e: 'read',
+    h: 'B',
+    w: W,
+    tok: '2',
+    t: 43,
+    read: changes.bRead === undefined ? 'A#1.2' : changes.bRead,
+    clean: true,
+  },
+  step('B', 2, 50),
+  ...(changes.extra ?? []),
+]
+
+const checks = (poolLines: PoolLine[], ops: Op[], clientClock = false) =>
+  checkPool(poolLines, ops, { clientClock }).violations.map((v) => v.check)
+
+describe('pool checks', () => {
+  test('a clean consent handoff passes every check, the store-level ones too', () => {
+    expect(checkHistory(store())).toEqual([])
+    const { violations, summary } = checkPool(lines(), store(), { clientClock: false })
+    expect(violations).toEqual([])
+    expect(summary).toMatchObject({ joined: 1, runs: 2, steps: 5, heldSteps: 5, handoffs: 1 })
+  })
+
+  describe('pool-overlap: no two members run one unit at once', () => {
+    test('the giver still working after the successor was acknowledged is caught', () => {
+      const { violations } = checkPool(lines({ extra: [step('A', 1, 100)] }), store(), { clientClock: false })
+      expect(violations.map((v) => v.check)).toEqual(['pool-overlap'])
+      expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}:${o.token}`)).toEqual([
+        'A:acquire:1',
+        'B:acquire:2',
+      ])
+    })
+
+    test('a no from lease.held after the takeover is no run; a takeover in flight or within the 25 ms slack proves nothing', () => {
+      expect(
+        checks(lines({ extra: [step('A', 1, 100, false), step('A', 1, 41), step('A', 1, 60)] }), store()),
+      ).toEqual([])
+    })
+
+    test('a successor of a later token counts too (a token in between went to a lost acquire)', () => {
+      const ops = store().map((o) => (o.holder === 'B' ? { ...o, token: 3n } : o))
+      ops.push(op('acquire', { workId: W, holder: 'C', invoke: 35, outcome: 'info' }))
+      const poolLines = lines({ extra: [step('A', 1, 100)] }).map((l) =>
+        l.e !== 'member' && l.h === 'B' ? { ...l, tok: '3' } : l,
+      )
+      expect(checks(poolLines, ops)).toEqual(['pool-overlap'])
+    })
+
+    test('client clock: skew beyond the margin is counted apart, within it a violation', () => {
+      const ahead = store().map((o) =>
+        o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
+      )
+      const beyond = checkPool(lines({ extra: [step('A', 1, 100)] }), ahead, { clientClock: true })
+      expect(beyond.violations).toEqual([])
+      expect(beyond.summary.overlapsBeyondMargin).toBe(1)
+      expect(checks(lines({ extra: [step('A', 1, 100)] }), store(), true)).toEqual(['pool-overlap'])
+    })
+  })
+
+  describe('pool-lost-checkpoint: a successor reads the newest acknowledged checkpoint', () => {
+    test('reading an older checkpoint than the newest acknowledged one is caught', () => {
+      expect(checks(lines({ bRead: 'A#1.1' }), store())).toEqual(['pool-lost-checkpoint'])
+    })
+
+    test('reading nothing although a checkpoint was acknowledged is caught', () => {
+      expect(checks(lines({ bRead: null }), store())).toEqual(['pool-lost-checkpoint'])
+    })
+
+    test('a checkpoint sent later whose reply was lost may be what the successor reads', () => {
+      const ops = [
+        ...store(),
+        op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.3', invoke: 28.5, outcome: 'info' }),
+      ]
+      expect(checks(lines({ bRead: 'A#1.3' }), ops)).toEqual([])
+      // ... but not one sent before the newest acknowledged one.
+      expect(checks(lines({ bRead: 'A#1.1' }), ops)).toEqual(['pool-lost-checkpoint'])
+    })
+
+    test("after a crash too: the successor reads the crashed holder's last acknowledged checkpoint", () => {
+      // A walks away (no release, no handoff line); C takes token 2 after the ttl and reads A#1.0.
+      const ops = [
+        op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
+        op('checkpoint', {
+          workId: W,
+          holder: 'A',
+          token: 1,
+          value: 'A#1.0',
+          invoke: 10,
+          complete: 12,
+          ttl: 400,
+        }),
+        op('checkpoint', {
+          workId: W,
+          holder: 'A',
+          token: 1,
+          value: 'A#1.1',
+          invoke: 20,
+          complete: 22,
+          ttl: 400,
+        }),
+        op('acquire', { workId: W, holder: 'C', token: 2, invoke: 500, complete: 502, ttl: 400 }),
+      ]
+      const read = (value: string): PoolLine => ({
+        e: 'read',
+        h: 'C',
+        w: W,
+        tok: '2',
+        t: 503,
+        read: value,
+        clean: false,
+      })
+      expect(checks([read('A#1.1')], ops)).toEqual([])
+      expect(checks([read('A#1.0')], ops)).toEqual(['pool-lost-checkpoint'])
+    })
+  })
+
+  describe("pool-unclean-handoff: a consent handoff is clean and carries the giver's last checkpoint", () => {
+    test('the successor reading cleanHandoff false after a consent handoff is caught', () => {
+      // The pool released nothing in the store (say it abandoned the lease instead): no release op.
+      const ops = store({ bClean: false }).filter((o) => o.op !== 'release')
+      expect(checks(lines(), ops)).toEqual(['pool-unclean-handoff'])
+    })
+
+    test("the successor's store read missing the giver's last acknowledged checkpoint is caught", () => {
+      // What the store answered (A#1.1) and what the handler was given agree; both checks see it.
+      expect(checks(lines({ bRead: 'A#1.1' }), store({ bRead: 'A#1.1' })).sort()).toEqual([
+        'pool-lost-checkpoint',
+        'pool-unclean-handoff',
+      ])
+    })
+
+    test('a handoff whose release ended as lost, or whose last checkpoint is unknown, is not judged', () => {
+      expect(
+        checks(
+          lines({ confirmed: false }),
+          store({ bClean: false }).filter((o) => o.op !== 'release'),
+        ),
+      ).toEqual([])
+      const unknown = store({
+        bRead: 'A#1.1',
+        lastA: { outcome: 'info', complete: Number.POSITIVE_INFINITY },
+      })
+      expect(checks(lines({ bRead: 'A#1.1' }), unknown)).toEqual([])
+    })
+
+    test('the next token read by a lost acquire is not judged (the handoff was clean, then that lease expired)', () => {
+      const ops = store({ bClean: false }).map((o) => (o.holder === 'B' ? { ...o, token: 3n } : o))
+      ops.push(op('acquire', { workId: W, holder: 'C', invoke: 35, outcome: 'info' }))
+      const poolLines = lines().map((l) => (l.e !== 'member' && l.h === 'B' ? { ...l, tok: '3' } : l))
+      expect(checks(poolLines, ops)).toEqual([])
+    })
+  })
+})
