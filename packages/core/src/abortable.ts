@@ -45,7 +45,8 @@ export class Cancel {
         if (this.#listener === listener) this.#listener = undefined
       }
     }
-    const listeners = (this.#listeners ??= new Set())
+    this.#listeners ??= new Set()
+    const listeners = this.#listeners
     listeners.add(listener)
     return () => {
       listeners.delete(listener)
