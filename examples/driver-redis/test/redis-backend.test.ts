@@ -86,17 +86,23 @@ describe('storage layout', () => {
   test('a workId joins the list index once: later acquires run no ZADD (counted with MONITOR)', async () => {
     harness = await createHarness()
     const backend = await harness.open()
-    const monitor = await harness.admin.monitor()
+    const monitor = await (harness.admin.duplicate() as Redis).monitor()
     const zadds: string[] = []
+    const sentinel = `sentinel-${harness.keyPrefix}`
+    let sawSentinel: () => void = () => {}
+    const seenSentinel = new Promise<void>((resolve) => {
+      sawSentinel = resolve
+    })
     monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === 'zadd' && args[1] === harness.keyPrefix)
-        zadds.push(args.slice(2).join(' '))
+      const command = args[0]?.toLowerCase()
+      if (command === 'echo' && args[1] === sentinel) sawSentinel()
+      else if (command === 'zadd' && args[1] === harness.keyPrefix) zadds.push(args.slice(2).join(' '))
     })
     try {
       for (const holder of ['a', 'b', 'c']) await backend.release(await backend.acquire('job', holder, TTL))
-      // MONITOR lines arrive on their own connection: a PING through it comes back after them.
-      await harness.admin.ping()
-      await new Promise((resolve) => setTimeout(resolve, 50))
+      // MONITOR streams commands in execution order: once the sentinel shows, everything before has.
+      await harness.admin.echo(sentinel)
+      await seenSentinel
     } finally {
       monitor.disconnect()
     }
