@@ -36,11 +36,12 @@ const FAILURE_COLUMNS: readonly [string, string][] = [
 const BELOW_THRESHOLD: Record<string, string> = {
   memory:
     "No I/O: a baseline call is a Map update of well under a microsecond, so the library's own work per call " +
-    '(input validation ~25 ns, a frozen LeaseRecord with a Date ~55 ns, one more async frame, the record checks ' +
-    'of every later call) is a large share. In absolute terms it is about 0.2 µs per call, against 100 µs or ' +
-    'more for any networked round trip, which is why no networked backend shows it. Closing it would mean ' +
-    'skipping re-validation of records the backend itself created (a WeakSet brand) and building the record ' +
-    'without Object.freeze and an eager Date; not worth the complexity for a test and single-process backend.',
+    'is a large share. Records the backend made itself carry a private-field brand and are not validated again ' +
+    '(a WeakSet did that before, at several times the cost of the record); what is left is what the contract ' +
+    'asks for on input a caller controls: the ids and ttl checked, the options read once, the state copied (the ' +
+    'baseline copies it too), a checkpoint sequence drawn from the clock, a frozen LeaseRecord with a Date per ' +
+    'acquire, and the brand check on every later call. In absolute terms it is a fraction of a microsecond per ' +
+    'call, against 100 µs or more for any networked round trip, which is why no networked backend shows it.',
   sqlite:
     'Every statement commits with an fsync (WAL, synchronous=FULL) through one connection, so a cycle is ' +
     "disk-bound and a slow fsync in one 200 ms --quick slice moves that slice's ratio by 2x either way (see the " +

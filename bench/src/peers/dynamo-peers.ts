@@ -127,6 +127,8 @@ export async function openDynamoSides(
       semantics:
         "fencing token; lease with heartbeat; the waiter cannot tell a lease's age (trustLocalTime off), so it waits a full lease from its read; release rewrites the item (lease 1 ms)",
       waiting: 'reads, sleeps leaseDurationMs, then a conditional put (retryCount times)',
+      doesLess:
+        'nothing on the store (it reads before it writes: 3 requests per cycle to 2); no local deadline and no per-call timeout',
       roundTripUnit: 'requests',
       async tryAcquire(key, ttlMs) {
         // retryCount 0: one read and, if the item exists, a wait of its lease before one put. A
@@ -164,6 +166,8 @@ export async function openDynamoSides(
         'no fencing token (record version number, not monotonic); lease prolonged by a timer; release deletes the item; the waiter waits a full lease from its read (trustLocalTime off)',
       waiting:
         "reads, sleeps the holder's leaseDurationInMs, then a conditional update (maxRetryCount, default unbounded)",
+      doesLess:
+        'nothing on the store (it reads before it writes: 3 requests per cycle to 2); no token, no local deadline, no per-call timeout',
       roundTripUnit: 'requests',
       async tryAcquire(key, ttlMs) {
         try {

@@ -14,6 +14,11 @@ export interface LockSide<H = unknown> {
   readonly semantics: string
   /** How a waiting acquirer learns that the lock is free (polling interval, server-side wait, ...). */
   readonly waiting: string
+  /**
+   * What this library does less than worklease per acquire + release (store work and local
+   * bookkeeping): the report prints it wherever the library comes out ahead of the Leaser.
+   */
+  readonly doesLess?: string
   /** One attempt, no waiting: `null` when someone holds the lock. `ttlMs` where the library has one. */
   tryAcquire(key: string, ttlMs: number): Promise<H | null>
   release(held: H): Promise<void>

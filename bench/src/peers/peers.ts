@@ -32,6 +32,8 @@ export interface PeerSideResult {
   readonly label: string
   readonly semantics: string
   readonly waiting: string
+  /** See {@link LockSide.doesLess}. */
+  readonly doesLess?: string
   readonly roundTripUnit: string
   readonly race?: RaceResult
   readonly takeover?: readonly TakeoverResult[]
@@ -75,6 +77,7 @@ export async function measurePeerStore(
     label: side.label,
     semantics: side.semantics,
     waiting: side.waiting,
+    ...(side.doesLess ? { doesLess: side.doesLess } : {}),
     roundTripUnit: side.roundTripUnit,
   }))
   const result: { -readonly [K in keyof PeerStoreResult]: PeerStoreResult[K] } = {

@@ -74,6 +74,8 @@ export async function openMongoSides(
     semantics:
       'no fencing token; fixed 60 s expiry, removed only by the TTL index monitor (every 60 s on MongoDB); refreshed every 10 s; release deletes the document',
     waiting: `none: lock() answers null when held; the caller polls (here every ${CALLER_POLL_MS} ms)`,
+    doesLess:
+      "acquire inserts a document (the unique index decides) and release deletes it: no expiry filter, no token, no holder read; worklease's acquire is a findAndModify filtered on expiry, which FerretDB 1.x runs as a read and then a write through its SQLite handler (the driver alone shows the same ratio)",
     roundTripUnit: 'commands',
     tryAcquire: (key) => manager.lock(key),
     async release(lock: Held) {
@@ -135,6 +137,8 @@ export async function openPostgresSides(
     semantics:
       'no fencing token; no expiry: session-bound (pg_advisory_lock), held until unlocked or the connection ends; a new connection per lock',
     waiting: 'server-side: pg_advisory_lock blocks until the holder unlocks or its session ends',
+    doesLess:
+      'pg_try_advisory_lock and pg_advisory_unlock touch no table: no row, no expiry, no token, nothing written (but it opens a connection per lock)',
     roundTripUnit: 'statements (+ 1 new connection per lock, not counted)',
     tryAcquire: async (key) => (await mutex(key).tryLock()) ?? null,
     release: (unlock: Unlock) => unlock(),

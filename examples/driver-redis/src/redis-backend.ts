@@ -95,8 +95,8 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
 // driver on the same client from overwriting these scripts with different ones.
 // Acquire is defined twice, with one key (no index) and with two (the lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV2', ACQUIRE, 1],
-  acquireIndexed: ['workleaseAcquireIndexedV2', ACQUIRE, 2],
+  acquire: ['workleaseAcquireV3', ACQUIRE, 1],
+  acquireIndexed: ['workleaseAcquireIndexedV3', ACQUIRE, 2],
   checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
   renew: ['workleaseRenewV1', RENEW, 1],
   release: ['workleaseReleaseV1', RELEASE, 1],
@@ -106,6 +106,10 @@ const COMMANDS = {
 } as const
 
 type Operation = keyof typeof COMMANDS
+
+// Replies as Buffers only where bytes come back (the checkpoint's state; list's workIds, compared as
+// bytes): elsewhere ioredis's string replies save a Buffer and a decode per element.
+const BUFFER_REPLIES: ReadonlySet<Operation> = new Set(['readCheckpoint', 'list'])
 
 /**
  * A worklease backend on Redis: every operation is one Lua script call, atomic on the server and
@@ -150,9 +154,9 @@ export class RedisBackend implements Backend {
       [Operation, (typeof COMMANDS)[Operation]]
     >) {
       client.defineCommand(name, { lua, numberOfKeys })
-      // The Buffer variant, so that checkpoint state comes back byte for byte.
-      const call = (client as unknown as Record<string, ScriptCall>)[`${name}Buffer`]
-      if (typeof call !== 'function') throw new TypeError(`client.defineCommand did not define ${name}Buffer`)
+      const method = BUFFER_REPLIES.has(operation) ? `${name}Buffer` : name
+      const call = (client as unknown as Record<string, ScriptCall>)[method]
+      if (typeof call !== 'function') throw new TypeError(`client.defineCommand did not define ${method}`)
       scripts[operation] = call.bind(client)
     }
     this.#scripts = scripts
@@ -364,7 +368,8 @@ function hasHashTag(keyPrefix: string): boolean {
 }
 
 function text(value: unknown): string {
+  if (typeof value === 'string') return value
   if (Buffer.isBuffer(value)) return value.toString('utf8')
-  if (typeof value === 'string' || typeof value === 'number') return String(value)
+  if (typeof value === 'number') return String(value)
   throw new Error(`worklease redis: unexpected reply element ${String(value)}`)
 }

@@ -66,6 +66,7 @@ describe('storage layout', () => {
       'clean',
       'expires',
       'holder',
+      'indexed',
       'released',
       'seq',
       'state',
@@ -80,6 +81,46 @@ describe('storage layout', () => {
     // The list index: the workId as a member of score 0 of the sorted set at the prefix itself.
     expect(await harness.admin.zrange(harness.keyPrefix, '0', '-1', 'WITHSCORES')).toEqual(['job-7', '0'])
     expect(await harness.admin.pttl(harness.keyPrefix)).toBe(-1)
+  })
+
+  test('a workId joins the list index once: later acquires run no ZADD (counted with MONITOR)', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const monitor = await (harness.admin.duplicate() as Redis).monitor()
+    const zadds: string[] = []
+    const sentinel = `sentinel-${harness.keyPrefix}`
+    let sawSentinel: () => void = () => {}
+    const seenSentinel = new Promise<void>((resolve) => {
+      sawSentinel = resolve
+    })
+    monitor.on('monitor', (_time: string, args: string[]) => {
+      const command = args[0]?.toLowerCase()
+      if (command === 'echo' && args[1] === sentinel) sawSentinel()
+      else if (command === 'zadd' && args[1] === harness.keyPrefix) zadds.push(args.slice(2).join(' '))
+    })
+    try {
+      for (const holder of ['a', 'b', 'c']) await backend.release(await backend.acquire('job', holder, TTL))
+      // MONITOR streams commands in execution order: once the sentinel shows, everything before has.
+      await harness.admin.echo(sentinel)
+      await seenSentinel
+    } finally {
+      monitor.disconnect()
+    }
+    expect(zadds).toEqual(['0 job'])
+    expect(await harness.admin.zrange(harness.keyPrefix, '0', '-1')).toEqual(['job'])
+  })
+
+  test('a lease stored before the list index existed joins it at its next acquire', async () => {
+    harness = await createHarness()
+    const unindexed = await harness.open(undefined, { listIndex: false })
+    await unindexed.release(await unindexed.acquire('old', 'a', TTL))
+    expect(await harness.admin.exists(harness.keyPrefix)).toBe(0)
+    const backend = await harness.open()
+    expect((await backend.list()).leases).toEqual([])
+    await backend.acquire('old', 'b', TTL)
+    expect((await backend.list()).leases.map(({ workId, fencingToken }) => [workId, fencingToken])).toEqual([
+      ['old', 2n],
+    ])
   })
 
   test('without the list index, acquire touches one key and list throws; revoke still works', async () => {

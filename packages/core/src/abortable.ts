@@ -2,33 +2,102 @@ import { setMaxListeners } from 'node:events'
 import type { Timers } from './timers.js'
 
 /**
+ * @internal A one-shot cancellation for the runner's own bookkeeping: what an AbortController does
+ * for the waits the runner never hands out, without an EventTarget, an Event per abort or a
+ * DOMException per reason-less abort (each costs microseconds on Node.js 20, more than a whole
+ * in-memory store call). Backends and users still get real AbortSignals. `signal` returns the
+ * Cancel itself, so code written against an AbortController reads the same.
+ */
+export class Cancel {
+  aborted = false
+  /** What `abort` was given; `undefined` if nothing (then AbortSignals linked to it get the default). */
+  reason: unknown = undefined
+  // Most Cancels get one listener (a call's timeout forwarding to its backend signal): kept in a
+  // field; a Set only from the second on.
+  #listener: ((reason: unknown) => void) | undefined
+  #listeners: Set<(reason: unknown) => void> | undefined
+
+  get signal(): Cancel {
+    return this
+  }
+
+  abort(reason?: unknown): void {
+    if (this.aborted) return
+    this.aborted = true
+    this.reason = reason
+    const listener = this.#listener
+    const listeners = this.#listeners
+    this.#listener = undefined
+    this.#listeners = undefined
+    listener?.(reason)
+    if (listeners) for (const each of listeners) each(reason)
+  }
+
+  /** Calls `listener` once on abort (at once if aborted already); returns a function that detaches it. */
+  subscribe(listener: (reason: unknown) => void): () => void {
+    if (this.aborted) {
+      listener(this.reason)
+      return noop
+    }
+    if (this.#listener === undefined && this.#listeners === undefined) {
+      this.#listener = listener
+      return () => {
+        if (this.#listener === listener) this.#listener = undefined
+      }
+    }
+    this.#listeners ??= new Set()
+    const listeners = this.#listeners
+    listeners.add(listener)
+    return () => {
+      listeners.delete(listener)
+    }
+  }
+}
+
+const noop = () => undefined
+
+/** @internal Anything the runner waits on: a user's AbortSignal or one of its own {@link Cancel}s. */
+export type Abortable = AbortSignal | Cancel
+
+/** @internal Calls `listener` once when `source` aborts; returns a function that detaches it. */
+export function onAbort(source: Abortable, listener: (reason: unknown) => void): () => void {
+  if (source instanceof Cancel) return source.subscribe(listener)
+  if (source.aborted) {
+    listener(source.reason)
+    return noop
+  }
+  const handler = () => listener(source.reason)
+  source.addEventListener('abort', handler, { once: true })
+  return () => source.removeEventListener('abort', handler)
+}
+
+/**
  * @internal Settles like `promise`, or rejects with `signal.reason` as soon as `signal` aborts, so a
  * backend that ignores its signal cannot hold the runner past a deadline. The abandoned promise's
  * outcome is observed (no unhandled rejection) and handed to `onAbandoned`.
  */
 export function raceSignal<T>(
   promise: Promise<T>,
-  signal: AbortSignal,
+  signal: Abortable,
   onAbandoned?: (outcome: PromiseSettledResult<T>) => void,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false
-    const onAbort = () => {
+    const detach = onAbort(signal, (reason) => {
       if (settled) return
       settled = true
-      reject(signal.reason)
-    }
-    if (signal.aborted) onAbort()
-    else signal.addEventListener('abort', onAbort, { once: true })
+      // A Cancel aborted without a reason: what a reason-less AbortController.abort() would give.
+      reject(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason)
+    })
     promise.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort)
+        detach()
         if (settled) return onAbandoned?.({ status: 'fulfilled', value })
         settled = true
         resolve(value)
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
+        detach()
         if (settled) return onAbandoned?.({ status: 'rejected', reason: error })
         settled = true
         reject(error)
@@ -51,29 +120,43 @@ export function invoke<T>(call: () => Promise<T> | T): Promise<T> {
 }
 
 /** @internal Waits `ms` on `timers`; resolves early (never rejects) when any of `signals` aborts. */
-export function sleep(timers: Timers, ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
+export function sleep(timers: Timers, ms: number, ...signals: (Abortable | undefined)[]): Promise<void> {
   return new Promise((resolve) => {
     if (signals.some((signal) => signal?.aborted)) return resolve()
+    const detach: (() => void)[] = []
     const done = () => {
       timers.clearTimeout(handle)
-      for (const signal of signals) signal?.removeEventListener('abort', done)
+      for (const fn of detach) fn()
       resolve()
     }
     const handle = timers.setTimeout(done, Math.max(0, ms))
-    for (const signal of signals) signal?.addEventListener('abort', done, { once: true })
+    for (const signal of signals) if (signal) detach.push(onAbort(signal, done))
   })
 }
 
 // Longest delay a Node.js timer takes without overflowing to 1 ms.
 const MAX_TIMER_MS = 2_147_483_647
 
+let pendingWork = 0
+let keepAlive: ReturnType<typeof setInterval> | undefined
+
 /**
- * @internal Keeps the process alive until the returned function is called: a ref'd Node.js timer
- * that never fires. Independent of the injected timers, which are unref'd (or fake).
+ * @internal Keeps the process alive until the returned function is called (once): one ref'd Node.js
+ * timer that never fires, shared by all pending work and unref'd while there is none (toggling it
+ * costs nanoseconds; a timer per call cost a timer-list insert and removal). Independent of the
+ * injected timers, which are unref'd (or fake).
  */
 export function keepProcessAlive(): () => void {
-  const handle = setInterval(() => undefined, MAX_TIMER_MS)
-  return () => clearInterval(handle)
+  if (pendingWork++ === 0) {
+    keepAlive ??= setInterval(noop, MAX_TIMER_MS)
+    keepAlive.ref()
+  }
+  let released = false
+  return () => {
+    if (released) return
+    released = true
+    if (--pendingWork === 0) keepAlive!.unref()
+  }
 }
 
 /**
@@ -87,38 +170,53 @@ export function sharedAbortController(): AbortController {
   return controller
 }
 
+const timeoutError = (timeoutMs: number) =>
+  new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')
+
 /**
- * @internal An AbortController that aborts when any of `signals` aborts, or after `timeoutMs` on
+ * @internal A {@link Cancel} that aborts when any of `signals` aborts, or after `timeoutMs` on
  * `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`). Call `dispose` to detach.
  */
-export function linkedController(
+export function linkedCancel(
   timers: Timers,
-  signals: readonly (AbortSignal | undefined)[],
+  signals: readonly (Abortable | undefined)[],
   timeoutMs?: number,
-): { controller: AbortController; dispose: () => void } {
-  const controller = new AbortController()
+): { cancel: Cancel; dispose: () => void } {
+  const cancel = new Cancel()
   const detach: (() => void)[] = []
   for (const signal of signals) {
     if (!signal) continue
     if (signal.aborted) {
-      controller.abort(signal.reason)
+      cancel.abort(signal.reason)
       break
     }
-    const onAbort = () => controller.abort(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
-    detach.push(() => signal.removeEventListener('abort', onAbort))
+    detach.push(onAbort(signal, (reason) => cancel.abort(reason)))
   }
-  if (timeoutMs !== undefined && Number.isFinite(timeoutMs) && !controller.signal.aborted) {
-    const handle = timers.setTimeout(
-      () => controller.abort(new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')),
-      timeoutMs,
-    )
+  if (timeoutMs !== undefined && Number.isFinite(timeoutMs) && !cancel.aborted) {
+    const handle = timers.setTimeout(() => cancel.abort(timeoutError(timeoutMs)), timeoutMs)
     detach.push(() => timers.clearTimeout(handle))
   }
   return {
-    controller,
+    cancel,
     dispose: () => {
       for (const fn of detach) fn()
     },
   }
+}
+
+/**
+ * @internal An AbortController for a backend call: aborts when any of `signals` aborts (with its
+ * reason), or after `timeoutMs` on `timers` (with a `TimeoutError` DOMException, like
+ * `AbortSignal.timeout`). Call `dispose` to detach.
+ */
+export function linkedController(
+  timers: Timers,
+  signals: readonly (Abortable | undefined)[],
+  timeoutMs?: number,
+): { controller: AbortController; dispose: () => void } {
+  const controller = new AbortController()
+  const { cancel, dispose } = linkedCancel(timers, signals, timeoutMs)
+  if (cancel.aborted) controller.abort(cancel.reason)
+  else cancel.subscribe((reason) => controller.abort(reason))
+  return { controller, dispose }
 }

@@ -9,9 +9,11 @@ import {
   validateState,
 } from '@worklease/spec'
 import {
+  type Abortable,
+  Cancel,
   invoke,
   keepProcessAlive,
-  linkedController,
+  linkedCancel,
   raceSignal,
   sharedAbortController,
   sleep,
@@ -77,14 +79,24 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
   readonly record: LeaseRecord
 
   readonly #ctx: LeaseContext
-  /** What the user sees: aborted the moment the lease ends locally, before the store hears of it. */
-  readonly #controller = sharedAbortController()
+  /**
+   * What the user sees: aborted the moment the lease ends locally, before the store hears of it.
+   * Made when `signal` is first read: an AbortSignal and its abort cost microseconds each, which a
+   * lease nobody watches (acquire, a few calls, release) need not pay.
+   */
+  #controller: AbortController | undefined
+  /** Aborted with the user's side: wakes a checkpoint or read waiting to retry. */
+  readonly #localEnd = new Cancel()
   /** Aborted when the store side stops (loss, release done, abandon): abandons calls, clears timers. */
-  readonly #stop = sharedAbortController()
+  readonly #stop = new Cancel()
   /** Aborted when a release is requested: renewals stop, and a renew waiting to retry wakes up. */
-  readonly #releaseRequests = new AbortController()
+  readonly #releaseRequests = new Cancel()
   readonly #deadline: LocalDeadline
-  #ended: LeaseLostError | LeaseEndedError | undefined
+  /**
+   * How the lease ended for the user: its error, or the reason of a release or abandon whose
+   * {@link LeaseEndedError} nobody asked for yet (built by {@link #ended} on first use).
+   */
+  #end: LeaseLostError | LeaseEndedError | 'released' | 'abandoned' | undefined
   #loss: LeaseLostError | undefined
   #releasing: Promise<void> | undefined
   #lastTransient: unknown
@@ -118,6 +130,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
    */
   get signal(): AbortSignal {
     this.#checkDeadline()
+    if (this.#controller === undefined) {
+      this.#controller = sharedAbortController()
+      if (this.#end !== undefined) this.#controller.abort(this.#ended)
+    }
     return this.#controller.signal
   }
 
@@ -210,8 +226,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
    */
   release(): Promise<void> {
     if (this.#releasing) return this.#releasing
-    const reason = this.#ended?.reason === 'closed' ? 'closed' : 'released'
-    this.#endLocally(this.#endedError('released'))
+    const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
+    this.#endLocally('released')
     this.#releaseRequests.abort()
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#renewTimer = undefined
@@ -233,9 +249,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
   abandon(): void {
     if (this.#stop.signal.aborted) return
     this.#releaseRequests.abort()
-    this.#endLocally(this.#endedError('abandoned'))
+    this.#endLocally('abandoned')
     this.#halt()
-    this.#ctx.events.emit('released', { ...this.#base(), clean: false, reason: 'abandoned' })
+    if (this.#ctx.events.wants('released')) {
+      this.#ctx.events.emit('released', { ...this.#base(), clean: false, reason: 'abandoned' })
+    }
   }
 
   /** Same as {@link release}, for `await using lease = await leaser.acquire(...)`. */
@@ -251,7 +269,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
 
   /** @internal */
   [closeLease](): void {
-    if (this.#ended) return
+    if (this.#end !== undefined) return
     const error = this.#endError('closed')
     this.#loss = error
     this.#endLocally(error)
@@ -265,13 +283,18 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
     return new LeaseLostError(reason, { workId: this.workId, fencingToken: this.record.fencingToken, cause })
   }
 
-  #endedError(reason: 'released' | 'abandoned'): LeaseEndedError {
-    return new LeaseEndedError(reason, { workId: this.workId, fencingToken: this.record.fencingToken })
+  /** The error the lease ended with; a {@link LeaseEndedError} is built the first time it is needed. */
+  get #ended(): LeaseLostError | LeaseEndedError | undefined {
+    const end = this.#end
+    if (typeof end !== 'string') return end
+    const error = new LeaseEndedError(end, { workId: this.workId, fencingToken: this.record.fencingToken })
+    this.#end = error
+    return error
   }
 
   /** Whether still held for the user: not ended, and the store side still live. */
   #checkDeadline(): boolean {
-    return this.#live() && this.#ended === undefined
+    return this.#live() && this.#end === undefined
   }
 
   /**
@@ -297,10 +320,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
   }
 
   /** The user's side: `held` turns false and `signal` aborts. The store side may go on. */
-  #endLocally(error: LeaseLostError | LeaseEndedError): void {
-    if (this.#ended) return
-    this.#ended = error
-    this.#controller.abort(error)
+  #endLocally(end: LeaseLostError | 'released' | 'abandoned'): void {
+    if (this.#end !== undefined) return
+    this.#end = end
+    this.#localEnd.abort()
+    this.#controller?.abort(this.#ended)
   }
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
@@ -375,10 +399,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
 
   /** One backend call, abandoned when the store side stops or after `timeoutMs`. */
   #call<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs?: number): Promise<T> {
-    const { controller, dispose } = linkedController(this.#ctx.timers, [this.#stop.signal], timeoutMs)
+    const { cancel, dispose } = linkedCancel(this.#ctx.timers, [this.#stop], timeoutMs)
+    // The backend's signal is the one AbortSignal a call needs; the runner itself waits on `cancel`.
+    const controller = new AbortController()
+    cancel.subscribe((reason) => controller.abort(reason))
     return raceSignal(
       invoke(() => call(controller.signal)),
-      controller.signal,
+      cancel,
     ).finally(dispose)
   }
 
@@ -386,11 +413,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
    * Waits before the next attempt: backoff, but never past `limitMs`, the local deadline or an abort
    * of `wake`.
    */
-  #backoff(attempt: number, wake?: AbortSignal, limitMs = Number.POSITIVE_INFINITY): Promise<void> {
+  #backoff(attempt: number, wake?: Abortable, limitMs = Number.POSITIVE_INFINITY): Promise<void> {
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
     const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2, limitMs)
-    return sleep(timers, ms, this.#stop.signal, wake)
+    return sleep(timers, ms, this.#stop, wake)
   }
 
   #transient(op: Op, error: unknown, attempt: number): void {
@@ -456,7 +483,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
       // reply after the local deadline proves nothing about now.
       if (!this.#live()) throw this.#ended
       this.#extend(start)
-      this.#ctx.events.emit('renewed', { ...this.#base(), op: 'checkpoint', remainingMs: this.remainingMs() })
+      if (this.#ctx.events.wants('renewed')) {
+        this.#ctx.events.emit('renewed', {
+          ...this.#base(),
+          op: 'checkpoint',
+          remainingMs: this.remainingMs(),
+        })
+      }
       return
     }
   }
@@ -489,7 +522,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
     this.#transient(op, error, attempt + 1)
     const left = giveUpAt - this.#ctx.timers.now()
     if (left <= 0) throw error
-    await this.#backoff(attempt, this.#controller.signal, left)
+    await this.#backoff(attempt, this.#localEnd, left)
     if (this.#ctx.timers.now() >= giveUpAt && this.#checkDeadline()) throw error
   }
 
@@ -530,6 +563,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
       }
     }
     this.#halt()
-    this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
+    if (this.#ctx.events.wants('released')) {
+      this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
+    }
   }
 }

@@ -94,6 +94,14 @@ export class LeaserEmitter {
     this.#listeners.get(event)?.delete(listener as (event: never) => void)
   }
 
+  /**
+   * Whether anyone listens to `event` (here or on its diagnostics channel): callers skip building a
+   * payload nobody reads, which on an in-memory store is a visible share of a lease's cost.
+   */
+  wants(event: LeaserEventName): boolean {
+    return channels[event].hasSubscribers || (this.#listeners.get(event)?.size ?? 0) > 0
+  }
+
   emit<E extends LeaserEventName>(event: E, payload: LeaserEvents[E]): void {
     const channel = channels[event]
     if (channel.hasSubscribers) channel.publish(payload)

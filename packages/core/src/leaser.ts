@@ -10,11 +10,12 @@ import {
   validateTtl,
 } from '@worklease/spec'
 import {
+  Cancel,
   invoke,
   keepProcessAlive,
+  linkedCancel,
   linkedController,
   raceSignal,
-  sharedAbortController,
   sleep,
 } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
@@ -96,7 +97,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
   readonly #retired = new Map<string, { token: bigint; until: number }>()
   readonly #events = new LeaserEmitter()
-  readonly #closeController = sharedAbortController()
+  /** Aborted by `close()`: every pending acquire gives up with its reason. */
+  readonly #closeCancel = new Cancel()
   #closing: Promise<void> | undefined
 
   constructor(options: LeaserOptions<S>) {
@@ -213,7 +215,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
     const { timers, retry, random } = this.#ctx
     const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
-    const { controller, dispose } = linkedController(timers, [signal, this.#closeController.signal])
+    const { cancel, dispose } = linkedCancel(timers, [signal, this.#closeCancel])
     // The runner's timers are unref'd (a held lease must not keep a finished process up), but a
     // pending acquire is work in progress: without this, a process whose only work is waiting for a
     // lease would exit 0 without doing it.
@@ -226,7 +228,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       inFlight: 0,
       found: undefined,
     }
-    const wake = new AbortController()
+    const wake = new Cancel()
     call.onFound = () => wake.abort()
     let heldPolls = 0
     let transientInARow = 0
@@ -239,10 +241,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         try {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
-          const record = await this.#acquireOnce(call, start, controller.signal)
+          const record = await this.#acquireOnce(call, start, cancel)
           call.found ??= { record, start, confirm: false }
         } catch (error) {
-          if (controller.signal.aborted) throw controller.signal.reason
+          if (cancel.aborted) throw cancel.reason
           if (call.found) break
           if (isLeaseHeldError(error)) {
             call.found = this.#ownLease(call, error, start)
@@ -267,8 +269,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           const delay = isLeaseHeldError(error)
             ? this.#heldDelay(error, heldPolls++)
             : backoffDelay(retry, transientInARow - 1, random)
-          await sleep(timers, Math.min(delay, giveUpAt - now), controller.signal, wake.signal)
-          if (controller.signal.aborted) throw controller.signal.reason
+          await sleep(timers, Math.min(delay, giveUpAt - now), cancel, wake)
+          if (cancel.aborted) throw cancel.reason
           if (call.found) break
           continue
         }
@@ -374,17 +376,17 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   close(options: CloseOptions = {}): Promise<void> {
     if (this.#closing) return this.#closing
     const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
-    this.#closeController.abort(new LeaserClosedError())
+    this.#closeCancel.abort(new LeaserClosedError())
     const leases = [...this.#leases]
     for (const lease of leases) lease[closeLease]()
     const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
     const letGo = keepProcessAlive()
     this.#closing = (async () => {
-      const { controller, dispose } = linkedController(this.#ctx.timers, [], timeoutMs)
+      const { cancel, dispose } = linkedCancel(this.#ctx.timers, [], timeoutMs)
       try {
-        await Promise.race([done, sleep(this.#ctx.timers, timeoutMs, controller.signal)])
+        await Promise.race([done, sleep(this.#ctx.timers, timeoutMs, cancel)])
       } finally {
-        controller.abort()
+        cancel.abort()
         dispose()
       }
       for (const lease of leases) lease.abandon()
@@ -397,9 +399,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return this.close()
   }
 
-  #acquireOnce(call: PendingAcquire, start: Instant, signal: AbortSignal): Promise<LeaseRecord> {
+  #acquireOnce(call: PendingAcquire, start: Instant, signal: Cancel): Promise<LeaseRecord> {
     const { timers, callTimeoutMs, ttlMs } = this.#ctx
-    const { controller, dispose } = linkedController(timers, [signal], callTimeoutMs)
+    const { cancel, dispose } = linkedCancel(timers, [signal], callTimeoutMs)
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
     // abandoned, so the call settles with its real outcome and a late success is not orphaned.
@@ -409,7 +411,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       call.inFlight--
     }
     attempt.then(settled, settled)
-    return raceSignal(attempt, controller.signal, (outcome) => {
+    return raceSignal(attempt, cancel, (outcome) => {
       let found: FoundLease | undefined
       if (outcome.status === 'fulfilled') {
         found = { record: outcome.value, start, confirm: false }
@@ -529,13 +531,15 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       throw new LeaserClosedError()
     }
     if (lease.held) this.#leases.add(lease)
-    this.#events.emit('acquired', {
-      workId: record.workId,
-      holderId: record.holderId,
-      fencingToken: record.fencingToken,
-      record,
-      attempts,
-    })
+    if (this.#events.wants('acquired')) {
+      this.#events.emit('acquired', {
+        workId: record.workId,
+        holderId: record.holderId,
+        fencingToken: record.fencingToken,
+        record,
+        attempts,
+      })
+    }
     return lease
   }
 

@@ -11,6 +11,11 @@ export const MAX_FENCING_TOKEN = 0x7fff_ffff_ffff_ffffn
 
 // With the `u` flag a well-formed surrogate pair is one code point, so only lone halves match.
 const LONE_SURROGATE = /\p{Surrogate}/u
+// String.prototype.isWellFormed (Node.js 20+) answers the same question a few times faster.
+const isWellFormed = (String.prototype as { isWellFormed?: (this: string) => boolean }).isWellFormed
+const hasLoneSurrogate = isWellFormed
+  ? (value: string) => !isWellFormed.call(value)
+  : (value: string) => LONE_SURROGATE.test(value)
 
 function describe(value: unknown): string {
   if (value === null) return 'null'
@@ -34,7 +39,7 @@ export function validateId(name: string, value: unknown): asserts value is strin
     )
   }
   if (value.includes('\u0000')) throw new InvalidArgumentError(`${name} must not contain U+0000`)
-  if (LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${name} must not contain lone surrogates`)
+  if (hasLoneSurrogate(value)) throw new InvalidArgumentError(`${name} must not contain lone surrogates`)
 }
 
 /** Checks a ttl: a safe integer number of milliseconds in 1..{@link MAX_TTL_MS}. */
@@ -111,10 +116,30 @@ const RECORD_KEYS = ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const
 // Records this module froze itself: plain data properties, checked values, no getters and no Proxy,
 // so they cannot answer a second read differently and need no second validation. (Their Date could
 // be mutated in place, which moves nothing: backends never read expiresAt from a record.)
-const MADE_HERE = new WeakSet<object>()
-function remember(record: LeaseRecord): LeaseRecord {
-  MADE_HERE.add(record)
-  return record
+// They carry a private field, stamped on the plain object through a base constructor that returns
+// it: `#made in x` cannot be faked (a Proxy has no private fields, and nothing outside this module
+// can add this one), the record stays a plain object, and stamping costs about what a property
+// does, where adding to a WeakSet cost several times the whole record (ephemeron bookkeeping).
+class ReturnsItsArgument {
+  constructor(target: object) {
+    // biome-ignore lint/correctness/noConstructorReturn: the return is the point: it stamps `target`
+    return target
+  }
+}
+class MadeHere extends ReturnsItsArgument {
+  readonly #made = true
+  static stamp<T extends object>(target: T): T {
+    new MadeHere(target)
+    return target
+  }
+  static has(value: unknown): boolean {
+    return typeof value === 'object' && value !== null && #made in value
+  }
+}
+function remember(workId: string, holderId: string, fencingToken: bigint, expiresAtMs: number): LeaseRecord {
+  // Stamped before freezing: whether a frozen object may gain a private field is being changed in the
+  // language (it may not, in future engines), so the question never comes up.
+  return Object.freeze(MadeHere.stamp({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
 }
 
 /**
@@ -123,7 +148,7 @@ function remember(record: LeaseRecord): LeaseRecord {
  * an object whose getters answer differently on a second read never reaches the store.
  */
 export function validateRecord(record: unknown): LeaseRecord {
-  if (MADE_HERE.has(record as object)) return record as LeaseRecord
+  if (MadeHere.has(record)) return record as LeaseRecord
   if (typeof record !== 'object' || record === null) {
     throw new InvalidArgumentError(`record must be a LeaseRecord, got ${describe(record)}`)
   }
@@ -133,7 +158,7 @@ export function validateRecord(record: unknown): LeaseRecord {
   validateFencingToken(fencingToken, 'record.fencingToken')
   const expiresAtMs = dateTime(expiresAt)
   if (Number.isNaN(expiresAtMs)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
-  return remember(Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
+  return remember(workId, holderId, fencingToken, expiresAtMs)
 }
 
 /** What every validator hands the backend from the caller's options: the signal, read once. */
@@ -146,19 +171,32 @@ export interface ValidatedCallOptions {
  * never reaches the store. Returns the options read once.
  */
 export function validateCallOptions(options: unknown): ValidatedCallOptions {
-  return validateOptions(options, ['signal'])
+  const { signal } = validateOptions(options, false)
+  return signal === undefined ? {} : { signal }
 }
 
+/**
+ * Reads `options.signal` (and `options.sequence`) once each, in that order, and checks the signal.
+ * Written out rather than with readOnce and a rest pattern: every call of every backend comes
+ * through here, and the runner always passes a signal.
+ */
 function validateOptions(
   options: unknown,
-  keys: readonly ('signal' | 'sequence')[],
-): ValidatedCallOptions & { readonly sequence?: unknown } {
+  withSequence: boolean,
+): { readonly signal?: AbortSignal; readonly sequence?: unknown } {
   if (options === undefined) return {}
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
   }
-  const { signal, ...rest } = readOnce(options, keys, 'options')
-  if (signal === undefined) return rest
+  let signal: unknown
+  let sequence: unknown
+  try {
+    signal = (options as { signal?: unknown }).signal
+    if (withSequence) sequence = (options as { sequence?: unknown }).sequence
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
+  if (signal === undefined) return { sequence }
   if (
     typeof signal !== 'object' ||
     signal === null ||
@@ -168,7 +206,7 @@ function validateOptions(
     throw new InvalidArgumentError('options.signal must be an AbortSignal')
   }
   ;(signal as AbortSignal).throwIfAborted()
-  return { ...rest, signal: signal as AbortSignal }
+  return { signal: signal as AbortSignal, sequence }
 }
 
 /** What {@link validateAcquireArgs} returns: the arguments, read once. */
@@ -188,7 +226,8 @@ export function validateAcquireArgs(
   validateId('workId', workId)
   validateId('holderId', holderId)
   validateTtl(ttlMs)
-  return { workId, holderId, ttlMs, ...validateCallOptions(options) }
+  const { signal } = validateOptions(options, false)
+  return signal === undefined ? { workId, holderId, ttlMs } : { workId, holderId, ttlMs, signal }
 }
 
 /** What {@link validateRecordArgs} returns: a frozen snapshot of the record, and the options. */
@@ -228,21 +267,26 @@ export function validateCheckpointArgs(
   const snapshot = validateRecord(record)
   const bytes = validateState(state, maxStateBytes)
   validateTtl(ttlMs)
-  const { signal, sequence = nextCheckpointSequence() } = validateOptions(options, ['signal', 'sequence'])
+  const { signal, sequence = nextCheckpointSequence() } = validateOptions(options, true)
   validateCheckpointSequence(sequence)
-  return { record: snapshot, state: bytes, ttlMs, sequence, ...(signal ? { signal } : {}) }
+  return signal === undefined
+    ? { record: snapshot, state: bytes, ttlMs, sequence }
+    : { record: snapshot, state: bytes, ttlMs, sequence, signal }
 }
 
 /** Everything {@link Backend.renew} must check before its round trip. */
 export function validateRenewArgs(record: unknown, ttlMs: unknown, options: unknown): RenewArgs {
   const snapshot = validateRecord(record)
   validateTtl(ttlMs)
-  return { record: snapshot, ttlMs, ...validateCallOptions(options) }
+  const { signal } = validateOptions(options, false)
+  return signal === undefined ? { record: snapshot, ttlMs } : { record: snapshot, ttlMs, signal }
 }
 
 /** Everything {@link Backend.release} and {@link Backend.readCheckpoint} must check before their round trip. */
 export function validateRecordArgs(record: unknown, options: unknown): RecordArgs {
-  return { record: validateRecord(record), ...validateCallOptions(options) }
+  const snapshot = validateRecord(record)
+  const { signal } = validateOptions(options, false)
+  return signal === undefined ? { record: snapshot } : { record: snapshot, signal }
 }
 
 /**
@@ -261,7 +305,7 @@ export function createLeaseRecord(
       `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,
     )
   }
-  return remember(Object.freeze({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
+  return remember(workId, holderId, fencingToken, expiresAtMs)
 }
 
 /** Largest `ListOptions.limit`. */

@@ -1,0 +1,75 @@
+import { MemoryBackend } from '@worklease/memory'
+import { ErrorCode, isWorkleaseError } from '@worklease/spec'
+import { afterEach, describe, expect, test } from 'vitest'
+import { Leaser } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
+
+// Issue 19: on a store answering in microseconds, the runner's own bookkeeping is the cost of a
+// lease. An AbortSignal (and its abort) costs microseconds on Node.js 20, so a lease nobody watches
+// gets none of its own: only the backend calls that take a signal get one. Counted, never timed.
+const RealAbortController = globalThis.AbortController
+let signalsMade = 0
+
+afterEach(() => {
+  globalThis.AbortController = RealAbortController
+})
+
+function countSignals() {
+  signalsMade = 0
+  const made = new WeakSet<AbortController>()
+  globalThis.AbortController = class extends RealAbortController {
+    override get signal(): AbortSignal {
+      if (!made.has(this)) {
+        made.add(this)
+        signalsMade++
+      }
+      return super.signal
+    }
+  }
+}
+
+function setup() {
+  const time = new ManualTime()
+  const backend = new MemoryBackend({ clock: time.wall })
+  const leaser = new Leaser({ backend, ttlMs: 1_000, holderId: 'worker-a', timers: time })
+  return { time, backend, leaser }
+}
+
+describe('what a lease nobody watches costs', () => {
+  test('acquire and release make one AbortSignal: the signal the release call hands the backend', async () => {
+    const { leaser } = setup()
+    countSignals()
+    const lease = await leaser.acquire('job')
+    await lease.release()
+    expect(signalsMade).toBe(1)
+  })
+
+  test('run with a checkpoint makes one per backend call that takes a signal (checkpoint, release)', async () => {
+    const { leaser } = setup()
+    countSignals()
+    await leaser.run('job', (lease) => lease.checkpoint(new Uint8Array(8)))
+    expect(signalsMade).toBe(2)
+  })
+
+  test('a signal first read after the release is aborted with the LEASE_ENDED error later calls get', async () => {
+    const { leaser } = setup()
+    const lease = await leaser.acquire('job')
+    await lease.release()
+    const rejected = await lease.readCheckpoint().catch((error: unknown) => error)
+    expect(lease.signal.aborted).toBe(true)
+    expect(isWorkleaseError(lease.signal.reason, ErrorCode.LEASE_ENDED)).toBe(true)
+    expect(lease.signal.reason).toBe(rejected)
+    expect(lease.signal.reason.reason).toBe('released')
+  })
+
+  test('a signal read while held aborts at the release with that same error', async () => {
+    const { leaser } = setup()
+    const lease = await leaser.acquire('job')
+    const signal = lease.signal
+    expect(signal.aborted).toBe(false)
+    await lease.release()
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason.reason).toBe('released')
+    await expect(lease.checkpoint(new Uint8Array(1))).rejects.toBe(signal.reason)
+  })
+})
