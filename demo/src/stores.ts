@@ -222,7 +222,7 @@ export async function setupStores(
         const db = client.db(MONGO_DATABASE)
         const info = await client.db('admin').command({ buildInfo: 1 })
         const ferretdb = typeof info.ferretdbVersion === 'string'
-        const collection = await createLeaseCollection(db, leaseTable)
+        const { collection } = await createLeaseCollection(db, { collection: leaseTable })
         cleanups.push(async () => {
           await collection.drop()
         })
@@ -249,7 +249,7 @@ export async function setupStores(
         const tableName = `worklease-demo-${id}`
         const client = await dynamoClient(endpoint)
         cleanups.push(() => client.destroy())
-        await createDynamoTable(client, { tableName })
+        await createDynamoTable(client, { table: tableName })
         cleanups.push(async () => {
           await client.send(new DeleteTableCommand({ TableName: tableName }))
         })

@@ -163,7 +163,7 @@ export async function startServer(
       const { MongoClient } = await import('mongodb')
       const client = new MongoClient(`mongodb://127.0.0.1:${child.port}/?directConnection=true`)
       const { createLeaseCollection } = await import('@worklease/mongodb')
-      await createLeaseCollection(client.db('torture') as never, table)
+      await createLeaseCollection(client.db('torture') as never, { collection: table })
       await client.close()
       return {
         server: { ...child, notAtomic: FERRETDB_NOTE },
@@ -195,14 +195,14 @@ export async function startServer(
               .collection(table)
               .drop()
               .catch(() => undefined)
-          else await createLeaseCollection(client.db('torture') as never, table)
+          else await createLeaseCollection(client.db('torture') as never, { collection: table })
           await client.close()
         } else {
           const { client } = await dynamoFor(port)
           const { createLeaseTable } = await import('@worklease/dynamodb')
           const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb')
           if (drop) await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined)
-          else await createLeaseTable(client, { tableName: table })
+          else await createLeaseTable(client, { table })
           client.destroy()
         }
       }
@@ -231,7 +231,7 @@ export async function startServer(
       ])
       const { client } = await dynamoFor(child.port)
       const { createLeaseTable } = await import('@worklease/dynamodb')
-      await createLeaseTable(client, { tableName: table })
+      await createLeaseTable(client, { table })
       client.destroy()
       return { server: child, info: { backend, table } }
     }

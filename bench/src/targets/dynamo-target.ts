@@ -50,7 +50,7 @@ export async function openDynamoTarget(): Promise<Target> {
     })
   const admin = newClient(1)
   const tables = { worklease: `bench-worklease-${randomUUID()}`, baseline: `bench-baseline-${randomUUID()}` }
-  for (const tableName of Object.values(tables)) await createLeaseTable(admin, { tableName })
+  for (const tableName of Object.values(tables)) await createLeaseTable(admin, { table: tableName })
   return {
     name: 'dynalite',
     server: external ? `DynamoDB API at ${external}` : `dynalite ${dynaliteVersion()}`,

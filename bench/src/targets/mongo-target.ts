@@ -32,8 +32,8 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
   const ferret = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined
   const run = randomBytes(4).toString('hex')
   const names = { worklease: `worklease_${run}`, baseline: `baseline_${run}` }
-  await createLeaseCollection(admin.db(DATABASE), names.worklease)
-  await createLeaseCollection(admin.db(DATABASE), names.baseline)
+  await createLeaseCollection(admin.db(DATABASE), { collection: names.worklease })
+  await createLeaseCollection(admin.db(DATABASE), { collection: names.baseline })
   const notes = ['one MongoClient (node driver 6) per session, command monitoring on for counting']
   if (ferret) notes.push('FerretDB: findAndModifyProjection false, handler sqlite')
   return {

@@ -1,4 +1,5 @@
 export {
+  type CreatedLeaseTable,
   createLeaseTable,
   createLeaseTableMigration,
   dropLeaseTable,
