@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
-import { MongoClient } from 'mongodb'
 // The same start script the mongodb package's tests use: builds FerretDB once, caches the binary.
-import { startFerretdb } from '../../../packages/mongodb/scripts/ferretdb.mjs'
+import { startFerretdb } from '@worklease/test-servers'
+import { MongoClient } from 'mongodb'
 import type { Session, Target } from '../target.js'
 import { mongoBaseline } from './mongo-baseline.js'
 
