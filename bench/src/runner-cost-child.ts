@@ -81,7 +81,7 @@ async function openBackend(): Promise<Opened> {
       const ferret = typeof info.ferretdbVersion === 'string'
       const db = client.db('worklease_bench')
       const name = `runner_${run}`
-      await createLeaseCollection(db, name)
+      await createLeaseCollection(db, { collection: name })
       const before = count()
       return {
         backend: new MongoBackend({

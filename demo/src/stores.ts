@@ -1,10 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createRequire } from 'node:module'
-import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { dirname, join } from 'node:path'
-import { pathToFileURL } from 'node:url'
+import { join } from 'node:path'
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
 import type { MemoryStore } from '@worklease/memory'
@@ -208,10 +205,10 @@ export async function setupStores(
       case 'mongodb': {
         let url = process.env.MONGODB_URL
         if (!url) {
-          const { startFerretdb } = await import(ferretdbScript())
+          const { startFerretdb } = await import('@worklease/test-servers')
           const server = await startFerretdb({ log })
           cleanups.push(() => server.stop())
-          url = server.url as string
+          url = server.url
         }
         const [{ MongoClient }, { createLeaseCollection }] = await Promise.all([
           import('mongodb'),
@@ -222,7 +219,7 @@ export async function setupStores(
         const db = client.db(MONGO_DATABASE)
         const info = await client.db('admin').command({ buildInfo: 1 })
         const ferretdb = typeof info.ferretdbVersion === 'string'
-        const collection = await createLeaseCollection(db, leaseTable)
+        const { collection } = await createLeaseCollection(db, { collection: leaseTable })
         cleanups.push(async () => {
           await collection.drop()
         })
@@ -233,14 +230,10 @@ export async function setupStores(
       case 'dynamodb': {
         let endpoint = process.env.DYNAMODB_ENDPOINT
         if (!endpoint) {
-          const { default: dynalite } = await import('dynalite')
-          const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
-          await new Promise<void>((resolve, reject) => {
-            server.once('error', reject)
-            server.listen(0, '127.0.0.1', resolve)
-          })
-          cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())))
-          endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+          const { startDynalite } = await import('@worklease/test-servers')
+          const server = await startDynalite()
+          cleanups.push(() => server.stop())
+          endpoint = server.endpoint
         }
         const [{ DeleteTableCommand }, { createLeaseTable: createDynamoTable }] = await Promise.all([
           import('@aws-sdk/client-dynamodb'),
@@ -249,7 +242,7 @@ export async function setupStores(
         const tableName = `worklease-demo-${id}`
         const client = await dynamoClient(endpoint)
         cleanups.push(() => client.destroy())
-        await createDynamoTable(client, { tableName })
+        await createDynamoTable(client, { table: tableName })
         cleanups.push(async () => {
           await client.send(new DeleteTableCommand({ TableName: tableName }))
         })
@@ -268,13 +261,6 @@ export async function setupStores(
     await teardown()
     throw error
   }
-}
-
-/** The FerretDB start script that @worklease/mongodb's tests use (not part of its public exports). */
-function ferretdbScript(): string {
-  const require = createRequire(import.meta.url)
-  const root = dirname(require.resolve('@worklease/mongodb/package.json'))
-  return pathToFileURL(join(root, 'scripts', 'ferretdb.mjs')).href
 }
 
 /** Hides a password in a connection URL. */

@@ -1,3 +1,4 @@
+import { notSetReason } from '@worklease/test-servers'
 import { defineConfig } from 'vitest/config'
 
 // Every DynamoDB the suites run on, each a vitest project over all the test files: dynalite in
@@ -7,7 +8,7 @@ const targets = process.env.DYNAMODB_ENDPOINT ? ['endpoint'] : ['dynalite', 'dyn
 const runnable = targets.filter((name) => {
   if (name !== 'dynamodb-local' || process.env.DYNAMODB_LOCAL_ENDPOINT) return true
   console.warn(
-    '[worklease dynamodb] skipping target dynamodb-local: DYNAMODB_LOCAL_ENDPOINT is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")',
+    `[worklease dynamodb] skipping target dynamodb-local: ${notSetReason('DYNAMODB_LOCAL_ENDPOINT')}`,
   )
   return false
 })

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
-import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import type { Backend, Clock } from '@worklease/spec'
 import { childServer } from './child-server.js'
@@ -151,8 +150,7 @@ export async function startServer(
       }
     }
     case 'ferretdb': {
-      const script = createRequire(import.meta.url).resolve('@worklease/mongodb/package.json')
-      const { buildFerretdb, ferretdbArgs } = await import(join(script, '..', 'scripts', 'ferretdb.mjs'))
+      const { buildFerretdb, ferretdbArgs } = await import('@worklease/test-servers')
       const binary: string = buildFerretdb({ log: () => {} })
       const ferretDir = join(dir, 'ferretdb')
       mkdirSync(join(ferretDir, 'data'), { recursive: true })
@@ -163,7 +161,7 @@ export async function startServer(
       const { MongoClient } = await import('mongodb')
       const client = new MongoClient(`mongodb://127.0.0.1:${child.port}/?directConnection=true`)
       const { createLeaseCollection } = await import('@worklease/mongodb')
-      await createLeaseCollection(client.db('torture') as never, table)
+      await createLeaseCollection(client.db('torture') as never, { collection: table })
       await client.close()
       return {
         server: { ...child, notAtomic: FERRETDB_NOTE },
@@ -195,14 +193,14 @@ export async function startServer(
               .collection(table)
               .drop()
               .catch(() => undefined)
-          else await createLeaseCollection(client.db('torture') as never, table)
+          else await createLeaseCollection(client.db('torture') as never, { collection: table })
           await client.close()
         } else {
           const { client } = await dynamoFor(port)
           const { createLeaseTable } = await import('@worklease/dynamodb')
           const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb')
           if (drop) await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined)
-          else await createLeaseTable(client, { tableName: table })
+          else await createLeaseTable(client, { table })
           client.destroy()
         }
       }
@@ -217,21 +215,13 @@ export async function startServer(
       }
     }
     case 'dynalite': {
-      const cli = join(createRequire(import.meta.url).resolve('dynalite/package.json'), '..', 'cli.js')
-      const child = await childServer('dynalite', process.execPath, (port) => [
-        cli,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--path',
-        join(dir, 'dynalite'),
-        '--createTableMs',
-        '0',
-      ])
+      const { dynaliteArgs } = await import('@worklease/test-servers')
+      const child = await childServer('dynalite', process.execPath, (port) =>
+        dynaliteArgs({ port, path: join(dir, 'dynalite') }),
+      )
       const { client } = await dynamoFor(child.port)
       const { createLeaseTable } = await import('@worklease/dynamodb')
-      await createLeaseTable(client, { tableName: table })
+      await createLeaseTable(client, { table })
       client.destroy()
       return { server: child, info: { backend, table } }
     }

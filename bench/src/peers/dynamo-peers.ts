@@ -55,7 +55,7 @@ export async function openDynamoSides(
     dll: `${prefix}-dll`,
     dh: `${prefix}-dh`,
   }
-  await createLeaseTable(admin, { tableName: tables.worklease })
+  await createLeaseTable(admin, { table: tables.worklease })
   await admin.send(
     new CreateTableCommand({
       TableName: tables.dll,

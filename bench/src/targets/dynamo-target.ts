@@ -1,36 +1,10 @@
-import { type ChildProcess, fork } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { Agent } from 'node:http'
-import { createRequire } from 'node:module'
-import { fileURLToPath } from 'node:url'
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { createLeaseTable, DynamoBackend } from '@worklease/dynamodb'
+import { dynaliteVersion, startDynalite } from '@worklease/test-servers'
 import type { Session, Target } from '../target.js'
 import { dynamoBaseline } from './dynamo-baseline.js'
-
-async function startDynalite(): Promise<{ endpoint: string; stop(): void }> {
-  const script = fileURLToPath(new URL('../dynalite-server.mjs', import.meta.url))
-  const child: ChildProcess = fork(script, [], { stdio: ['ignore', 'pipe', 'inherit', 'ipc'] })
-  const port = await new Promise<number>((resolve, reject) => {
-    child.once('error', reject)
-    child.once('exit', (code) => reject(new Error(`dynalite exited with ${code}`)))
-    child.stdout!.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())))
-  })
-  const kill = () => child.kill('SIGKILL')
-  process.once('exit', kill)
-  return {
-    endpoint: `http://127.0.0.1:${port}`,
-    stop: () => {
-      process.removeListener('exit', kill)
-      child.kill('SIGTERM')
-    },
-  }
-}
-
-function dynaliteVersion(): string {
-  const require = createRequire(import.meta.url)
-  return (require('dynalite/package.json') as { version: string }).version
-}
 
 /**
  * dynalite in a child process on 127.0.0.1 (in memory), or the endpoint in `DYNAMODB_ENDPOINT`.
@@ -38,7 +12,7 @@ function dynaliteVersion(): string {
  */
 export async function openDynamoTarget(): Promise<Target> {
   const external = process.env.DYNAMODB_ENDPOINT
-  const server = external ? undefined : await startDynalite()
+  const server = external ? undefined : await startDynalite({ in: 'child' })
   const endpoint = external ?? server!.endpoint
   const dummy = !external || !process.env.AWS_ACCESS_KEY_ID
   const newClient = (maxSockets: number) =>
@@ -50,7 +24,7 @@ export async function openDynamoTarget(): Promise<Target> {
     })
   const admin = newClient(1)
   const tables = { worklease: `bench-worklease-${randomUUID()}`, baseline: `bench-baseline-${randomUUID()}` }
-  for (const tableName of Object.values(tables)) await createLeaseTable(admin, { tableName })
+  for (const tableName of Object.values(tables)) await createLeaseTable(admin, { table: tableName })
   return {
     name: 'dynalite',
     server: external ? `DynamoDB API at ${external}` : `dynalite ${dynaliteVersion()}`,

@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto'
 import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
-import { MongoClient } from 'mongodb'
 // The same start script the mongodb package's tests use: builds FerretDB once, caches the binary.
-import { startFerretdb } from '../../../packages/mongodb/scripts/ferretdb.mjs'
+import { startFerretdb } from '@worklease/test-servers'
+import { MongoClient } from 'mongodb'
 import type { Session, Target } from '../target.js'
 import { mongoBaseline } from './mongo-baseline.js'
 
@@ -32,8 +32,8 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
   const ferret = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined
   const run = randomBytes(4).toString('hex')
   const names = { worklease: `worklease_${run}`, baseline: `baseline_${run}` }
-  await createLeaseCollection(admin.db(DATABASE), names.worklease)
-  await createLeaseCollection(admin.db(DATABASE), names.baseline)
+  await createLeaseCollection(admin.db(DATABASE), { collection: names.worklease })
+  await createLeaseCollection(admin.db(DATABASE), { collection: names.baseline })
   const notes = ['one MongoClient (node driver 6) per session, command monitoring on for counting']
   if (ferret) notes.push('FerretDB: findAndModifyProjection false, handler sqlite')
   return {

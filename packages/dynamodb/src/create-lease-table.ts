@@ -1,37 +1,37 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
+import { InvalidArgumentError } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
-import {
-  Attr,
-  LIST_INDEX_ATTRIBUTES,
-  validateListIndex,
-  validatePartitionKey,
-  validateTableName,
-} from './lease-item.js'
+import { Attr, LIST_INDEX_ATTRIBUTES, validateListIndex, validatePartitionKey } from './lease-item.js'
+
+/** The table {@link createLeaseTable} creates unless told otherwise. */
+export const DEFAULT_LEASE_TABLE = 'worklease_leases'
 
 /** Options of {@link createLeaseTable}. */
 export interface CreateLeaseTableOptions {
   /**
-   * Name of the table to create.
+   * Name of the table to create; `DynamoBackend` takes it as `tableName` (the helper's result carries
+   * it there). Default: `'worklease_leases'`.
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases' })
+   * await createLeaseTable(client, { table: 'leases' })
    * ```
    */
-  tableName: string
+  table?: string
   /**
    * Name of the string partition key attribute; pass the same to `DynamoBackend`. Default: `'workId'`.
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases', partitionKey: 'pk' })
+   * await createLeaseTable(client, { table: 'leases', partitionKey: 'pk' })
    * ```
    */
   partitionKey?: string
   /**
    * Succeed without creating anything when the table already exists (it is not checked to have the
-   * right key schema). Default: `false`, so an existing table is an error from DynamoDB.
+   * right key schema), so the helper is safe to call at every start. Default: `true`; `false` makes an
+   * existing table DynamoDB's `ResourceInUseException`.
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases', ifNotExists: true })
+   * await createLeaseTable(client, { table: 'leases', ifNotExists: false }) // throws if it exists
    * ```
    */
   ifNotExists?: boolean
@@ -46,7 +46,7 @@ export interface CreateLeaseTableOptions {
    * 1 000 writes a second; beyond that DynamoDB throttles the table's writes too). See the README.
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases', listIndex: 'worklease-list' })
+   * await createLeaseTable(client, { table: 'leases', listIndex: 'worklease-list' })
    * ```
    */
   listIndex?: string
@@ -54,7 +54,7 @@ export interface CreateLeaseTableOptions {
    * How long to wait for the table to become `ACTIVE`, in milliseconds. Default: 300 000.
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases', timeoutMs: 60_000 })
+   * await createLeaseTable(client, { table: 'leases', timeoutMs: 60_000 })
    * ```
    */
   timeoutMs?: number
@@ -62,10 +62,38 @@ export interface CreateLeaseTableOptions {
    * Gives up waiting (the table may still be created).
    *
    * ```ts
-   * await createLeaseTable(client, { tableName: 'leases', signal: AbortSignal.timeout(30_000) })
+   * await createLeaseTable(client, { table: 'leases', signal: AbortSignal.timeout(30_000) })
    * ```
    */
   signal?: AbortSignal
+}
+
+/** What {@link createLeaseTable} returns: the `DynamoBackend` options that reach the table it made. */
+export interface CreatedLeaseTable {
+  /**
+   * The table's name, as `DynamoBackend` takes it.
+   *
+   * ```ts
+   * const backend = new DynamoBackend({ client, ...(await createLeaseTable(client, { table: 'leases' })) })
+   * ```
+   */
+  tableName: string
+  /**
+   * The partition key attribute the table was created with.
+   *
+   * ```ts
+   * const { partitionKey } = await createLeaseTable(client, { partitionKey: 'pk' }) // 'pk'
+   * ```
+   */
+  partitionKey: string
+  /**
+   * The list index, when one was asked for.
+   *
+   * ```ts
+   * const { listIndex } = await createLeaseTable(client, { listIndex: 'worklease-list' })
+   * ```
+   */
+  listIndex?: string
 }
 
 /**
@@ -99,31 +127,41 @@ export function listIndexDefinition(listIndex: string, partitionKey = 'workId') 
 
 /**
  * Creates a lease table with on-demand billing (a string partition key, and the list index if
- * `listIndex` is given) and waits until it is `ACTIVE`. Do not enable DynamoDB's Time to Live on it: deleting an expired item would reset
- * its workId's fencing tokens.
+ * `listIndex` is given) unless it exists, waits until it is `ACTIVE`, and returns the `DynamoBackend`
+ * options that reach it. Shaped like every driver's set-up helper: `(client, options)`, the name in
+ * `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`. Do not enable
+ * DynamoDB's Time to Live on it: deleting an expired item would reset its workId's fencing tokens.
  *
  * ```ts
  * import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
- * import { createLeaseTable } from '@worklease/dynamodb'
+ * import { createLeaseTable, DynamoBackend } from '@worklease/dynamodb'
  *
- * await createLeaseTable(new DynamoDBClient({}), { tableName: 'leases' })
+ * const client = new DynamoDBClient({})
+ * const backend = new DynamoBackend({ client, ...(await createLeaseTable(client, { table: 'leases' })) })
  * ```
  */
 export async function createLeaseTable(
   client: DynamoClient,
-  options: CreateLeaseTableOptions,
-): Promise<void> {
+  options: CreateLeaseTableOptions = {},
+): Promise<CreatedLeaseTable> {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options must be an object')
+  }
   const {
-    tableName,
+    table: tableName = DEFAULT_LEASE_TABLE,
     partitionKey = 'workId',
-    ifNotExists = false,
+    ifNotExists = true,
     listIndex,
     timeoutMs = 300_000,
     signal,
   } = options
-  validateTableName(tableName)
+  if (typeof tableName !== 'string' || tableName.length === 0) {
+    throw new InvalidArgumentError('options.table must be a non-empty string')
+  }
   validatePartitionKey(partitionKey)
   validateListIndex(listIndex)
+  if (typeof ifNotExists !== 'boolean')
+    throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   const sendOptions = signal ? { abortSignal: signal } : undefined
   try {
     await client.send(
@@ -148,7 +186,9 @@ export async function createLeaseTable(
   const deadline = Date.now() + timeoutMs
   for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 2_000)) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }), sendOptions)
-    if (Table?.TableStatus === 'ACTIVE') return
+    if (Table?.TableStatus === 'ACTIVE') {
+      return { tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
+    }
     if (Date.now() + delayMs > deadline) {
       throw new Error(`table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`)
     }

@@ -1,4 +1,10 @@
-export { type CreateLeaseTableOptions, createLeaseTable, listIndexDefinition } from './create-lease-table.js'
+export {
+  type CreatedLeaseTable,
+  type CreateLeaseTableOptions,
+  createLeaseTable,
+  DEFAULT_LEASE_TABLE,
+  listIndexDefinition,
+} from './create-lease-table.js'
 export { DynamoBackend, type DynamoBackendOptions } from './dynamo-backend.js'
 export type { DynamoClient } from './dynamo-client.js'
 export { type FenceConditionOptions, type FenceExpression, fenceCondition } from './fence-condition.js'

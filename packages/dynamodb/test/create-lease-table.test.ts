@@ -12,7 +12,10 @@ afterAll(() => client.destroy())
 
 test('creates an on-demand table keyed by the partition key, ACTIVE when it returns', async () => {
   const tableName = uniqueTableName()
-  await createLeaseTable(client, { tableName, partitionKey: 'pk' })
+  expect(await createLeaseTable(client, { table: tableName, partitionKey: 'pk' })).toEqual({
+    tableName,
+    partitionKey: 'pk',
+  })
   created.push(tableName)
   const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }))
   expect(Table?.TableStatus).toBe('ACTIVE')
@@ -36,7 +39,9 @@ test('creates an on-demand table keyed by the partition key, ACTIVE when it retu
 
 test('with listIndex, a global index keyed by listKey and the workId that projects no state', async () => {
   const tableName = uniqueTableName()
-  await createLeaseTable(client, { tableName, partitionKey: 'pk', listIndex: 'worklease-list' })
+  expect(
+    await createLeaseTable(client, { table: tableName, partitionKey: 'pk', listIndex: 'worklease-list' }),
+  ).toEqual({ tableName, partitionKey: 'pk', listIndex: 'worklease-list' })
   created.push(tableName)
   const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }))
   expect(Table?.AttributeDefinitions).toEqual([
@@ -57,15 +62,22 @@ test('with listIndex, a global index keyed by listKey and the workId that projec
       NonKeyAttributes: ['fencingToken', 'holderId', 'expiresAt', 'released', 'stateBytes'],
     },
   })
-  await expect(createLeaseTable(client, { tableName: 'x', listIndex: '' })).rejects.toThrow(/listIndex/)
+  await expect(createLeaseTable(client, { table: 'x', listIndex: '' })).rejects.toThrow(/listIndex/)
 })
 
-test('an existing table is an error unless ifNotExists', async () => {
+test('an existing table is left in place, or an error with ifNotExists: false', async () => {
   const tableName = uniqueTableName()
-  await createLeaseTable(client, { tableName })
+  await createLeaseTable(client, { table: tableName })
   created.push(tableName)
-  await expect(createLeaseTable(client, { tableName })).rejects.toMatchObject({
+  expect(await createLeaseTable(client, { table: tableName })).toEqual({ tableName, partitionKey: 'workId' })
+  await expect(createLeaseTable(client, { table: tableName, ifNotExists: false })).rejects.toMatchObject({
     name: 'ResourceInUseException',
   })
-  await createLeaseTable(client, { tableName, ifNotExists: true })
+})
+
+test('bad options are refused before any request', async () => {
+  await expect(createLeaseTable(client, { table: '' })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+  await expect(createLeaseTable(client, { ifNotExists: 'yes' as unknown as boolean })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+  })
 })

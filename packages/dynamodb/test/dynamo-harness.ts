@@ -71,7 +71,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
   const tableName = uniqueTableName()
   const { partitionKey } = options
   await createLeaseTable(admin, {
-    tableName,
+    table: tableName,
     listIndex: TEST_LIST_INDEX,
     ...(partitionKey ? { partitionKey } : {}),
   })

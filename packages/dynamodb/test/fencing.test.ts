@@ -31,7 +31,7 @@ beforeEach(async () => {
   admin = newClient()
   tableName = uniqueTableName()
   // A table keyed by a string `id`, like the lease table's; createLeaseTable waits until it is ACTIVE.
-  await createLeaseTable(admin, { tableName, partitionKey: 'id' })
+  await createLeaseTable(admin, { table: tableName, partitionKey: 'id' })
 })
 afterEach(async () => {
   for (const client of clients.splice(0)) client.destroy()

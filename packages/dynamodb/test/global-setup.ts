@@ -1,5 +1,4 @@
-import type { AddressInfo } from 'node:net'
-import dynalite from 'dynalite'
+import { startDynalite } from '@worklease/test-servers'
 import type { TestProject } from 'vitest/node'
 
 declare module 'vitest' {
@@ -30,14 +29,9 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     return undefined
   }
   // Tables become ACTIVE at once: every test case creates its own.
-  const server = dynalite({ createTableMs: 0, deleteTableMs: 0, updateTableMs: 0 })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', resolve)
-  })
-  const { port } = server.address() as AddressInfo
-  project.provide('dynamoEndpoint', `http://127.0.0.1:${port}`)
+  const server = await startDynalite({ in: 'process' })
+  project.provide('dynamoEndpoint', server.endpoint)
   project.provide('dynamoIsDynalite', true)
-  console.log(`dynamodb tests (${project.name}): dynalite on 127.0.0.1:${port} (in memory)`)
-  return () => new Promise<void>((resolve) => server.close(() => resolve()))
+  console.log(`dynamodb tests (${project.name}): dynalite on 127.0.0.1:${server.port} (in memory)`)
+  return () => server.stop()
 }

@@ -1,3 +1,4 @@
+import { InvalidArgumentError } from '@worklease/spec'
 import { type Kysely, type Migration, sql } from 'kysely'
 import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
 import { familyOf } from './table-family.js'
@@ -23,6 +24,28 @@ export interface LeaseTableOptions {
    * ```
    */
   dialect?: LeaseDialect
+  /**
+   * Leave an existing table in place (and bring it up to date) instead of failing. Default: `true`, so
+   * the helper is safe to call at every start; `false` makes an existing table the database's error.
+   * Ignored by {@link dropLeaseTable}.
+   *
+   * ```ts
+   * await createLeaseTable(db, { table: 'leases', ifNotExists: false }) // throws if it exists
+   * ```
+   */
+  ifNotExists?: boolean
+}
+
+/** What {@link createLeaseTable} returns: the `KyselyBackend` options that reach the table it made. */
+export interface CreatedLeaseTable {
+  /**
+   * The table's name, as `KyselyBackend` takes it.
+   *
+   * ```ts
+   * const backend = new KyselyBackend({ db, ...(await createLeaseTable(db, { table: 'leases' })) })
+   * ```
+   */
+  table: string
 }
 
 // Column types per family, and why:
@@ -34,11 +57,12 @@ export interface LeaseTableOptions {
 //   one holder; 1020 bytes hold 255 UTF-16 code units of UTF-8. SQLite: TEXT's default BINARY collation.
 // - checkpoint_seq: the largest checkpoint sequence stored for the current token (0 after acquire), a
 //   positive safe integer, so a 64-bit column; a checkpoint not above it stores no state.
-function createTableSql(family: DialectFamily, table: string) {
+function createTableSql(family: DialectFamily, table: string, ifNotExists: boolean) {
   const name = sql.table(table)
+  const create = sql.raw(ifNotExists ? 'CREATE TABLE IF NOT EXISTS' : 'CREATE TABLE')
   switch (family) {
     case 'postgres':
-      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+      return sql`${create} ${name} (
   work_id varchar(255) COLLATE "C" NOT NULL PRIMARY KEY,
   token bigint NOT NULL CHECK (token >= 1),
   holder varchar(255) COLLATE "C" NOT NULL,
@@ -49,7 +73,7 @@ function createTableSql(family: DialectFamily, table: string) {
   state bytea
 )`
     case 'mysql':
-      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+      return sql`${create} ${name} (
   work_id VARBINARY(1020) NOT NULL PRIMARY KEY,
   token BIGINT NOT NULL,
   holder VARBINARY(1020) NOT NULL,
@@ -60,7 +84,7 @@ function createTableSql(family: DialectFamily, table: string) {
   state LONGBLOB NULL
 ) ENGINE=InnoDB`
     case 'sqlite':
-      return sql`CREATE TABLE IF NOT EXISTS ${name} (
+      return sql`${create} ${name} (
   work_id TEXT NOT NULL PRIMARY KEY,
   token INTEGER NOT NULL CHECK (typeof(token) = 'integer' AND token >= 1),
   holder TEXT NOT NULL,
@@ -74,20 +98,29 @@ function createTableSql(family: DialectFamily, table: string) {
 }
 
 /**
- * Creates the lease table if it does not exist, with the right column types for the database, and
- * brings a table created by an older version up to date (see {@link upgradeLeaseTable}).
+ * Creates the lease table if it does not exist, with the right column types for the database, brings a
+ * table created by an older version up to date (see {@link upgradeLeaseTable}), and returns the
+ * `KyselyBackend` options that reach it. Shaped like every driver's set-up helper: `(client, options)`,
+ * the name in `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`.
  *
  * ```ts
  * await createLeaseTable(db)                              // worklease_leases, flavour detected
  * await createLeaseTable(db, { table: 'leases', dialect: 'mysql' })
+ * const backend = new KyselyBackend({ db, ...(await createLeaseTable(db, { table: 'jobs.leases' })) })
  * ```
  */
-export async function createLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
-  const { table = DEFAULT_TABLE, dialect } = options
+export async function createLeaseTable(
+  db: Kysely<any>,
+  options: LeaseTableOptions = {},
+): Promise<CreatedLeaseTable> {
+  const { table = DEFAULT_TABLE, dialect, ifNotExists = true } = options
   validateTableName(table)
-  await createTableSql(familyOf(db, dialect), table).execute(db.withoutPlugins())
+  if (typeof ifNotExists !== 'boolean')
+    throw new InvalidArgumentError('options.ifNotExists must be a boolean')
+  await createTableSql(familyOf(db, dialect), table, ifNotExists).execute(db.withoutPlugins())
   // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
-  await upgradeLeaseTable(db, options)
+  if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
+  return { table }
 }
 
 /**
@@ -118,7 +151,9 @@ export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions
 export function createLeaseTableMigration(options: LeaseTableOptions = {}): Migration {
   validateTableName(options.table ?? DEFAULT_TABLE)
   return {
-    up: (db) => createLeaseTable(db, options),
+    up: async (db) => {
+      await createLeaseTable(db, options)
+    },
     down: (db) => dropLeaseTable(db, options),
   }
 }

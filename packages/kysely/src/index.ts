@@ -1,4 +1,5 @@
 export {
+  type CreatedLeaseTable,
   createLeaseTable,
   createLeaseTableMigration,
   dropLeaseTable,
@@ -6,6 +7,13 @@ export {
 } from './create-lease-table.js'
 export { KyselyBackend, type KyselyBackendOptions } from './kysely-backend.js'
 export type { DialectFamily, LeaseDialect } from './lease-dialect.js'
-export { type FencedUpsert, SqlFence, type SqlFenceOptions } from './sql-fence.js'
+export {
+  type FenceColumn,
+  type FencedUpsert,
+  type FenceRow,
+  type FenceTable,
+  SqlFence,
+  type SqlFenceOptions,
+} from './sql-fence.js'
 export { DEFAULT_TABLE, validateTableName } from './table-name.js'
 export { upgradeLeaseTable } from './upgrade-lease-table.js'

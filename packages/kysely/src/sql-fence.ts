@@ -3,18 +3,73 @@ import { type Kysely, type RawBuilder, type SqlBool, sql, type UpdateQueryBuilde
 import { type DialectFamily, detectFamily, LEASE_DIALECTS, type LeaseDialect } from './lease-dialect.js'
 import { tokenSql } from './token-sql.js'
 
+/** `true` for `any`: a `Kysely<any>` gets today's untyped fence. */
+type IsAny<T> = 0 extends 1 & T ? true : false
+
+/**
+ * A column of any table of `DB` (any string without a database type): what
+ * {@link SqlFenceOptions.column} may name.
+ *
+ * ```ts
+ * type Columns = FenceColumn<{ orders: { id: number; fencing_token: bigint | null } }> // 'id' | 'fencing_token'
+ * ```
+ */
+export type FenceColumn<DB> =
+  IsAny<DB> extends true ? string : { [T in keyof DB]: keyof DB[T] & string }[keyof DB]
+
+/**
+ * The tables of `DB` that have the fence column `C` (any string without a database type): what
+ * {@link SqlFence.upsert} and {@link SqlFence.update} may write.
+ *
+ * ```ts
+ * type Fenced = FenceTable<Database, 'fencing_token'> // 'orders', not 'audit_log' (no fencing_token)
+ * ```
+ */
+export type FenceTable<DB, C extends string> =
+  IsAny<DB> extends true
+    ? string
+    : { [T in keyof DB & string]: C extends keyof DB[T] ? T : never }[keyof DB & string]
+
+/**
+ * Some columns of table `T` of `DB`, each with any value (any record without a database type): the
+ * shape of {@link FencedUpsert.key} and {@link FencedUpsert.values}, so a misspelled column is a
+ * compile error.
+ *
+ * ```ts
+ * const key: FenceRow<Database, 'orders'> = { id: 7 }
+ * ```
+ */
+export type FenceRow<DB, T extends string> =
+  IsAny<DB> extends true ? Record<string, unknown> : { [C in keyof DB[T & keyof DB]]?: unknown }
+
+/**
+ * `unknown` when the table the update `Q` writes (by its name or alias, in the query's own view of the
+ * database) has the fence column `C`, else `never`, which refuses the argument: the fence cannot be
+ * added to a table without its column. Without a database type every update passes.
+ */
+type OnFencedTable<Q, C extends string> =
+  Q extends UpdateQueryBuilder<infer QDB, infer UT, any, any>
+    ? IsAny<QDB> extends true
+      ? unknown
+      : C extends keyof QDB[UT]
+        ? unknown
+        : never
+    : never
+
 /** Options of {@link SqlFence}. */
-export interface SqlFenceOptions {
+export interface SqlFenceOptions<DB = any, C extends string = string> {
   /**
    * The column of your table that holds the highest fencing token written to each row: a nullable
    * `bigint` (PostgreSQL), `BIGINT` (MySQL/MariaDB) or `INTEGER` (SQLite). A row whose column is `NULL`
-   * has never been written under a lease and accepts any token. Default: `'fencing_token'`.
+   * has never been written under a lease and accepts any token. Default: `'fencing_token'`. With a
+   * typed `Kysely<DB>`, a column of one of `DB`'s tables (a misspelling is a compile error), and only
+   * the tables that have it can be written through the fence.
    *
    * ```ts
    * const fence = new SqlFence(db, { column: 'lease_token' })
    * ```
    */
-  column?: string
+  column?: IsAny<DB> extends true ? C : C & FenceColumn<DB>
   /**
    * The SQL flavour, as in {@link KyselyBackendOptions.dialect}. Default: detected from Kysely's dialect
    * adapter. `'mysql'` and `'mariadb'` produce the same statements here.
@@ -26,8 +81,11 @@ export interface SqlFenceOptions {
   dialect?: LeaseDialect
 }
 
-/** What {@link SqlFence.upsert} writes. */
-export interface FencedUpsert {
+/**
+ * What {@link SqlFence.upsert} writes. With a typed `Kysely<DB>`, `table` is one of `DB`'s tables that
+ * has the fence column and `key` and `values` name its columns: a misspelling is a compile error.
+ */
+export interface FencedUpsert<DB = any, T extends string = string> {
   /**
    * Your table (optionally `schema.table`).
    *
@@ -35,7 +93,7 @@ export interface FencedUpsert {
    * await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42 }, token })
    * ```
    */
-  table: string
+  table: T
   /**
    * The row's key: the columns of its primary key or of a unique index (PostgreSQL and SQLite name them
    * as the conflict target; MySQL uses whichever unique key the insert collides with). Inserted with
@@ -45,7 +103,7 @@ export interface FencedUpsert {
    * await fence.upsert({ table: 'order_lines', key: { order_id: 7, line: 2 }, values: { qty: 3 }, token })
    * ```
    */
-  key: Record<string, unknown>
+  key: FenceRow<DB, T>
   /**
    * The other columns to write, inserted or updated. The fence column is added by the fence.
    *
@@ -53,7 +111,7 @@ export interface FencedUpsert {
    * await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42, status: 'paid' }, token })
    * ```
    */
-  values: Record<string, unknown>
+  values: FenceRow<DB, T>
   /**
    * The writer's fencing token (`record.fencingToken`), an exact `bigint` in `1n..2n ** 63n - 1n`.
    *
@@ -69,7 +127,7 @@ export interface FencedUpsert {
    * await db.transaction().execute((trx) => fence.upsert({ db: trx, table: 'orders', key: { id: 7 }, values: {}, token }))
    * ```
    */
-  db?: Kysely<any>
+  db?: Kysely<DB>
 }
 
 /**
@@ -90,6 +148,10 @@ export interface FencedUpsert {
  * Tokens travel as decimal text and are `CAST` on the server, as the lease statements do, so tokens
  * above 2^53 compare exactly on every database.
  *
+ * Given a typed `Kysely<DB>`, the fence is typed by it: the fence column must be a column of `DB`, and
+ * `upsert` and `update` accept only the tables that have it, with `key` and `values` checked column by
+ * column. With `Kysely<any>` every name is a plain string, as before.
+ *
  * ```ts
  * import { SqlFence } from '@worklease/kysely'
  *
@@ -101,16 +163,16 @@ export interface FencedUpsert {
  * if (!landed) return // a newer holder has written: stop working on this unit
  * ```
  */
-export class SqlFence {
+export class SqlFence<DB = any, C extends string = 'fencing_token'> {
   /** The fence column's name. */
-  readonly column: string
+  readonly column: C
   /** The SQL family in use: `'postgres'`, `'mysql'` (MySQL and MariaDB) or `'sqlite'`. */
   readonly family: DialectFamily
   readonly #db: Kysely<any>
   /** MySQL family: whether the server takes a row alias in upserts (MySQL >= 8.0.19; not MariaDB). */
   #rowAlias: Promise<boolean> | undefined
 
-  constructor(db: Kysely<any>, options: SqlFenceOptions = {}) {
+  constructor(db: Kysely<DB>, options: SqlFenceOptions<DB, C> = {}) {
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('db must be a Kysely instance')
     }
@@ -128,9 +190,9 @@ export class SqlFence {
         `cannot tell the SQL flavour of this Kysely dialect; pass options.dialect (${LEASE_DIALECTS.join(', ')})`,
       )
     }
-    this.column = column
+    this.column = column as C
     this.family = family
-    this.#db = db
+    this.#db = db as Kysely<any>
     if (dialect === 'mariadb') this.#rowAlias = Promise.resolve(false)
   }
 
@@ -180,8 +242,11 @@ export class SqlFence {
    * const landed = await fence.update(db.updateTable('orders').set({ total: 42 }).where('id', '=', 7), token)
    * ```
    */
-  async update(query: UpdateQueryBuilder<any, any, any, any>, token: bigint): Promise<boolean> {
-    const result = await query
+  async update<Q extends UpdateQueryBuilder<any, any, any, any>>(
+    query: Q & OnFencedTable<Q, C>,
+    token: bigint,
+  ): Promise<boolean> {
+    const result = await (query as UpdateQueryBuilder<any, any, any, any>)
       .set(sql.ref(this.column) as any, this.value(token))
       .where(this.condition(token))
       .executeTakeFirst()
@@ -195,7 +260,10 @@ export class SqlFence {
    * await fence.updateOrThrow(db.updateTable('orders').set({ total: 42 }).where('id', '=', 7), token)
    * ```
    */
-  async updateOrThrow(query: UpdateQueryBuilder<any, any, any, any>, token: bigint): Promise<void> {
+  async updateOrThrow<Q extends UpdateQueryBuilder<any, any, any, any>>(
+    query: Q & OnFencedTable<Q, C>,
+    token: bigint,
+  ): Promise<void> {
     if (!(await this.update(query, token))) {
       throw new FencedError(
         'the fenced update matched no row: a newer fencing token has written, or the row does not exist',
@@ -221,8 +289,8 @@ export class SqlFence {
    * const landed = await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42 }, token })
    * ```
    */
-  async upsert(write: FencedUpsert): Promise<boolean> {
-    const { table, key, values, token } = write
+  async upsert<T extends FenceTable<DB, C>>(write: FencedUpsert<DB, T>): Promise<boolean> {
+    const { table, key, values, token } = write as FencedUpsert
     if (typeof table !== 'string' || table.length === 0) {
       throw new InvalidArgumentError('table must be a non-empty string')
     }
@@ -236,7 +304,7 @@ export class SqlFence {
     if (valueColumns.some((column) => keyColumns.includes(column))) {
       throw new InvalidArgumentError('values must not repeat a key column')
     }
-    const db = write.db ?? this.#db
+    const db = (write.db as Kysely<any> | undefined) ?? this.#db
     if (this.family === 'mysql') {
       const tokenValue = this.value(token) // validated before anything is sent
       const rowAlias = await this.#usesRowAlias(db)
@@ -306,7 +374,7 @@ export class SqlFence {
    * await fence.upsertOrThrow({ table: 'orders', key: { id: 7 }, values: { total: 42 }, token })
    * ```
    */
-  async upsertOrThrow(write: FencedUpsert): Promise<void> {
+  async upsertOrThrow<T extends FenceTable<DB, C>>(write: FencedUpsert<DB, T>): Promise<void> {
     if (!(await this.upsert(write))) {
       throw new FencedError('the fenced upsert was refused: a newer fencing token has written this row')
     }

@@ -305,6 +305,23 @@ for (const target of TARGETS) {
       expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('second'), cleanHandoff: true })
     })
 
+    test('createLeaseTable returns the backend options and keeps an existing table unless ifNotExists: false', async () => {
+      const { admin, table } = h.storage
+      // The harness created the table; again is a no-op that hands back what KyselyBackend needs.
+      const created = await createLeaseTable(admin, { table })
+      expect(created).toEqual({ table })
+      await h.open().acquire('kept', 'a', HOUR)
+      const error = await createLeaseTable(admin, { table, ifNotExists: false }).then(
+        () => undefined,
+        (reason: unknown) => reason,
+      )
+      expect(error).toBeInstanceOf(Error)
+      expect(await rows(h, family)).toHaveLength(1)
+      expect(await code(createLeaseTable(admin, { table, ifNotExists: 1 as unknown as boolean }))).toBe(
+        'INVALID_ARGUMENT',
+      )
+    })
+
     test('concurrent acquirers over separate connections: exactly one winner', async () => {
       const backends = [h.open(), h.open(), h.open()]
       const results = await Promise.allSettled(

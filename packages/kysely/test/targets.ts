@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { genuineServers, notSetReason } from '@worklease/test-servers'
 import Database from 'better-sqlite3'
 import { Kysely, type LogEvent, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
@@ -11,8 +12,7 @@ import type { LeaseDialect } from '../src/index.js'
 export const POSTGRES_URL = process.env.POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 export const MYSQL_URL = process.env.MYSQL_URL ?? 'mysql://root@127.0.0.1:3306/test'
 // The genuine servers of scripts/servers.sh; no default: without them their targets are skipped.
-export const MYSQL97_URL = process.env.MYSQL97_URL
-export const POSTGRES18_URL = process.env.POSTGRES18_URL
+export const { mysql97: MYSQL97_URL, postgres18: POSTGRES18_URL } = genuineServers()
 
 export type DialectFilter = 'postgres' | 'mysql' | 'sqlite'
 type Logger = (event: LogEvent) => void
@@ -116,9 +116,7 @@ function serverTarget(
     filter: dialect === 'mariadb' ? 'mysql' : (dialect as DialectFilter),
     dialect,
     url,
-    unavailable: url
-      ? undefined
-      : `${variable} is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")`,
+    unavailable: url ? undefined : notSetReason(variable),
     async storage() {
       if (!url) throw new Error(`target ${name}: ${variable} is not set`)
       const make_ = (log?: Logger) => make(log, url)

@@ -1,6 +1,8 @@
 export {
+  type CreatedLeaseCollection,
   createLeaseCollection,
   DEFAULT_LEASE_COLLECTION,
+  type LeaseCollectionOptions,
   type LeaseDatabase,
 } from './create-lease-collection.js'
 export { type FenceOptions, fenceFilter } from './fence-filter.js'

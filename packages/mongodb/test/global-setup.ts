@@ -1,6 +1,6 @@
+import { startFerretdb } from '@worklease/test-servers'
 import { MongoClient } from 'mongodb'
 import type { TestProject } from 'vitest/node'
-import { startFerretdb } from '../scripts/ferretdb.mjs'
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -326,10 +326,18 @@ test('createLeaseCollection is idempotent', async () => {
   try {
     const db = client.db(TEST_DATABASE)
     const name = `lease_create_${Date.now()}`
-    const first = await createLeaseCollection(db, name)
-    const second = await createLeaseCollection(db, name)
-    expect(second.collectionName).toBe(first.collectionName)
+    const { collection: first } = await createLeaseCollection(db, { collection: name })
+    const { collection: second } = await createLeaseCollection(db, { collection: name })
+    expect(second.collectionName).toBe(name)
+    expect(first.collectionName).toBe(name)
+    // ifNotExists: false makes the existing collection the server's error (NamespaceExists).
+    await expect(createLeaseCollection(db, { collection: name, ifNotExists: false })).rejects.toMatchObject({
+      code: 48,
+    })
     await first.drop()
+    await expect(createLeaseCollection(db, { collection: '' })).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
   } finally {
     await client.close()
   }

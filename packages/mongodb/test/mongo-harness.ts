@@ -63,7 +63,7 @@ export function mongoHarnessFactory(extra: Partial<MongoBackendOptions> = {}): (
   return async () => {
     const admin = new MongoClient(url)
     const name = `lease_${randomUUID().replaceAll('-', '')}`
-    const collection = await createLeaseCollection(admin.db(TEST_DATABASE), name)
+    const { collection } = await createLeaseCollection(admin.db(TEST_DATABASE), { collection: name })
     const opened: { client: MongoClient; commands: () => string[] }[] = []
     return {
       collection,

@@ -2,10 +2,11 @@
 // Builds (once) and starts FerretDB v1.24.2, the MongoDB wire-protocol server the tests run against
 // when neither MONGODB_URL nor FERRETDB2_URL is set. No MongoDB server is needed on the machine; only
 // Go, which fetches FerretDB's source from the Go module proxy on the first build. It also builds
-// FerretDB v2.7.0 for scripts/servers.sh, which runs it on PostgreSQL 18 with DocumentDB.
+// FerretDB v2.7.0 for servers.sh, which runs it on PostgreSQL 18 with DocumentDB.
 //
-//   node scripts/ferretdb.mjs build [version]   builds or reuses the cached binary, prints its path
-//   node scripts/ferretdb.mjs start             starts a throwaway v1.24.2, prints its URL, stops on Ctrl-C
+//   node src/ferretdb.mjs build [version]   builds or reuses the cached binary, prints its path
+//   node src/ferretdb.mjs start             starts a throwaway v1.24.2, prints its URL, stops on Ctrl-C
+// (also `pnpm --filter @worklease/test-servers ferretdb:build` and `ferretdb:start`)
 import { spawn, spawnSync } from 'node:child_process'
 import {
   chmodSync,
@@ -214,7 +215,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
     process.once('SIGINT', shutdown)
     process.once('SIGTERM', shutdown)
   } else {
-    console.error('usage: node scripts/ferretdb.mjs build [version] | start')
+    console.error('usage: node src/ferretdb.mjs build [version] | start')
     process.exit(2)
   }
 }

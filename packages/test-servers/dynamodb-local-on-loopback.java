@@ -4,7 +4,7 @@
 // starting it. Run as a single source file (Java 11+), so nothing is compiled into the repository:
 //
 //   java -Djava.library.path=<dir>/DynamoDBLocal_lib -cp <dir>/DynamoDBLocal.jar \
-//     scripts/dynamodb-local-on-loopback.java -inMemory -sharedDb -port 8001
+//     packages/test-servers/dynamodb-local-on-loopback.java -inMemory -sharedDb -port 8001
 import java.lang.reflect.Field;
 import org.eclipse.jetty.server.Connector;
 import org.eclipse.jetty.server.Server;

@@ -1,6 +1,6 @@
 export declare const FERRETDB_VERSION: string
-export declare function ferretdbBinaryPath(): string
-export declare function buildFerretdb(options?: { log?: (message: string) => void }): string
+export declare function ferretdbBinaryPath(version?: string): string
+export declare function buildFerretdb(options?: { version?: string; log?: (message: string) => void }): string
 export interface FerretdbServer {
   readonly url: string
   readonly port: number

@@ -1,0 +1,16 @@
+export {
+  type DynaliteServer,
+  dynaliteArgs,
+  dynaliteCliPath,
+  dynaliteVersion,
+  startDynalite,
+} from './dynalite.mjs'
+export {
+  buildFerretdb,
+  FERRETDB_VERSION,
+  type FerretdbServer,
+  ferretdbArgs,
+  ferretdbBinaryPath,
+  startFerretdb,
+} from './ferretdb.mjs'
+export { GENUINE_SERVERS, type GenuineServer, genuineServers, notSetReason } from './genuine-servers.mjs'
