@@ -205,6 +205,21 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     })
   }
 
+  /**
+   * Joins again after losing the membership lease. A member that renewed too late loses it at its
+   * local deadline while the store still shows it under this holderId for up to a ttl more: the others
+   * count this member meanwhile, so it goes on rebalancing (and tries to join again at the next one)
+   * rather than fail every rebalance until that lease expires.
+   */
+  async #rejoin(): Promise<void> {
+    try {
+      await this.#join(false)
+    } catch (error) {
+      // Only this holderId takes this member's key: whoever holds it is this member's lost lease.
+      if (!isLeaseHeldError(error)) throw error
+    }
+  }
+
   #schedule(): void {
     if (this.#closed.signal.aborted) return
     const delay = this.#intervalMs * (1 - 0.2 * this.#options.random())
@@ -223,7 +238,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (this.#closed.signal.aborted) return
     const { leaser, planner } = this.#options
     try {
-      if (!this.#membership?.held) await this.#join(false)
+      if (!this.#membership?.held) await this.#rejoin()
       const wanted = await this.#wanted()
       const group = await readGroup(leaser.backend, this.#keys, this.#closed.signal)
       const wantedSet = new Set(wanted)
