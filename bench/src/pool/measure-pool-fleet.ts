@@ -36,6 +36,9 @@ export interface PoolPhaseResult {
   /** Leases the store showed held, by live members, once quiet; and how many disagreed with the reports. */
   readonly storeHeld: number
   readonly storeMismatches: number
+  /** Unit leases the members lost during the phase (renewed too late), and the longest any member's event loop stalled. */
+  readonly losses: number
+  readonly maxEventLoopDelayMs: number
 }
 
 export interface PoolFleetResult extends PoolFleetSettings {
@@ -89,6 +92,7 @@ export async function measurePoolFleet(
   const failures: string[] = []
   let rebalanceFailures = 0
   const lossReasons = new Map<string, number>()
+  let phaseLagMs = 0
   let onChange: ((at: number) => void) | undefined
   let lastTakeAt = 0
 
@@ -124,6 +128,9 @@ export async function measurePoolFleet(
         case 'rebalanceFailed':
           rebalanceFailures++
           if (rebalanceFailures <= 3) log(`  ${holderId} rebalance failed: ${message.message.split('\n')[0]}`)
+          return
+        case 'lag':
+          phaseLagMs = Math.max(phaseLagMs, message.maxMs)
           return
         case 'leaseLost': {
           const kind = message.workId.startsWith(`${group}/m/`) ? 'membership' : 'unit'
@@ -168,6 +175,8 @@ export async function measurePoolFleet(
     takesBefore: number,
   ): Promise<PoolPhaseResult> => {
     const goalMs = 3 * renewIntervalMs + (phase === 'crash' ? settings.ttlMs : 0)
+    phaseLagMs = 0
+    const lossesBefore = ledger.losses
     const limit = changedAt + goalMs + 10 * renewIntervalMs + 5_000
     let convergedAt: number | undefined
     // The moment is the member's own timestamp of the report that completed it, not its arrival here.
@@ -207,13 +216,16 @@ export async function measurePoolFleet(
       finalMax: Math.max(...counts),
       storeHeld,
       storeMismatches,
+      losses: ledger.losses - lossesBefore,
+      maxEventLoopDelayMs: Math.round(phaseLagMs),
     }
     const goals = phaseGoals(result)
     const mark = (pass: boolean) => (pass ? 'PASS' : 'FAIL')
     log(
       `  ${phase}: ${description}: converged ${convergedMs === null ? 'never' : `in ${convergedMs} ms (${result.convergedRenewIntervals} renew intervals)`}, goal ${goalMs} ms ${mark(goals.converged)}; ` +
         `${result.moves} moves, minimum ${minimumMoves} (${(result.moves / Math.max(1, minimumMoves)).toFixed(2)}x, goal 1.2x) ${mark(goals.moves)}; ` +
-        `units per member ${result.finalMin}..${result.finalMax}; store shows ${storeHeld} held, ${storeMismatches} mismatches`,
+        `units per member ${result.finalMin}..${result.finalMax}; store shows ${storeHeld} held, ${storeMismatches} mismatches; ` +
+        `${result.losses} units lost, longest event-loop stall ${result.maxEventLoopDelayMs} ms`,
     )
     return result
   }
@@ -280,7 +292,7 @@ export async function measurePoolFleet(
     `  overlaps ${audit.overlaps}, token errors ${audit.tokenErrors} ${mark(audit.overlaps + audit.tokenErrors === 0)}${audit.overlapExamples.length ? ` (${audit.overlapExamples.join('; ')})` : ''}; ` +
       `consent handoffs clean ${audit.consentClean}/${audit.consentHandoffs} ${mark(audit.consentClean === audit.consentHandoffs)}; ` +
       `crash handoffs unclean ${audit.crashUnclean}/${audit.crashHandoffs} ${mark(audit.crashUnclean === audit.crashHandoffs)}; ` +
-      `${ledger.losses} losses (${[...lossReasons].map(([why, n]) => `${n} ${why}`).join(', ') || 'none'}), ${audit.lostHandoffs} handoffs after a loss, ${rebalanceFailures} rebalance failures` +
+      `${ledger.losses} losses (${[...lossReasons].map(([why, n]) => `${n} ${why}`).join(', ') || 'none'}), ${audit.lostHandoffs} handoffs after a loss (${audit.lateLossEnds} before the loser noticed), ${rebalanceFailures} rebalance failures` +
       (failures.length ? `; member failures: ${failures.map((f) => f.split('\n')[0]).join('; ')}` : ''),
   )
   return {

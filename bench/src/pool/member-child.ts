@@ -1,7 +1,7 @@
 // One pool member in its own process, forked by fleet.ts: its own Leaser over the shared store, a
 // LeasePool over the bench's units, and a handler that runs until the pool asks for the unit back.
 // It reports every take, end, release and loss to the parent over IPC.
-import { performance } from 'node:perf_hooks'
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { LeasePool, Leaser } from '@worklease/core'
 import { KyselyBackend } from '@worklease/kysely'
 import type { Backend } from '@worklease/spec'
@@ -96,4 +96,11 @@ process.on('message', (message: ParentMessage) => {
     })()
   }
 })
+// How late this process runs its timers: renewals due while it is starved of CPU go out late.
+const delay = monitorEventLoopDelay({ resolution: 10 })
+delay.enable()
+setInterval(() => {
+  send({ type: 'lag', maxMs: delay.max / 1e6 })
+  delay.reset()
+}, 1_000).unref()
 send({ type: 'ready' })

@@ -12,7 +12,10 @@ interface Holding {
 
 /** What the ledger found about every handoff and every pair of runs of one unit. */
 export interface LedgerAudit {
-  /** Runs of one unit by two members whose times overlap (the handler started before the other's ended). */
+  /**
+   * Runs of one unit by two members whose times overlap (the handler started before the other's
+   * ended), after a give-up by consent or a kill; after a loss see `lateLossEnds`.
+   */
   readonly overlaps: number
   readonly overlapExamples: readonly string[]
   /** Two takes of one unit with the same token, or tokens not increasing in the order of takes. */
@@ -25,6 +28,8 @@ export interface LedgerAudit {
   readonly crashUnclean: number
   /** Takes after the holder lost the lease while alive (renewal failed). */
   readonly lostHandoffs: number
+  /** Of those, how many successors started before the loser's handler noticed (a starved process). */
+  readonly lateLossEnds: number
 }
 
 /**
@@ -169,6 +174,7 @@ export class PoolLedger {
     let crashHandoffs = 0
     let crashUnclean = 0
     let lostHandoffs = 0
+    let lateLossEnds = 0
     for (const [unit, runs] of this.#runs) {
       const ordered = [...runs].sort((a, b) => (a.token < b.token ? -1 : a.token > b.token ? 1 : 0))
       for (let i = 1; i < ordered.length; i++) {
@@ -177,9 +183,13 @@ export class PoolLedger {
         if (before.token === after.token) tokenErrors++
         // In report order, a later take must carry a higher token.
         if (runs.indexOf(after) < runs.indexOf(before)) tokenErrors++
-        // The successor's handler must start after the predecessor's run ended.
+        // The successor's handler must start after the predecessor's run ended. After a loss (the
+        // member renewed too late) the store let the successor in only at expiry, but a starved member
+        // may notice later still: its run then overlaps in time with no second holder in the store,
+        // which is what fencing tokens are for. Counted apart.
         const endedAt = before.end?.at ?? Number.POSITIVE_INFINITY
-        if (after.startedAt < endedAt) {
+        if (before.end?.how === 'lost' && after.startedAt < endedAt) lateLossEnds++
+        else if (after.startedAt < endedAt) {
           overlaps++
           if (overlapExamples.length < 3)
             overlapExamples.push(
@@ -210,6 +220,7 @@ export class PoolLedger {
       crashHandoffs,
       crashUnclean,
       lostHandoffs,
+      lateLossEnds,
     }
   }
 }

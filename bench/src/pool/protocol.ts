@@ -45,5 +45,7 @@ export type MemberMessage =
   /** The member's Leaser lost a lease (a unit's or its membership), and why. */
   | { readonly type: 'leaseLost'; readonly workId: string; readonly reason: string }
   | { readonly type: 'rebalanceFailed'; readonly message: string }
+  /** The longest the member's event loop was blocked in the last second (a starved process shows here). */
+  | { readonly type: 'lag'; readonly maxMs: number }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'closed' }

@@ -19,18 +19,19 @@ export function renderPool(results: BenchResults): string[] {
         'that completed it. Goals (issue 18): within 3 renew intervals (after a crash, plus the ttl); moves (takes until ' +
         'no take for two renew intervals) ≤ 1.2 × the minimum (units no live member holds + units above ceil(N/W)). ' +
         'Overlaps: a run of a unit starting before the previous run of it ended (handler start/end stamped by the ' +
-        'members, a killed member\u2019s runs ending at the kill). Handoffs: `readCheckpoint().cleanHandoff` of each ' +
+        'members, a killed member\u2019s runs ending at the kill; after a lease lost by a late renewal, successors that ' +
+        'started before the loser noticed are counted apart, as the store had one holder at a time). Handoffs: `readCheckpoint().cleanHandoff` of each ' +
         'successor. "store" compares the reports with a `backend.list` of the group once the fleet is quiet.',
       '',
     )
   }
   out.push(
-    '| store | change | converged ms (renew intervals) | goal ms | | moves / minimum | | units per member | store held / mismatches |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| store | change | converged ms (renew intervals) | goal ms | | moves / minimum | | units per member | store held / mismatches | units lost | longest stall ms |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
   )
   for (const run of runs) {
     if ('error' in run) {
-      out.push(`| ${run.store} | failed: ${run.error} | | | | | | | |`)
+      out.push(`| ${run.store} | failed: ${run.error} | | | | | | | | | |`)
       continue
     }
     for (const phase of run.phases) {
@@ -39,13 +40,13 @@ export function renderPool(results: BenchResults): string[] {
       out.push(
         `| ${run.store} | ${phase.description} | ${phase.convergedMs ?? 'never'} (${phase.convergedRenewIntervals ?? '-'}) | ` +
           `${phase.goalMs} | ${verdict(goals.converged)} | ${phase.moves} / ${phase.minimumMoves} (${ratio}x) | ` +
-          `${verdict(goals.moves)} | ${phase.finalMin}..${phase.finalMax} | ${phase.storeHeld} / ${phase.storeMismatches} |`,
+          `${verdict(goals.moves)} | ${phase.finalMin}..${phase.finalMax} | ${phase.storeHeld} / ${phase.storeMismatches} | ${phase.losses} | ${phase.maxEventLoopDelayMs} |`,
       )
     }
   }
   out.push(
     '',
-    '| store | server | overlaps | consent handoffs clean | crash handoffs unclean | losses / rebalance failures | seconds |',
+    '| store | server | overlaps | consent handoffs clean | crash handoffs unclean | losses (by reason) / successors before the loser noticed / rebalance failures | seconds |',
     '| --- | --- | --- | --- | --- | --- | --- |',
   )
   for (const run of runs) {
@@ -55,7 +56,11 @@ export function renderPool(results: BenchResults): string[] {
       `| ${run.store} | ${run.server} | ${audit.overlaps} ${verdict(audit.overlaps === 0 && audit.tokenErrors === 0)} | ` +
         `${audit.consentClean}/${audit.consentHandoffs} ${verdict(audit.consentClean === audit.consentHandoffs)} | ` +
         `${audit.crashUnclean}/${audit.crashHandoffs} ${verdict(audit.crashUnclean === audit.crashHandoffs)} | ` +
-        `${run.losses} / ${run.rebalanceFailures} | ${run.seconds} |`,
+        `${run.losses} (${
+          Object.entries(run.lossReasons ?? {})
+            .map(([why, n]) => `${n} ${why}`)
+            .join(', ') || 'none'
+        }) / ${audit.lateLossEnds} / ${run.rebalanceFailures} | ${run.seconds} |`,
     )
   }
   out.push('')
