@@ -177,7 +177,8 @@ export async function measurePoolFleet(
     const goalMs = 3 * renewIntervalMs + (phase === 'crash' ? settings.ttlMs : 0)
     phaseLagMs = 0
     const lossesBefore = ledger.losses
-    const limit = changedAt + goalMs + 10 * renewIntervalMs + 5_000
+    // Twice the goal and then some: enough to see a slow convergence, bounded so --quick stays short.
+    const limit = changedAt + goalMs + 6 * renewIntervalMs
     let convergedAt: number | undefined
     // The moment is the member's own timestamp of the report that completed it, not its arrival here.
     const check = (at: number) => {
