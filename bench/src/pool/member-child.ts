@@ -22,8 +22,10 @@ async function openBackend(config: MemberConfig): Promise<{ backend: Backend; cl
         import('kysely'),
         import('better-sqlite3'),
       ])
-      // Every member writes the one file: wait for another's write lock rather than fail with SQLITE_BUSY.
-      const database = new Database(store.file, { timeout: 10_000 })
+      // Every member writes the one file. better-sqlite3 waits for another's write lock synchronously,
+      // blocking the whole event loop (renewals included) for up to the busy timeout: kept at a tenth
+      // of the ttl, so a busy store fails a call (retried) rather than stall a member past its ttl.
+      const database = new Database(store.file, { timeout: Math.ceil(config.ttlMs / 10) })
       database.pragma('journal_mode = WAL')
       // WAL without an fsync per commit: durable across a process kill (what the bench does), and
       // ~1,000 renewals/s from 15 processes would otherwise measure the disk, not the pool.

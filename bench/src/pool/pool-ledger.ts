@@ -13,12 +13,13 @@ interface Holding {
 /** What the ledger found about every handoff and every pair of runs of one unit. */
 export interface LedgerAudit {
   /**
-   * Runs of one unit by two members whose times overlap (the handler started before the other's
-   * ended), after a give-up by consent or a kill; after a loss see `lateLossEnds`.
+   * Runs of one unit by two members whose times overlap after a give-up by consent: the successor's
+   * handler started before the giver's ended, which the pool rules out (it releases only after the
+   * handler returned). After an expiry see `lateLossEnds`; the store's own one-holder rule is `tokenErrors`.
    */
   readonly overlaps: number
   readonly overlapExamples: readonly string[]
-  /** Two takes of one unit with the same token, or tokens not increasing in the order of takes. */
+  /** Takes of one unit by two members with the same token. */
   readonly tokenErrors: number
   /** Takes after a give-up by consent, and how many of them read `cleanHandoff: true`. */
   readonly consentHandoffs: number
@@ -28,7 +29,7 @@ export interface LedgerAudit {
   readonly crashUnclean: number
   /** Takes after the holder lost the lease while alive (renewal failed). */
   readonly lostHandoffs: number
-  /** Of those, how many successors started before the loser's handler noticed (a starved process). */
+  /** Successors that started before the previous holder's run ended, after a loss or a kill (a starved process noticed late). */
   readonly lateLossEnds: number
 }
 
@@ -71,11 +72,11 @@ export class PoolLedger {
       if (holder !== member) continue
       this.#holder.delete(unit)
       orphaned.push(unit)
-      const run = this.#open.get(unit)
-      if (run && run.member === member) {
-        run.end = { at, how: 'killed' }
-        this.#open.delete(unit)
-      }
+      if (this.#open.get(unit)?.member === member) this.#open.delete(unit)
+    }
+    // Every run it had not reported ended, including ones whose unit a later take already shows elsewhere.
+    for (const runs of this.#runs.values()) {
+      for (const run of runs) if (run.member === member && !run.end) run.end = { at, how: 'killed' }
     }
     return orphaned
   }
@@ -180,15 +181,17 @@ export class PoolLedger {
       for (let i = 1; i < ordered.length; i++) {
         const before = ordered[i - 1]!
         const after = ordered[i]!
-        if (before.token === after.token) tokenErrors++
-        // In report order, a later take must carry a higher token.
-        if (runs.indexOf(after) < runs.indexOf(before)) tokenErrors++
+        // Two members with one token: the store let two acquires win. (Report order says nothing:
+        // reports from different processes cross on the way.)
+        if (before.token === after.token && before.member !== after.member) tokenErrors++
         // The successor's handler must start after the predecessor's run ended. After a loss (the
         // member renewed too late) the store let the successor in only at expiry, but a starved member
         // may notice later still: its run then overlaps in time with no second holder in the store,
         // which is what fencing tokens are for. Counted apart.
+        // A killed member's run that a successor started before the kill had lost its lease already
+        // (the store let the successor in): the same case.
         const endedAt = before.end?.at ?? Number.POSITIVE_INFINITY
-        if (before.end?.how === 'lost' && after.startedAt < endedAt) lateLossEnds++
+        if (before.end?.how !== 'consent' && after.startedAt < endedAt) lateLossEnds++
         else if (after.startedAt < endedAt) {
           overlaps++
           if (overlapExamples.length < 3)

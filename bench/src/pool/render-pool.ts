@@ -18,9 +18,11 @@ export function renderPool(results: BenchResults): string[] {
         'by a live member and none holding more than ceil(N/W) + 1, timed from the change to the member-stamped report ' +
         'that completed it. Goals (issue 18): within 3 renew intervals (after a crash, plus the ttl); moves (takes until ' +
         'no take for two renew intervals) ≤ 1.2 × the minimum (units no live member holds + units above ceil(N/W)). ' +
-        'Overlaps: a run of a unit starting before the previous run of it ended (handler start/end stamped by the ' +
-        'members, a killed member\u2019s runs ending at the kill; after a lease lost by a late renewal, successors that ' +
-        'started before the loser noticed are counted apart, as the store had one holder at a time). Handoffs: `readCheckpoint().cleanHandoff` of each ' +
+        'Overlaps: after a give-up by consent, a successor\u2019s handler starting before the giver\u2019s ended (start/end ' +
+        'stamped by the members); token errors: two members with one token for a unit (the store\u2019s one-holder rule). ' +
+        'After an expiry (a kill, or a lease lost by a late renewal) a starved holder may notice after its successor ' +
+        'started: counted apart, as that is what fencing tokens are for. ' +
+        'Handoffs: `readCheckpoint().cleanHandoff` of each ' +
         'successor. "store" compares the reports with a `backend.list` of the group once the fleet is quiet.',
       '',
     )
