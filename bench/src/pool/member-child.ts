@@ -36,14 +36,14 @@ async function openBackend(config: MemberConfig): Promise<{ backend: Backend; cl
     case 'postgres': {
       const [{ PostgresDialect }, { default: pg }] = await Promise.all([import('kysely'), import('pg')])
       db = new Kysely<any>({
-        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: store.url, max: 3 }) }),
+        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: store.url, max: 4 }) }),
       })
       break
     }
     case 'mariadb': {
       const [{ MysqlDialect }, { createPool }] = await Promise.all([import('kysely'), import('mysql2')])
       db = new Kysely<any>({
-        dialect: new MysqlDialect({ pool: createPool({ uri: store.url, connectionLimit: 3 }) }),
+        dialect: new MysqlDialect({ pool: createPool({ uri: store.url, connectionLimit: 4 }) }),
       })
       break
     }
