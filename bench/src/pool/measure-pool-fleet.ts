@@ -129,6 +129,9 @@ export async function measurePoolFleet(
           rebalanceFailures++
           if (rebalanceFailures <= 3) log(`  ${holderId} rebalance failed: ${message.message.split('\n')[0]}`)
           return
+        case 'trace':
+          if (holderId === 'm00') log(`    ${holderId} ${Math.round(now() - started)} ms ${message.text}`)
+          return
         case 'lag':
           phaseLagMs = Math.max(phaseLagMs, message.maxMs)
           return

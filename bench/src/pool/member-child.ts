@@ -2,7 +2,7 @@
 // LeasePool over the bench's units, and a handler that runs until the pool asks for the unit back.
 // It reports every take, end, release and loss to the parent over IPC.
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
-import { LeasePool, Leaser } from '@worklease/core'
+import { LeasePool, Leaser, planFairShare } from '@worklease/core'
 import { KyselyBackend } from '@worklease/kysely'
 import type { Backend } from '@worklease/spec'
 import { Kysely } from 'kysely'
@@ -64,6 +64,16 @@ const pool = new LeasePool({
   leaser,
   group: config.group,
   units,
+  // The default planner, with what it saw and decided reported (WORKLEASE_POOL_TRACE=1).
+  planner: (view, maxMoves) => {
+    const plan = planFairShare(view, maxMoves)
+    if (process.env.WORKLEASE_POOL_TRACE)
+      send({
+        type: 'trace',
+        text: `plan members=${view.members.length} held=${view.holders.size} maxMoves=${maxMoves} take=${plan.take} release=${plan.release} running=${pool.units.length}`,
+      })
+    return plan
+  },
   handler: async (lease, unit) => {
     const startedAt = now()
     const { cleanHandoff } = await lease.readCheckpoint()

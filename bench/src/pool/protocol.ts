@@ -49,3 +49,4 @@ export type MemberMessage =
   | { readonly type: 'lag'; readonly maxMs: number }
   | { readonly type: 'failed'; readonly message: string }
   | { readonly type: 'closed' }
+  | { readonly type: 'trace'; readonly text: string }
