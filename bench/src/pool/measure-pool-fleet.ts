@@ -224,7 +224,8 @@ export async function measurePoolFleet(
       maxEventLoopDelayMs: Math.round(phaseLagMs),
     }
     const goals = phaseGoals(result)
-    const mark = (pass: boolean) => (pass ? 'PASS' : 'FAIL')
+    const mark = (pass: boolean | undefined) =>
+      pass === undefined ? 'n/a (did not converge)' : pass ? 'PASS' : 'FAIL'
     log(
       `  ${phase}: ${description}: converged ${convergedMs === null ? 'never' : `in ${convergedMs} ms (${result.convergedRenewIntervals} renew intervals)`}, goal ${goalMs} ms ${mark(goals.converged)}; ` +
         `${result.moves} moves, minimum ${minimumMoves} (${(result.moves / Math.max(1, minimumMoves)).toFixed(2)}x, goal 1.2x) ${mark(goals.moves)}; ` +
@@ -291,11 +292,11 @@ export async function measurePoolFleet(
     await store.close().catch(() => undefined)
   }
   const audit = ledger.audit()
-  const mark = (pass: boolean) => (pass ? 'PASS' : 'FAIL')
+  const mark = (pass: boolean, count = 1) => (count === 0 ? 'n/a (none)' : pass ? 'PASS' : 'FAIL')
   log(
     `  overlaps ${audit.overlaps}, token errors ${audit.tokenErrors} ${mark(audit.overlaps + audit.tokenErrors === 0)}${audit.overlapExamples.length ? ` (${audit.overlapExamples.join('; ')})` : ''}; ` +
-      `consent handoffs clean ${audit.consentClean}/${audit.consentHandoffs} ${mark(audit.consentClean === audit.consentHandoffs)}; ` +
-      `crash handoffs unclean ${audit.crashUnclean}/${audit.crashHandoffs} ${mark(audit.crashUnclean === audit.crashHandoffs)}; ` +
+      `consent handoffs clean ${audit.consentClean}/${audit.consentHandoffs} ${mark(audit.consentClean === audit.consentHandoffs, audit.consentHandoffs)}; ` +
+      `crash handoffs unclean ${audit.crashUnclean}/${audit.crashHandoffs} ${mark(audit.crashUnclean === audit.crashHandoffs, audit.crashHandoffs)}; ` +
       `${ledger.losses} losses (${[...lossReasons].map(([why, n]) => `${n} ${why}`).join(', ') || 'none'}), ${audit.lostHandoffs} handoffs after a loss (${audit.lateLossEnds} before the loser noticed), ${rebalanceFailures} rebalance failures` +
       (failures.length ? `; member failures: ${failures.map((f) => f.split('\n')[0]).join('; ')}` : ''),
   )

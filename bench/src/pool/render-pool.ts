@@ -2,7 +2,9 @@ import type { BenchResults } from '../results.js'
 import type { PoolFleetResult } from './measure-pool-fleet.js'
 import { phaseGoals } from './phase-goals.js'
 
-const verdict = (pass: boolean) => (pass ? 'pass' : '**FAIL**')
+const verdict = (pass: boolean | undefined) => (pass === undefined ? 'n/a' : pass ? 'pass' : '**FAIL**')
+const handoffs = (good: number, all: number) =>
+  `${good}/${all} ${verdict(all === 0 ? undefined : good === all)}`
 
 /** The pool section of latest.md: one table row per store and change, then the run-wide checks. */
 export function renderPool(results: BenchResults): string[] {
@@ -56,8 +58,7 @@ export function renderPool(results: BenchResults): string[] {
     const { audit } = run
     out.push(
       `| ${run.store} | ${run.server} | ${audit.overlaps} ${verdict(audit.overlaps === 0 && audit.tokenErrors === 0)} | ` +
-        `${audit.consentClean}/${audit.consentHandoffs} ${verdict(audit.consentClean === audit.consentHandoffs)} | ` +
-        `${audit.crashUnclean}/${audit.crashHandoffs} ${verdict(audit.crashUnclean === audit.crashHandoffs)} | ` +
+        `${handoffs(audit.consentClean, audit.consentHandoffs)} | ${handoffs(audit.crashUnclean, audit.crashHandoffs)} | ` +
         `${run.losses} (${
           Object.entries(run.lossReasons ?? {})
             .map(([why, n]) => `${n} ${why}`)
