@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest'
 import { LeasePool, type PoolEvent } from '../src/index.js'
-import { setup, TTL } from './setup.js'
+import { INTERVAL, setup, TTL } from './setup.js'
 
 describe('LeasePool', () => {
   test('a member that lost its membership lease keeps rebalancing while the store still lists it', async () => {
@@ -37,5 +37,27 @@ describe('LeasePool', () => {
     expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['g/m/worker-a', 'g/u/u1'])
     const closing = pool.close()
     await time.until(closing)
+  })
+
+  test('a member fills its share within a few rebalances when every acquire takes 50 ms', async () => {
+    // A loaded store: 50 ms per acquire. Taken one after another, 100 units take 5 s, 15 rebalance
+    // intervals, while the member neither re-plans nor gives anything up.
+    const { time, backend, leaser } = setup()
+    backend.setLatency(50, 'acquire')
+    const units = Array.from({ length: 100 }, (_, i) => `u${i}`)
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units,
+      timers: time,
+      random: () => 0.5,
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
+    })
+    const started = pool.start()
+    await time.advance(3 * INTERVAL)
+    expect(pool.units).toHaveLength(100)
+    await time.until(started)
+    await time.until(pool.close())
   })
 })
