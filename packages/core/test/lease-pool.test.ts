@@ -39,12 +39,12 @@ describe('LeasePool', () => {
     await time.until(closing)
   })
 
-  test('a member fills its share within a few rebalances when every acquire takes 50 ms', async () => {
-    // A loaded store: 50 ms per acquire. Taken one after another, 100 units take 5 s, 15 rebalance
+  test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
+    // A loaded store: 50 ms per acquire. Taken one after another, 40 units take 2 s, 6 rebalance
     // intervals, while the member neither re-plans nor gives anything up.
     const { time, backend, leaser } = setup()
     backend.setLatency(50, 'acquire')
-    const units = Array.from({ length: 100 }, (_, i) => `u${i}`)
+    const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
     const pool = new LeasePool({
       leaser,
       group: 'g',
@@ -56,8 +56,9 @@ describe('LeasePool', () => {
     })
     const started = pool.start()
     await time.advance(3 * INTERVAL)
-    expect(pool.units).toHaveLength(100)
+    expect(pool.units).toHaveLength(40)
     await time.until(started)
     await time.until(pool.close())
-  })
+    // The fake clock's flushes are real work: slow on a busy machine, not a measure of anything.
+  }, 30_000)
 })
