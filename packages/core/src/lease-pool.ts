@@ -37,7 +37,7 @@ export const POOL_CHANNEL = 'worklease:pool'
 const channel = diagnosticsChannel.channel(POOL_CHANNEL)
 
 /** Acquires a rebalance keeps in flight while taking free units (fewer than a driver's usual pool). */
-const TAKE_CONCURRENCY = 8
+const TAKE_CONCURRENCY = 4
 
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
 function spread(text: string): number {
