@@ -11,6 +11,7 @@ import { openDynamoSides } from './peers/dynamo-peers.js'
 import { measurePeerStore, type PeerSettings, type PeerStore, type PeerStoreResult } from './peers/peers.js'
 import { openRedisSides } from './peers/redis-peers.js'
 import { openMongoSides, openPostgresSides } from './peers/store-peers.js'
+import { measurePoolFleet } from './pool/measure-pool-fleet.js'
 import { renderMarkdown } from './report.js'
 import type { BackendResult, BenchResults } from './results.js'
 import { countRoundTrips } from './round-trips.js'
@@ -252,6 +253,21 @@ if (options.backends.includes('postgres')) {
   }
 }
 
+// Issue 18: ttl 3 s by default (renew interval 1 s), so the three changes take well under a minute per store.
+const poolSettings = { units: 1_000, members: 10, joining: 5, killed: 7, ttlMs: options.poolTtlMs }
+const pool: NonNullable<BenchResults['pool']>[number][] = []
+for (const store of options.pool) {
+  log(
+    `\npool: ${store}, ${poolSettings.units} units, ${poolSettings.members} member processes +${poolSettings.joining} -${poolSettings.killed}, ttl ${poolSettings.ttlMs} ms`,
+  )
+  try {
+    pool.push(await measurePoolFleet(store, poolSettings, log))
+  } catch (error) {
+    log(`  failed: ${errorText(error)}`)
+    pool.push({ store, error: errorText(error) })
+  }
+}
+
 const { state, ...rest } = settings
 const results: BenchResults = {
   mode: options.quick ? 'quick' : 'full',
@@ -271,6 +287,7 @@ const results: BenchResults = {
   runnerCost,
   peers,
   ...(listScale ? { listScale } : {}),
+  ...(pool.length > 0 ? { pool } : {}),
 }
 const markdown = renderMarkdown(results)
 const outDir = options.outDir ?? fileURLToPath(new URL('../results/', import.meta.url))

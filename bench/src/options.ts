@@ -1,4 +1,5 @@
 import { PEER_STORES, type PeerStore } from './peers/peers.js'
+import { POOL_STORES, type PoolStoreName } from './pool/pool-stores.js'
 import { RUNNER_COST_BACKENDS, type RunnerCostBackend } from './runner-cost.js'
 import { BACKEND_NAMES, type BackendName } from './target.js'
 
@@ -10,13 +11,18 @@ export interface BenchOptions {
   readonly runnerCost: readonly RunnerCostBackend[]
   /** Leases held in the runner cost section (default 10,000). */
   readonly runnerCostLeases: number | undefined
+  /** Stores the LeasePool fleet (real member processes) runs on. */
+  readonly pool: readonly PoolStoreName[]
+  /** The pool members' lease ttl (default 3,000 ms; the renew and rebalance interval is a third). */
+  readonly poolTtlMs: number
   /** Where latest.json and latest.md go. */
   readonly outDir: string | undefined
 }
 
 const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,mariadb,ferretdb,dynalite]
                   [--peers dynalite,redis,ferretdb,postgres|none]
-                  [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N] [--out DIR]
+                  [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N]
+                  [--pool sqlite,postgres,mariadb|none] [--pool-ttl MS] [--out DIR]
 
   --quick        short runs (under 5 minutes in all); the default takes several times longer
   --backends     which backends to measure (default: all); servers come from POSTGRES_URL, MYSQL_URL,
@@ -27,6 +33,11 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  backend is not in --backends
   --runner-cost  which backends hold many leases in one process (default: all four)
   --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
+  --pool         on which stores a LeasePool fleet of real processes runs (default: all three;
+                 --quick: sqlite): 1,000 units, 10 members start, 5 join, 7 are SIGKILLed; convergence,
+                 moves, overlaps and handoffs against issue 18's goals. Alone:
+                 --backends none --peers none --runner-cost none --pool postgres
+  --pool-ttl     the pool members' ttl in ms (default 3000; renew and rebalance every third of it)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */
@@ -36,6 +47,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   let peers: PeerStore[] = [...PEER_STORES]
   let runnerCost: RunnerCostBackend[] = [...RUNNER_COST_BACKENDS]
   let runnerCostLeases: number | undefined
+  let pool: PoolStoreName[] | undefined
+  let poolTtlMs = 3_000
   let outDir: string | undefined
   const list = (value: string | undefined) =>
     (value ?? '')
@@ -75,6 +88,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         runnerCostLeases = n
         break
       }
+      case '--pool':
+        pool = pick(flag, POOL_STORES, value())
+        break
+      case '--pool-ttl': {
+        const n = Number(value())
+        if (!Number.isSafeInteger(n) || n < 300)
+          throw new Error(`--pool-ttl takes milliseconds (>= 300)\n${USAGE}`)
+        poolTtlMs = n
+        break
+      }
       case '--out':
         outDir = value()
         break
@@ -87,5 +110,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         throw new Error(`unknown argument ${argv[index]}\n${USAGE}`)
     }
   }
-  return { quick, backends, peers, runnerCost, runnerCostLeases, outDir }
+  // --quick keeps under 5 minutes: one store (the embedded one) unless asked for more.
+  pool ??= quick ? ['sqlite'] : [...POOL_STORES]
+  return { quick, backends, peers, runnerCost, runnerCostLeases, pool, poolTtlMs, outDir }
 }

@@ -1,3 +1,4 @@
+import { renderPool } from './pool/render-pool.js'
 import { renderPeers, renderTakeover } from './report-peers.js'
 import type { BackendResult, BenchResults } from './results.js'
 import type { RunnerCostResult } from './runner-cost.js'
@@ -257,6 +258,7 @@ export function renderMarkdown(results: BenchResults): string {
   out.push(...renderPeers(results))
 
   out.push(...renderListScale(results))
+  out.push(...renderPool(results))
 
   out.push('## Runner cost', '')
   const costs = results.runnerCost

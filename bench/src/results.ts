@@ -2,6 +2,8 @@ import type { ContentionResult } from './contention.js'
 import type { ListScaleResult } from './list-scale.js'
 import type { Machine } from './machine.js'
 import type { PeerSettings, PeerStoreResult } from './peers/peers.js'
+import type { PoolFleetResult } from './pool/measure-pool-fleet.js'
+import type { PoolStoreName } from './pool/pool-stores.js'
 import type { RoundTripResult } from './round-trips.js'
 import type { RunnerCostResult } from './runner-cost.js'
 import type { Spread } from './stats.js'
@@ -48,4 +50,6 @@ export interface BenchResults {
   readonly peers: readonly PeerStoreResult[]
   /** Listing a 100,000-lease PostgreSQL table page by page (absent when PostgreSQL was not measured). */
   readonly listScale?: ListScaleResult | { readonly error: string }
+  /** A LeasePool fleet of real processes per store (issue 18); absent with `--pool none`. */
+  readonly pool?: readonly (PoolFleetResult | { readonly store: PoolStoreName; readonly error: string })[]
 }

@@ -1,0 +1,64 @@
+import { describe, expect, test } from 'vitest'
+import { LeasePool, type PoolEvent } from '../src/index.js'
+import { INTERVAL, setup, TTL } from './setup.js'
+
+describe('LeasePool', () => {
+  test('a member that lost its membership lease keeps rebalancing while the store still lists it', async () => {
+    const { time, backend, leaser, named } = setup()
+    let units: string[] = []
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => units,
+      timers: time,
+      random: () => 0.5,
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    // Renewals land in the store but their replies are lost: the Leaser gives the membership up at its
+    // local deadline while the store keeps it (under this member's holderId) for up to a ttl more.
+    backend.loseNextReplies('renew', 1_000)
+    await time.until(new Promise<void>((resolve) => leaser.on('lost', () => resolve())), 5 * TTL)
+    expect(named('lost').map((e) => e.event.workId)).toEqual(['g/m/worker-a'])
+    const lostAt = time.now()
+    backend.reset()
+    units = ['u1']
+    // The others still count this member (the listing shows its lease), so it must go on taking and
+    // giving: within one rebalance interval, not only once its old membership expired.
+    await time.advance(TTL / 2)
+    expect(events.filter((event) => event.type === 'rebalanceFailed')).toEqual([])
+    expect(pool.units).toEqual(['u1'])
+    expect(time.now() - lostAt).toBeLessThan(TTL)
+    // And it joins again once the old lease is gone.
+    await time.advance(3 * TTL)
+    expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['g/m/worker-a', 'g/u/u1'])
+    const closing = pool.close()
+    await time.until(closing)
+  })
+
+  test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
+    // A loaded store: 50 ms per acquire. Taken one after another, 40 units take 2 s, 6 rebalance
+    // intervals, while the member neither re-plans nor gives anything up.
+    const { time, backend, leaser } = setup()
+    backend.setLatency(50, 'acquire')
+    const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units,
+      timers: time,
+      random: () => 0.5,
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
+    })
+    const started = pool.start()
+    await time.advance(3 * INTERVAL)
+    expect(pool.units).toHaveLength(40)
+    await time.until(started)
+    await time.until(pool.close())
+    // The fake clock's flushes are real work: slow on a busy machine, not a measure of anything.
+  }, 30_000)
+})
