@@ -1,3 +1,4 @@
+import { BATCH_RENEWAL_TARGETS, type BatchRenewalTarget } from './batch-renewal.js'
 import { PEER_STORES, type PeerStore } from './peers/peers.js'
 import { RUNNER_COST_BACKENDS, type RunnerCostBackend } from './runner-cost.js'
 import { BACKEND_NAMES, type BackendName } from './target.js'
@@ -10,13 +11,19 @@ export interface BenchOptions {
   readonly runnerCost: readonly RunnerCostBackend[]
   /** Leases held in the runner cost section (default 10,000). */
   readonly runnerCostLeases: number | undefined
+  /** Where one process holds many leases with batch renewal and without. */
+  readonly batchRenewal: readonly BatchRenewalTarget[]
+  /** How many (default 100,000; DynamoDB 10,000). */
+  readonly batchRenewalLeases: number | undefined
   /** Where latest.json and latest.md go. */
   readonly outDir: string | undefined
 }
 
 const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,mariadb,ferretdb,dynalite]
                   [--peers dynalite,redis,ferretdb,postgres|none]
-                  [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N] [--out DIR]
+                  [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N]
+                  [--batch-renewal postgres,postgres18,ferretdb,dynamodb|none] [--batch-renewal-leases N]
+                  [--out DIR]
 
   --quick        short runs (under 5 minutes in all); the default takes several times longer
   --backends     which backends to measure (default: all); servers come from POSTGRES_URL, MYSQL_URL,
@@ -27,6 +34,11 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  backend is not in --backends
   --runner-cost  which backends hold many leases in one process (default: all four)
   --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
+  --batch-renewal  where one process holds many leases through the Leaser with batch renewal and
+                 without (default: all; PostgreSQL 18 at POSTGRES18_URL, skipped without it; FerretDB 2.7
+                 at FERRETDB2_URL, else FerretDB 1.x started here; DynamoDB: dynalite started here)
+  --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
+                 --quick: 1,000, DynamoDB 200)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */
@@ -36,6 +48,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   let peers: PeerStore[] = [...PEER_STORES]
   let runnerCost: RunnerCostBackend[] = [...RUNNER_COST_BACKENDS]
   let runnerCostLeases: number | undefined
+  let batchRenewal: BatchRenewalTarget[] = [...BATCH_RENEWAL_TARGETS]
+  let batchRenewalLeases: number | undefined
   let outDir: string | undefined
   const list = (value: string | undefined) =>
     (value ?? '')
@@ -75,6 +89,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         runnerCostLeases = n
         break
       }
+      case '--batch-renewal':
+        batchRenewal = pick(flag, BATCH_RENEWAL_TARGETS, value())
+        break
+      case '--batch-renewal-leases': {
+        const n = Number(value())
+        if (!Number.isSafeInteger(n) || n < 1)
+          throw new Error(`--batch-renewal-leases takes a count\n${USAGE}`)
+        batchRenewalLeases = n
+        break
+      }
       case '--out':
         outDir = value()
         break
@@ -87,5 +111,5 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         throw new Error(`unknown argument ${argv[index]}\n${USAGE}`)
     }
   }
-  return { quick, backends, peers, runnerCost, runnerCostLeases, outDir }
+  return { quick, backends, peers, runnerCost, runnerCostLeases, batchRenewal, batchRenewalLeases, outDir }
 }

@@ -1,3 +1,4 @@
+import type { BatchRenewalResult } from './batch-renewal.js'
 import type { ContentionResult } from './contention.js'
 import type { ListScaleResult } from './list-scale.js'
 import type { Machine } from './machine.js'
@@ -48,4 +49,9 @@ export interface BenchResults {
   readonly peers: readonly PeerStoreResult[]
   /** Listing a 100,000-lease PostgreSQL table page by page (absent when PostgreSQL was not measured). */
   readonly listScale?: ListScaleResult | { readonly error: string }
+  /** One process holding many leases with batch renewal and without (issue 19, part 2). */
+  readonly batchRenewal?: readonly (
+    | BatchRenewalResult
+    | { readonly target: string; readonly skipped: string }
+  )[]
 }
