@@ -4,9 +4,9 @@
 // Prints one JSON line: RunnerCostSample.
 import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Agent } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { Leaser } from '@worklease/core'
