@@ -299,10 +299,15 @@ const batchRenewalServer = async (
     }
   }
 }
-for (const target of options.batchRenewal) {
+// --quick keeps within its 5 minutes: one PostgreSQL (15) unless --batch-renewal names postgres18.
+const batchRenewalTargets =
+  options.quick && !process.argv.some((arg) => arg.startsWith('--batch-renewal'))
+    ? options.batchRenewal.filter((target) => target !== 'postgres18')
+    : options.batchRenewal
+for (const target of batchRenewalTargets) {
   const leases =
     options.batchRenewalLeases ??
-    (target === 'dynamodb' ? (options.quick ? 200 : 10_000) : options.quick ? 1_000 : 100_000)
+    (target === 'dynamodb' ? (options.quick ? 100 : 10_000) : options.quick ? 500 : 100_000)
   log(
     `\nbatch renewal: ${target}, ${leases.toLocaleString('en')} leases${options.quick ? ' (--quick: fewer leases, shorter window)' : ''}`,
   )
@@ -325,8 +330,8 @@ for (const target of options.batchRenewal) {
           ttlMs: 30_000,
           renewIntervalMs: 10_000,
           renewJitter: 0.2,
-          warmupMs: options.quick ? 1_000 : 4_000,
-          windowMs: options.quick ? 3_000 : 20_000,
+          warmupMs: options.quick ? 500 : 4_000,
+          windowMs: options.quick ? 2_000 : 20_000,
           seedConcurrency: 64,
           baselineLeases: options.quick ? leases : 10_000,
         },

@@ -38,7 +38,7 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  without (default: all; PostgreSQL 18 at POSTGRES18_URL, skipped without it; FerretDB 2.7
                  at FERRETDB2_URL, else FerretDB 1.x started here; DynamoDB: dynalite started here)
   --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
-                 --quick: 1,000, DynamoDB 200)
+                 --quick: 500, DynamoDB 100, and no PostgreSQL 18 unless named)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */

@@ -369,7 +369,7 @@ function renderBatchRenewal(results: BenchResults): string[] {
           `${first.warmupMs / 1000} s of warm-up, a ${first.windowMs / 1000} s window`
         : '') +
       (results.mode === 'quick'
-        ? ' (**--quick: fewer leases and a short window**; the full run holds 100,000, DynamoDB 10,000)'
+        ? ' (**--quick: 500 leases (DynamoDB 100) and a 2 s window**; the full run holds 100,000, DynamoDB 10,000)'
         : '') +
       ". CPU is % of one core for the whole process (runner + driver), not the server's. DynamoDB has no `renewMany` " +
       '(BatchWriteItem takes no conditions, TransactWriteItems fails whole): both of its rows renew one lease per request.',
