@@ -174,6 +174,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             return undefined
           },
       renewLeadMs: batcher?.windowMs ?? 0,
+      renewsInBatches: batcher !== undefined,
       callTimeoutMs,
       checkpointTimeoutMs,
       retry: resolveRetry(options.retry),

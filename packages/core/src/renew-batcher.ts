@@ -4,6 +4,7 @@ import {
   LeaseExpiredError,
   type LeaseRecord,
   type RenewOutcome,
+  raceAbort,
 } from '@worklease/spec'
 import { linkedController } from './abortable.js'
 import { type Instant, instant, type Timers } from './timers.js'
@@ -98,10 +99,14 @@ export class RenewBatcher {
     const sentAt = instant(this.#timers)
     let outcomes: RenewOutcome[]
     try {
-      outcomes = await this.#renewMany(
-        chunk.map((entry) => entry.record),
-        this.#ttlMs,
-        { signal: controller.signal },
+      // raceAbort: a driver that ignored the signal still frees its leases at the timeout.
+      outcomes = await raceAbort(
+        this.#renewMany(
+          chunk.map((entry) => entry.record),
+          this.#ttlMs,
+          { signal: controller.signal },
+        ),
+        controller.signal,
       )
       if (!Array.isArray(outcomes) || outcomes.length !== chunk.length) {
         throw new TypeError(
