@@ -288,6 +288,8 @@ const batchRenewalServer = async (
       return fromTarget(await openers.ferretdb(), 'ferretdb')
     }
     case 'dynamodb': {
+      // The genuine DynamoDB Local when scripts/servers.sh runs it (slow to seed on a busy machine:
+      // 10,000 leases took 12 minutes here), else dynalite started here.
       const url = process.env.DYNAMODB_LOCAL_ENDPOINT
       if (url) {
         return {
@@ -312,8 +314,6 @@ for (const target of batchRenewalTargets) {
     `\nbatch renewal: ${target}, ${leases.toLocaleString('en')} leases${options.quick ? ' (--quick: fewer leases, shorter window)' : ''}`,
   )
   let opened: Awaited<ReturnType<typeof batchRenewalServer>> | undefined
-  if (target === 'dynamodb' && process.env.DYNAMODB_ENDPOINT)
-    log('  (DYNAMODB_ENDPOINT is ignored here: dynalite)')
   try {
     opened = await batchRenewalServer(target)
     if (typeof opened === 'string') {

@@ -36,7 +36,8 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
   --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
   --batch-renewal  where one process holds many leases through the Leaser with batch renewal and
                  without (default: all; PostgreSQL 18 at POSTGRES18_URL, skipped without it; FerretDB 2.7
-                 at FERRETDB2_URL, else FerretDB 1.x started here; DynamoDB: dynalite started here)
+                 at FERRETDB2_URL, else FerretDB 1.x started here; DynamoDB Local at DYNAMODB_LOCAL_ENDPOINT,
+                 else dynalite started here)
   --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
                  --quick: 500, DynamoDB 100, and no PostgreSQL 18 unless named)
   --out          directory for latest.json and latest.md (default: bench/results)`
