@@ -3,6 +3,12 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { fileURLToPath } from 'node:url'
+import {
+  type BatchRenewalResult,
+  type BatchRenewalServer,
+  type BatchRenewalTarget,
+  measureBatchRenewal,
+} from './batch-renewal.js'
 import { measureContention } from './contention.js'
 import { measureListScale } from './list-scale.js'
 import { describeMachine } from './machine.js'
@@ -268,6 +274,94 @@ for (const store of options.pool) {
   }
 }
 
+const batchRenewal: (BatchRenewalResult | { target: string; skipped: string })[] = []
+// Where each store is for this section, and what closes whatever was started for it.
+const batchRenewalServer = async (
+  target: BatchRenewalTarget,
+): Promise<{ server: BatchRenewalServer; close(): Promise<void> } | string> => {
+  const none = async () => {}
+  const fromTarget = async (opened: Target, backend: BatchRenewalServer['backend'], dynalite = false) => ({
+    server: { target, server: opened.server, url: opened.url!, backend, ...(dynalite ? { dynalite } : {}) },
+    close: () => opened.close(),
+  })
+  switch (target) {
+    case 'postgres':
+      return fromTarget(await openers.postgres(), 'postgres')
+    case 'postgres18': {
+      const url = process.env.POSTGRES18_URL
+      if (!url) return 'POSTGRES18_URL is not set (bash scripts/servers.sh start)'
+      return {
+        server: { target, server: 'PostgreSQL 18 at POSTGRES18_URL', url, backend: 'postgres' },
+        close: none,
+      }
+    }
+    case 'ferretdb': {
+      const url = process.env.FERRETDB2_URL
+      if (url) {
+        const server = 'FerretDB 2.7 at FERRETDB2_URL (no genuine mongod on this machine)'
+        return { server: { target, server, url, backend: 'ferretdb' }, close: none }
+      }
+      return fromTarget(await openers.ferretdb(), 'ferretdb')
+    }
+    case 'dynamodb': {
+      // The genuine DynamoDB Local when scripts/servers.sh runs it (slow to seed on a busy machine:
+      // 10,000 leases took 12 minutes here), else dynalite started here.
+      const url = process.env.DYNAMODB_LOCAL_ENDPOINT
+      if (url) {
+        return {
+          server: { target, server: 'DynamoDB Local at DYNAMODB_LOCAL_ENDPOINT', url, backend: 'dynamodb' },
+          close: none,
+        }
+      }
+      return fromTarget(await openers.dynalite(), 'dynamodb', true)
+    }
+  }
+}
+// --quick keeps within its 5 minutes: one PostgreSQL (15) unless --batch-renewal names postgres18.
+const batchRenewalTargets =
+  options.quick && !process.argv.some((arg) => arg.startsWith('--batch-renewal'))
+    ? options.batchRenewal.filter((target) => target !== 'postgres18')
+    : options.batchRenewal
+for (const target of batchRenewalTargets) {
+  const leases =
+    options.batchRenewalLeases ??
+    (target === 'dynamodb' ? (options.quick ? 100 : 10_000) : options.quick ? 500 : 100_000)
+  log(
+    `\nbatch renewal: ${target}, ${leases.toLocaleString('en')} leases${options.quick ? ' (--quick: fewer leases, shorter window)' : ''}`,
+  )
+  let opened: Awaited<ReturnType<typeof batchRenewalServer>> | undefined
+  try {
+    opened = await batchRenewalServer(target)
+    if (typeof opened === 'string') {
+      log(`  skipped: ${opened}`)
+      batchRenewal.push({ target, skipped: opened })
+      continue
+    }
+    log(`  ${opened.server.server}`)
+    batchRenewal.push(
+      await measureBatchRenewal(
+        opened.server,
+        {
+          leases,
+          ttlMs: 30_000,
+          renewIntervalMs: 10_000,
+          renewJitter: 0.2,
+          warmupMs: options.quick ? 500 : 4_000,
+          windowMs: options.quick ? 2_000 : 20_000,
+          seedConcurrency: 64,
+          baselineLeases: options.quick ? leases : 10_000,
+        },
+        log,
+      ),
+    )
+  } catch (error) {
+    log(`  failed: ${errorText(error)}`)
+    batchRenewal.push({ target, skipped: `failed: ${errorText(error)}` })
+  } finally {
+    if (opened && typeof opened !== 'string') await opened.close().catch(() => undefined)
+  }
+}
+
 const { state, ...rest } = settings
 const results: BenchResults = {
   mode: options.quick ? 'quick' : 'full',
@@ -288,6 +382,7 @@ const results: BenchResults = {
   peers,
   ...(listScale ? { listScale } : {}),
   ...(pool.length > 0 ? { pool } : {}),
+  ...(batchRenewal.length > 0 ? { batchRenewal } : {}),
 }
 const markdown = renderMarkdown(results)
 const outDir = options.outDir ?? fileURLToPath(new URL('../results/', import.meta.url))

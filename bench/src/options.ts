@@ -1,3 +1,4 @@
+import { BATCH_RENEWAL_TARGETS, type BatchRenewalTarget } from './batch-renewal.js'
 import { PEER_STORES, type PeerStore } from './peers/peers.js'
 import { POOL_STORES, type PoolStoreName } from './pool/pool-stores.js'
 import { RUNNER_COST_BACKENDS, type RunnerCostBackend } from './runner-cost.js'
@@ -15,6 +16,10 @@ export interface BenchOptions {
   readonly pool: readonly PoolStoreName[]
   /** The pool members' lease ttl (default 3,000 ms; the renew and rebalance interval is a third). */
   readonly poolTtlMs: number
+  /** Where one process holds many leases with batch renewal and without. */
+  readonly batchRenewal: readonly BatchRenewalTarget[]
+  /** How many (default 100,000; DynamoDB 10,000). */
+  readonly batchRenewalLeases: number | undefined
   /** Where latest.json and latest.md go. */
   readonly outDir: string | undefined
 }
@@ -22,7 +27,9 @@ export interface BenchOptions {
 const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,mariadb,ferretdb,dynalite]
                   [--peers dynalite,redis,ferretdb,postgres|none]
                   [--runner-cost memory,sqlite,postgres,ferretdb|none] [--runner-cost-leases N]
-                  [--pool sqlite,postgres,mariadb|none] [--pool-ttl MS] [--out DIR]
+                  [--pool sqlite,postgres,mariadb|none] [--pool-ttl MS]
+                  [--batch-renewal postgres,postgres18,ferretdb,dynamodb|none] [--batch-renewal-leases N]
+                  [--out DIR]
 
   --quick        short runs (under 5 minutes in all); the default takes several times longer
   --backends     which backends to measure (default: all); servers come from POSTGRES_URL, MYSQL_URL,
@@ -38,6 +45,12 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  moves, overlaps and handoffs against issue 18's goals. Alone:
                  --backends none --peers none --runner-cost none --pool postgres
   --pool-ttl     the pool members' ttl in ms (default 3000; renew and rebalance every third of it)
+  --batch-renewal  where one process holds many leases through the Leaser with batch renewal and
+                 without (default: all; PostgreSQL 18 at POSTGRES18_URL, skipped without it; FerretDB 2.7
+                 at FERRETDB2_URL, else FerretDB 1.x started here; DynamoDB Local at DYNAMODB_LOCAL_ENDPOINT,
+                 else dynalite started here)
+  --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
+                 --quick: 500, DynamoDB 100, and no PostgreSQL 18 unless named)
   --out          directory for latest.json and latest.md (default: bench/results)`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */
@@ -49,6 +62,8 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   let runnerCostLeases: number | undefined
   let pool: PoolStoreName[] | undefined
   let poolTtlMs = 3_000
+  let batchRenewal: BatchRenewalTarget[] = [...BATCH_RENEWAL_TARGETS]
+  let batchRenewalLeases: number | undefined
   let outDir: string | undefined
   const list = (value: string | undefined) =>
     (value ?? '')
@@ -98,6 +113,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         poolTtlMs = n
         break
       }
+      case '--batch-renewal':
+        batchRenewal = pick(flag, BATCH_RENEWAL_TARGETS, value())
+        break
+      case '--batch-renewal-leases': {
+        const n = Number(value())
+        if (!Number.isSafeInteger(n) || n < 1)
+          throw new Error(`--batch-renewal-leases takes a count\n${USAGE}`)
+        batchRenewalLeases = n
+        break
+      }
       case '--out':
         outDir = value()
         break
@@ -112,5 +137,16 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   }
   // --quick keeps under 5 minutes: one store (the embedded one) unless asked for more.
   pool ??= quick ? ['sqlite'] : [...POOL_STORES]
-  return { quick, backends, peers, runnerCost, runnerCostLeases, pool, poolTtlMs, outDir }
+  return {
+    quick,
+    backends,
+    peers,
+    runnerCost,
+    runnerCostLeases,
+    pool,
+    poolTtlMs,
+    batchRenewal,
+    batchRenewalLeases,
+    outDir,
+  }
 }

@@ -1,3 +1,4 @@
+import type { BatchRenewalResult } from './batch-renewal.js'
 import type { ContentionResult } from './contention.js'
 import type { ListScaleResult } from './list-scale.js'
 import type { Machine } from './machine.js'
@@ -52,4 +53,9 @@ export interface BenchResults {
   readonly listScale?: ListScaleResult | { readonly error: string }
   /** A LeasePool fleet of real processes per store (issue 18); absent with `--pool none`. */
   readonly pool?: readonly (PoolFleetResult | { readonly store: PoolStoreName; readonly error: string })[]
+  /** One process holding many leases with batch renewal and without (issue 19, part 2). */
+  readonly batchRenewal?: readonly (
+    | BatchRenewalResult
+    | { readonly target: string; readonly skipped: string }
+  )[]
 }

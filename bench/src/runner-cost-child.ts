@@ -2,12 +2,15 @@
 // Run by runner-cost.ts in a fresh process (so nothing else the benchmark did is in the numbers):
 //   node --expose-gc --import tsx src/runner-cost-child.ts '<json RunnerCostConfig>'
 // Prints one JSON line: RunnerCostSample.
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomUUID } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { Agent } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
+import { DeleteTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb'
 import { Leaser } from '@worklease/core'
+import { createLeaseTable as createDynamoTable, DynamoBackend } from '@worklease/dynamodb'
 import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
@@ -73,6 +76,37 @@ async function openBackend(): Promise<Opened> {
         },
       }
     }
+    case 'dynamodb': {
+      const client = new DynamoDBClient({
+        endpoint: config.url!,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' },
+        requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: POOL }) },
+      })
+      let requests = 0
+      client.middlewareStack.add(
+        (next) => (args) => {
+          requests++
+          return next(args)
+        },
+        { step: 'finalizeRequest', priority: 'low', name: 'worklease-bench-request-count' },
+      )
+      const tableName = `bench-runner-${randomUUID()}`
+      await createDynamoTable(client, { table: tableName })
+      const before = requests
+      return {
+        backend: new DynamoBackend({
+          client,
+          tableName,
+          returnValuesOnConditionCheckFailure: !config.dynalite,
+        }),
+        roundTrips: () => requests - before,
+        cleanup: async () => {
+          await client.send(new DeleteTableCommand({ TableName: tableName })).catch(() => undefined)
+          client.destroy()
+        },
+      }
+    }
     case 'ferretdb': {
       const client = new MongoClient(config.url!, { monitorCommands: true, maxPoolSize: POOL })
       const count = countMongoCommands(client)
@@ -107,7 +141,22 @@ async function openBackend(): Promise<Opened> {
   }
 }
 
-const { backend, roundTrips, cleanup } = await openBackend()
+/** The backend without renewMany: what the Leaser did before it existed, one round trip per renewal. */
+function singleRenewals(inner: Backend): Backend {
+  const { renewMany: _, ...capabilities } = inner.capabilities
+  return {
+    capabilities,
+    acquire: (...args) => inner.acquire(...args),
+    checkpoint: (...args) => inner.checkpoint(...args),
+    renew: (...args) => inner.renew(...args),
+    release: (...args) => inner.release(...args),
+    readCheckpoint: (...args) => inner.readCheckpoint(...args),
+  }
+}
+
+const opened = await openBackend()
+const { roundTrips, cleanup } = opened
+const backend = config.renewal === 'single' ? singleRenewals(opened.backend) : opened.backend
 gc()
 const before = process.memoryUsage()
 const leaser = new Leaser({
@@ -136,7 +185,20 @@ leaser.on('renewFailed', () => {
 const acquireStarted = performance.now()
 const paceMs = config.renewIntervalMs / config.leases
 const pending: Promise<unknown>[] = []
-for (let index = 0; index < config.leases; index++) {
+if (config.seedConcurrency !== undefined) {
+  // As fast as the store takes them, a bounded number in flight, so none waits past its timeout.
+  let next = 0
+  const worker = async () => {
+    while (next < config.leases) {
+      const index = next++
+      await leaser.acquire(`work-${index}`).catch(() => {
+        acquireFailures++
+      })
+    }
+  }
+  pending.push(...Array.from({ length: config.seedConcurrency }, worker))
+}
+for (let index = config.seedConcurrency === undefined ? 0 : config.leases; index < config.leases; index++) {
   const due = acquireStarted + index * paceMs
   const wait = due - performance.now()
   if (wait > 1) await sleep(wait)

@@ -6,10 +6,25 @@ import { round } from './stats.js'
 export const RUNNER_COST_BACKENDS = ['memory', 'sqlite', 'postgres', 'ferretdb'] as const
 export type RunnerCostBackend = (typeof RUNNER_COST_BACKENDS)[number]
 
+/** What the child can open: the runner cost backends, and DynamoDB for the batch renewal section. */
+export type ChildBackend = RunnerCostBackend | 'dynamodb'
+
 export interface RunnerCostConfig {
-  readonly backend: RunnerCostBackend
-  /** Connection string of the server (postgres, ferretdb). */
+  readonly backend: ChildBackend
+  /** Connection string of the server (postgres, ferretdb), or the DynamoDB endpoint. */
   readonly url?: string
+  /** DynamoDB at `url` is dynalite, which ignores ReturnValuesOnConditionCheckFailure. */
+  readonly dynalite?: boolean
+  /**
+   * `'single'`: the backend is shown to the Leaser without renewMany, so each lease renews with its own
+   * round trip (the per-lease baseline). Default `'batched'`: whatever the backend declares.
+   */
+  readonly renewal?: 'batched' | 'single'
+  /**
+   * Acquire as fast as the store takes them, this many at a time, instead of at an even pace over one
+   * renew interval: 100,000 leases at an even pace over 10 s would time acquires out on this machine.
+   */
+  readonly seedConcurrency?: number
   readonly leases: number
   readonly ttlMs: number
   readonly renewIntervalMs: number
@@ -20,7 +35,7 @@ export interface RunnerCostConfig {
 
 /** What it measured over its window (CPU % of one core; memory after a forced GC). */
 export interface RunnerCostSample {
-  readonly backend: RunnerCostBackend
+  readonly backend: ChildBackend
   readonly leases: number
   /** Leases still held when the window started (must equal `leases`). */
   readonly held: number

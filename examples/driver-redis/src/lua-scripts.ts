@@ -117,6 +117,29 @@ if expires > stored then redis.call('HSET', key, 'expires', int(expires)) end
 return {'OK'}
 `
 
+/**
+ * KEYS = the lease keys; ARGV = holderId, ttlMs, then one token per key. Each lease judged as RENEW
+ * judges it, at one "now"; returns {'OK', outcome...} with 'R' (renewed), 'E' (expired) or 'F'
+ * (fenced) per key, in KEYS order.
+ */
+export const RENEW_MANY = `${PRELUDE}
+local now = now_ms()
+local ttl = tonumber(ARGV[2])
+local out = {'OK'}
+for i, key in ipairs(KEYS) do
+  local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+  if not is_holder(f, ARGV[i + 2], ARGV[1]) then
+    out[i + 1] = 'F'
+  elseif tonumber(f[3]) <= now then
+    out[i + 1] = 'E'
+  else
+    if now + ttl > tonumber(f[3]) then redis.call('HSET', key, 'expires', int(now + ttl)) end
+    out[i + 1] = 'R'
+  end
+end
+return out
+`
+
 // The released mark alone frees the lease: acquire and every fence check read it before the expiry,
 // so release needs no clock and leaves 'expires' as it was. It also makes a second release FENCED
 // and tells the successor the handoff was clean.

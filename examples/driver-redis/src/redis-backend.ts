@@ -13,6 +13,7 @@ import {
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  type RenewOutcome,
   raceAbort,
   TokensExhaustedError,
   type ValidatedCallOptions,
@@ -23,8 +24,18 @@ import {
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
-import { ACQUIRE, CHECKPOINT, LIST, READ_CHECKPOINT, RELEASE, RENEW, REVOKE } from './lua-scripts.js'
+import {
+  ACQUIRE,
+  CHECKPOINT,
+  LIST,
+  READ_CHECKPOINT,
+  RELEASE,
+  RENEW,
+  RENEW_MANY,
+  REVOKE,
+} from './lua-scripts.js'
 import type { RedisScriptClient } from './redis-script-client.js'
 
 /** Options of {@link RedisBackend}. */
@@ -90,6 +101,8 @@ export interface RedisBackendOptions {
 type ScriptCall = (...args: Array<string | Buffer>) => Promise<unknown>
 
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+/** Leases per renewMany script call: it blocks the server while it runs, so keep it to a few ms. */
+const RENEW_MANY_MAX_RECORDS = 1_000
 
 // Command names this driver adds to the client; the version suffix keeps an older copy of the
 // driver on the same client from overwriting these scripts with different ones.
@@ -99,6 +112,8 @@ const COMMANDS = {
   acquireIndexed: ['workleaseAcquireIndexedV3', ACQUIRE, 2],
   checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
   renew: ['workleaseRenewV1', RENEW, 1],
+  // No fixed key count: the first argument says how many leases the batch holds.
+  renewMany: ['workleaseRenewManyV1', RENEW_MANY, undefined],
   release: ['workleaseReleaseV1', RELEASE, 1],
   readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT, 1],
   list: ['workleaseListV1', LIST, 1],
@@ -147,13 +162,17 @@ export class RedisBackend implements Backend {
       reportsHolder: true,
       list: this.#listIndex,
       revoke: true,
+      // One script touches every key of the batch: on a Cluster they must share a slot (a hash tag).
+      ...(client.isCluster && !hasHashTag(this.#keyPrefix)
+        ? {}
+        : { renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }) }),
     })
     // defineCommand is local (no round trip); the script body travels with the first call.
     const scripts = {} as Record<Operation, ScriptCall>
     for (const [operation, [name, lua, numberOfKeys]] of Object.entries(COMMANDS) as Array<
       [Operation, (typeof COMMANDS)[Operation]]
     >) {
-      client.defineCommand(name, { lua, numberOfKeys })
+      client.defineCommand(name, numberOfKeys === undefined ? { lua } : { lua, numberOfKeys })
       const method = BUFFER_REPLIES.has(operation) ? `${name}Buffer` : name
       const call = (client as unknown as Record<string, ScriptCall>)[method]
       if (typeof call !== 'function') throw new TypeError(`client.defineCommand did not define ${method}`)
@@ -229,6 +248,40 @@ export class RedisBackend implements Backend {
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     const args = validateRenewArgs(record, ttlMs, options)
     this.#settled(await this.#call('renew', args, ...this.#fence(args.record), String(args.ttlMs)))
+  }
+
+  /** One script call for the whole batch, atomic on the server: one round trip whatever the outcomes. */
+  async renewMany(
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
+    if (args.holderId === undefined) return []
+    if (!this.capabilities.renewMany)
+      throw new TypeError('worklease redis: renewMany needs one slot (a hash tag)')
+    const keys = args.records.map((record) => this.#key(record.workId))
+    const tokens = args.records.map((record) => record.fencingToken.toString())
+    const reply = await this.#call(
+      'renewMany',
+      args,
+      [String(keys.length), ...keys],
+      args.holderId,
+      String(args.ttlMs),
+      ...tokens,
+    )
+    if (reply.values.length !== keys.length) {
+      throw new Error(
+        `worklease redis: renewMany answered ${reply.values.length} outcomes for ${keys.length}`,
+      )
+    }
+    return reply.values.map((value): RenewOutcome => {
+      const code = text(value)
+      if (code === 'R') return 'renewed'
+      if (code === 'E') return 'expired'
+      if (code === 'F') return 'fenced'
+      throw new Error(`worklease redis: unexpected renewMany outcome ${code}`)
+    })
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {

@@ -10,6 +10,7 @@ import {
   validateTtl,
 } from '@worklease/spec'
 import {
+  type Abortable,
   Cancel,
   invoke,
   keepProcessAlive,
@@ -26,8 +27,12 @@ import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
+import { RenewBatcher } from './renew-batcher.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
+
+/** The longest a renewal waits for others to share its `renewMany` call. */
+const MAX_RENEW_BATCH_WINDOW_MS = 1_000
 
 /** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
 const MAX_TAKEOVER_JITTER_MS = 25
@@ -148,16 +153,36 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     this.ttlMs = ttlMs
     this.renewIntervalMs = renewIntervalMs
     this.safetyMarginMs = safetyMarginMs
+    const timers = options.timers ?? systemTimers
+    // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
+    // most a second) go out together where the backend can renew many at once.
+    const batcher = RenewBatcher.supports(backend)
+      ? new RenewBatcher(backend, {
+          ttlMs,
+          timers,
+          windowMs: Math.min(MAX_RENEW_BATCH_WINDOW_MS, Math.floor(renewIntervalMs / 10)),
+          callTimeoutMs,
+        })
+      : undefined
     this.#ctx = Object.freeze({
       backend,
       ttlMs,
       safetyMarginMs,
       renewIntervalMs,
       renewJitter,
+      renew: batcher
+        ? (record: LeaseRecord, signal: Abortable) => batcher.renew(record, signal)
+        : async (record: LeaseRecord, signal: Abortable) => {
+            // Called only through the lease's per-call controller, whose signal is an AbortSignal.
+            await backend.renew(record, ttlMs, { signal: signal as AbortSignal })
+            return undefined
+          },
+      renewLeadMs: batcher?.windowMs ?? 0,
+      renewsInBatches: batcher !== undefined,
       callTimeoutMs,
       checkpointTimeoutMs,
       retry: resolveRetry(options.retry),
-      timers: options.timers ?? systemTimers,
+      timers,
       random,
       codec: checkCodec(options.codec) ?? bytesCodec,
       events: this.#events,

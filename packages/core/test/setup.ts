@@ -1,5 +1,6 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
-import { FaultInjectingBackend } from '@worklease/testkit'
+import type { BackendCapabilities } from '@worklease/spec'
+import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 
@@ -13,15 +14,27 @@ export type RecordedEvent = {
   [E in LeaserEventName]: { name: E; at: number; event: LeaserEvents[E] }
 }[LeaserEventName]
 
+/** The backend as one without `renewMany`: the Leaser then renews each lease with its own `renew`. */
+class SingleRenewals extends ForwardingBackend {
+  override get capabilities(): BackendCapabilities {
+    const { renewMany: _, ...rest } = this.inner.capabilities
+    return rest
+  }
+}
+
 /**
- * A Leaser on a fake clock over a fault-injecting MemoryBackend, plus `other`: a second "process"
+ * A Leaser on a fake clock over a fault-injecting MemoryBackend (renewing one by one unless
+ * `batch`), plus `other`: a second "process"
  * over the same store with its own backend (not behind the fault injector), to play the successor.
  */
-export function setup(options: Partial<LeaserOptions> = {}) {
+export function setup(options: Partial<LeaserOptions> & { batch?: boolean } = {}) {
+  const { batch = false, ...leaserOptions } = options
   const time = new ManualTime()
   const store = new MemoryStore()
   const memory = new MemoryBackend({ store, clock: time.wall })
-  const backend = new FaultInjectingBackend(memory, { sleep: (ms, signal) => time.sleep(ms, signal) })
+  // Without `batch`, renewals go one by one, as on a backend without renewMany.
+  const inner = batch ? memory : new SingleRenewals(memory)
+  const backend = new FaultInjectingBackend(inner, { sleep: (ms, signal) => time.sleep(ms, signal) })
   const leaser = new Leaser({
     backend,
     ttlMs: TTL,
@@ -30,7 +43,7 @@ export function setup(options: Partial<LeaserOptions> = {}) {
     renewJitter: 0,
     // random() = 0.5: full-jitter delays are exactly half their cap: 25, 50, 100, ... ms.
     random: () => 0.5,
-    ...options,
+    ...leaserOptions,
   })
   const other = new MemoryBackend({ store, clock: time.wall })
   const events: RecordedEvent[] = []

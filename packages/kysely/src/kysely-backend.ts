@@ -15,6 +15,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
+  type RenewOutcome,
   raceAbort,
   TokensExhaustedError,
   validateAcquireArgs,
@@ -24,6 +25,7 @@ import {
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
 import type { Kysely, QueryResult, RawBuilder } from 'kysely'
 import {
@@ -104,6 +106,12 @@ export interface KyselyBackendOptions {
   allowTransaction?: boolean
 }
 
+/**
+ * The most records one renewMany statement takes: 2,001 parameters on MySQL/MariaDB and SQLite (within
+ * SQLite's 32,766 and MySQL's 65,535), two arrays on PostgreSQL; large enough that 100,000 leases take
+ * 100 statements per renew interval, small enough that one statement stays short.
+ */
+const RENEW_MANY_MAX_RECORDS = 1_000
 const MiB = 1024 * 1024
 const DEFAULT_MAX_STATE_BYTES: Record<DialectFamily, number> = {
   postgres: 16 * MiB,
@@ -179,6 +187,7 @@ export class KyselyBackend implements Backend {
       reportsHolder: true,
       list: true,
       revoke: true,
+      renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }),
     })
   }
 
@@ -330,6 +339,44 @@ export class KyselyBackend implements Backend {
     const row = rows[0]
     if (!row) throw new FencedError()
     if (Number(row.live) !== 1) throw new LeaseExpiredError()
+  }
+
+  /**
+   * Renews many of one holder's leases in one UPDATE. PostgreSQL and SQLite return the workIds they
+   * renewed, so when all came back that is the only round trip; MySQL/MariaDB, without RETURNING on
+   * UPDATE, compare the affected-row count with the batch. Otherwise one SELECT of the refused records
+   * (MySQL: of all of them, since the count does not say which) names each outcome: valid and unexpired
+   * is renewed (the MySQL same-millisecond no-op, or a checkpoint that extended it meanwhile), valid
+   * and expired is expired, anything else fenced.
+   */
+  async renewMany(
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
+    if (args.holderId === undefined) return []
+    const keys = args.records.map(keyOf)
+    const result = await this.#run(this.#statements.renewMany(args.holderId, keys, args.ttlMs), args.signal)
+    let refused = keys
+    if (this.#dialect.family === 'mysql') {
+      if (affected(result) === BigInt(keys.length)) return keys.map(() => 'renewed')
+    } else {
+      if (result.rows.length === keys.length) return keys.map(() => 'renewed')
+      const renewed = new Set(result.rows.map((row) => text(row.work_id)))
+      refused = keys.filter((key) => !renewed.has(key.workId))
+    }
+    const { rows } = await this.#run(this.#statements.validAmong(args.holderId, refused), args.signal)
+    const valid = new Map(rows.map((row) => [text(row.work_id), row]))
+    const outcomes = new Map<string, RenewOutcome>()
+    for (const key of refused) {
+      const row = valid.get(key.workId)
+      outcomes.set(
+        key.workId,
+        !row || String(row.token) !== key.token ? 'fenced' : isTrue(row.live) ? 'renewed' : 'expired',
+      )
+    }
+    return keys.map((key) => outcomes.get(key.workId) ?? 'renewed')
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {

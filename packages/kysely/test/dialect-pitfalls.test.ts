@@ -436,6 +436,7 @@ describe('table names, dialects and the migration (no server needed)', () => {
       reportsHolder: true,
       list: true,
       revoke: true,
+      renewMany: { maxRecords: 1_000 },
     })
     expect(new KyselyBackend({ db, dialect: 'mysql' }).capabilities.maxStateBytes).toBe(4 * 1024 * 1024)
     expect(new KyselyBackend({ db, maxStateBytes: 10 }).capabilities.maxStateBytes).toBe(10)

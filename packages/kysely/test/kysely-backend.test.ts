@@ -64,6 +64,31 @@ for (const target of TARGETS) {
       ).toBe(0)
     })
 
+    test('renewMany: one statement when all are renewed, one more read when some were refused; a store failure throws', async () => {
+      const a = h.open()
+      const held = [await a.acquire('batch-1', 'a', HOUR), await a.acquire('batch-2', 'a', HOUR)]
+      const released = await a.acquire('batch-3', 'a', HOUR)
+      await a.release(released)
+      const expired = await a.acquire('batch-4', 'a', 1)
+      await sleep(20)
+      let outcomes: unknown
+      expect(await statements(async () => (outcomes = await a.renewMany(held, HOUR)))).toBe(1)
+      expect(outcomes).toEqual(['renewed', 'renewed'])
+      expect(
+        await statements(
+          async () => (outcomes = await a.renewMany([expired, held[0]!, released, held[1]!], HOUR)),
+        ),
+      ).toBe(2)
+      expect(outcomes).toEqual(['expired', 'renewed', 'fenced', 'renewed'])
+      expect(await statements(() => a.renewMany([], HOUR))).toBe(0)
+      // A store failure (the table is gone) is thrown for the whole call, never turned into outcomes.
+      const missing = new KyselyBackend({ db: h.storage.admin, table: 'wl_batch_no_such_table' })
+      const failure = await missing.renewMany(held, HOUR).catch((error: unknown) => error)
+      expect(failure).toBeInstanceOf(Error)
+      expect(failure).not.toHaveProperty('code', 'FENCED')
+      expect(Array.isArray(failure)).toBe(false)
+    })
+
     test('SET ordering (the MySQL pitfall): a released lease whose expiry is still ahead is free, and clean_handoff reads released before it is cleared', async () => {
       const backend = h.open()
       await seed(h, family, {

@@ -15,6 +15,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
+  type RenewOutcome,
   systemClock,
   TokensExhaustedError,
   validateAcquireArgs,
@@ -24,6 +25,7 @@ import {
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
 import { MemoryStore, type StoredLease } from './memory-store.js'
 
@@ -58,6 +60,8 @@ export interface MemoryBackendOptions {
 }
 
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
+// As many as the SQL drivers take, so tests with the memory backend chunk like production does.
+const RENEW_MANY_MAX_RECORDS = 1_000
 // No valid holderId is empty, so no record ever matches a revoked lease again.
 const REVOKED_HOLDER = ''
 
@@ -85,6 +89,7 @@ export class MemoryBackend implements Backend {
       reportsHolder: true,
       list: true,
       revoke: true,
+      renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }),
     })
   }
 
@@ -146,6 +151,31 @@ export class MemoryBackend implements Backend {
     const now = this.#clock.now()
     if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
     lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
+  }
+
+  async renewMany(
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
+    if (args.records.length === 0) return []
+    this.store.operations++
+    const now = this.#clock.now()
+    return args.records.map((record): RenewOutcome => {
+      const lease = this.store.leases.get(record.workId)
+      if (
+        !lease ||
+        lease.released ||
+        lease.fencingToken !== record.fencingToken ||
+        lease.holderId !== record.holderId
+      ) {
+        return 'fenced'
+      }
+      if (lease.expiresAtMs <= now) return 'expired'
+      lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
+      return 'renewed'
+    })
   }
 
   async list(options?: ListOptions): Promise<LeasePage> {

@@ -31,6 +31,7 @@ describe('MemoryBackend', () => {
       reportsHolder: true,
       list: true,
       revoke: true,
+      renewMany: { maxRecords: 1_000 },
     })
     const record = await backend.acquire('w', 'a', 1_000)
     await expect(backend.checkpoint(record, new Uint8Array(5), 1_000)).rejects.toMatchObject({

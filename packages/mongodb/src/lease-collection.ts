@@ -27,6 +27,14 @@ export interface LeaseCollection {
     options: LeaseDocumentLike,
   ): Promise<{ readonly matchedCount: number }>
   findOne(filter: LeaseDocumentLike, options: LeaseDocumentLike): Promise<LeaseDocumentLike | null>
+  /**
+   * Only for `renewMany`: one `update` command carrying every record's own conditional update
+   * (unordered). Without it the backend does not declare `capabilities.renewMany`.
+   */
+  bulkWrite?(
+    operations: readonly { updateOne: { filter: LeaseDocumentLike; update: LeaseDocumentLike } }[],
+    options: LeaseDocumentLike,
+  ): Promise<{ readonly matchedCount: number }>
   /** Only for `list`: one `find` whose options carry sort, limit and batchSize. */
   find(filter: LeaseDocumentLike, options: LeaseDocumentLike): { toArray(): Promise<LeaseDocumentLike[]> }
 }

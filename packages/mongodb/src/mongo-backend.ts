@@ -15,6 +15,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
+  type RenewOutcome,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
@@ -25,6 +26,7 @@ import {
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 import { prefixUpperBound } from './prefix-range.js'
@@ -108,6 +110,8 @@ export interface MongoBackendOptions {
 
 /** 16 MiB (MongoDB's document limit) minus room for `_id`, holderId and the other fields. */
 const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
+/** The most records one renewMany takes: one `update` command of 1,000 statements, far below 16 MiB. */
+const RENEW_MANY_MAX_RECORDS = 1_000
 
 /** The server's answer to an operator it does not implement (FerretDB's `$binarySize`). */
 const NOT_IMPLEMENTED = 238
@@ -165,6 +169,9 @@ export class MongoBackend implements Backend {
       reportsHolder: true,
       list: true,
       revoke: true,
+      ...(typeof options.collection.bulkWrite === 'function'
+        ? { renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }) }
+        : {}),
       ...(options.crossConnectionAtomicNote === undefined
         ? {}
         : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
@@ -312,6 +319,53 @@ export class MongoBackend implements Backend {
       ...readOptions(args),
     })
     throw stillValid ? new LeaseExpiredError() : new FencedError()
+  }
+
+  /**
+   * One unordered `bulkWrite`: each record's own `updateOne`, the filter and `$max` of {@link renew},
+   * sent as one `update` command. The reply counts matches without saying which, so when it matched
+   * fewer than all, one `find` of the batch's still-valid documents names each outcome: valid and
+   * unexpired is renewed, valid and expired is expired, anything else fenced.
+   */
+  async renewMany(
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
+    if (args.holderId === undefined) return []
+    const bulkWrite = this.#collection.bulkWrite
+    if (typeof bulkWrite !== 'function') throw new TypeError('the collection has no bulkWrite')
+    const now = this.#clock.now()
+    const live = { $gt: new Date(now) }
+    const extend = { $max: { expiresAt: new Date(now + args.ttlMs) } }
+    const operations = args.records.map((record) => ({
+      updateOne: { filter: { ...validFilter(record), expiresAt: live }, update: extend },
+    }))
+    const result = await bulkWrite.call(this.#collection, operations, {
+      ...writeOptions(args),
+      ordered: false,
+    })
+    if (result.matchedCount === args.records.length) return args.records.map(() => 'renewed')
+    // Only to name the outcomes; nothing is written on this path.
+    const valid = await this.#collection
+      .find(
+        {
+          _id: { $in: args.records.map((record) => record.workId) },
+          holderId: args.holderId,
+          released: false,
+        },
+        { projection: { _id: 1, fencingToken: 1, expiresAt: 1 }, ...readOptions(args) },
+      )
+      .toArray()
+    const byId = new Map(valid.map((document) => [document._id, document]))
+    const readAt = this.#clock.now()
+    return args.records.map((record): RenewOutcome => {
+      const document = byId.get(record.workId)
+      if (!document || toToken(document.fencingToken) !== record.fencingToken) return 'fenced'
+      const expiresAt = document.expiresAt
+      return expiresAt instanceof Date && expiresAt.getTime() > readAt ? 'renewed' : 'expired'
+    })
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {

@@ -40,4 +40,14 @@ export interface BackendCapabilities {
   readonly list?: boolean
   /** Whether `backend.revoke` exists. Default: false. */
   readonly revoke?: boolean
+  /**
+   * Present when `backend.renewMany` exists: `maxRecords` is the most records one call takes (a
+   * statement's parameter limit, a request's size), so callers split larger sets into chunks of at
+   * most that many. Absent: renew leases one by one (`@worklease/core` then renews them in parallel).
+   *
+   * ```ts
+   * const { maxRecords } = backend.capabilities.renewMany ?? { maxRecords: 1 }
+   * ```
+   */
+  readonly renewMany?: { readonly maxRecords: number }
 }

@@ -2,6 +2,7 @@ import type { BackendCapabilities } from './backend-capabilities.js'
 import type { CallOptions, CheckpointOptions } from './call-options.js'
 import type { LeasePage, ListOptions } from './lease-listing.js'
 import type { LeaseRecord } from './lease-record.js'
+import type { RenewOutcome } from './renew-outcome.js'
 
 /** What {@link Backend.readCheckpoint} returns. */
 export interface CheckpointRead {
@@ -121,4 +122,42 @@ export interface Backend {
    * ```
    */
   revoke?(workId: string, options?: CallOptions): Promise<boolean>
+
+  /**
+   * Optional (`capabilities.renewMany`): renews many leases of one holder in one round trip, for a
+   * process that holds thousands. Each record is judged on its own, exactly as {@link renew} judges it
+   * (its own token and holder, the expiry max rule: `max(stored, now + ttl)`, never shorter), and gets
+   * its own {@link RenewOutcome}, in input order: `'renewed'`, `'expired'` (valid but past its expiry:
+   * renew's `LeaseExpiredError`) or `'fenced'` (not valid: renew's `FencedError`). One lease's outcome
+   * never touches another's: a refused record changes nothing, and no other record is renewed because
+   * of it.
+   *
+   * Cost: one round trip when every record is renewed. When the store refused some, a driver whose
+   * write cannot say which it refused, or why, reads those records once more (one more round trip,
+   * on this path only) to tell expired from fenced: a record still valid at that read was valid at the
+   * write too (validity never comes back), so it was refused for its expiry; one found valid and live
+   * was renewed (or extended by a concurrent checkpoint, which promises the same). An expired record
+   * taken over between the two is reported `'fenced'`.
+   *
+   * A failure of the store throws for the whole call, as the client threw it; the outcomes of the
+   * records are then unknown (the write may have landed), as after a lost `renew` reply, and the call
+   * can be retried: renewing never changes a token. It is never reported as per-record outcomes.
+   *
+   * An empty list returns `[]` without a round trip. Before any round trip (nothing changes then), it
+   * throws `InvalidArgumentError` for: a `records` that is not an array, a malformed record, records of
+   * different holderIds, the same workId twice, more than `capabilities.renewMany.maxRecords`
+   * records, a bad ttl. Every record and the list itself are read once (`validateRenewManyArgs`).
+   *
+   * ```ts
+   * const { maxRecords } = backend.capabilities.renewMany!
+   * for (let i = 0; i < records.length; i += maxRecords) {
+   *   const chunk = records.slice(i, i + maxRecords)
+   *   const outcomes = await backend.renewMany!(chunk, 30_000, { signal: AbortSignal.timeout(5_000) })
+   *   outcomes.forEach((outcome, j) => {
+   *     if (outcome !== 'renewed') console.log(chunk[j]!.workId, 'lost:', outcome)
+   *   })
+   * }
+   * ```
+   */
+  renewMany?(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions): Promise<RenewOutcome[]>
 }

@@ -23,6 +23,7 @@ export type { LeaseHolder } from './lease-holder.js'
 export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'
 export type { LeaseRecord } from './lease-record.js'
 export { raceAbort } from './race-abort.js'
+export type { RenewOutcome } from './renew-outcome.js'
 export {
   type AcquireArgs,
   type CheckpointArgs,
@@ -36,6 +37,7 @@ export {
   MAX_TTL_MS,
   type RecordArgs,
   type RenewArgs,
+  type RenewManyArgs,
   type ValidatedCallOptions,
   validateAcquireArgs,
   validateCallOptions,
@@ -47,6 +49,7 @@ export {
   validateRecord,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
   validateState,
   validateTtl,
 } from './validation.js'

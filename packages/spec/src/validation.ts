@@ -282,6 +282,70 @@ export function validateRenewArgs(record: unknown, ttlMs: unknown, options: unkn
   return signal === undefined ? { record: snapshot, ttlMs } : { record: snapshot, ttlMs, signal }
 }
 
+/** What {@link validateRenewManyArgs} returns: frozen record snapshots, in input order. */
+export interface RenewManyArgs extends ValidatedCallOptions {
+  readonly records: readonly LeaseRecord[]
+  /** The holderId every record shares; `undefined` for an empty list. */
+  readonly holderId: string | undefined
+  readonly ttlMs: number
+}
+
+/**
+ * Everything `Backend.renewMany` must check before its round trip: `records` an array of at most
+ * `maxRecords` well-formed records (each read once, as {@link validateRecord} does) of one holderId,
+ * no workId twice, and the ttl and options. The list is read once too: its length, then each index.
+ */
+export function validateRenewManyArgs(
+  records: unknown,
+  ttlMs: unknown,
+  maxRecords: number,
+  options: unknown,
+): RenewManyArgs {
+  if (!Array.isArray(records)) {
+    throw new InvalidArgumentError(`records must be an array of LeaseRecords, got ${describe(records)}`)
+  }
+  let items: unknown[]
+  try {
+    const length = records.length
+    if (!Number.isSafeInteger(length) || length < 0) throw new RangeError(`length ${String(length)}`)
+    if (length > maxRecords) {
+      throw new InvalidArgumentError(
+        `records holds ${length} records; this backend renews at most ${maxRecords} in one call`,
+      )
+    }
+    items = new Array(length)
+    for (let i = 0; i < length; i++) items[i] = records[i]
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error
+    throw new InvalidArgumentError('records could not be read', { cause: error })
+  }
+  const snapshots = items.map((item, i) => {
+    try {
+      return validateRecord(item)
+    } catch (error) {
+      if (error instanceof InvalidArgumentError) {
+        throw new InvalidArgumentError(`records[${i}]: ${error.message}`, { cause: error })
+      }
+      throw error
+    }
+  })
+  const holderId = snapshots[0]?.holderId
+  const seen = new Set<string>()
+  for (const [i, record] of snapshots.entries()) {
+    if (record.holderId !== holderId) {
+      throw new InvalidArgumentError(
+        `records[${i}] is held by another holderId than records[0]: one call renews one holder's leases`,
+      )
+    }
+    if (seen.has(record.workId)) {
+      throw new InvalidArgumentError(`records[${i}] repeats workId ${JSON.stringify(record.workId)}`)
+    }
+    seen.add(record.workId)
+  }
+  validateTtl(ttlMs)
+  return { records: Object.freeze(snapshots), holderId, ttlMs, ...validateCallOptions(options) }
+}
+
 /** Everything {@link Backend.release} and {@link Backend.readCheckpoint} must check before their round trip. */
 export function validateRecordArgs(record: unknown, options: unknown): RecordArgs {
   const snapshot = validateRecord(record)

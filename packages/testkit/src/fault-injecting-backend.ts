@@ -6,15 +6,26 @@ import type {
   LeasePage,
   LeaseRecord,
   ListOptions,
+  RenewOutcome,
 } from '@worklease/spec'
 
-/** The five operations of a {@link Backend}, as {@link FaultInjectingBackend} names them. */
-export type FaultOperation = 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint'
+/**
+ * The operations of a {@link Backend} that {@link FaultInjectingBackend} can break: the five every
+ * backend has, and the optional `renewMany`.
+ */
+export type FaultOperation = 'acquire' | 'checkpoint' | 'renew' | 'release' | 'readCheckpoint' | 'renewMany'
 
 /** Which operations a fault applies to: one, several, or `'*'` for all of them. */
 export type FaultTarget = FaultOperation | readonly FaultOperation[] | '*'
 
-const OPERATIONS: readonly FaultOperation[] = ['acquire', 'checkpoint', 'renew', 'release', 'readCheckpoint']
+const OPERATIONS: readonly FaultOperation[] = [
+  'acquire',
+  'checkpoint',
+  'renew',
+  'release',
+  'readCheckpoint',
+  'renewMany',
+]
 
 /**
  * The error the wrapper throws for an injected fault. It is deliberately not a `WorkleaseError`: it
@@ -106,6 +117,7 @@ export class FaultInjectingBackend implements Backend {
     renew: 0,
     release: 0,
     readCheckpoint: 0,
+    renewMany: 0,
   }
   /** Every call in the order it was made, with its outcome once known; handy for ordering assertions. */
   readonly log: { operation: FaultOperation; outcome: 'pending' | 'ok' | 'error' }[] = []
@@ -208,6 +220,12 @@ export class FaultInjectingBackend implements Backend {
 
   readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {
     return this.#call('readCheckpoint', options, () => this.inner.readCheckpoint(record, options))
+  }
+
+  /** Faults apply to the whole call: a store failure is never a per-record outcome. */
+  renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions): Promise<RenewOutcome[]> {
+    if (!this.inner.renewMany) return Promise.reject(new TypeError('the inner backend cannot renewMany'))
+    return this.#call('renewMany', options, () => this.inner.renewMany!(records, ttlMs, options))
   }
 
   /** Passed straight through: operators' reads and revokes are not what the faults are about. */

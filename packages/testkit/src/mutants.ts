@@ -10,6 +10,7 @@ import {
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  type RenewOutcome,
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
 import type { GroupName } from './suite-case.js'
@@ -25,6 +26,8 @@ export interface Mutant {
   readonly caughtBy: GroupName
   /** Whether the mutant can only be seen through `roundTrips()`. */
   readonly needsRoundTrips?: boolean
+  /** Whether the mutant breaks `renewMany`, so a backend without it skips the mutant. */
+  readonly needsRenewMany?: boolean
   wrap(backend: Backend): Backend
 }
 
@@ -75,6 +78,10 @@ export class ForwardingBackend implements Backend {
     if (!this.inner.revoke) return Promise.reject(new TypeError('the inner backend cannot revoke'))
     return this.inner.revoke(workId, options)
   }
+  renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions): Promise<RenewOutcome[]> {
+    if (!this.inner.renewMany) return Promise.reject(new TypeError('the inner backend cannot renewMany'))
+    return this.inner.renewMany(records, ttlMs, options)
+  }
 }
 
 const mutant = (
@@ -82,7 +89,13 @@ const mutant = (
   caughtBy: GroupName,
   Wrapper: new (inner: Backend) => Backend,
   needsRoundTrips = false,
-): Mutant => ({ name, caughtBy, needsRoundTrips, wrap: (backend) => new Wrapper(backend) })
+): Mutant => ({
+  name,
+  caughtBy,
+  needsRoundTrips,
+  needsRenewMany: caughtBy === 'renewMany',
+  wrap: (backend) => new Wrapper(backend),
+})
 
 /** Interface-level bugs that the suite must catch on any backend. */
 export const mutants: readonly Mutant[] = [
@@ -190,6 +203,24 @@ export const mutants: readonly Mutant[] = [
       }
     },
     true,
+  ),
+  mutant(
+    'renewMany reports outcomes in reverse order',
+    'renewMany',
+    class extends ForwardingBackend {
+      override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+        return (await super.renewMany(records, ttlMs, options)).reverse()
+      }
+    },
+  ),
+  mutant(
+    'renewMany reports a refused record as renewed',
+    'renewMany',
+    class extends ForwardingBackend {
+      override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+        return (await super.renewMany(records, ttlMs, options)).map((): RenewOutcome => 'renewed')
+      }
+    },
   ),
 ]
 

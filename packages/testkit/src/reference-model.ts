@@ -62,6 +62,22 @@ export class ReferenceModel {
     return { ok: true, value: undefined }
   }
 
+  /**
+   * Each record judged alone, in order, at one "now"; the caller checks the batch's input rules (one
+   * holder, distinct workIds) before asking.
+   */
+  renewMany(
+    records: readonly ModelRecord[],
+    ttlMs: number,
+    now: number,
+  ): ('renewed' | 'expired' | 'fenced')[] {
+    return records.map((record) => {
+      const outcome = this.renew(record, ttlMs, now)
+      if (outcome.ok) return 'renewed'
+      return outcome.code === 'LEASE_EXPIRED' ? 'expired' : 'fenced'
+    })
+  }
+
   checkpoint(
     record: ModelRecord,
     state: Uint8Array,

@@ -52,6 +52,7 @@ export function selfCheck({ name, describe, test, factory, mutants = allMutants 
         `the ${mutant.caughtBy} group catches "${mutant.name}"`,
         async (context) => {
           const failures: string[] = []
+          const skips: string[] = []
           for (const c of cases) {
             try {
               const outcome = await c.run()
@@ -59,11 +60,17 @@ export function selfCheck({ name, describe, test, factory, mutants = allMutants 
                 context.skip?.(outcome.reason)
                 return
               }
+              if (outcome.status === 'skipped') skips.push(outcome.reason)
             } catch (error) {
               failures.push(
                 `${c.name}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}`,
               )
             }
+          }
+          // An optional operation the backend lacks: every case of its group skipped, so no bug to find.
+          if (mutant.needsRenewMany && skips.length === cases.length) {
+            context.skip?.(skips[0])
+            return
           }
           if (failures.length === 0) {
             throw new Error(`no case of the ${mutant.caughtBy} group failed with the "${mutant.name}" mutant`)

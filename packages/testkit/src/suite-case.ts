@@ -21,6 +21,7 @@ export const GROUP_NAMES = [
   'model',
   'list',
   'revoke',
+  'renewMany',
 ] as const
 
 export type GroupName = (typeof GROUP_NAMES)[number]

@@ -12,6 +12,7 @@ import { raceCases } from './groups/race-cases.js'
 import { readCheckpointCases } from './groups/read-checkpoint-cases.js'
 import { releaseCases } from './groups/release-cases.js'
 import { renewCases } from './groups/renew-cases.js'
+import { renewManyCases } from './groups/renew-many-cases.js'
 import { revokeCases } from './groups/revoke-cases.js'
 import { roundTripCases } from './groups/round-trip-cases.js'
 import { skewCases } from './groups/skew-cases.js'
@@ -46,6 +47,7 @@ export const groups: Readonly<Record<GroupName, readonly CaseDefinition[]>> = {
   model: modelCases,
   list: listCases,
   revoke: revokeCases,
+  renewMany: renewManyCases,
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000

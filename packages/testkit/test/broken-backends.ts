@@ -11,7 +11,9 @@ import {
   LeaseHeldError,
   type LeaseRecord,
   type ListOptions,
+  type RenewOutcome,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
 import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
 import { memorySeedToken } from './memory-harness.js'
@@ -270,6 +272,73 @@ const broken: Record<string, BrokenBackendClass> = {
       return true
     }
   },
+  'renewMany renewing every record once one matched': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      if (outcomes.includes('renewed')) {
+        for (const record of records) {
+          const lease = this.lease(record.workId)
+          if (lease) lease.expiresAtMs = Math.max(lease.expiresAtMs, this.clock.now() + ttlMs)
+        }
+      }
+      return outcomes
+    }
+  },
+  'renewMany reporting outcomes in completion order': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      // Renewed first, as a driver appending RETURNING rows before the refused ones would.
+      return [...outcomes.filter((o) => o === 'renewed'), ...outcomes.filter((o) => o !== 'renewed')]
+    }
+  },
+  'renewMany setting expiry to now + ttl (shortens)': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      outcomes.forEach((outcome, i) => {
+        if (outcome === 'renewed') this.lease(records[i]!.workId)!.expiresAtMs = this.clock.now() + ttlMs
+      })
+      return outcomes
+    }
+  },
+  'renewMany as one renew per record': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const outcomes: RenewOutcome[] = []
+      for (const record of args.records) {
+        outcomes.push(
+          await this.renew(record, args.ttlMs).then(
+            (): RenewOutcome => 'renewed',
+            (error: { code?: string }): RenewOutcome =>
+              error.code === 'LEASE_EXPIRED' ? 'expired' : 'fenced',
+          ),
+        )
+      }
+      return outcomes
+    }
+  },
+  'renewMany matching workIds case-insensitively': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      const byFoldedId = new Map(records.map((record, i) => [record.workId.toLowerCase(), outcomes[i]!]))
+      return records.map((record) => byFoldedId.get(record.workId.toLowerCase())!)
+    }
+  },
+  'renewMany accepting records of two holders': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      if (!Array.isArray(records)) return super.renewMany(records, ttlMs, options)
+      const holders = [...new Set(records.map((record) => record?.holderId))]
+      if (holders.length < 2 || holders.some((h) => typeof h !== 'string')) {
+        return super.renewMany(records, ttlMs, options)
+      }
+      const outcomes = new Map<LeaseRecord, RenewOutcome>()
+      for (const holderId of holders) {
+        const mine = records.filter((record) => record.holderId === holderId)
+        const got = await super.renewMany(mine, ttlMs, options)
+        for (const [i, record] of mine.entries()) outcomes.set(record, got[i]!)
+      }
+      return records.map((record) => outcomes.get(record)!)
+    }
+  },
   'failed acquire reported as FENCED': class extends Flawed {
     override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
       try {
@@ -313,6 +382,12 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list sorted by UTF-16 code units': 'list',
   'list prefix matched as a LIKE pattern': 'list',
   'revoke that releases (a clean handoff)': 'revoke',
+  'renewMany renewing every record once one matched': 'renewMany',
+  'renewMany reporting outcomes in completion order': 'renewMany',
+  'renewMany setting expiry to now + ttl (shortens)': 'renewMany',
+  'renewMany as one renew per record': 'renewMany',
+  'renewMany matching workIds case-insensitively': 'renewMany',
+  'renewMany accepting records of two holders': 'renewMany',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

@@ -137,6 +137,41 @@ class Gate implements Backend {
   }
 }
 
+/** Counts the renewals a Leaser sends, one by one or in batches (only where `inner` has renewMany). */
+class RenewCounter implements Backend {
+  renews = 0
+  batches = 0
+  readonly renewMany?: Backend['renewMany']
+  constructor(readonly inner: Backend) {
+    const renewMany = inner.renewMany?.bind(inner)
+    if (renewMany) {
+      this.renewMany = (records, ttlMs, options) => {
+        this.batches++
+        return renewMany(records, ttlMs, options)
+      }
+    }
+  }
+  get capabilities() {
+    return this.inner.capabilities
+  }
+  acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+    return this.inner.acquire(workId, holderId, ttlMs, options)
+  }
+  checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+    return this.inner.checkpoint(record, state, ttlMs, options)
+  }
+  renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+    this.renews++
+    return this.inner.renew(record, ttlMs, options)
+  }
+  release(record: LeaseRecord, options?: CallOptions) {
+    return this.inner.release(record, options)
+  }
+  readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+    return this.inner.readCheckpoint(record, options)
+  }
+}
+
 /**
  * A backend whose first acquire reaches the store only after `delayMs` (a slow network or a busy pool)
  * and still takes the lease then, while the call honours its signal the way drivers do: it rejects at
@@ -244,6 +279,42 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           const next = await other.acquire(id, 'suite-b', ttlMs)
           assert.ok(next.fencingToken > lease.fencingToken)
           assert.equal((await other.readCheckpoint(next)).cleanHandoff, true)
+        } finally {
+          await a.close()
+        }
+      }),
+      caseTimeout,
+    )
+
+    test(
+      'many leases: renewed together where the backend has renewMany; one fenced behind its back ends alone',
+      withHarness(async (open) => {
+        const backend = new RenewCounter(await open())
+        const batched = backend.capabilities.renewMany !== undefined && backend.renewMany !== undefined
+        const a = new Leaser(leaserOptions(backend, 'suite-a'))
+        const other = await open()
+        try {
+          const leases = await Promise.all(
+            Array.from({ length: 20 }, (_, i) => a.acquire(workId(`many-${i}`))),
+          )
+          await delay(ttlMs * 2)
+          for (const lease of leases) assert.equal(lease.held, true, `${lease.workId} stayed renewed`)
+          if (batched) {
+            assert.equal(backend.renews, 0, 'no single renews where the backend has renewMany')
+            // About 10 renew intervals in 2 ttls, 200 renewals: jitter spreads them over a few windows
+            // per interval, still far fewer calls than renewals.
+            assert.ok(backend.batches >= 5 && backend.batches <= 100, `renewMany calls: ${backend.batches}`)
+          } else {
+            assert.ok(backend.renews >= 20 * 5, `single renews without renewMany: ${backend.renews}`)
+          }
+          const victim = leases[7]!
+          await other.release(victim.record)
+          await delay(ttlMs)
+          assert.equal(victim.held, false, 'the lease released behind its back was lost')
+          assert.equal((victim.lossError as LeaseLostError | undefined)?.reason, 'fenced')
+          for (const lease of leases) {
+            if (lease !== victim) assert.equal(lease.held, true, `${lease.workId} is not affected`)
+          }
         } finally {
           await a.close()
         }

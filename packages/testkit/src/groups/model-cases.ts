@@ -15,6 +15,8 @@ interface Model {
   readonly reference: ReferenceModel
   /** Which holder/work pairs have a record, stale or not (the real side keeps the records). */
   readonly known: Set<string>
+  /** Whether the backend has renewMany (capabilities.renewMany). */
+  readonly renewMany: boolean
 }
 
 interface Real {
@@ -164,6 +166,32 @@ class Read extends RecordCommand {
   }
 }
 
+/** Renews every record the holder has, stale or not, in one renewMany call. */
+class RenewMany implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly holder: number,
+    readonly ttlMs: number,
+  ) {}
+  check(m: Readonly<Model>): boolean {
+    return (
+      m.renewMany &&
+      Array.from({ length: WORK_SLOTS }, (_, s) => s).some((s) => m.known.has(key(this.holder, s)))
+    )
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const records = [...Array(WORK_SLOTS).keys()]
+      .filter((slot) => m.known.has(key(this.holder, slot)))
+      .map((slot) => r.records.get(key(this.holder, slot))!)
+    const at = now(r)
+    const got = await r.backend.renewMany!(records, this.ttlMs)
+    const want = m.reference.renewMany(records, this.ttlMs, at)
+    checkEqual(show(got), show(want), `${this}`)
+  }
+  toString(): string {
+    return `renewMany(${HOLDERS[this.holder]}, ${this.ttlMs})`
+  }
+}
+
 class Elapse implements fc.AsyncCommand<Model, Real> {
   constructor(readonly ms: number) {}
   check(): boolean {
@@ -192,6 +220,7 @@ function commands(clientClock: boolean) {
     fc.tuple(holder, slot, ttl, state, sequence).map(([h, s, t, b, q]) => new Checkpoint(h, s, t, b, q)),
     fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
     fc.tuple(holder, slot).map(([h, s]) => new Read(h, s)),
+    fc.tuple(holder, ttl).map(([h, t]) => new RenewMany(h, t)),
   ]
   if (clientClock) all.push(fc.constantFrom(1, 99, 100, 500, 1_000).map((ms) => new Elapse(ms)))
   return fc.commands(all, { maxCommands: MAX_COMMANDS, size: 'max' })
@@ -206,7 +235,11 @@ export const modelCases: CaseDefinition[] = [
       const property = fc.asyncProperty(commands(c.clientClock), async (cmds) => {
         const workIds = Array.from({ length: WORK_SLOTS }, () => c.workId('model'))
         const setup = () => ({
-          model: { reference: new ReferenceModel(), known: new Set<string>() },
+          model: {
+            reference: new ReferenceModel(),
+            known: new Set<string>(),
+            renewMany: c.capabilities.renewMany !== undefined,
+          },
           real: { context: c, backend: c.backend, workIds, records: new Map<string, LeaseRecord>() },
         })
         await fc.asyncModelRun(setup, cmds)

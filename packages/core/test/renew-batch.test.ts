@@ -1,0 +1,104 @@
+import { isLeaseHeldError } from '@worklease/spec'
+import { InjectedFaultError } from '@worklease/testkit'
+import { describe, expect, test } from 'vitest'
+import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
+import { INTERVAL, setup, TTL } from './setup.js'
+
+// floor(INTERVAL / 10): how long the first renewal due waits for others, asked for that much earlier.
+const WINDOW = Math.floor(INTERVAL / 10)
+
+describe('renewals through renewMany', () => {
+  test('many leases are renewed in one renewMany per interval, not one renew each', async () => {
+    const { time, backend, leaser, other } = setup({ batch: true })
+    const leases = await Promise.all(Array.from({ length: 50 }, (_, i) => leaser.acquire(`job-${i}`)))
+    await time.advance(10 * TTL)
+    for (const lease of leases) expect(lease.held).toBe(true)
+    expect(backend.calls.renew).toBe(0)
+    // Asked for WINDOW early, sent on time: one call per interval for all 50.
+    expect(backend.calls.renewMany).toBe(Math.floor((10 * TTL) / INTERVAL))
+    await expect(other.acquire('job-7', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
+  })
+
+  test('a renewal waiting for its batch is still sent within the interval', async () => {
+    const { time, leaser, named } = setup({ batch: true })
+    await leaser.acquire('job')
+    await time.advance(INTERVAL)
+    expect(named('renewed').map((event) => event.at)).toEqual([INTERVAL])
+  })
+
+  test('larger sets go out in chunks of capabilities.renewMany.maxRecords', async () => {
+    const { time, backend, leaser } = setup({ batch: true })
+    const { maxRecords } = backend.capabilities.renewMany!
+    await Promise.all(Array.from({ length: maxRecords + 1 }, (_, i) => leaser.acquire(`job-${i}`)))
+    await time.advance(INTERVAL)
+    expect(backend.calls.renewMany).toBe(2)
+    expect(leaser.leases).toHaveLength(maxRecords + 1)
+  })
+
+  test('each outcome reaches exactly its own lease: FENCED and expired end only those', async () => {
+    const { time, leaser, other, store, named } = setup({ batch: true })
+    const kept = await leaser.acquire('kept')
+    const released = await leaser.acquire('released-by-other')
+    const revoked = await leaser.acquire('revoked')
+    const expired = await leaser.acquire('expired')
+    await other.release(released.record)
+    await other.revoke('revoked')
+    // Stored as expired (a clock that jumped, say): the batch finds it valid but past its expiry.
+    store.leases.get('expired')!.expiresAtMs = time.wall.now() - 1
+    await time.advance(INTERVAL)
+    expect(kept.held).toBe(true)
+    expect(kept.signal.aborted).toBe(false)
+    expect((released.signal.reason as LeaseLostError).reason).toBe('fenced')
+    expect((revoked.signal.reason as LeaseLostError).reason).toBe('fenced')
+    expect((expired.signal.reason as LeaseLostError).reason).toBe('expired')
+    expect(isLeaseLostError(expired.lossError)).toBe(true)
+    expect(
+      named('lost')
+        .map((event) => event.event.workId)
+        .sort(),
+    ).toEqual(['expired', 'released-by-other', 'revoked'])
+    await time.advance(5 * TTL)
+    expect(kept.held).toBe(true)
+  })
+
+  test('a failed renewMany is a store failure for each lease in it: retried, nobody lost', async () => {
+    const { time, backend, leaser, named } = setup({ batch: true })
+    const leases = await Promise.all([leaser.acquire('a'), leaser.acquire('b'), leaser.acquire('c')])
+    backend.failNext('renewMany')
+    await time.advance(INTERVAL)
+    expect(backend.calls.renewMany).toBe(1)
+    expect(named('renewFailed')).toHaveLength(3)
+    for (const event of named('renewFailed')) expect(event.event.error).toBeInstanceOf(InjectedFaultError)
+    expect(named('lost')).toHaveLength(0)
+    await time.advance(5 * TTL)
+    for (const lease of leases) expect(lease.held).toBe(true)
+    expect(named('lost')).toHaveLength(0)
+  })
+
+  test('the local deadline moves from when the batch was sent, not from the reply', async () => {
+    const { time, backend, leaser } = setup({ batch: true })
+    const lease = await leaser.acquire('job')
+    backend.setReplyLatency(100, 'renewMany')
+    // Asked for at INTERVAL - WINDOW, sent at INTERVAL, answered 100 ms later.
+    await time.advance(INTERVAL + 100)
+    expect(backend.calls.renewMany).toBe(1)
+    expect(lease.remainingMs()).toBe(INTERVAL + TTL - TTL / 10 - time.now())
+  })
+
+  test('a lease ended while waiting for its batch is not sent', async () => {
+    const { time, backend, leaser } = setup({ batch: true })
+    const kept = await leaser.acquire('kept')
+    const abandoned = await leaser.acquire('abandoned')
+    await time.advance(INTERVAL - WINDOW)
+    abandoned.abandon()
+    let sent: string[] = []
+    const renewMany = backend.inner.renewMany!.bind(backend.inner)
+    backend.inner.renewMany = async (records, ttlMs, options) => {
+      sent = records.map((record) => record.workId)
+      return renewMany(records, ttlMs, options)
+    }
+    await time.advance(WINDOW)
+    expect(sent).toEqual(['kept'])
+    expect(kept.held).toBe(true)
+  })
+})

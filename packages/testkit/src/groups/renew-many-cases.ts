@@ -1,0 +1,312 @@
+import type { Backend, BackendCapabilities, LeaseRecord, RenewOutcome } from '@worklease/spec'
+import { isWorkleaseError } from '@worklease/spec'
+import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
+import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition } from '../suite-case.js'
+
+const needsRenewMany = (caps: BackendCapabilities) =>
+  caps.renewMany ? undefined : 'the backend cannot renew many leases in one call (capabilities.renewMany)'
+
+type RenewMany = (records: unknown, ttlMs: unknown, options?: unknown) => Promise<RenewOutcome[]>
+
+function renewManyOf(backend: Backend): RenewMany {
+  check(
+    typeof backend.renewMany === 'function',
+    'capabilities.renewMany is set but backend.renewMany is missing',
+  )
+  return backend.renewMany.bind(backend) as RenewMany
+}
+
+async function checkOutcomes(
+  c: CaseContext,
+  records: readonly LeaseRecord[],
+  ttlMs: number,
+  expected: readonly RenewOutcome[],
+  what: string,
+): Promise<void> {
+  const got = await renewManyOf(c.backend)(records, ttlMs)
+  check(Array.isArray(got), `${what}: renewMany must return an array, got ${show(got)}`)
+  checkEqual(got.length, expected.length, `${what}: number of outcomes`)
+  const wrong = expected.flatMap((want, i) =>
+    got[i] === want
+      ? []
+      : [`#${i} ${JSON.stringify(records[i]!.workId)}: expected ${want}, got ${show(got[i])}`],
+  )
+  check(wrong.length === 0, `${what}: outcomes in input order disagree:\n  ${wrong.join('\n  ')}`)
+}
+
+/** The lease is held by nobody else: a second holder can take it at once (then lets it go). */
+async function checkFree(c: CaseContext, workId: string, what: string): Promise<void> {
+  const taken = await c.backend.acquire(workId, 'holder-probe', LONG_TTL_MS).catch((error: unknown) => error)
+  check(!isWorkleaseError(taken), `${what}: a refused record must change nothing, but ${show(taken)}`)
+  await c.backend.release(taken as LeaseRecord)
+}
+
+export const renewManyCases: CaseDefinition[] = [
+  {
+    name: 'each record gets its own outcome, in input order: held, expired, taken over, released, revoked, forged',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const held = [
+        await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS),
+        await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS),
+        await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS),
+      ]
+      const expired = await c.backend.acquire(c.workId('expired'), 'holder-a', SHORT_TTL_MS)
+      const takenOver = await c.backend.acquire(c.workId('taken'), 'holder-a', SHORT_TTL_MS)
+      const released = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(released)
+      const revoked = await c.backend.acquire(c.workId('revoked'), 'holder-a', LONG_TTL_MS)
+      const canRevoke = c.capabilities.revoke === true && typeof c.backend.revoke === 'function'
+      if (canRevoke) await c.backend.revoke!(revoked.workId)
+      else await c.backend.release(revoked)
+      const forgedBase = await c.backend.acquire(c.workId('forged'), 'holder-a', LONG_TTL_MS)
+      const forged = forge(forgedBase, { fencingToken: forgedBase.fencingToken + 1n })
+      const neverTaken = forge(held[0]!, { workId: c.workId('never') })
+      await c.expire()
+      await c.backend.acquire(takenOver.workId, 'holder-b', LONG_TTL_MS)
+      // Interleaved, so outcomes reported in another order (or all alike) cannot pass.
+      const records = [
+        expired,
+        held[0]!,
+        takenOver,
+        released,
+        held[1]!,
+        revoked,
+        forged,
+        neverTaken,
+        held[2]!,
+      ]
+      const expected: RenewOutcome[] = [
+        'expired',
+        'renewed',
+        'fenced',
+        'fenced',
+        'renewed',
+        'fenced',
+        'fenced',
+        'fenced',
+        'renewed',
+      ]
+      await checkOutcomes(c, records, LONG_TTL_MS, expected, 'mixed batch')
+      // Nothing refused moved: the expired lease is still free, the others are still who they were.
+      await checkFree(c, expired.workId, 'the expired lease after the batch')
+      await checkFree(c, released.workId, 'the released lease after the batch')
+      await checkFree(c, neverTaken.workId, 'the never-taken workId after the batch')
+      await checkRejects(() => c.backend.renew(takenOver, LONG_TTL_MS), 'FENCED', 'the taken-over record')
+      await checkRejects(() => c.backend.renew(forged, LONG_TTL_MS), 'FENCED', 'the forged record')
+      await c.backend.renew(forgedBase, LONG_TTL_MS)
+      for (const record of held) await c.backend.renew(record, LONG_TTL_MS)
+    },
+  },
+  {
+    name: 'renewed records stay held past their first expiry; a refused one in the batch renews nobody else',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
+      const kept = await c.backend.acquire(c.workId('kept'), 'holder-a', ttl)
+      const dropped = await c.backend.acquire(c.workId('dropped'), 'holder-a', ttl)
+      await c.backend.release(dropped)
+      await c.elapse(ttl * 0.6)
+      await checkOutcomes(c, [dropped, kept], ttl, ['fenced', 'renewed'], 'renewal')
+      await c.elapse(ttl * 0.6)
+      await checkRejects(
+        () => c.backend.acquire(kept.workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire of a lease renewed by renewMany, past its first expiry',
+      )
+      await checkFree(c, dropped.workId, 'the released lease of the batch')
+    },
+  },
+  {
+    name: 'lookalike workIds (prefixes, case, normalization, %, _, quotes) are judged each on its own',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const base = c.workId('Look')
+      const ids = [
+        base,
+        `${base}x`,
+        base.toUpperCase(),
+        base.toLowerCase(),
+        `${base}e\u0301`,
+        `${base}\u00e9`,
+        `${base}%`,
+        `${base}_`,
+        `${base}'`,
+        `${base}"`,
+        `${base}\\`,
+        `${base} `,
+      ]
+      const records: LeaseRecord[] = []
+      for (const workId of ids) records.push(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
+      // Every other one released: a driver that matches rows back loosely mixes up neighbours.
+      const expected = records.map((_, i): RenewOutcome => (i % 2 === 1 ? 'fenced' : 'renewed'))
+      for (const [i, record] of records.entries()) if (i % 2 === 1) await c.backend.release(record)
+      await checkOutcomes(c, records, LONG_TTL_MS, expected, 'lookalike ids')
+      const reversed = [...records].reverse()
+      await checkOutcomes(c, reversed, LONG_TTL_MS, [...expected].reverse(), 'lookalike ids, reversed')
+      for (const [i, record] of records.entries()) {
+        if (i % 2 === 1) await checkFree(c, record.workId, `released ${JSON.stringify(record.workId)}`)
+        else await c.backend.renew(record, LONG_TTL_MS)
+      }
+    },
+  },
+  {
+    name: 'renewMany never shortens: a batch with a shorter ttl keeps the later expiry',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const ttl = c.clientClock ? 1_000 : 3_000
+      const records = [
+        await c.backend.acquire(c.workId(), 'holder-a', ttl),
+        await c.backend.acquire(c.workId(), 'holder-a', ttl),
+      ]
+      await checkOutcomes(c, records, SHORT_TTL_MS, ['renewed', 'renewed'], 'shorter ttl')
+      await c.expire()
+      for (const record of records) {
+        await checkRejects(
+          () => c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS),
+          'LEASE_HELD',
+          'acquire after a shorter renewMany, before the first expiry',
+        )
+      }
+      if (c.clientClock) {
+        await c.elapse(ttl - SHORT_TTL_MS - 1)
+        await checkRejects(
+          () => c.backend.acquire(records[0]!.workId, 'holder-b', LONG_TTL_MS),
+          'LEASE_HELD',
+          '1 ms before the first expiry',
+        )
+        await c.elapse(1)
+        const next = await c.backend.acquire(records[0]!.workId, 'holder-b', LONG_TTL_MS)
+        checkEqual(next.fencingToken, 2n, 'token once the first expiry passed')
+      }
+    },
+  },
+  {
+    name: 'renewMany extends to now + ttl when that is later, exactly on a client clock',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', SHORT_TTL_MS)
+      await c.elapse(SHORT_TTL_MS / 2)
+      await checkOutcomes(c, [record], 1_000, ['renewed'], 'longer ttl')
+      if (!c.clientClock) return
+      await c.elapse(999)
+      await checkRejects(
+        () => c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        '1 ms before now + ttl',
+      )
+      await c.elapse(1)
+      await c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS)
+    },
+  },
+  {
+    name: 'renewMany of held leases is one round trip; an empty list none',
+    unsupported: (caps, context) =>
+      needsRenewMany(caps) ??
+      (context.countsRoundTrips ? undefined : 'the harness does not count round trips (roundTrips)'),
+    async run(c) {
+      const records: LeaseRecord[] = []
+      for (let i = 0; i < 5; i++) records.push(await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS))
+      let before = c.roundTrips()!
+      await checkOutcomes(
+        c,
+        records,
+        LONG_TTL_MS,
+        records.map(() => 'renewed'),
+        'held leases',
+      )
+      checkEqual(c.roundTrips()! - before, 1, 'round trips of renewMany with every record renewed')
+      before = c.roundTrips()!
+      const empty = await renewManyOf(c.backend)([], LONG_TTL_MS)
+      checkEqual(show(empty), '[]', 'renewMany([])')
+      checkEqual(c.roundTrips()! - before, 0, 'round trips of renewMany([])')
+    },
+  },
+  {
+    name: 'renewMany takes capabilities.renewMany.maxRecords records in one call',
+    unsupported: needsRenewMany,
+    timeoutMs: 60_000,
+    async run(c) {
+      const { maxRecords } = c.capabilities.renewMany!
+      check(
+        Number.isSafeInteger(maxRecords) && maxRecords >= 1,
+        `capabilities.renewMany.maxRecords must be a positive integer, got ${show(maxRecords)}`,
+      )
+      const held = await c.backend.acquire(c.workId('full'), 'holder-a', LONG_TTL_MS)
+      // Forged records of workIds nobody holds fill the batch: one acquire instead of maxRecords.
+      const records = [held]
+      for (let i = 1; i < Math.min(maxRecords, 5_000); i++)
+        records.push(forge(held, { workId: `${held.workId}/${i}` }))
+      const expected = records.map((_, i): RenewOutcome => (i === 0 ? 'renewed' : 'fenced'))
+      await checkOutcomes(c, records, LONG_TTL_MS, expected, `${records.length} records`)
+    },
+  },
+  {
+    name: 'bad input to renewMany is INVALID_ARGUMENT before any round trip, and renews nothing',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
+      const a = await c.backend.acquire(c.workId(), 'holder-a', ttl)
+      const b = await c.backend.acquire(c.workId(), 'holder-a', ttl)
+      const other = await c.backend.acquire(c.workId(), 'holder-b', ttl)
+      const { maxRecords } = c.capabilities.renewMany!
+      const tooMany = Array.from({ length: maxRecords + 1 }, (_, i) =>
+        i === 0 ? a : forge(a, { workId: `${a.workId}/${i}` }),
+      )
+      const bad: [string, unknown, unknown][] = [
+        ['not an array', a, ttl],
+        ['null', null, ttl],
+        ['a malformed record', [a, { ...b, fencingToken: 1 }], ttl],
+        ['records of two holders', [a, other], ttl],
+        ['the same workId twice', [a, b, a], ttl],
+        ['the same workId twice, other tokens', [a, forge(a, { fencingToken: a.fencingToken + 1n })], ttl],
+        [`${maxRecords + 1} records (maxRecords + 1)`, tooMany, ttl],
+        ['ttl 0', [a, b], 0],
+        ['ttl 1.5', [a, b], 1.5],
+        ['ttl as a string', [a, b], '1000'],
+      ]
+      for (const [label, records, ttlMs] of bad) {
+        const before = c.roundTrips()
+        await checkRejects(
+          () => renewManyOf(c.backend)(records, ttlMs),
+          'INVALID_ARGUMENT',
+          `renewMany(${label})`,
+        )
+        checkEqual(c.roundTrips(), before, `round trips of renewMany(${label})`)
+      }
+      const aborted = AbortSignal.abort(new Error('caller gave up'))
+      const before = c.roundTrips()
+      const error = await rejection(
+        () => renewManyOf(c.backend)([a, b], ttl, { signal: aborted }),
+        'renewMany with an aborted signal',
+      )
+      check(
+        error instanceof Error && error.message === 'caller gave up',
+        `renewMany with an aborted signal must throw its reason, got ${show(error)}`,
+      )
+      checkEqual(c.roundTrips(), before, 'round trips of renewMany with an aborted signal')
+      // None of the rejected calls renewed anything: both leases expire at their first expiry.
+      await c.expire(ttl)
+      await checkFree(c, a.workId, 'a lease after rejected renewMany calls')
+      await checkFree(c, b.workId, 'b lease after rejected renewMany calls')
+      // A list read once: whatever it answers on a second read, the snapshot decides.
+      const first = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      const second = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      const intruder = await c.backend.acquire(c.workId(), 'holder-b', LONG_TTL_MS)
+      let reads = 0
+      const lyingList = new Proxy([first, second], {
+        get(target, key, receiver) {
+          if (key === '1' && ++reads > 1) return intruder
+          return Reflect.get(target, key, receiver)
+        },
+      })
+      const outcomes = await renewManyOf(c.backend)(lyingList, LONG_TTL_MS).catch((error: unknown) => error)
+      if (!isWorkleaseError(outcomes, 'INVALID_ARGUMENT')) {
+        check(Array.isArray(outcomes), `renewMany(a list whose reads differ): ${show(outcomes)}`)
+        checkEqual(show(outcomes), show(['renewed', 'renewed']), 'renewMany(a list whose reads differ)')
+        checkEqual(reads, 1, 'reads of an element of the list')
+      }
+    },
+  },
+]
