@@ -95,8 +95,8 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
 // driver on the same client from overwriting these scripts with different ones.
 // Acquire is defined twice, with one key (no index) and with two (the lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV3', ACQUIRE, 1],
-  acquireIndexed: ['workleaseAcquireIndexedV3', ACQUIRE, 2],
+  acquire: ['workleaseAcquireV4', ACQUIRE, 1],
+  acquireIndexed: ['workleaseAcquireIndexedV4', ACQUIRE, 2],
   checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
   renew: ['workleaseRenewV1', RENEW, 1],
   release: ['workleaseReleaseV1', RELEASE, 1],
