@@ -40,12 +40,13 @@ describe('tokens are exact decimal strings', () => {
   test('across 10^15, where the double path hands over to the digit path, tokens stay exact', async () => {
     harness = await createHarness()
     const backend = await harness.open()
-    for (const [seeded, next] of [
+    const steps: [bigint, bigint][] = [
       [10n ** 15n - 2n, 10n ** 15n - 1n],
       [10n ** 15n - 1n, 10n ** 15n],
       [2n ** 53n - 1n, 2n ** 53n],
       [2n ** 53n, 2n ** 53n + 1n],
-    ]) {
+    ]
+    for (const [seeded, next] of steps) {
       await seed(`w${seeded}`, seeded)
       const record = await backend.acquire(`w${seeded}`, 'holder-a', TTL)
       expect(record.fencingToken).toBe(next)
