@@ -1,7 +1,7 @@
 // One Lua script per operation. Redis runs a script atomically (no other command interleaves), so
 // each operation's check and write are one indivisible step: no read-then-write race, one round trip.
-// A lease script makes at most three Redis calls (HMGET, TIME, HSET; the first acquire of a workId
-// with the list index adds its ZADD), and only those its answer needs.
+// A lease script makes at most three Redis calls (HMGET, TIME, HSET; acquire adds the index's ZADD),
+// and only those its answer needs.
 //
 // Stored per workId, in one hash at `<keyPrefix><workId>`:
 //   token     fencing token as an exact decimal string (never a Lua number: those are doubles)
@@ -11,7 +11,7 @@
 //   clean     '1' if the current lease followed a release (or was the first), else '0'
 //   seq       largest checkpoint sequence stored for the current token; '0' after acquire
 //   state     last checkpointed bytes (absent until the first checkpoint; an empty string is a state)
-//   indexed   '1' once the workId is a member of the list index (absent without one)
+//   indexed   ignored: written by a version that skipped the ZADD once it was set (see ACQUIRE)
 //
 // With the list index, every workId is also a member (score 0) of the sorted set at `<keyPrefix>`
 // itself (no workId is empty, so no lease key is that): equal scores order members by their bytes,
@@ -62,7 +62,7 @@ end
  */
 export const ACQUIRE = `${PRELUDE}${INCREMENT}
 local key = KEYS[1]
-local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released', 'indexed')
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 local now = now_ms()
 local token, clean = '1', '1'
 if f[1] then
@@ -74,16 +74,12 @@ if f[1] then
   if f[4] == '1' then clean = '1' else clean = '0' end
 end
 local expires = int(now + tonumber(ARGV[3]))
--- Into the index once per workId, marked in the hash so later acquires skip the ZADD; a lease stored
--- before the index existed has no mark, so it joins at its next acquire.
-if KEYS[2] and f[5] ~= '1' then
-  redis.call('ZADD', KEYS[2], 0, ARGV[1])
-  redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
-    'clean', clean, 'seq', '0', 'indexed', '1')
-else
-  redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
-    'clean', clean, 'seq', '0')
-end
+redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
+  'clean', clean, 'seq', '0')
+-- On every acquire, not only the first: a lease stored before the index existed, or whose index key
+-- was deleted, joins it here. A mark in the hash cannot skip this: it outlives the index it marks.
+-- (A ZADD of a member already there with score 0 changes nothing: one dict lookup.)
+if KEYS[2] then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
 return {'OK', token, expires}
 `
 

@@ -108,8 +108,8 @@ const RENEW_MANY_MAX_RECORDS = 1_000
 // driver on the same client from overwriting these scripts with different ones.
 // Acquire is defined twice, with one key (no index) and with two (the lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV3', ACQUIRE, 1],
-  acquireIndexed: ['workleaseAcquireIndexedV3', ACQUIRE, 2],
+  acquire: ['workleaseAcquireV4', ACQUIRE, 1],
+  acquireIndexed: ['workleaseAcquireIndexedV4', ACQUIRE, 2],
   checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
   renew: ['workleaseRenewV1', RENEW, 1],
   // No fixed key count: the first argument says how many leases the batch holds.

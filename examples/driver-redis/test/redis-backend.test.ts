@@ -37,6 +37,24 @@ describe('tokens are exact decimal strings', () => {
     await backend.renew(record, TTL)
   })
 
+  test('across 10^15, where the double path hands over to the digit path, tokens stay exact', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const steps: [bigint, bigint][] = [
+      [10n ** 15n - 2n, 10n ** 15n - 1n],
+      [10n ** 15n - 1n, 10n ** 15n],
+      [2n ** 53n - 1n, 2n ** 53n],
+      [2n ** 53n, 2n ** 53n + 1n],
+    ]
+    for (const [seeded, next] of steps) {
+      await seed(`w${seeded}`, seeded)
+      const record = await backend.acquire(`w${seeded}`, 'holder-a', TTL)
+      expect(record.fencingToken).toBe(next)
+      expect(await harness.admin.hget(`${harness.keyPrefix}w${seeded}`, 'token')).toBe(String(next))
+      await backend.renew(record, TTL)
+    }
+  })
+
   test('the last token, 2^63 - 1, is handed out and works; the next acquire is TOKENS_EXHAUSTED', async () => {
     harness = await createHarness()
     const backend = await harness.open()
@@ -66,7 +84,6 @@ describe('storage layout', () => {
       'clean',
       'expires',
       'holder',
-      'indexed',
       'released',
       'seq',
       'state',
@@ -83,7 +100,7 @@ describe('storage layout', () => {
     expect(await harness.admin.pttl(harness.keyPrefix)).toBe(-1)
   })
 
-  test('a workId joins the list index once: later acquires run no ZADD (counted with MONITOR)', async () => {
+  test('every acquire re-adds its workId to the list index (one ZADD each, counted with MONITOR)', async () => {
     harness = await createHarness()
     const backend = await harness.open()
     const monitor = await (harness.admin.duplicate() as Redis).monitor()
@@ -106,7 +123,8 @@ describe('storage layout', () => {
     } finally {
       monitor.disconnect()
     }
-    expect(zadds).toEqual(['0 job'])
+    // One per acquire: a mark in the hash saying "indexed already" would outlive a deleted index.
+    expect(zadds).toEqual(['0 job', '0 job', '0 job'])
     expect(await harness.admin.zrange(harness.keyPrefix, '0', '-1')).toEqual(['job'])
   })
 
@@ -120,6 +138,19 @@ describe('storage layout', () => {
     await backend.acquire('old', 'b', TTL)
     expect((await backend.list()).leases.map(({ workId, fencingToken }) => [workId, fencingToken])).toEqual([
       ['old', 2n],
+    ])
+  })
+
+  test('a lease whose index key was deleted joins it again at its next acquire', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await backend.release(await backend.acquire('job', 'a', TTL))
+    // Also a hash marked `indexed` by the version that skipped the ZADD once marked.
+    await harness.admin.hset(`${harness.keyPrefix}job`, 'indexed', '1')
+    await harness.admin.del(harness.keyPrefix)
+    await backend.acquire('job', 'b', TTL)
+    expect((await backend.list()).leases.map(({ workId, fencingToken }) => [workId, fencingToken])).toEqual([
+      ['job', 2n],
     ])
   })
 

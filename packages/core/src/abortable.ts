@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events'
+import { setInterval as nodeSetInterval } from 'node:timers'
 import type { Timers } from './timers.js'
 
 /**
@@ -144,11 +145,13 @@ let keepAlive: ReturnType<typeof setInterval> | undefined
  * @internal Keeps the process alive until the returned function is called (once): one ref'd Node.js
  * timer that never fires, shared by all pending work and unref'd while there is none (toggling it
  * costs nanoseconds; a timer per call cost a timer-list insert and removal). Independent of the
- * injected timers, which are unref'd (or fake).
+ * injected timers, which are unref'd (or fake). Made with node:timers' own setInterval, not the
+ * global one: being shared, it lives for the whole process, and one made while a test's fake timers
+ * stood in for the global would hold no event loop for good (and sit in the fake clock forever).
  */
 export function keepProcessAlive(): () => void {
   if (pendingWork++ === 0) {
-    keepAlive ??= setInterval(noop, MAX_TIMER_MS)
+    keepAlive ??= nodeSetInterval(noop, MAX_TIMER_MS)
     keepAlive.ref()
   }
   let released = false
