@@ -94,9 +94,17 @@ function verdicts(output: string, checks = CHECKS): Record<string, string> {
 }
 
 /** `WORKLEASE_DIALECTS=postgres,mysql,sqlite` (default: all) picks the SQL servers, as in the kysely tests. */
+const announcedSkips = new Set<string>()
+
+/** Whether WORKLEASE_DIALECTS names this store; a test it leaves out is skipped with the reason printed. */
 function selected(name: string): boolean {
   const wanted = (process.env.WORKLEASE_DIALECTS ?? 'postgres,mysql,sqlite').split(',').map((s) => s.trim())
-  return wanted.includes(name) || (name === 'mysql' && wanted.includes('mariadb'))
+  const chosen = wanted.includes(name) || (name === 'mysql' && wanted.includes('mariadb'))
+  if (!chosen && !announcedSkips.has(name)) {
+    announcedSkips.add(name)
+    console.log(`[demo tests] skipped on ${name}: WORKLEASE_DIALECTS=${wanted.join(',')} does not name it`)
+  }
+  return chosen
 }
 
 describe('pnpm demo', () => {
