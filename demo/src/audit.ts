@@ -1,5 +1,6 @@
-import type { PlannedStrike, RunOutcome, Strike } from './coordinator.js'
+import type { RunOutcome } from './coordinator.js'
 import type { HistoryEntry } from './downstream.js'
+import type { PlannedStrike, Strike } from './reduce-run.js'
 
 /** An item as read back through the lease store after the run. */
 export interface FinalItem {
@@ -22,7 +23,7 @@ export interface AuditInput {
   histories: Map<string, HistoryEntry[]>
 }
 
-function strike(plan: PlannedStrike[], action: Strike['action']): Strike | undefined {
+function strike(plan: readonly PlannedStrike[], action: Strike['action']): Strike | undefined {
   return plan.find((planned) => planned.action === action)?.strike
 }
 

@@ -80,10 +80,7 @@ async function main(): Promise<number> {
       // Ctrl-C: stop the workers and clean up instead of leaving processes and tables behind.
       const interrupt = () => {
         out('\ninterrupted: stopping the workers and cleaning up\n')
-        for (const worker of coordinator.workers.values()) {
-          worker.handle.resume()
-          worker.handle.kill()
-        }
+        coordinator.killAll()
         stores.teardown().finally(() => process.exit(130))
       }
       process.once('SIGINT', interrupt)

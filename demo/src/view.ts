@@ -1,5 +1,6 @@
-import type { Coordinator, LogLine, WorkerInfo } from './coordinator.js'
+import type { Coordinator, LogLine } from './coordinator.js'
 import type { DemoOptions } from './options.js'
+import type { WorkerState } from './reduce-run.js'
 
 /** How the run is shown: a live redrawn view on a terminal, plain lines otherwise. */
 export interface View {
@@ -61,7 +62,7 @@ function cutVisible(text: string, width: number): string {
   return `${out}${ESC}0m`
 }
 
-function statusText(worker: WorkerInfo): string {
+function statusText(worker: WorkerState): string {
   const label = worker.status.toUpperCase().padEnd(8)
   switch (worker.status) {
     case 'working':
@@ -131,7 +132,7 @@ export class LiveView implements View {
       `${bold(this.#title)}  ${dim(`${(coordinator.elapsed() / 1000).toFixed(1)} s, ${Math.round(coordinator.progress * 100)}% of steps done`)}`,
     )
     lines.push(dim('worker  status    item       token  step   '))
-    for (const worker of coordinator.workers.values()) {
+    for (const worker of Object.values(coordinator.state.workers)) {
       let holding = worker.item
         ? `${worker.item.padEnd(9)}  ${String(worker.token).padStart(5)}  ${String(worker.step ?? 0).padStart(2)}/${steps}`
         : ''
@@ -146,7 +147,7 @@ export class LiveView implements View {
     }
     lines.push(dim('item       holder  token  steps          handoffs'))
     const itemLines: string[] = []
-    for (const item of coordinator.items.values()) {
+    for (const item of Object.values(coordinator.state.items)) {
       const bar = '█'.repeat(item.stepsDone) + dim('·'.repeat(Math.max(0, steps - item.stepsDone)))
       const holder = item.done ? green('done') : (item.holder ?? dim('-'))
       const unclean = item.unclean > 0 ? red(` (${item.unclean} unclean)`) : ''
