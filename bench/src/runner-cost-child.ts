@@ -97,7 +97,7 @@ async function openBackend(): Promise<Opened> {
       return {
         backend: new DynamoBackend({
           client,
-          tableName,
+          table: tableName,
           returnValuesOnConditionCheckFailure: !config.dynalite,
         }),
         roundTrips: () => requests - before,

@@ -108,7 +108,7 @@ export async function openStores(
       const { DynamoBackend } = await import('@worklease/dynamodb')
       const client = await dynamoClient(spec.url!)
       return {
-        backend: new DynamoBackend({ client, tableName: spec.leaseTable }),
+        backend: new DynamoBackend({ client, table: spec.leaseTable }),
         downstream,
         close: async () => {
           client.destroy()

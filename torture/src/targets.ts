@@ -338,7 +338,7 @@ export async function openBackend(
       const { DynamoBackend } = await import('@worklease/dynamodb')
       const backend = new DynamoBackend({
         client,
-        tableName: info.table,
+        table: info.table,
         clock,
         // dynalite ignores ReturnValuesOnConditionCheckFailure; DynamoDB Local implements it.
         returnValuesOnConditionCheckFailure: info.backend === 'dynamodb-local',

@@ -44,7 +44,7 @@ export async function openDynamoTarget(): Promise<Target> {
       return {
         backend: new DynamoBackend({
           client,
-          tableName: tables.worklease,
+          table: tables.worklease,
           returnValuesOnConditionCheckFailure: Boolean(external),
         }),
         baseline: dynamoBaseline(client, tables.baseline),

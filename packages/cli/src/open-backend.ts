@@ -126,7 +126,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       return {
         backend: new DynamoBackend({
           client: dynamo,
-          tableName,
+          table: tableName,
           ...(target.listIndex ? { listIndex: target.listIndex } : {}),
         }),
         label: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,

@@ -9,8 +9,8 @@ export const DEFAULT_LEASE_TABLE = 'worklease_leases'
 /** Options of {@link createLeaseTable}. */
 export interface CreateLeaseTableOptions {
   /**
-   * Name of the table to create; `DynamoBackend` takes it as `tableName` (the helper's result carries
-   * it there). Default: `'worklease_leases'`.
+   * Name of the table to create; `DynamoBackend` takes it as `table` too (the helper's result
+   * carries it there). Default: `'worklease_leases'`.
    *
    * ```ts
    * await createLeaseTable(client, { table: 'leases' })
@@ -77,7 +77,7 @@ export interface CreatedLeaseTable {
    * const backend = new DynamoBackend({ client, ...(await createLeaseTable(client, { table: 'leases' })) })
    * ```
    */
-  tableName: string
+  table: string
   /**
    * The partition key attribute the table was created with.
    *
@@ -187,7 +187,7 @@ export async function createLeaseTable(
   for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 2_000)) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }), sendOptions)
     if (Table?.TableStatus === 'ACTIVE') {
-      return { tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
+      return { table: tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
     }
     if (Date.now() + delayMs > deadline) {
       throw new Error(`table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`)

@@ -53,7 +53,7 @@ export interface DynamoBackendOptions {
    * this backend: every request it sends is a single attempt (see the README).
    *
    * ```ts
-   * const backend = new DynamoBackend({ client: new DynamoDBClient({}), tableName: 'leases' })
+   * const backend = new DynamoBackend({ client: new DynamoDBClient({}), table: 'leases' })
    * ```
    */
   client: DynamoClient
@@ -62,15 +62,15 @@ export interface DynamoBackendOptions {
    * sort key; `createLeaseTable` makes one.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'prod-leases' })
+   * const backend = new DynamoBackend({ client, table: 'prod-leases' })
    * ```
    */
-  tableName: string
+  table: string
   /**
    * Name of the table's partition key attribute, which holds the workId. Default: `'workId'`.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'shared', partitionKey: 'pk' })
+   * const backend = new DynamoBackend({ client, table: 'shared', partitionKey: 'pk' })
    * ```
    */
   partitionKey?: string
@@ -79,7 +79,7 @@ export interface DynamoBackendOptions {
    * process uses its own: keep hosts in sync and ttls well above the worst skew). Default: `Date.now`.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'leases', clock: { now: () => Date.now() } })
+   * const backend = new DynamoBackend({ client, table: 'leases', clock: { now: () => Date.now() } })
    * ```
    */
   clock?: Clock
@@ -91,7 +91,7 @@ export interface DynamoBackendOptions {
    * rejects the parameter. Default: `true`.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'leases', returnValuesOnConditionCheckFailure: false })
+   * const backend = new DynamoBackend({ client, table: 'leases', returnValuesOnConditionCheckFailure: false })
    * ```
    */
   returnValuesOnConditionCheckFailure?: boolean
@@ -102,7 +102,7 @@ export interface DynamoBackendOptions {
    * any request.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'leases', maxStateBytes: 64 * 1024 })
+   * const backend = new DynamoBackend({ client, table: 'leases', maxStateBytes: 64 * 1024 })
    * ```
    */
   maxStateBytes?: number
@@ -114,7 +114,7 @@ export interface DynamoBackendOptions {
    * (see the README). Default: none.
    *
    * ```ts
-   * const backend = new DynamoBackend({ client, tableName: 'leases', listIndex: 'worklease-list' })
+   * const backend = new DynamoBackend({ client, table: 'leases', listIndex: 'worklease-list' })
    * ```
    */
   listIndex?: string
@@ -144,7 +144,7 @@ const REVOKED_HOLDER = ''
  * import { DynamoDBClient } from '@aws-sdk/client-dynamodb'
  * import { DynamoBackend } from '@worklease/dynamodb'
  *
- * const backend = new DynamoBackend({ client: new DynamoDBClient({}), tableName: 'leases' })
+ * const backend = new DynamoBackend({ client: new DynamoDBClient({}), table: 'leases' })
  * const record = await backend.acquire('invoice-42', 'worker-a', 30_000)
  * ```
  */
@@ -166,9 +166,12 @@ export class DynamoBackend implements Backend {
   constructor(options: DynamoBackendOptions) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options are required')
-    const { client, tableName, partitionKey = 'workId', clock = systemClock } = options
+    const { client, table, partitionKey = 'workId', clock = systemClock } = options
     if (typeof client?.send !== 'function') throw new InvalidArgumentError('client must be a DynamoDBClient')
-    validateTableName(tableName)
+    if (table === undefined && 'tableName' in options) {
+      throw new InvalidArgumentError('options.tableName is now options.table, as in createLeaseTable')
+    }
+    validateTableName(table)
     validatePartitionKey(partitionKey)
     if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method')
     validateListIndex(options.listIndex)
@@ -180,7 +183,7 @@ export class DynamoBackend implements Backend {
       )
     }
     this.#client = client
-    this.#tableName = tableName
+    this.#tableName = table
     this.#partitionKey = partitionKey
     this.#clock = clock
     this.#returnOldOnFailure = options.returnValuesOnConditionCheckFailure ?? true

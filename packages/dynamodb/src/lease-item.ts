@@ -106,6 +106,6 @@ export function validateListIndex(listIndex: unknown): asserts listIndex is stri
 /** Checks a table name (or table ARN, which DynamoDB also accepts) given to the backend. */
 export function validateTableName(tableName: unknown): asserts tableName is string {
   if (typeof tableName !== 'string' || tableName.length === 0) {
-    throw new InvalidArgumentError('tableName must be a non-empty string')
+    throw new InvalidArgumentError('table must be a non-empty string')
   }
 }

@@ -13,7 +13,7 @@ afterAll(() => client.destroy())
 test('creates an on-demand table keyed by the partition key, ACTIVE when it returns', async () => {
   const tableName = uniqueTableName()
   expect(await createLeaseTable(client, { table: tableName, partitionKey: 'pk' })).toEqual({
-    tableName,
+    table: tableName,
     partitionKey: 'pk',
   })
   created.push(tableName)
@@ -25,7 +25,7 @@ test('creates an on-demand table keyed by the partition key, ACTIVE when it retu
 
   const backend = new DynamoBackend({
     client,
-    tableName,
+    table: tableName,
     partitionKey: 'pk',
     returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
   })
@@ -33,7 +33,7 @@ test('creates an on-demand table keyed by the partition key, ACTIVE when it retu
   await backend.checkpoint(record, Uint8Array.of(7), 10_000)
   expect(await backend.readCheckpoint(record)).toEqual({ state: Uint8Array.of(7), cleanHandoff: true })
   // A partition key name that differs from the table's is DynamoDB's validation error, not a lease outcome.
-  const wrongKey = new DynamoBackend({ client, tableName })
+  const wrongKey = new DynamoBackend({ client, table: tableName })
   await expect(wrongKey.acquire('job-1', 'a', 10_000)).rejects.toMatchObject({ name: 'ValidationException' })
 })
 
@@ -41,7 +41,7 @@ test('with listIndex, a global index keyed by listKey and the workId that projec
   const tableName = uniqueTableName()
   expect(
     await createLeaseTable(client, { table: tableName, partitionKey: 'pk', listIndex: 'worklease-list' }),
-  ).toEqual({ tableName, partitionKey: 'pk', listIndex: 'worklease-list' })
+  ).toEqual({ table: tableName, partitionKey: 'pk', listIndex: 'worklease-list' })
   created.push(tableName)
   const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }))
   expect(Table?.AttributeDefinitions).toEqual([
@@ -69,7 +69,10 @@ test('an existing table is left in place, or an error with ifNotExists: false', 
   const tableName = uniqueTableName()
   await createLeaseTable(client, { table: tableName })
   created.push(tableName)
-  expect(await createLeaseTable(client, { table: tableName })).toEqual({ tableName, partitionKey: 'workId' })
+  expect(await createLeaseTable(client, { table: tableName })).toEqual({
+    table: tableName,
+    partitionKey: 'workId',
+  })
   await expect(createLeaseTable(client, { table: tableName, ifNotExists: false })).rejects.toMatchObject({
     name: 'ResourceInUseException',
   })

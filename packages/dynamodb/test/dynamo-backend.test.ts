@@ -269,7 +269,7 @@ describe('DynamoBackend on a real server', () => {
   })
 
   test('store failures propagate as the SDK threw them', async () => {
-    const backend = table.open({ clock: manualClock() }, { tableName: 'worklease-no-such-table' })
+    const backend = table.open({ clock: manualClock() }, { table: 'worklease-no-such-table' })
     const error = await backend.acquire('job-1', 'a', 1_000).catch((e: unknown) => e)
     expect(isWorkleaseError(error)).toBe(false)
     expect((error as Error).name).toBe('ResourceNotFoundException')
@@ -277,13 +277,17 @@ describe('DynamoBackend on a real server', () => {
 
   test('options are checked at construction', () => {
     const client = table.admin
-    expect(() => new DynamoBackend({ client, tableName: 't', maxStateBytes: 400 * 1024 })).toThrow(
+    expect(() => new DynamoBackend({ client, table: 't', maxStateBytes: 400 * 1024 })).toThrow(
       /maxStateBytes/,
     )
-    expect(() => new DynamoBackend({ client, tableName: 't', partitionKey: 'state' })).toThrow(/partitionKey/)
-    expect(() => new DynamoBackend({ client, tableName: '' })).toThrow(/tableName/)
-    expect(() => new DynamoBackend({ client, tableName: 't', listIndex: 'a b' })).toThrow(/listIndex/)
-    expect(new DynamoBackend({ client, tableName: 't', maxStateBytes: 1024 }).capabilities).toEqual({
+    expect(() => new DynamoBackend({ client, table: 't', partitionKey: 'state' })).toThrow(/partitionKey/)
+    expect(() => new DynamoBackend({ client, table: '' })).toThrow(/table must be/)
+    // The option's earlier name is refused by name, not as a missing table.
+    expect(() => new DynamoBackend({ client, tableName: 't' } as never)).toThrow(
+      /tableName is now options.table/,
+    )
+    expect(() => new DynamoBackend({ client, table: 't', listIndex: 'a b' })).toThrow(/listIndex/)
+    expect(new DynamoBackend({ client, table: 't', maxStateBytes: 1024 }).capabilities).toEqual({
       clock: 'client',
       maxStateBytes: 1024,
       crossConnectionAtomic: true,
@@ -291,7 +295,7 @@ describe('DynamoBackend on a real server', () => {
       list: false,
       revoke: true,
     })
-    expect(new DynamoBackend({ client, tableName: 't', listIndex: 'idx' }).capabilities.list).toBe(true)
+    expect(new DynamoBackend({ client, table: 't', listIndex: 'idx' }).capabilities.list).toBe(true)
   })
 })
 
@@ -416,7 +420,7 @@ describe('expiry only moves forward, checkpoints are ordered, the holder is repo
       const backend = new DynamoBackend({
         // Without ReturnValuesOnConditionCheckFailure the wrapper only counts.
         client: withItemOnFailure(table.admin, requests),
-        tableName: table.tableName,
+        table: table.tableName,
         clock,
         returnValuesOnConditionCheckFailure: itemOnFailure,
       })

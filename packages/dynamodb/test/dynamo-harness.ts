@@ -90,7 +90,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
       clients.push(client)
       return new DynamoBackend({
         client,
-        tableName,
+        table: tableName,
         clock,
         returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
         listIndex: TEST_LIST_INDEX,

@@ -28,7 +28,7 @@ beforeEach(async () => {
   expect(await client.config.maxAttempts()).toBeGreaterThan(1)
   backend = new DynamoBackend({
     client,
-    tableName: table.tableName,
+    table: table.tableName,
     clock,
     returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
   })
