@@ -49,7 +49,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
   handler: PoolHandler<S>
   /**
    * Time between rebalances (each one lists the group once), randomly shortened by up to 20% so
-   * members that started together spread out. Default: the Leaser's `renewIntervalMs`.
+   * members that started together spread out; a member still short of its share after a rebalance
+   * looks again after a quarter of it (8 times in a row at most). Default: the Leaser's
+   * `renewIntervalMs`.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, rebalanceIntervalMs: 5_000 })

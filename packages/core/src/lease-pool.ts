@@ -38,6 +38,9 @@ const channel = diagnosticsChannel.channel(POOL_CHANNEL)
 
 /** Acquires a rebalance keeps in flight while taking free units (fewer than a driver's usual pool). */
 const TAKE_CONCURRENCY = 4
+/** A member short of its share rebalances this many times faster, for at most {@link MAX_HURRIES} in a row. */
+const HURRY_FACTOR = 4
+const MAX_HURRIES = 8
 
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
 function spread(text: string): number {
@@ -83,6 +86,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   #closing: Promise<void> | undefined
   #ticking: Promise<void> = Promise.resolve()
   #timer: unknown
+  #hurries = 0
   #letProcessExit: (() => void) | undefined
 
   constructor(options: LeasePoolOptions<S>) {
@@ -157,8 +161,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     this.#starting ??= (async () => {
       this.#letProcessExit = keepProcessAlive()
       await this.#join(true)
-      await this.#rebalance()
-      this.#schedule()
+      this.#schedule(await this.#rebalance())
     })()
     return this.#starting
   }
@@ -223,11 +226,19 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     }
   }
 
-  #schedule(): void {
+  /**
+   * The next rebalance, an interval away (less up to a fifth, so members drift apart). A member left
+   * short of its share looks again sooner: the units it lacks come free at the donors' own
+   * rebalances, or are still free after a take another member won. Bounded, so a member that can
+   * never fill up (units held by someone outside the group) falls back to the interval.
+   */
+  #schedule(short = false): void {
     if (this.#closed.signal.aborted) return
-    const delay = this.#intervalMs * (1 - 0.2 * this.#options.random())
+    this.#hurries = short ? this.#hurries + 1 : 0
+    const hurry = short && this.#hurries <= MAX_HURRIES
+    const delay = (this.#intervalMs / (hurry ? HURRY_FACTOR : 1)) * (1 - 0.2 * this.#options.random())
     this.#timer = this.#options.timers.setTimeout(() => {
-      this.#ticking = this.#rebalance().finally(() => this.#schedule())
+      this.#ticking = this.#rebalance().then((short) => this.#schedule(short))
     }, delay)
   }
 
@@ -236,9 +247,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     return [...new Set(units)]
   }
 
-  /** One rebalance: list the group once, stop what is no longer ours to run, then plan and move. */
-  async #rebalance(): Promise<void> {
-    if (this.#closed.signal.aborted) return
+  /**
+   * One rebalance: list the group once, stop what is no longer ours to run, then plan and move.
+   * Resolves to whether this member is still short: it took fewer than planned, or holds fewer than
+   * an even share.
+   */
+  async #rebalance(): Promise<boolean> {
+    if (this.#closed.signal.aborted) return false
     const { leaser, planner } = this.#options
     try {
       if (!this.#membership?.held) await this.#rejoin()
@@ -261,13 +276,19 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
-      await this.#take(Math.min(plan.take, maxMoves), free)
+      const toTake = Math.min(plan.take, maxMoves)
+      const taken = await this.#take(toTake, free)
+      const members = view.members.length + (view.members.includes(leaser.holderId) ? 0 : 1)
+      const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
+      return taken < toTake || running < Math.floor(view.units.length / members)
     } catch (error) {
       if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
+      return false
     }
   }
 
-  async #take(count: number, free: string[]): Promise<void> {
+  /** Takes up to `count` of the free units; resolves to how many it took. */
+  async #take(count: number, free: string[]): Promise<number> {
     const { leaser } = this.#options
     free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
     // Others take from the same free units: a few misses are expected, endless ones are not.
@@ -303,6 +324,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const takers = Array.from({ length: Math.min(TAKE_CONCURRENCY, count) }, taker)
     const failed = (await Promise.allSettled(takers)).find((result) => result.status === 'rejected')
     if (failed) throw failed.reason
+    return taken
   }
 
   #run(unit: string, lease: Lease<S>): void {

@@ -1,6 +1,9 @@
 import { describe, expect, test } from 'vitest'
-import { LeasePool, type PoolEvent } from '../src/index.js'
+import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import { INTERVAL, setup, TTL } from './setup.js'
+
+const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
+  new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
 
 describe('LeasePool', () => {
   test('a member that lost its membership lease keeps rebalancing while the store still lists it', async () => {
@@ -60,5 +63,34 @@ describe('LeasePool', () => {
     await time.until(started)
     await time.until(pool.close())
     // The fake clock's flushes are real work: slow on a busy machine, not a measure of anything.
+  }, 30_000)
+
+  test('a member short of its share looks again within a quarter interval, not a whole one', async () => {
+    const { time, leaser, other } = setup()
+    const units = Array.from({ length: 20 }, (_, i) => `u${i}`)
+    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    // random() = 0.5: every rebalance comes 0.9 of an interval after the last one ended.
+    const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
+    const giver = new LeasePool({ ...options, leaser })
+    await time.until(giver.start())
+    expect(giver.units).toHaveLength(20)
+    // The newcomer's first look finds nothing free; the giver gives its surplus at its next rebalance,
+    // 0.9 interval after its first. Starting just before then, the newcomer's next regular look would
+    // be almost a whole interval after the units came free.
+    await time.advance(0.9 * INTERVAL - 30)
+    const taker = new LeasePool({ ...options, leaser: b })
+    await time.until(taker.start())
+    expect(taker.units).toEqual([])
+    const startedAt = time.now()
+    let fullAt: number | undefined
+    while (fullAt === undefined && time.now() - startedAt < 2 * INTERVAL) {
+      await time.advance(5)
+      if (taker.units.length === 10) fullAt = time.now()
+    }
+    expect(giver.units).toHaveLength(10)
+    // Freed about 30 ms after the taker started: found at its next (hurried) look, a quarter interval on.
+    expect(fullAt! - startedAt).toBeLessThanOrEqual(30 + INTERVAL / 4 + 20)
+    await time.until(Promise.all([giver.close(), taker.close()]))
+    await time.until(b.close())
   }, 30_000)
 })
