@@ -249,8 +249,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   /**
    * One rebalance: list the group once, stop what is no longer ours to run, then plan and move.
-   * Resolves to whether this member is still short: it took fewer than planned, or holds fewer than
-   * an even share.
+   * Resolves to whether this member is still short of its share.
    */
   async #rebalance(): Promise<boolean> {
     if (this.#closed.signal.aborted) return false
@@ -278,9 +277,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
       const toTake = Math.min(plan.take, maxMoves)
       const taken = await this.#take(toTake, free)
+      // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
+      // never hurries: its next look could make it a donor on a view that is only in flux.
       const members = view.members.length + (view.members.includes(leaser.holderId) ? 0 : 1)
       const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
-      return taken < toTake || running < Math.floor(view.units.length / members)
+      const lower = Math.floor(view.units.length / members)
+      const upper = Math.ceil(view.units.length / members)
+      return running < lower || (taken < toTake && running < upper)
     } catch (error) {
       if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
       return false
@@ -293,12 +296,17 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
     // Others take from the same free units: a few misses are expected, endless ones are not.
     const attempts = Math.min(free.length, count * 2 + 2)
+    // The plan is only as good as the listing it came from: a member that saw 4 of 10 members start
+    // would otherwise go on taking 250 units for seconds. Past half an interval it stops and, short,
+    // looks again a quarter interval later with a fresh listing.
+    const { timers } = this.#options
+    const stopAt = timers.now() + this.#intervalMs / 2
     let next = 0
     let taken = 0
     let inFlight = 0
     const taker = async (): Promise<void> => {
       // Never more in flight than still wanted, so a rebalance takes at most `count`.
-      while (next < attempts && taken + inFlight < count) {
+      while (next < attempts && taken + inFlight < count && timers.now() < stopAt) {
         if (this.#closed.signal.aborted) return
         const unit = free[next++]!
         let lease: Lease<S>

@@ -1,3 +1,4 @@
+import { FaultInjectingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import { INTERVAL, setup, TTL } from './setup.js'
@@ -91,6 +92,46 @@ describe('LeasePool', () => {
     // Freed about 30 ms after the taker started: found at its next (hurried) look, a quarter interval on.
     expect(fullAt! - startedAt).toBeLessThanOrEqual(30 + INTERVAL / 4 + 20)
     await time.until(Promise.all([giver.close(), taker.close()]))
+    await time.until(b.close())
+  }, 30_000)
+
+  test('a member takes on one listing for half an interval at most, then plans again', async () => {
+    // A loaded store: 50 ms per acquire, so 4 at a time take 20 units in 250 ms. The first member
+    // lists while alone and plans all 40 units; the second joins just after that listing.
+    const { time, backend, leaser, other } = setup()
+    backend.setLatency(50, 'acquire')
+    const slowOther = new FaultInjectingBackend(other, { sleep: (ms, signal) => time.sleep(ms, signal) })
+    slowOther.setLatency(50, 'acquire')
+    const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
+    const b = new Leaser({
+      backend: slowOther,
+      ttlMs: TTL,
+      holderId: 'worker-b',
+      timers: time,
+      renewJitter: 0,
+    })
+    const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
+    const first = new LeasePool({ ...options, leaser })
+    const givenUp: string[] = []
+    first.on((event) => {
+      if (event.type === 'givingUp') givenUp.push(event.unit)
+    })
+    const firstStarted = first.start()
+    await time.advance(60)
+    const second = new LeasePool({ ...options, leaser: b })
+    const secondStarted = second.start()
+    let most = 0
+    for (let elapsed = 0; elapsed < 4 * INTERVAL; elapsed += 5) {
+      await time.advance(5)
+      most = Math.max(most, first.units.length)
+    }
+    await time.until(Promise.all([firstStarted, secondStarted]))
+    expect(first.units.length + second.units.length).toBe(40)
+    // Taking on its lonely listing until the units ran out, the first went past its share of 20 and
+    // gave the surplus back by consent: moves the second listing avoids.
+    expect({ most, givenUp: givenUp.length }).toEqual({ most: expect.any(Number), givenUp: 0 })
+    expect(most).toBeLessThanOrEqual(21)
+    await time.until(Promise.all([first.close(), second.close()]))
     await time.until(b.close())
   }, 30_000)
 })
