@@ -34,20 +34,24 @@ const report = (worker: string, event: WorkerEvent, at = 0, ageMs = 0): RunActio
   ageMs,
 })
 
+/** w1 holds item a, and the one planned strike is armed against it. */
+const armedAgainstW1 = (action: PlannedStrike['action']) =>
+  armStrikes(
+    run(
+      [
+        { type: 'spawned', worker: 'w1' },
+        report('w1', { type: 'acquired', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0 }),
+      ],
+      fresh([{ action, atProgress: 0 }]),
+    ).state,
+    (names) => names[0]!,
+  )
+
 const json = (value: unknown) => JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? String(v) : v))
 
 describe('reduceRun', () => {
   test('a takeover after a crash: the item changes hands, counted unclean, and the strike records it', () => {
-    const armed = armStrikes(
-      run(
-        [
-          { type: 'spawned', worker: 'w1' },
-          report('w1', { type: 'acquired', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0 }),
-        ],
-        fresh([{ action: 'crash', atProgress: 0 }]),
-      ).state,
-      (names) => names[0]!,
-    )
+    const armed = armedAgainstW1('crash')
     expect(armed.plan[0]!.target).toBe('w1')
     const { state, lines, effects } = run(
       [
@@ -79,16 +83,7 @@ describe('reduceRun', () => {
   })
 
   test('a strike waits for a report that arrived early in its step, and a stop never in the last step', () => {
-    const start = armStrikes(
-      run(
-        [
-          { type: 'spawned', worker: 'w1' },
-          report('w1', { type: 'acquired', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0 }),
-        ],
-        fresh([{ action: 'stop', atProgress: 0 }]),
-      ).state,
-      (names) => names[0]!,
-    )
+    const start = armedAgainstW1('stop')
     const late = run([report('w1', { type: 'step', item: 'a', token: 1n, step: 1, sentAt: 0 }, 0, 26)], start)
     expect(late.effects).toEqual([])
     expect(late.state.plan[0]!.strike).toBeUndefined()
