@@ -1,10 +1,7 @@
 import type { LogLine } from './coordinator.js'
+import { LiveFrame, color as paint, stamp } from './live-frame.js'
 import type { PoolCoordinator } from './pool-coordinator.js'
 import { poolSummary } from './pool-summary.js'
-
-const ESC = '\x1b['
-const paint = (code: number, text: string) => `${ESC}${code}m${text}${ESC}0m`
-const stamp = (ms: number) => `${(ms / 1000).toFixed(2).padStart(6)}s`
 
 /**
  * The `--pool` live view, redrawn ten times a second: a line per worker with its items as blocks
@@ -12,42 +9,31 @@ const stamp = (ms: number) => `${(ms / 1000).toFixed(2).padStart(6)}s`
  * notable events.
  */
 export class PoolLiveView {
-  readonly #out: NodeJS.WriteStream
+  readonly #frame: LiveFrame
   readonly #title: string
-  readonly #recent: LogLine[] = []
   #coordinator: PoolCoordinator | undefined
-  #timer: ReturnType<typeof setInterval> | undefined
-  #drawn = 0
 
   constructor(out: NodeJS.WriteStream, title: string) {
-    this.#out = out
+    this.#frame = new LiveFrame(out, () => this.#render())
     this.#title = title
   }
 
   line(line: LogLine): void {
-    if (!line.important) return
-    this.#recent.push(line)
-    if (this.#recent.length > 50) this.#recent.shift()
+    this.#frame.note(line)
   }
 
   start(coordinator: PoolCoordinator): void {
     this.#coordinator = coordinator
-    this.#out.write(`${ESC}?25l`)
-    process.once('exit', () => this.#out.write(`${ESC}?25h`))
-    this.#timer = setInterval(() => this.#draw(), 100)
-    this.#draw()
+    this.#frame.start()
   }
 
   stop(): void {
-    clearInterval(this.#timer)
-    this.#draw()
-    this.#out.write(`${ESC}?25h`)
+    this.#frame.stop()
   }
 
-  #draw(): void {
+  #render(): string[] | undefined {
     const coordinator = this.#coordinator
-    if (!coordinator) return
-    const width = Math.max(40, (this.#out.columns ?? 100) - 1)
+    if (!coordinator) return undefined
     const { state } = coordinator
     const lines = [
       `${paint(1, this.#title)}  ${paint(2, `${(coordinator.elapsed() / 1000).toFixed(1)} s, ${Math.round(coordinator.progress * 100)}% of steps done`)}`,
@@ -69,16 +55,9 @@ export class PoolLiveView {
       )
     }
     lines.push('', poolSummary(state), paint(2, 'recent'))
-    const recent = this.#recent.slice(-6)
+    const recent = this.#frame.recent.slice(-6)
     for (const entry of recent) lines.push(`${paint(2, stamp(entry.at))}  ${entry.text}`)
     for (let i = recent.length; i < 6; i++) lines.push('')
-    // biome-ignore lint/suspicious/noControlCharactersInRegex: measuring the escape sequences we emit
-    const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '').length
-    const frame = lines
-      .map((line) => (visible(line) > width ? line.slice(0, width) : line))
-      .join(`${ESC}0K\n`)
-    const up = this.#drawn > 0 ? `${ESC}${this.#drawn}A\r${ESC}0J` : ''
-    this.#out.write(`${up}${frame}\n`)
-    this.#drawn = lines.length
+    return lines
   }
 }

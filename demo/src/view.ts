@@ -1,4 +1,5 @@
 import type { Coordinator, LogLine } from './coordinator.js'
+import { bold, cyan, dim, fit, green, LiveFrame, red, stamp, yellow } from './live-frame.js'
 import type { DemoOptions } from './options.js'
 import type { WorkerState } from './reduce-run.js'
 
@@ -8,8 +9,6 @@ export interface View {
   start(coordinator: Coordinator): void
   stop(): void
 }
-
-const stamp = (ms: number) => `${(ms / 1000).toFixed(2).padStart(6)}s`
 
 /** One line per event, for CI logs and pipes. */
 export class PlainView implements View {
@@ -25,41 +24,6 @@ export class PlainView implements View {
 
   start(): void {}
   stop(): void {}
-}
-
-const ESC = '\x1b['
-const color = (code: number, text: string) => `${ESC}${code}m${text}${ESC}0m`
-const red = (text: string) => color(31, text)
-const green = (text: string) => color(32, text)
-const yellow = (text: string) => color(33, text)
-const cyan = (text: string) => color(36, text)
-const dim = (text: string) => color(2, text)
-const bold = (text: string) => color(1, text)
-
-// Visible width of a string with ANSI colour codes.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching the escape sequences we emit
-const visible = (text: string) => text.replace(/\x1b\[[0-9;]*m/g, '')
-
-function fit(text: string, width: number): string {
-  const pad = width - visible(text).length
-  return pad >= 0 ? text + ' '.repeat(pad) : cutVisible(text, width)
-}
-
-function cutVisible(text: string, width: number): string {
-  let out = ''
-  let count = 0
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching the escape sequences we emit
-  for (const part of text.split(/(\x1b\[[0-9;]*m)/)) {
-    if (part.startsWith('\x1b[')) {
-      out += part
-      continue
-    }
-    const room = width - count
-    if (room <= 0) continue
-    out += part.slice(0, room)
-    count += Math.min(room, part.length)
-  }
-  return `${out}${ESC}0m`
 }
 
 function statusText(worker: WorkerState): string {
@@ -86,46 +50,33 @@ function statusText(worker: WorkerState): string {
  * to the end), one line per worker and per item, then the most recent notable events.
  */
 export class LiveView implements View {
-  readonly #out: NodeJS.WriteStream
+  readonly #frame: LiveFrame
   readonly #options: DemoOptions
   readonly #title: string
-  readonly #recent: LogLine[] = []
   #coordinator: Coordinator | undefined
-  #timer: ReturnType<typeof setInterval> | undefined
-  #drawn = 0
 
   constructor(out: NodeJS.WriteStream, options: DemoOptions, title: string) {
-    this.#out = out
+    this.#frame = new LiveFrame(out, (width, rows) => this.#render(width, rows))
     this.#options = options
     this.#title = title
   }
 
   line(line: LogLine): void {
-    if (!line.important) return
-    this.#recent.push(line)
-    if (this.#recent.length > 50) this.#recent.shift()
+    this.#frame.note(line)
   }
 
   start(coordinator: Coordinator): void {
     this.#coordinator = coordinator
-    this.#out.write(`${ESC}?25l`)
-    const restore = () => this.#out.write(`${ESC}?25h`)
-    process.once('exit', restore)
-    this.#timer = setInterval(() => this.#draw(), 100)
-    this.#draw()
+    this.#frame.start()
   }
 
   stop(): void {
-    clearInterval(this.#timer)
-    this.#draw()
-    this.#out.write(`${ESC}?25h`)
+    this.#frame.stop()
   }
 
-  #draw(): void {
+  #render(width: number, rows: number): string[] | undefined {
     const coordinator = this.#coordinator
-    if (!coordinator) return
-    const width = Math.max(40, (this.#out.columns ?? 100) - 1)
-    const rows = Math.max(12, (this.#out.rows ?? 40) - 1)
+    if (!coordinator) return undefined
     const steps = this.#options.steps
     const lines: string[] = []
     lines.push(
@@ -170,13 +121,10 @@ export class LiveView implements View {
       lines.push(text)
     }
     lines.push(dim('recent'))
-    const recent = this.#recent.slice(-recentRows)
+    const recent = this.#frame.recent.slice(-recentRows)
     for (const entry of recent) lines.push(`${dim(stamp(entry.at))}  ${highlight(entry.text)}`)
     for (let i = recent.length; i < recentRows; i++) lines.push('')
-    const frame = lines.map((line) => fit(line, width)).join('\n')
-    const up = this.#drawn > 0 ? `${ESC}${this.#drawn}A\r${ESC}0J` : ''
-    this.#out.write(`${up}${frame}\n`)
-    this.#drawn = lines.length
+    return lines
   }
 }
 
