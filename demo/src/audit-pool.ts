@@ -1,4 +1,5 @@
 import type { Check, FinalItem } from './audit.js'
+import { completedCheck, readDownstream, staleCheck } from './audit-downstream.js'
 import type { HistoryEntry } from './downstream.js'
 import type { PoolRunOutcome } from './pool-coordinator.js'
 import type { PoolRun } from './reduce-pool.js'
@@ -20,41 +21,16 @@ const byToken = (a: PoolRun, b: PoolRun) => (a.token < b.token ? -1 : a.token > 
 export function auditPool({ steps, outcome, final, histories }: PoolAuditInput): Check[] {
   const checks: Check[] = []
   const { state } = outcome
-  const notComplete = final.filter((item) => item.stepsDone !== steps)
-  checks.push({
-    name: 'every item completed',
-    pass: notComplete.length === 0,
-    detail:
-      `${final.length - notComplete.length}/${final.length} items at step ${steps}/${steps}, read back through the lease store` +
-      (notComplete.length
-        ? `; not: ${notComplete.map((item) => `${item.item} (${item.error ?? `${item.stepsDone ?? 0}/${steps}`})`).join(', ')}`
-        : ''),
-  })
+  checks.push(completedCheck(final, steps))
 
   const killedTokens = new Set(
     state.runs.filter((run) => run.end?.how === 'killed').map((run) => `${run.item} ${run.token}`),
   )
+  const reading = readDownstream(histories)
   let missing = 0
   let duplicated = 0
   let redone = 0
-  let writes = 0
-  let stale = 0
-  const staleExamples: string[] = []
-  for (const [item, history] of histories) {
-    const byStep = new Map<number, HistoryEntry[]>()
-    let fence = 0n
-    for (const entry of history) {
-      if (entry.kind === 'claim') {
-        if (entry.token > fence) fence = entry.token
-        continue
-      }
-      writes++
-      byStep.set(entry.step, [...(byStep.get(entry.step) ?? []), entry])
-      if (entry.token < fence) {
-        stale++
-        staleExamples.push(`${item} step ${entry.step} token ${entry.token} after token ${fence}`)
-      } else fence = entry.token
-    }
+  for (const [item, byStep] of reading.byItem) {
     for (let step = 1; step <= steps; step++) {
       const entries = byStep.get(step) ?? []
       if (entries.length === 0) missing++
@@ -72,14 +48,7 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
     pass: missing === 0 && duplicated === 0 && histories.size === final.length,
     detail: `${expected - missing}/${expected} steps in the downstream table, ${missing} missing, ${duplicated} written twice, ${redone} redone after the crash (written, not checkpointed)`,
   })
-  checks.push({
-    name: 'no step accepted from a stale token',
-    pass: stale === 0,
-    detail:
-      stale === 0
-        ? `every one of ${writes} accepted writes carried the item's newest token`
-        : `${stale} stale writes accepted: ${staleExamples.slice(0, 3).join('; ')}`,
-  })
+  checks.push(staleCheck(reading))
 
   let overlaps = 0
   const overlapExamples: string[] = []
@@ -126,7 +95,7 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
   const expired = state.runs.length - items.size - handoffs.consent
   checks.push({
     name: 'no item run by two workers at once',
-    pass: overlaps === 0 && stale === 0,
+    pass: overlaps === 0 && reading.stale === 0,
     detail:
       overlaps === 0
         ? `${handoffs.consent} consent handoffs: each successor started after its predecessor's run ended; ${expired} takeovers after an expiry: no write of the old token accepted after the new claim`

@@ -1,3 +1,4 @@
+import { completedCheck, readDownstream, staleCheck } from './audit-downstream.js'
 import type { RunOutcome } from './coordinator.js'
 import type { HistoryEntry } from './downstream.js'
 import type { PlannedStrike, Strike } from './reduce-run.js'
@@ -31,43 +32,14 @@ function strike(plan: readonly PlannedStrike[], action: Strike['action']): Strik
 export function audit({ steps, outcome, final, histories }: AuditInput): Check[] {
   const checks: Check[] = []
 
-  const complete = final.filter((item) => item.stepsDone === steps)
-  const notComplete = final.filter((item) => item.stepsDone !== steps)
-  checks.push({
-    name: 'every item completed',
-    pass: notComplete.length === 0,
-    detail:
-      `${complete.length}/${final.length} items at step ${steps}/${steps}, read back through the lease store` +
-      (notComplete.length
-        ? `; not: ${notComplete.map((item) => `${item.item} (${item.error ?? `${item.stepsDone ?? 0}/${steps}`})`).join(', ')}`
-        : ''),
-  })
+  checks.push(completedCheck(final, steps))
 
+  const reading = readDownstream(histories)
   let missing = 0
   let duplicated = 0
-  let writes = 0
-  let staleAccepted = 0
-  const staleExamples: string[] = []
-  for (const [item, history] of histories) {
-    const counts = new Map<number, number>()
-    let fence = 0n
-    for (const entry of history) {
-      if (entry.kind === 'claim') {
-        if (entry.token > fence) fence = entry.token
-        continue
-      }
-      writes++
-      counts.set(entry.step, (counts.get(entry.step) ?? 0) + 1)
-      // Stale: a newer holder had already claimed the item (or written to it) when this write landed.
-      if (entry.token < fence) {
-        staleAccepted++
-        staleExamples.push(`${item} step ${entry.step} token ${entry.token} after token ${fence}`)
-      } else {
-        fence = entry.token
-      }
-    }
+  for (const byStep of reading.byItem.values()) {
     for (let step = 1; step <= steps; step++) {
-      const count = counts.get(step) ?? 0
+      const count = byStep.get(step)?.length ?? 0
       if (count === 0) missing++
       if (count > 1) duplicated += count - 1
     }
@@ -78,15 +50,7 @@ export function audit({ steps, outcome, final, histories }: AuditInput): Check[]
     pass: missing === 0 && duplicated === 0 && histories.size === final.length,
     detail: `${expected - missing}/${expected} steps in the downstream table, ${missing} missing, ${duplicated} written twice`,
   })
-
-  checks.push({
-    name: 'no step accepted from a stale token',
-    pass: staleAccepted === 0,
-    detail:
-      staleAccepted === 0
-        ? `every one of ${writes} accepted writes carried the item's newest token`
-        : `${staleAccepted} stale writes accepted: ${staleExamples.slice(0, 3).join('; ')}`,
-  })
+  checks.push(staleCheck(reading))
 
   const crash = strike(outcome.plan, 'crash')
   checks.push({
