@@ -1,8 +1,7 @@
-import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
 import { type Lease, LeasePool, Leaser, type PoolUnit } from '@worklease/core'
 import type { Backend } from '@worklease/spec'
 import { monotonicNow } from './history.js'
+import { loadNdjson, NdjsonLog } from './ndjson-log.js'
 import type { Random } from './random.js'
 import type { RunnerLeaseConfig } from './runner-workload.js'
 
@@ -39,35 +38,14 @@ export type PoolLine =
 const POOL_FILE_SUFFIX = '.pool.ndjson'
 
 /** One process's pool lines, appended with synchronous writes like the history. */
-export class PoolLog {
-  readonly #fd: number
-
+export class PoolLog extends NdjsonLog<PoolLine> {
   constructor(dir: string, process: string) {
-    this.#fd = openSync(join(dir, `${process}${POOL_FILE_SUFFIX}`), 'a')
-  }
-
-  write(line: PoolLine): void {
-    writeSync(this.#fd, `${JSON.stringify(line)}\n`)
-  }
-
-  close(): void {
-    closeSync(this.#fd)
+    super(dir, process, POOL_FILE_SUFFIX)
   }
 
   /** Every pool line of a run's history directory (lines torn by SIGKILL are skipped). */
   static load(dir: string): PoolLine[] {
-    const lines: PoolLine[] = []
-    for (const file of readdirSync(dir).filter((name) => name.endsWith(POOL_FILE_SUFFIX))) {
-      for (const text of readFileSync(join(dir, file), 'utf8').split('\n')) {
-        if (!text) continue
-        try {
-          lines.push(JSON.parse(text))
-        } catch {
-          // torn by SIGKILL mid-write
-        }
-      }
-    }
-    return lines
+    return loadNdjson<PoolLine>(dir, POOL_FILE_SUFFIX)
   }
 }
 

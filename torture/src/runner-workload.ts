@@ -1,9 +1,8 @@
-import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
-import { join } from 'node:path'
 import { isLeaseLostError, type Lease, Leaser, systemTimers, type Timers } from '@worklease/core'
 import { type Backend, isWorkleaseError } from '@worklease/spec'
 import type { CounterStore } from './counter-store.js'
 import { monotonicNow } from './history.js'
+import { loadNdjson, NdjsonLog } from './ndjson-log.js'
 import type { Random } from './random.js'
 
 /** One Leaser configuration the runner workload uses. */
@@ -63,35 +62,14 @@ export const runnerProgress = (slot: number, index: number) => `runner-s${slot}-
 
 export const RUNNER_FILE_SUFFIX = '.runner.ndjson'
 
-export class RunnerLog {
-  readonly #fd: number
-
+export class RunnerLog extends NdjsonLog<RunnerLine> {
   constructor(dir: string, process: string) {
-    this.#fd = openSync(join(dir, `${process}${RUNNER_FILE_SUFFIX}`), 'a')
-  }
-
-  write(line: RunnerLine): void {
-    writeSync(this.#fd, `${JSON.stringify(line)}\n`)
-  }
-
-  close(): void {
-    closeSync(this.#fd)
+    super(dir, process, RUNNER_FILE_SUFFIX)
   }
 }
 
 export function loadRunnerLog(dir: string): RunnerLine[] {
-  const lines: RunnerLine[] = []
-  for (const file of readdirSync(dir).filter((name) => name.endsWith(RUNNER_FILE_SUFFIX))) {
-    for (const text of readFileSync(join(dir, file), 'utf8').split('\n')) {
-      if (!text) continue
-      try {
-        lines.push(JSON.parse(text))
-      } catch {
-        // torn by SIGKILL mid-write
-      }
-    }
-  }
-  return lines
+  return loadNdjson<RunnerLine>(dir, RUNNER_FILE_SUFFIX)
 }
 
 class JobFailed extends Error {
