@@ -104,9 +104,18 @@ describe.runIf(selected.includes('memory'))('torture catches a broken store end 
       { ...busy, networkFaults: ['late-delivery'], durationMs: Math.max(8, seconds) * 1_000 },
     ],
   ] as const)('memory with bug %s', async (bug, expected, extra: Partial<TortureOptions>) => {
-    const report = await run('memory', { bug, ...extra })
-    const found = Object.keys(report.violationsByCheck)
-    expect(found, formatReport(report)).toEqual(expect.arrayContaining([...expected]))
+    // A random history shows a bug only if it happens to exercise it (CI once drew a seed whose 4 s
+    // held 158 renews and none that moved an expiry back): up to 3 seeds, and the first history that
+    // catches the bug proves the checker can. Each miss is printed.
+    let report: TortureReport | undefined
+    for (let attempt = 0; attempt < 3; attempt++) {
+      report = await run('memory', { bug, ...extra, seed: (seed + attempt * 7919) % 2 ** 31 })
+      const missed = expected.filter((check) => !(check in report!.violationsByCheck))
+      if (missed.length === 0) break
+      console.log(`bug ${bug}: seed ${report.seed} did not show ${missed.join(', ')}`)
+    }
+    const found = Object.keys(report!.violationsByCheck)
+    expect(found, formatReport(report!)).toEqual(expect.arrayContaining([...expected]))
   })
 })
 
