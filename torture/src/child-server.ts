@@ -83,6 +83,11 @@ function running(pid: number): boolean {
 export interface ChildServerOptions {
   uid?: number
   gid?: number
+  /**
+   * Whether the server answers queries yet, asked after its port opens. PostgreSQL listens while it is
+   * still starting up (or recovering from the crash a restart is) and refuses connections until then.
+   */
+  ready?: (port: number) => Promise<boolean>
 }
 
 /** A server child the suite can crash and start again. */
@@ -105,6 +110,7 @@ export async function childServer(
   args: (port: number) => string[],
   options: ChildServerOptions = {},
 ): Promise<ChildServer> {
+  const { ready, ...spawnOptions } = options
   const port = await freePort()
   let child: ChildProcess | undefined
   let stderr = ''
@@ -124,7 +130,7 @@ export async function childServer(
     const proc = spawn(command, args(port), {
       stdio: ['ignore', 'ignore', 'pipe'],
       detached: true,
-      ...options,
+      ...spawnOptions,
     })
     proc.stderr!.setEncoding('utf8')
     proc.stderr!.on('data', (chunk: string) => {
@@ -132,6 +138,13 @@ export async function childServer(
     })
     child = proc
     await waitForPort(port, proc, name, () => stderr)
+    const deadline = Date.now() + 60_000
+    while (ready && !(await ready(port))) {
+      if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited:\n${stderr}`)
+      if (Date.now() > deadline)
+        throw new Error(`${name} listened on ${port} but never became ready:\n${stderr}`)
+      await sleep(50)
+    }
   }
   const signal = (targets: number[], name: NodeJS.Signals) => {
     for (const target of targets) {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process'
+import { execFile, execFileSync } from 'node:child_process'
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { type ChildServer, childServer } from './child-server.js'
@@ -86,7 +86,16 @@ export async function privatePostgres(dir: string, binDir: string): Promise<Priv
       '-c',
       'log_min_messages=fatal',
     ],
-    ids ?? {},
+    {
+      ...(ids ?? {}),
+      // pg_isready exits 0 only once the server accepts connections (not while it is starting up).
+      ready: (port) =>
+        new Promise((resolve) =>
+          execFile(join(binDir, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)], (error) =>
+            resolve(!error),
+          ),
+        ),
+    },
   )
   return { ...server, url: `postgres://postgres@127.0.0.1:${server.port}/postgres` }
 }

@@ -123,7 +123,7 @@ export async function startServer(
         const own = binDir ? await privatePostgres(dir, binDir) : await privateMariadb(dir, binaries!)
         const { db } = await kyselyFor(backend, own.port, undefined, 1, own.url)
         const { createLeaseTable } = await import('@worklease/kysely')
-        await untilStartedUp(() => createLeaseTable(db, { table }))
+        await createLeaseTable(db, { table })
         await db.destroy()
         return { server: own, info: { backend, table, url: own.url } }
       }
@@ -344,23 +344,6 @@ export async function openBackend(
         returnValuesOnConditionCheckFailure: info.backend === 'dynamodb-local',
       })
       return { backend, close: async () => client.destroy() }
-    }
-  }
-}
-
-/**
- * PostgreSQL listens before it is ready: until its startup (or crash recovery) ends it refuses every
- * connection with 57P03 "the database system is starting up". CI once met that at a run's first
- * statement, a few ms after the port opened.
- */
-async function untilStartedUp<T>(attempt: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    try {
-      return await attempt()
-    } catch (error) {
-      if ((error as { code?: unknown }).code !== '57P03' || Date.now() > deadline) throw error
-      await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
 }
