@@ -22,6 +22,16 @@ export interface PoolPlan {
 }
 
 /**
+ * @internal The even split of a view's units over its members, this one counted even before the
+ * listing shows it: every member ends with `lower` or `upper` units.
+ */
+export function evenShare(view: PoolView): { members: readonly string[]; lower: number; upper: number } {
+  const members = view.members.includes(view.me) ? view.members : [...view.members, view.me]
+  const units = view.units.length
+  return { members, lower: Math.floor(units / members.length), upper: Math.ceil(units / members.length) }
+}
+
+/**
  * The default planner: every member converges on `floor(N/W)` or `ceil(N/W)` units, and units move
  * only by consent (a member releases its own; nobody takes a live lease).
  *
@@ -41,10 +51,7 @@ export interface PoolPlan {
  * ```
  */
 export function planFairShare(view: PoolView, maxMoves: number): PoolPlan {
-  const members = view.members.includes(view.me) ? view.members : [...view.members, view.me]
-  const units = view.units.length
-  const lower = Math.floor(units / members.length)
-  const upper = Math.ceil(units / members.length)
+  const { members, lower, upper } = evenShare(view)
   const counts = new Map<string, number>(members.map((member) => [member, 0]))
   let free = 0
   for (const unit of view.units) {

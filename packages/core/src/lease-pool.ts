@@ -2,7 +2,7 @@ import diagnosticsChannel from 'node:diagnostics_channel'
 import { InvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
 import { keepProcessAlive, sharedAbortController } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
-import { planFairShare } from './fair-share.js'
+import { evenShare, planFairShare } from './fair-share.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -279,10 +279,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       const taken = await this.#take(toTake, free)
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
-      const members = view.members.length + (view.members.includes(leaser.holderId) ? 0 : 1)
+      const { lower, upper } = evenShare(view)
       const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
-      const lower = Math.floor(view.units.length / members)
-      const upper = Math.ceil(view.units.length / members)
       return running < lower || (taken < toTake && running < upper)
     } catch (error) {
       if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
