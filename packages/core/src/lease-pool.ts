@@ -42,6 +42,9 @@ const TAKE_CONCURRENCY = 4
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
 
+/** When a member looks again after a rebalance: at once, after a quarter interval, or an interval on. */
+type NextLook = 'now' | 'soon' | 'later'
+
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
 function spread(text: string): number {
   let hash = 0x811c9dc5
@@ -230,15 +233,20 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * The next rebalance, an interval away (less up to a fifth, so members drift apart). A member left
    * short of its share looks again sooner: the units it lacks come free at the donors' own
    * rebalances, or are still free after a take another member won. Bounded, so a member that can
-   * never fill up (units held by someone outside the group) falls back to the interval.
+   * never fill up (units held by someone outside the group) falls back to the interval. A take cut
+   * at half an interval, having taken some, lists again at once and starts that count again: the cut
+   * is there for a fresh listing, not for a rest.
    */
-  #schedule(short = false): void {
+  #schedule(next: NextLook = 'later'): void {
     if (this.#closed.signal.aborted) return
-    this.#hurries = short ? this.#hurries + 1 : 0
-    const hurry = short && this.#hurries <= MAX_HURRIES
-    const delay = (this.#intervalMs / (hurry ? HURRY_FACTOR : 1)) * (1 - 0.2 * this.#options.random())
+    this.#hurries = next === 'soon' ? this.#hurries + 1 : 0
+    const delay =
+      next === 'now'
+        ? 0
+        : (this.#intervalMs / (next === 'soon' && this.#hurries <= MAX_HURRIES ? HURRY_FACTOR : 1)) *
+          (1 - 0.2 * this.#options.random())
     this.#timer = this.#options.timers.setTimeout(() => {
-      this.#ticking = this.#rebalance().then((short) => this.#schedule(short))
+      this.#ticking = this.#rebalance().then((after) => this.#schedule(after))
     }, delay)
   }
 
@@ -249,10 +257,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   /**
    * One rebalance: list the group once, stop what is no longer ours to run, then plan and move.
-   * Resolves to whether this member is still short of its share.
+   * Resolves to when this member should look again.
    */
-  async #rebalance(): Promise<boolean> {
-    if (this.#closed.signal.aborted) return false
+  async #rebalance(): Promise<NextLook> {
+    if (this.#closed.signal.aborted) return 'later'
     const { leaser, planner } = this.#options
     try {
       if (!this.#membership?.held) await this.#rejoin()
@@ -276,27 +284,31 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
       const toTake = Math.min(plan.take, maxMoves)
-      const taken = await this.#take(toTake, free)
+      const { taken, cut } = await this.#take(toTake, free)
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
       const { lower, upper } = evenShare(view)
       const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
-      return running < lower || (taken < toTake && running < upper)
+      if (running >= upper || (running >= lower && taken >= toTake)) return 'later'
+      return cut && taken > 0 ? 'now' : 'soon'
     } catch (error) {
       if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
-      return false
+      return 'later'
     }
   }
 
-  /** Takes up to `count` of the free units; resolves to how many it took. */
-  async #take(count: number, free: string[]): Promise<number> {
+  /**
+   * Takes up to `count` of the free units; resolves to how many it took, and whether it stopped at
+   * half an interval with units still to try.
+   */
+  async #take(count: number, free: string[]): Promise<{ taken: number; cut: boolean }> {
     const { leaser } = this.#options
     free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
     // Others take from the same free units: a few misses are expected, endless ones are not.
     const attempts = Math.min(free.length, count * 2 + 2)
     // The plan is only as good as the listing it came from: a member that saw 4 of 10 members start
     // would otherwise go on taking 250 units for seconds. Past half an interval it stops and, short,
-    // looks again a quarter interval later with a fresh listing.
+    // plans again at once from a fresh listing.
     const { timers } = this.#options
     const stopAt = timers.now() + this.#intervalMs / 2
     let next = 0
@@ -330,7 +342,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const takers = Array.from({ length: Math.min(TAKE_CONCURRENCY, count) }, taker)
     const failed = (await Promise.allSettled(takers)).find((result) => result.status === 'rejected')
     if (failed) throw failed.reason
-    return taken
+    const cut = timers.now() >= stopAt && next < attempts && taken < count
+    return { taken, cut }
   }
 
   #run(unit: string, lease: Lease<S>): void {

@@ -95,6 +95,36 @@ describe('LeasePool', () => {
     await time.until(b.close())
   }, 30_000)
 
+  test('a member whose take was cut at half an interval lists again at once, not a quarter interval on', async () => {
+    // A loaded store: 50 ms per acquire, 4 at a time, so half an interval (166 ms) takes about 13 of
+    // the 80 units. The cut is there to plan from a fresh listing, not to rest: the free units are
+    // still there, and a member that waited a quarter interval each time would idle a third of it.
+    const { time, backend, leaser } = setup()
+    backend.setLatency(50, 'acquire')
+    const units = Array.from({ length: 80 }, (_, i) => `u${i}`)
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units,
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    const takenAt: number[] = []
+    pool.on((event) => {
+      if (event.type === 'taken') takenAt.push(time.now())
+    })
+    const started = pool.start()
+    for (let elapsed = 0; elapsed < 6 * INTERVAL && takenAt.length < 80; elapsed += 5) await time.advance(5)
+    await time.until(started)
+    expect(takenAt).toHaveLength(80)
+    const gaps = takenAt.slice(1).map((at, i) => at - takenAt[i]!)
+    // One acquire's 50 ms between a cut and the next take (plus the fake clock's 5 ms steps), never
+    // the quarter-interval pause (83 ms, 75 at this jitter) on top of it.
+    expect(Math.max(...gaps)).toBeLessThanOrEqual(50 + 10)
+    await time.until(pool.close())
+  }, 30_000)
+
   test('a member takes on one listing for half an interval at most, then plans again', async () => {
     // A loaded store: 50 ms per acquire, so 4 at a time take 20 units in 250 ms. The first member
     // lists while alone and plans all 40 units; the second joins just after that listing.
