@@ -3,6 +3,7 @@ import { InvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/s
 import { keepProcessAlive, sharedAbortController } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
+import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -38,6 +39,8 @@ const channel = diagnosticsChannel.channel(POOL_CHANNEL)
 
 /** Acquires a rebalance keeps in flight while taking free units (fewer than a driver's usual pool). */
 const TAKE_CONCURRENCY = 4
+/** Units a member hands back at once (a checkpoint and a release each), leaving room for its renewals. */
+const HAND_BACK_CONCURRENCY = 4
 /** A member short of its share rebalances this many times faster, for at most {@link MAX_HURRIES} in a row. */
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
@@ -81,6 +84,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly #maxMoves: number | undefined
   readonly #handlerRetry: ResolvedRetryPolicy
   readonly #runners = new Map<string, UnitRunner>()
+  readonly #handBacks = new HandBackQueue(HAND_BACK_CONCURRENCY)
   readonly #finishing = new Set<Promise<void>>()
   readonly #closed = sharedAbortController()
   readonly #listeners = new Set<(event: PoolEvent) => void>()
@@ -362,7 +366,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   #giveUp(runner: UnitRunner): void {
-    runner.stop()
+    this.#handBacks.add(runner)
     this.#emit({ type: 'givingUp', group: this.group, unit: runner.id })
   }
 
@@ -380,6 +384,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       }
     } finally {
       this.#runners.delete(runner.id)
+      this.#handBacks.settled(runner)
     }
   }
 

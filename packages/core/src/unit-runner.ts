@@ -31,6 +31,7 @@ export class UnitRunner {
   /** Settles once the handler has returned for the last time. */
   readonly ended: Promise<UnitEnd>
   readonly #stop = new AbortController()
+  #leaving = false
 
   constructor(
     id: string,
@@ -48,9 +49,14 @@ export class UnitRunner {
     this.ended = this.#run(handler, retry)
   }
 
-  /** Whether the pool asked the handler to stop. */
+  /** Whether the pool gave this unit up: its handler was asked to stop, or will be. */
   get stopping(): boolean {
-    return this.#stop.signal.aborted
+    return this.#leaving || this.#stop.signal.aborted
+  }
+
+  /** Counts the unit as given up before its handler is asked to stop (see `HandBackQueue`). */
+  leave(): void {
+    this.#leaving = true
   }
 
   /** Asks the handler to stop: its unit signal aborts while the lease stays held. */

@@ -1,7 +1,28 @@
-import { FaultInjectingBackend } from '@worklease/testkit'
+import type { CallOptions, CheckpointOptions, LeaseRecord } from '@worklease/spec'
+import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import { INTERVAL, setup, TTL } from './setup.js'
+
+/** Counts the checkpoints and releases in flight at once: a member's own store work on a give-up. */
+class HandBackCounter extends ForwardingBackend {
+  inFlight = 0
+  most = 0
+  override checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+    return this.#count(() => super.checkpoint(record, state, ttlMs, options))
+  }
+  override release(record: LeaseRecord, options?: CallOptions) {
+    return this.#count(() => super.release(record, options))
+  }
+  async #count(call: () => Promise<void>): Promise<void> {
+    this.most = Math.max(this.most, ++this.inFlight)
+    try {
+      await call()
+    } finally {
+      this.inFlight--
+    }
+  }
+}
 
 const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
   new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
@@ -123,6 +144,43 @@ describe('LeasePool', () => {
     // the quarter-interval pause (83 ms, 75 at this jitter) on top of it.
     expect(Math.max(...gaps)).toBeLessThanOrEqual(50 + 10)
     await time.until(pool.close())
+  }, 30_000)
+
+  test('a member gives its surplus back a few units at a time, so its renewals never queue behind it', async () => {
+    // Each given-up unit costs the giver two calls (the handler's checkpoint, then the release). All
+    // at once, 20 units put 40 calls ahead of its renewals on a client with a few connections; on
+    // PostgreSQL (4 connections per member) that lost unit leases at their local deadline.
+    const { time, backend, other } = setup()
+    backend.setLatency(50, 'checkpoint').setLatency(50, 'release')
+    const counter = new HandBackCounter(backend)
+    const giverLeaser = new Leaser({
+      backend: counter,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      renewJitter: 0,
+    })
+    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
+    const options = { group: 'g', units, timers: time, random: () => 0.5 }
+    const giver = new LeasePool({
+      ...options,
+      leaser: giverLeaser,
+      handler: async (lease, unit) => {
+        await untilAborted(lease, unit)
+        if (lease.held) await lease.checkpoint(new Uint8Array([1]))
+      },
+    })
+    await time.until(giver.start())
+    expect(giver.units).toHaveLength(40)
+    const taker = new LeasePool({ ...options, leaser: b, handler: untilAborted })
+    await time.until(taker.start())
+    for (let elapsed = 0; elapsed < 6 * INTERVAL && taker.units.length < 20; elapsed += 5)
+      await time.advance(5)
+    expect({ giver: giver.units.length, taker: taker.units.length }).toEqual({ giver: 20, taker: 20 })
+    expect(counter.most).toBeLessThanOrEqual(4)
+    await time.until(Promise.all([giver.close(), taker.close()]))
+    await time.until(Promise.all([giverLeaser.close(), b.close()]))
   }, 30_000)
 
   test('a member takes on one listing for half an interval at most, then plans again', async () => {
