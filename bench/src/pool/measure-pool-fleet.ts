@@ -130,7 +130,8 @@ export async function measurePoolFleet(
           if (rebalanceFailures <= 3) log(`  ${holderId} rebalance failed: ${message.message.split('\n')[0]}`)
           return
         case 'trace':
-          if (holderId === 'm00') log(`    ${holderId} ${Math.round(now() - started)} ms ${message.text}`)
+          if (holderId === 'm00' || message.text.startsWith('renewFailed'))
+            log(`    ${holderId} ${Math.round(now() - started)} ms ${message.text}`)
           return
         case 'lag':
           phaseLagMs = Math.max(phaseLagMs, message.maxMs)
@@ -139,6 +140,8 @@ export async function measurePoolFleet(
           const kind = message.workId.startsWith(`${group}/m/`) ? 'membership' : 'unit'
           const key = `${kind} ${message.reason}`
           lossReasons.set(key, (lossReasons.get(key) ?? 0) + 1)
+          if (process.env.WORKLEASE_POOL_TRACE)
+            log(`    ${holderId} ${Math.round(now() - started)} ms lost ${message.workId} ${message.reason}`)
           return
         }
         case 'failed':

@@ -13,6 +13,9 @@ const send = (message: MemberMessage) => {
   if (process.connected) process.send!(message)
 }
 
+let pgPool: { waitingCount: number; totalCount: number } | undefined
+const pgWaiting = () => (pgPool ? `${pgPool.waitingCount}/${pgPool.totalCount}` : '-')
+
 async function openBackend(config: MemberConfig): Promise<{ backend: Backend; close(): Promise<void> }> {
   const { store } = config
   let db: Kysely<any>
@@ -35,9 +38,9 @@ async function openBackend(config: MemberConfig): Promise<{ backend: Backend; cl
     }
     case 'postgres': {
       const [{ PostgresDialect }, { default: pg }] = await Promise.all([import('kysely'), import('pg')])
-      db = new Kysely<any>({
-        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: store.url, max: 4 }) }),
-      })
+      const pool = new pg.Pool({ connectionString: store.url, max: 4 })
+      pgPool = pool
+      db = new Kysely<any>({ dialect: new PostgresDialect({ pool }) })
       break
     }
     case 'mariadb': {
@@ -58,6 +61,14 @@ const config = JSON.parse(process.argv[2] ?? '{}') as MemberConfig
 const { backend, close } = await openBackend(config)
 const leaser = new Leaser({ backend, ttlMs: config.ttlMs, holderId: config.holderId })
 leaser.on('lost', ({ workId, reason }) => send({ type: 'leaseLost', workId, reason }))
+if (process.env.WORKLEASE_POOL_TRACE) {
+  leaser.on('renewFailed', ({ workId, op, attempt, remainingMs, error }) =>
+    send({
+      type: 'trace',
+      text: `renewFailed ${workId} ${op} attempt=${attempt} remaining=${Math.round(remainingMs)} ${String((error as Error)?.message ?? error)} waiting=${pgWaiting()}`,
+    }),
+  )
+}
 const units = Array.from({ length: config.units }, (_, i) => `u${String(i).padStart(4, '0')}`)
 const encoder = new TextEncoder()
 const pool = new LeasePool({
