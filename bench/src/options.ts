@@ -39,7 +39,7 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  Redis at REDIS_URL, else 127.0.0.1:6379); a store's server is started even if its
                  backend is not in --backends
   --runner-cost  which backends hold many leases in one process (default: all four)
-  --runner-cost-leases  how many (default 10,000; FerretDB in --quick: 200)
+  --runner-cost-leases  how many (default 10,000; FerretDB 1.x: 200)
   --pool         on which stores a LeasePool fleet of real processes runs (default: all three;
                  --quick: sqlite): 1,000 units, 10 members start, 5 join, 7 are SIGKILLed; convergence,
                  moves, overlaps and handoffs against issue 18's goals. Alone:

@@ -79,6 +79,9 @@ export interface RunnerCostResult extends RunnerCostConfig, RunnerCostSample {
  * const result = await measureRunnerCost({ backend: 'memory', leases: 10_000, ttlMs: 30_000, ... })
  * ```
  */
+/** The longest one measurement may take, seeding included (100,000 leases on PostgreSQL: about 2 minutes). */
+const CHILD_LIMIT_MS = 8 * 60_000
+
 export async function measureRunnerCost(config: RunnerCostConfig): Promise<RunnerCostResult> {
   const script = fileURLToPath(new URL('./runner-cost-child.ts', import.meta.url))
   const child = spawn(
@@ -93,8 +96,13 @@ export async function measureRunnerCost(config: RunnerCostConfig): Promise<Runne
   child.stdout.on('data', (chunk: string) => {
     output += chunk
   })
+  // A store that cannot keep up must cost the bench a row, not the whole run: FerretDB 1.x at 10,000
+  // leases was still seeding after 17 minutes.
+  const timer = setTimeout(() => child.kill('SIGKILL'), CHILD_LIMIT_MS)
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  clearTimeout(timer)
   const line = output.trim().split('\n').pop()
+  if (code === null) throw new Error(`did not finish within ${CHILD_LIMIT_MS / 60_000} minutes (killed)`)
   if (code !== 0 || !line) throw new Error(`runner cost child (${config.backend}) exited with ${code}`)
   const sample = JSON.parse(line) as RunnerCostSample
   const defaultRate = (config.leases * 1000) / ((config.ttlMs / 3) * (1 - config.renewJitter / 2))
