@@ -27,6 +27,22 @@ class HandBackCounter extends ForwardingBackend {
 const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
   new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
 
+/** One member alone on a loaded store: every acquire takes 50 ms. */
+function loadedMember(unitCount: number) {
+  const { time, backend, leaser } = setup()
+  backend.setLatency(50, 'acquire')
+  const units = Array.from({ length: unitCount }, (_, i) => `u${i}`)
+  const pool = new LeasePool({
+    leaser,
+    group: 'g',
+    units,
+    timers: time,
+    random: () => 0.5,
+    handler: untilAborted,
+  })
+  return { time, pool }
+}
+
 describe('LeasePool', () => {
   test('a member that lost its membership lease keeps rebalancing while the store still lists it', async () => {
     const { time, backend, leaser, named } = setup()
@@ -67,18 +83,7 @@ describe('LeasePool', () => {
   test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
     // A loaded store: 50 ms per acquire. Taken one after another, 40 units take 2 s, 6 rebalance
     // intervals, while the member neither re-plans nor gives anything up.
-    const { time, backend, leaser } = setup()
-    backend.setLatency(50, 'acquire')
-    const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units,
-      timers: time,
-      random: () => 0.5,
-      handler: (_lease, unit) =>
-        new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
-    })
+    const { time, pool } = loadedMember(40)
     const started = pool.start()
     await time.advance(3 * INTERVAL)
     expect(pool.units).toHaveLength(40)
@@ -120,17 +125,7 @@ describe('LeasePool', () => {
     // A loaded store: 50 ms per acquire, 4 at a time, so half an interval (166 ms) takes about 13 of
     // the 80 units. The cut is there to plan from a fresh listing, not to rest: the free units are
     // still there, and a member that waited a quarter interval each time would idle a third of it.
-    const { time, backend, leaser } = setup()
-    backend.setLatency(50, 'acquire')
-    const units = Array.from({ length: 80 }, (_, i) => `u${i}`)
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units,
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
-    })
+    const { time, pool } = loadedMember(80)
     const takenAt: number[] = []
     pool.on((event) => {
       if (event.type === 'taken') takenAt.push(time.now())
