@@ -33,7 +33,8 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
 
   --quick        short runs (under 5 minutes in all); the default takes several times longer
   --backends     which backends to measure (default: all); servers come from POSTGRES_URL, MYSQL_URL,
-                 MONGODB_URL, DYNAMODB_ENDPOINT, else the local ones (FerretDB and dynalite start here);
+                 MONGODB_URL (else FERRETDB2_URL), DYNAMODB_ENDPOINT, else the local ones (FerretDB 1.x
+                 and dynalite start here);
                  each gets throughput, round trips, contention and takeover latency
   --peers        on which stores to run the peer lock libraries beside worklease (default: all;
                  Redis at REDIS_URL, else 127.0.0.1:6379); a store's server is started even if its

@@ -1,3 +1,4 @@
+import { isFerretdb1 } from './is-ferretdb1.js'
 import type { TakeoverResult } from './peers/measure.js'
 import type { PeerStoreResult } from './peers/peers.js'
 import type { BackendResult, BenchResults } from './results.js'
@@ -192,7 +193,9 @@ function renderStore(store: PeerStoreResult): string[] {
     )
   }
   out.push(...peersAhead(store))
-  if (WHY[store.store]) out.push(`Why: ${WHY[store.store]}`, '')
+  // The FerretDB text is about its 1.x SQLite handler; against FerretDB 2 or MongoDB it would mislead.
+  const why = store.store === 'ferretdb' && !isFerretdb1(store.server) ? undefined : WHY[store.store]
+  if (why) out.push(`Why: ${why}`, '')
   return out
 }
 

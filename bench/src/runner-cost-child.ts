@@ -112,7 +112,7 @@ async function openBackend(): Promise<Opened> {
       const count = countMongoCommands(client)
       await client.connect()
       const info = await client.db('admin').command({ buildInfo: 1 })
-      const ferret = typeof info.ferretdbVersion === 'string'
+      const ferret1 = typeof info.ferretdbVersion === 'string' && /^v?1\./.test(info.ferretdbVersion)
       const db = client.db('worklease_bench')
       const name = `runner_${run}`
       await createLeaseCollection(db, { collection: name })
@@ -120,7 +120,7 @@ async function openBackend(): Promise<Opened> {
       return {
         backend: new MongoBackend({
           collection: db.collection(name),
-          ...(ferret
+          ...(ferret1
             ? {
                 findAndModifyProjection: false,
                 crossConnectionAtomic: false,

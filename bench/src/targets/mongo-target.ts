@@ -19,27 +19,35 @@ const DRIVER_COMMANDS = new Set([
 ])
 
 /**
- * FerretDB v1 (started here on 127.0.0.1, SQLite handler) or the MongoDB at `MONGODB_URL`. FerretDB 1.x
- * needs the same options as in the driver's tests: no findAndModify projection, and no cross-connection
- * atomicity claim.
+ * The MongoDB at `MONGODB_URL`, else FerretDB 2 at `FERRETDB2_URL` (scripts/servers.sh: atomic
+ * findAndModify on PostgreSQL + DocumentDB), else FerretDB v1 started here (SQLite handler). FerretDB
+ * 1.x needs the same options as in the driver's tests: no findAndModify projection, and no
+ * cross-connection atomicity claim; measured against it, a findAndModify filtered on expiry is a read
+ * and a write through SQLite, and no peer comparison means anything.
  */
 export async function openMongoTarget(log: (line: string) => void): Promise<Target> {
-  const external = process.env.MONGODB_URL
+  const fromEnv = process.env.MONGODB_URL
+    ? 'MONGODB_URL'
+    : process.env.FERRETDB2_URL
+      ? 'FERRETDB2_URL'
+      : undefined
+  const external = fromEnv && process.env[fromEnv]
   const server = external ? undefined : await startFerretdb({ log })
   const url = external ?? server!.url
   const admin = new MongoClient(url)
   const info = await admin.db('admin').command({ buildInfo: 1 })
   const ferret = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined
+  const ferret1 = ferret !== undefined && /^v?1\./.test(ferret)
   const run = randomBytes(4).toString('hex')
   const names = { worklease: `worklease_${run}`, baseline: `baseline_${run}` }
   await createLeaseCollection(admin.db(DATABASE), { collection: names.worklease })
   await createLeaseCollection(admin.db(DATABASE), { collection: names.baseline })
   const notes = ['one MongoClient (node driver 6) per session, command monitoring on for counting']
-  if (ferret) notes.push('FerretDB: findAndModifyProjection false, handler sqlite')
+  if (ferret1) notes.push('FerretDB 1.x: findAndModifyProjection false, handler sqlite')
   return {
     name: 'ferretdb',
     server: ferret ? `FerretDB ${ferret} (MongoDB wire ${info.version})` : `MongoDB ${info.version}`,
-    origin: external ? 'MONGODB_URL' : 'started here on 127.0.0.1',
+    origin: fromEnv ?? 'started here on 127.0.0.1',
     url,
     notes,
     async open(poolSize): Promise<Session> {
@@ -53,7 +61,7 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
       return {
         backend: new MongoBackend({
           collection: db.collection(names.worklease),
-          ...(ferret
+          ...(ferret1
             ? {
                 findAndModifyProjection: false,
                 crossConnectionAtomic: false,
@@ -61,7 +69,7 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
               }
             : {}),
         }),
-        baseline: mongoBaseline(db.collection(names.baseline), { projection: !ferret }),
+        baseline: mongoBaseline(db.collection(names.baseline), { projection: !ferret1 }),
         roundTrips: () => commands,
         close: () => client.close(),
       }
