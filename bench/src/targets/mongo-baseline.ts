@@ -5,6 +5,20 @@ import { type BaselineLease, type LeaseOps, LostLeaseError } from '../lease-ops.
 const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
 
 /**
+ * A losing upsert, as the driver tells it: E11000, or FerretDB 2's code 1 with PostgreSQL's unique
+ * violation on the collection's primary key (`_id`), which it sends instead when upserts race.
+ */
+function isLostUpsert(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown }
+  if (code === 11000) return true
+  return (
+    code === 1 &&
+    typeof message === 'string' &&
+    /duplicate key value violates unique constraint "collection_pk_\d+"/.test(message)
+  )
+}
+
+/**
  * The commands a careful developer would write by hand for the lease document @worklease/mongodb
  * uses (its mongo-backend.ts): one upserting findOneAndUpdate to acquire (E11000 means held), one
  * conditional updateOne per other call, checked by `matchedCount`.
@@ -45,7 +59,7 @@ export function mongoBaseline(
         )
         return { workId, holderId, token: document?.fencingToken as bigint }
       } catch (error) {
-        if ((error as { code?: unknown }).code === 11000) return null
+        if (isLostUpsert(error)) return null
         throw error
       }
     },

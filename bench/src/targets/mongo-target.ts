@@ -46,7 +46,12 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
   if (ferret1) notes.push('FerretDB 1.x: findAndModifyProjection false, handler sqlite')
   return {
     name: 'ferretdb',
-    server: ferret ? `FerretDB ${ferret} (MongoDB wire ${info.version})` : `MongoDB ${info.version}`,
+    // FerretDB 2 answers buildInfo as MongoDB would, without its own version.
+    server: ferret
+      ? `FerretDB ${ferret} (MongoDB wire ${info.version})`
+      : fromEnv === 'FERRETDB2_URL'
+        ? `FerretDB 2 (MongoDB wire ${info.version}; no genuine mongod on this machine)`
+        : `MongoDB ${info.version}`,
     origin: fromEnv ?? 'started here on 127.0.0.1',
     url,
     notes,
