@@ -22,6 +22,7 @@ import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
+import { finishRenewal, type RenewalSchedule, type ScheduledLease, startRenewal } from './renewal-schedule.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
@@ -32,19 +33,8 @@ export interface LeaseContext {
   readonly safetyMarginMs: number
   readonly renewIntervalMs: number
   readonly renewJitter: number
-  /**
-   * Sends one renew of `record` (the backend's own `renew`, or a seat in the next `renewMany` batch);
-   * rejects with the lease outcome or the store's error, as `backend.renew` does. A batch resolves
-   * with the moment it was sent, later than the moment the renewal was asked for.
-   */
-  readonly renew: (record: LeaseRecord, signal: Abortable) => Promise<Instant | undefined>
-  /** How much earlier than the interval a renewal is asked for: the longest it may wait for its batch. */
-  readonly renewLeadMs: number
-  /**
-   * Whether `renew` seats the lease in a batch, which bounds the wait itself (window + call timeout,
-   * one controller per batch) and leaves out a lease whose signal aborted before the batch went.
-   */
-  readonly renewsInBatches: boolean
+  /** Where the backend renews in batches: renewals go through it, with no timer of their own. */
+  readonly schedule: RenewalSchedule | undefined
   readonly callTimeoutMs: number
   readonly checkpointTimeoutMs: number
   readonly retry: ResolvedRetryPolicy
@@ -85,7 +75,7 @@ type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
  * // released at scope exit
  * ```
  */
-export class Lease<S = Uint8Array> implements AsyncDisposable {
+export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   /** The unit of work this lease covers. */
   readonly workId: string
   /** The backend's record: pass `record.fencingToken` to downstream writes. */
@@ -115,8 +105,17 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
   #lastTransient: unknown
   /** Checkpoints, reads and the release, one at a time. Renewals run beside it, never behind it. */
   #queue: Promise<unknown> = Promise.resolve()
+  /** A renew on its own (no schedule), or a batched renewal's backoff before it asks again. */
   #renewing: Promise<void> | undefined
   #renewTimer: unknown
+  /** Batched renewals: the schedule's slot this lease waits in, while it waits. */
+  #renewSlot: number | undefined
+  /** Batched renewals: sent in a batch whose outcome has not come back. */
+  #inBatch = false
+  /** The release waiting for that outcome: it never races a renewal in flight. */
+  #batchSettled: (() => void) | undefined
+  /** Batched renewals: failed attempts since the last success, for the backoff. */
+  #renewFailures = 0
   #watchdog: unknown
 
   /** @internal Use `leaser.acquire`. */
@@ -242,14 +241,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
     const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
     this.#endLocally('released')
     this.#releaseRequests.abort()
-    this.#ctx.timers.clearTimeout(this.#renewTimer)
-    this.#renewTimer = undefined
+    this.#unschedule()
     // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
     // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
     // local deadline.
     const letGo = keepProcessAlive()
     this.#releasing = this.#enqueue(async () => {
-      await this.#renewing
+      await this.#renewalInFlight()
       await this.#releaseOp(reason)
     }).finally(letGo)
     return this.#releasing
@@ -276,8 +274,38 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
 
   /** @internal */
   [confirmLease](): void {
+    const { schedule } = this.#ctx
+    if (schedule) {
+      if (this.#live() && !this.#releaseRequests.signal.aborted) {
+        this.#renewSlot = schedule.soon(this, this.#renewSlot)
+      }
+      return
+    }
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#onRenewTimer()
+  }
+
+  /** @internal */
+  [startRenewal](slot: number): boolean {
+    if (slot !== this.#renewSlot) return false
+    this.#renewSlot = undefined
+    // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
+    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#inBatch || this.#renewing) return false
+    this.#inBatch = true
+    return true
+  }
+
+  /** @internal */
+  [finishRenewal](sentAt: Instant, error?: unknown): void {
+    this.#inBatch = false
+    try {
+      if (error === undefined) this.#renewed(sentAt)
+      else this.#renewFailed(error)
+    } finally {
+      const settled = this.#batchSettled
+      this.#batchSettled = undefined
+      settled?.()
+    }
   }
 
   /** @internal */
@@ -342,9 +370,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
   #halt(): void {
-    this.#ctx.timers.clearTimeout(this.#renewTimer)
+    this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
-    this.#renewTimer = undefined
     this.#watchdog = undefined
     this.#stop.abort()
     this.#ctx.onEnd(this)
@@ -358,23 +385,43 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
   }
 
   #arm(): void {
-    const { timers } = this.#ctx
-    timers.clearTimeout(this.#renewTimer)
-    this.#renewTimer = undefined
+    const { timers, schedule } = this.#ctx
+    if (!schedule) {
+      timers.clearTimeout(this.#renewTimer)
+      this.#renewTimer = undefined
+    }
     if (this.#stop.signal.aborted) return
-    const now = timers.now()
     // A watchdog armed for an earlier deadline is kept: it fires early and re-arms (#onWatchdog),
     // once a ttl instead of a clear and a set on every renewal, a third of the CPU at 100,000 leases.
     this.#watchdog ??= timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
     if (this.#releaseRequests.signal.aborted) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
-    // Asked for early by the batch window, so a renewal that waits for its batch is still sent in time.
-    const interval =
-      this.#ctx.renewIntervalMs * (1 - this.#ctx.renewJitter * this.#ctx.random()) - this.#ctx.renewLeadMs
-    this.#renewTimer = timers.setTimeout(
-      () => this.#onRenewTimer(),
-      this.#deadline.lastSuccessStart + interval - now,
-    )
+    const dueAt =
+      this.#deadline.lastSuccessStart +
+      this.#ctx.renewIntervalMs * (1 - this.#ctx.renewJitter * this.#ctx.random())
+    if (schedule) {
+      // Sent with its slot of the schedule, never after dueAt; an older entry is left to be skipped.
+      this.#renewSlot = schedule.at(this, dueAt, this.#renewSlot)
+      return
+    }
+    this.#renewTimer = timers.setTimeout(() => this.#onRenewTimer(), dueAt - timers.now())
+  }
+
+  /** No renewal is to be sent any more: the timer is cleared, or the schedule's entry left behind. */
+  #unschedule(): void {
+    this.#ctx.timers.clearTimeout(this.#renewTimer)
+    this.#renewTimer = undefined
+    if (this.#renewSlot !== undefined) this.#ctx.schedule?.leave(this.#renewSlot)
+    this.#renewSlot = undefined
+  }
+
+  /** Settles when no renewal of this lease is in flight; the release waits for that. */
+  #renewalInFlight(): Promise<void> | undefined {
+    if (this.#renewing) return this.#renewing
+    if (!this.#inBatch) return undefined
+    return new Promise((resolve) => {
+      this.#batchSettled = resolve
+    })
   }
 
   #onWatchdog(): void {
@@ -451,19 +498,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
     return true
   }
 
+  /** One renew of its own (the backend has no renewMany), retried until it succeeds or the lease ends. */
   async #renewOp(): Promise<void> {
-    const { renew, timers, callTimeoutMs, renewsInBatches } = this.#ctx
+    const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
     for (let attempt = 0; ; attempt++) {
       if (!this.#live() || this.#releaseRequests.signal.aborted) return
-      let start = instant(timers)
+      const start = instant(timers)
       try {
-        // A batched renew is judged by the store after it was sent, so the deadline moves from then.
-        // It needs no controller and timer of its own per lease: at 100,000 leases those were most
-        // of the runner's CPU.
-        start =
-          (renewsInBatches
-            ? await renew(this.record, this.#stop.signal)
-            : await this.#call((signal) => renew(this.record, signal), callTimeoutMs)) ?? start
+        await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callTimeoutMs)
       } catch (error) {
         if (!this.#live() || this.#outcome(error)) return
         // The token never changes on renew, so retrying after a lost reply is safe.
@@ -474,14 +516,37 @@ export class Lease<S = Uint8Array> implements AsyncDisposable {
         await this.#backoff(attempt, this.#releaseRequests.signal)
         continue
       }
-      // A reply that arrives after the deadline proves nothing about now: the deadline check wins.
-      if (!this.#live()) return
-      this.#extend(start)
-      if (this.#ctx.events.wants('renewed')) {
-        this.#ctx.events.emit('renewed', { ...this.#base(), op: 'renew', remainingMs: this.remainingMs() })
-      }
+      this.#renewed(start)
       return
     }
+  }
+
+  /** A renew that started (or whose batch was sent) at `start` succeeded. */
+  #renewed(start: Instant): void {
+    // A reply that arrives after the deadline proves nothing about now: the deadline check wins.
+    if (!this.#live()) return
+    this.#renewFailures = 0
+    this.#extend(start)
+    if (this.#ctx.events.wants('renewed')) {
+      this.#ctx.events.emit('renewed', { ...this.#base(), op: 'renew', remainingMs: this.remainingMs() })
+    }
+  }
+
+  /**
+   * A batched renewal failed: a lease outcome ends the lease; a store failure is retried after a
+   * backoff, with the next batch (the token never changes on renew, so a retry after a lost reply is
+   * safe). The release waiting for us makes its own attempts: no retry once it is requested.
+   */
+  #renewFailed(error: unknown): void {
+    if (!this.#live() || this.#outcome(error)) return
+    this.#transient('renew', error, ++this.#renewFailures)
+    if (this.#releaseRequests.signal.aborted) return
+    this.#renewing = this.#backoff(this.#renewFailures - 1, this.#releaseRequests.signal).then(() => {
+      this.#renewing = undefined
+      if (this.#live() && !this.#releaseRequests.signal.aborted) {
+        this.#renewSlot = this.#ctx.schedule!.soon(this, this.#renewSlot)
+      }
+    })
   }
 
   async #checkpointOp(state: Uint8Array): Promise<void> {

@@ -10,7 +10,6 @@ import {
   validateTtl,
 } from '@worklease/spec'
 import {
-  type Abortable,
   Cancel,
   invoke,
   keepProcessAlive,
@@ -27,7 +26,7 @@ import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
-import { RenewBatcher } from './renew-batcher.js'
+import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
@@ -156,8 +155,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const timers = options.timers ?? systemTimers
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
     // most a second) go out together where the backend can renew many at once.
-    const batcher = RenewBatcher.supports(backend)
-      ? new RenewBatcher(backend, {
+    const schedule = RenewalSchedule.supports(backend)
+      ? new RenewalSchedule(backend, {
           ttlMs,
           timers,
           windowMs: Math.min(MAX_RENEW_BATCH_WINDOW_MS, Math.floor(renewIntervalMs / 10)),
@@ -170,15 +169,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       safetyMarginMs,
       renewIntervalMs,
       renewJitter,
-      renew: batcher
-        ? (record: LeaseRecord, signal: Abortable) => batcher.renew(record, signal)
-        : async (record: LeaseRecord, signal: Abortable) => {
-            // Called only through the lease's per-call controller, whose signal is an AbortSignal.
-            await backend.renew(record, ttlMs, { signal: signal as AbortSignal })
-            return undefined
-          },
-      renewLeadMs: batcher?.windowMs ?? 0,
-      renewsInBatches: batcher !== undefined,
+      schedule,
       callTimeoutMs,
       checkpointTimeoutMs,
       retry: resolveRetry(options.retry),

@@ -4,8 +4,10 @@ import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
 import { INTERVAL, setup, TTL } from './setup.js'
 
-// floor(INTERVAL / 10): how long the first renewal due waits for others, asked for that much earlier.
+// floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
+// slot holding it: within the interval, at most a window early.
 const WINDOW = Math.floor(INTERVAL / 10)
+const SENT = Math.floor(INTERVAL / WINDOW) * WINDOW
 
 describe('renewals through renewMany', () => {
   test('many leases are renewed in one renewMany per interval, not one renew each', async () => {
@@ -14,16 +16,33 @@ describe('renewals through renewMany', () => {
     await time.advance(10 * TTL)
     for (const lease of leases) expect(lease.held).toBe(true)
     expect(backend.calls.renew).toBe(0)
-    // Asked for WINDOW early, sent on time: one call per interval for all 50.
+    // Sent at most WINDOW early: one call per interval for all 50.
     expect(backend.calls.renewMany).toBe(Math.floor((10 * TTL) / INTERVAL))
     await expect(other.acquire('job-7', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
+  })
+
+  test('renewals through renewMany set no timer per lease per interval: one schedule for them all', async () => {
+    const { time, leaser } = setup({ batch: true })
+    const leases = await Promise.all(Array.from({ length: 200 }, (_, i) => leaser.acquire(`job-${i}`)))
+    const setTimeout = time.setTimeout.bind(time)
+    let timersSet = 0
+    time.setTimeout = (callback, ms) => {
+      timersSet++
+      return setTimeout(callback, ms)
+    }
+    const intervals = 10
+    await time.advance(intervals * INTERVAL)
+    for (const lease of leases) expect(lease.held).toBe(true)
+    // What is left per lease is its deadline's watchdog, set again about once a ttl (3 intervals).
+    expect(timersSet).toBeLessThan((leases.length * intervals) / 2)
   })
 
   test('a renewal waiting for its batch is still sent within the interval', async () => {
     const { time, leaser, named } = setup({ batch: true })
     await leaser.acquire('job')
     await time.advance(INTERVAL)
-    expect(named('renewed').map((event) => event.at)).toEqual([INTERVAL])
+    expect(SENT).toBeGreaterThan(INTERVAL - WINDOW)
+    expect(named('renewed').map((event) => event.at)).toEqual([SENT])
   })
 
   test('larger sets go out in chunks of capabilities.renewMany.maxRecords', async () => {
@@ -79,10 +98,10 @@ describe('renewals through renewMany', () => {
     const { time, backend, leaser } = setup({ batch: true })
     const lease = await leaser.acquire('job')
     backend.setReplyLatency(100, 'renewMany')
-    // Asked for at INTERVAL - WINDOW, sent at INTERVAL, answered 100 ms later.
-    await time.advance(INTERVAL + 100)
+    // Sent at SENT, answered 100 ms later.
+    await time.advance(SENT + 100)
     expect(backend.calls.renewMany).toBe(1)
-    expect(lease.remainingMs()).toBe(INTERVAL + TTL - TTL / 10 - time.now())
+    expect(lease.remainingMs()).toBe(SENT + TTL - TTL / 10 - time.now())
   })
 
   test('a lease ended while waiting for its batch is not sent', async () => {
