@@ -19,6 +19,7 @@ import Database from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely'
 import { MongoClient } from 'mongodb'
 import pg from 'pg'
+import { ferretdb1Version } from './is-ferretdb1.js'
 import { countMongoCommands } from './peers/counting.js'
 import type { RunnerCostConfig, RunnerCostSample } from './runner-cost.js'
 
@@ -112,7 +113,7 @@ async function openBackend(): Promise<Opened> {
       const count = countMongoCommands(client)
       await client.connect()
       const info = await client.db('admin').command({ buildInfo: 1 })
-      const ferret1 = typeof info.ferretdbVersion === 'string' && /^v?1\./.test(info.ferretdbVersion)
+      const ferret1 = ferretdb1Version(info) !== undefined
       const db = client.db('worklease_bench')
       const name = `runner_${run}`
       await createLeaseCollection(db, { collection: name })

@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto'
 import { createLeaseCollection, MongoBackend } from '@worklease/mongodb'
 // The same start script the mongodb package's tests use: builds FerretDB once, caches the binary.
-import { startFerretdb } from '@worklease/test-servers'
+import { mongoServer, startFerretdb } from '@worklease/test-servers'
 import { MongoClient } from 'mongodb'
+import { ferretdb1Version } from '../is-ferretdb1.js'
 import type { Session, Target } from '../target.js'
 import { mongoBaseline } from './mongo-baseline.js'
 
@@ -26,18 +27,16 @@ const DRIVER_COMMANDS = new Set([
  * and a write through SQLite, and no peer comparison means anything.
  */
 export async function openMongoTarget(log: (line: string) => void): Promise<Target> {
-  const fromEnv = process.env.MONGODB_URL
-    ? 'MONGODB_URL'
-    : process.env.FERRETDB2_URL
-      ? 'FERRETDB2_URL'
-      : undefined
-  const external = fromEnv && process.env[fromEnv]
+  const found = mongoServer()
+  const fromEnv = found?.variable
+  const external = found?.url
   const server = external ? undefined : await startFerretdb({ log })
   const url = external ?? server!.url
   const admin = new MongoClient(url)
   const info = await admin.db('admin').command({ buildInfo: 1 })
-  const ferret = typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined
-  const ferret1 = ferret !== undefined && /^v?1\./.test(ferret)
+  // FerretDB 2 answers buildInfo as MongoDB would, without a version of its own.
+  const ferret = ferretdb1Version(info)
+  const ferret1 = ferret !== undefined
   const run = randomBytes(4).toString('hex')
   const names = { worklease: `worklease_${run}`, baseline: `baseline_${run}` }
   await createLeaseCollection(admin.db(DATABASE), { collection: names.worklease })
@@ -46,7 +45,6 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
   if (ferret1) notes.push('FerretDB 1.x: findAndModifyProjection false, handler sqlite')
   return {
     name: 'ferretdb',
-    // FerretDB 2 answers buildInfo as MongoDB would, without its own version.
     server: ferret
       ? `FerretDB ${ferret} (MongoDB wire ${info.version})`
       : fromEnv === 'FERRETDB2_URL'

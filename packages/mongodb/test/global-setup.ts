@@ -1,4 +1,4 @@
-import { startFerretdb } from '@worklease/test-servers'
+import { mongoServer, startFerretdb } from '@worklease/test-servers'
 import { MongoClient } from 'mongodb'
 import type { TestProject } from 'vitest/node'
 
@@ -18,12 +18,9 @@ declare module 'vitest' {
  * 127.0.0.1, built on first use and stopped when the run ends, which skips the race cases.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  const variable = process.env.MONGODB_URL
-    ? 'MONGODB_URL'
-    : process.env.FERRETDB2_URL
-      ? 'FERRETDB2_URL'
-      : undefined
-  const external = variable && process.env[variable]
+  const found = mongoServer()
+  const variable = found?.variable
+  const external = found?.url
   if (!external) {
     console.error(
       'worklease mongodb tests: neither MONGODB_URL nor FERRETDB2_URL is set (scripts/servers.sh start); ' +

@@ -9,3 +9,6 @@ export declare function genuineServers(
   env?: Record<string, string | undefined>,
 ): Partial<Record<GenuineServer, string>>
 export declare function notSetReason(variable: string): string
+export declare function mongoServer(
+  env?: Record<string, string | undefined>,
+): { variable: 'MONGODB_URL' | 'FERRETDB2_URL'; url: string } | undefined

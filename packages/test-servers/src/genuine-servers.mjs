@@ -35,3 +35,19 @@ export function genuineServers(env = process.env) {
 export function notSetReason(variable) {
   return `${variable} is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")`
 }
+
+/**
+ * The MongoDB-speaking server the suites and the bench use: a genuine MongoDB at `MONGODB_URL` first,
+ * else FerretDB 2.7 at `FERRETDB2_URL` (atomic findAndModify); undefined when neither is set, and the
+ * caller falls back to a FerretDB 1.24 of its own.
+ *
+ * ```js
+ * const found = mongoServer() // { variable: 'FERRETDB2_URL', url: 'mongodb://127.0.0.1:27018/' }
+ * ```
+ */
+export function mongoServer(env = process.env) {
+  for (const variable of ['MONGODB_URL', GENUINE_SERVERS.ferretdb2]) {
+    if (env[variable]) return { variable, url: env[variable] }
+  }
+  return undefined
+}

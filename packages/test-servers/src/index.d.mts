@@ -13,4 +13,10 @@ export {
   ferretdbBinaryPath,
   startFerretdb,
 } from './ferretdb.mjs'
-export { GENUINE_SERVERS, type GenuineServer, genuineServers, notSetReason } from './genuine-servers.mjs'
+export {
+  GENUINE_SERVERS,
+  type GenuineServer,
+  genuineServers,
+  mongoServer,
+  notSetReason,
+} from './genuine-servers.mjs'

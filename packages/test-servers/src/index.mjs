@@ -6,4 +6,4 @@ export {
   ferretdbBinaryPath,
   startFerretdb,
 } from './ferretdb.mjs'
-export { GENUINE_SERVERS, genuineServers, notSetReason } from './genuine-servers.mjs'
+export { GENUINE_SERVERS, genuineServers, mongoServer, notSetReason } from './genuine-servers.mjs'

@@ -5,6 +5,7 @@ import {
   dynaliteArgs,
   GENUINE_SERVERS,
   genuineServers,
+  mongoServer,
   notSetReason,
   startDynalite,
 } from '../src/index.mjs'
@@ -65,4 +66,18 @@ test('genuineServers reads the variables servers.sh exports, and only those set'
   expect(notSetReason('MYSQL97_URL')).toBe(
     'MYSQL97_URL is not set (scripts/servers.sh start, then eval "$(scripts/servers.sh env)")',
   )
+})
+
+test('mongoServer prefers a genuine MongoDB, then FerretDB 2, and says which variable named it', () => {
+  const mongo = 'mongodb://127.0.0.1:27017/'
+  const ferret2 = 'mongodb://127.0.0.1:27018/'
+  expect(mongoServer({ MONGODB_URL: mongo, FERRETDB2_URL: ferret2 })).toEqual({
+    variable: 'MONGODB_URL',
+    url: mongo,
+  })
+  expect(mongoServer({ MONGODB_URL: '', FERRETDB2_URL: ferret2 })).toEqual({
+    variable: 'FERRETDB2_URL',
+    url: ferret2,
+  })
+  expect(mongoServer({ OTHER: mongo })).toBeUndefined()
 })
