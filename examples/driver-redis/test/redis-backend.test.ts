@@ -3,7 +3,14 @@ import { Cluster, Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
 import { lossyProxy } from './lossy-proxy.js'
-import { connect, countCommands, createHarness, type RedisTestHarness, redisUrl } from './redis-harness.js'
+import {
+  connect,
+  countCommands,
+  createHarness,
+  monitorServer,
+  type RedisTestHarness,
+  redisUrl,
+} from './redis-harness.js'
 
 const TTL = 60_000
 const bytes = (text: string) => new TextEncoder().encode(text)
@@ -103,14 +110,13 @@ describe('storage layout', () => {
   test('every acquire re-adds its workId to the list index (one ZADD each, counted with MONITOR)', async () => {
     harness = await createHarness()
     const backend = await harness.open()
-    const monitor = await (harness.admin.duplicate() as Redis).monitor()
     const zadds: string[] = []
     const sentinel = `sentinel-${harness.keyPrefix}`
     let sawSentinel: () => void = () => {}
     const seenSentinel = new Promise<void>((resolve) => {
       sawSentinel = resolve
     })
-    monitor.on('monitor', (_time: string, args: string[]) => {
+    const monitor = await monitorServer(({ args }) => {
       const command = args[0]?.toLowerCase()
       if (command === 'echo' && args[1] === sentinel) sawSentinel()
       else if (command === 'zadd' && args[1] === harness.keyPrefix) zadds.push(args.slice(2).join(' '))
@@ -121,7 +127,7 @@ describe('storage layout', () => {
       await harness.admin.echo(sentinel)
       await seenSentinel
     } finally {
-      monitor.disconnect()
+      monitor.stop()
     }
     // One per acquire: a mark in the hash saying "indexed already" would outlive a deleted index.
     expect(zadds).toEqual(['0 job', '0 job', '0 job'])
@@ -268,13 +274,12 @@ describe('round trips', () => {
     expect(address).toBeDefined()
     let counted = 0
     countCommands(client, () => counted++)
-    const monitor = await (harness.admin.duplicate() as Redis).monitor()
     const seen: string[] = []
     let sawSentinel: () => void = () => {}
     const sentinel = new Promise<void>((resolve) => {
       sawSentinel = resolve
     })
-    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    const monitor = await monitorServer(({ source, args }) => {
       if (source !== address) return
       if (args[0]?.toLowerCase() === 'echo' && args[1] === 'sentinel') sawSentinel()
       else seen.push(args[0]!.toLowerCase())
@@ -296,7 +301,7 @@ describe('round trips', () => {
       expect(seen).toHaveLength(before)
       expect(new Set(seen)).toEqual(new Set(['eval', 'evalsha']))
     } finally {
-      monitor.disconnect()
+      monitor.stop()
       client.disconnect()
     }
   })

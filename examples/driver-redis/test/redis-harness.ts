@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { connect as connectSocket } from 'node:net'
 import type { BackendFactory, BackendHarness } from '@worklease/testkit'
 import { Redis, type RedisOptions } from 'ioredis'
 import { RedisBackend, type RedisBackendOptions } from '../src/index.js'
@@ -33,6 +34,58 @@ export function countCommands(client: Redis, onCommand: (name: string) => void):
     onCommand(command.name)
     return send(command, stream)
   }
+}
+
+/** A command as MONITOR reports it: the client that sent it (`lua` inside a script) and its arguments. */
+export interface MonitoredCommand {
+  readonly source: string
+  readonly args: readonly string[]
+}
+
+const MONITOR_LINE = /^\+\d+\.\d+ \[\d+ ([^\]]+)\]/
+const QUOTED = /"((?:[^"\\]|\\.)*)"/g
+const ESCAPED: Record<string, string> = { n: '\n', r: '\r', t: '\t', a: '\x07', b: '\b' }
+/** An argument as MONITOR quotes it: `\xHH`, `\n` and the like, and `\"` or `\\` for themselves. */
+const unquote = (text: string) =>
+  text.replace(/\\(x[0-9a-f]{2}|.)/g, (_, sequence: string) =>
+    sequence.length === 3
+      ? String.fromCharCode(Number.parseInt(sequence.slice(1), 16))
+      : (ESCAPED[sequence] ?? sequence),
+  )
+
+/**
+ * Watches every command the server runs (all clients: filter by `source`), through MONITOR on a
+ * socket of its own. Not ioredis's `monitor()`: a line arriving while it disconnects makes its parser
+ * throw "Command queue state error" out of the test, which a server busy with other test files
+ * makes likely. Resolves once MONITOR is on.
+ */
+export async function monitorServer(
+  onCommand: (command: MonitoredCommand) => void,
+  url = redisUrl(),
+): Promise<{ stop(): void }> {
+  const { hostname, port } = new URL(url)
+  const socket = connectSocket({ host: hostname, port: Number(port || 6379) })
+  socket.setEncoding('utf8')
+  let pending = ''
+  await new Promise<void>((resolve, reject) => {
+    socket.once('error', reject)
+    socket.on('data', (chunk: string) => {
+      pending += chunk
+      let end = pending.indexOf('\r\n')
+      while (end !== -1) {
+        const line = pending.slice(0, end)
+        pending = pending.slice(end + 2)
+        end = pending.indexOf('\r\n')
+        if (line === '+OK') resolve()
+        const source = MONITOR_LINE.exec(line)?.[1]
+        if (source !== undefined) {
+          onCommand({ source, args: [...line.matchAll(QUOTED)].map((match) => unquote(match[1]!)) })
+        }
+      }
+    })
+    socket.write('MONITOR\r\n')
+  })
+  return { stop: () => socket.destroy() }
 }
 
 export interface RedisTestHarness extends BackendHarness {
