@@ -47,7 +47,8 @@ function memoryBaseline(counter: { operations: number }): LeaseOps<BaselineLease
     async checkpoint(held, state, ttlMs) {
       counter.operations++
       const row = valid(held)
-      row.state = state.slice()
+      // A copy, as the backend keeps (the caller may reuse its buffer): a Buffer's slice() is a view.
+      row.state = Uint8Array.prototype.slice.call(state)
       row.expiresAtMs = Date.now() + ttlMs
     },
     async renew(held, ttlMs) {
