@@ -43,7 +43,11 @@ export interface LeaseContext {
   // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not.
   readonly codec: CheckpointCodec<any>
   readonly events: LeaserEmitter
-  readonly onEnd: (lease: Lease<any>) => void
+  /**
+   * The store side stopped; `released` when the store confirmed the release, so it can never name
+   * this lease's holder again.
+   */
+  readonly onEnd: (lease: Lease<any>, released: boolean) => void
 }
 
 /**
@@ -369,12 +373,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   }
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
-  #halt(): void {
+  #halt(released = false): void {
     this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#watchdog = undefined
     this.#stop.abort()
-    this.#ctx.onEnd(this)
+    this.#ctx.onEnd(this, released)
   }
 
   /** A renew or checkpoint that started at `start` succeeded: the backend's expiry is >= start + ttl. */
@@ -650,7 +654,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
         await this.#backoff(attempt)
       }
     }
-    this.#halt()
+    this.#halt(true)
     if (this.#ctx.events.wants('released')) {
       this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
     }

@@ -30,6 +30,8 @@ import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
+/** Retired tokens kept before the first sweep for expired ones. */
+const RETIRED_SWEEP_MIN = 1_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
 const MAX_RENEW_BATCH_WINDOW_MS = 1_000
 
@@ -100,6 +102,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   readonly #running = new Map<Lease<S>, Promise<void>>()
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
   readonly #retired = new Map<string, { token: bigint; until: number }>()
+  /** The size of #retired at which expired entries are swept out: twice what the last sweep left. */
+  #retiredSweepAt = RETIRED_SWEEP_MIN
   readonly #events = new LeaserEmitter()
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
@@ -177,11 +181,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       random,
       codec: checkCodec(options.codec) ?? bytesCodec,
       events: this.#events,
-      onEnd: (lease: Lease<any>) => {
+      onEnd: (lease: Lease<any>, released: boolean) => {
         this.#leases.delete(lease)
-        // The store may name us its holder for up to a ttl more (abandoned, lost, or a release whose
-        // outcome is unknown): never mistake it for the lost reply of a later acquire.
-        this.#retire(lease.workId, lease.fencingToken)
+        // Unless the store confirmed the release, it may name us its holder for up to a ttl more
+        // (abandoned, lost, or a release whose outcome is unknown): never mistake that for the lost
+        // reply of a later acquire.
+        if (!released) this.#retire(lease.workId, lease.fencingToken)
       },
     })
   }
@@ -492,8 +497,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Remembers a token the store may still name us the holder of, until it surely expired. */
   #retire(workId: string, token: bigint): void {
     const now = this.#ctx.timers.now()
-    if (this.#retired.size >= 1_000) {
+    // Swept when it doubled, not at every retire past a fixed size: with more workIds than that
+    // retired within a ttl, every retire scanned them all and found nothing to drop.
+    if (this.#retired.size >= this.#retiredSweepAt) {
       for (const [id, entry] of this.#retired) if (entry.until <= now) this.#retired.delete(id)
+      this.#retiredSweepAt = Math.max(RETIRED_SWEEP_MIN, 2 * this.#retired.size)
     }
     const previous = this.#retired.get(workId)
     if (previous && previous.token > token) return
