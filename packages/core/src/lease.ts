@@ -531,6 +531,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     if (!this.#live()) return
     this.#renewFailures = 0
     this.#extend(start)
+    // Overtaken by a checkpoint that started later, this renewal moved nothing; the renewal that
+    // checkpoint scheduled may have fallen due while this one was out, and been skipped for it.
+    if (this.#renewSlot === undefined && this.#renewTimer === undefined) this.#arm()
     if (this.#ctx.events.wants('renewed')) {
       this.#ctx.events.emit('renewed', { ...this.#base(), op: 'renew', remainingMs: this.remainingMs() })
     }

@@ -104,6 +104,21 @@ describe('renewals through renewMany', () => {
     expect(lease.remainingMs()).toBe(SENT + TTL - TTL / 10 - time.now())
   })
 
+  test('a slow renewal overtaken by a checkpoint still leaves the next renewal scheduled', async () => {
+    const { time, backend, leaser, named } = setup({ batch: true, callTimeoutMs: 600 })
+    const lease = await leaser.acquire('job')
+    // Each batch is answered 400 ms after it was sent: longer than the interval, within the call timeout.
+    backend.setReplyLatency(400, 'renewMany')
+    await time.advance(SENT + 20)
+    // Sent after the batch and answered before it: the checkpoint counts for more, and the renewal due
+    // an interval after it falls while the batch is still out.
+    await lease.checkpoint(new Uint8Array([1]))
+    await time.advance(5 * TTL)
+    expect(named('lost')).toHaveLength(0)
+    expect(lease.held).toBe(true)
+    expect(backend.calls.renewMany).toBeGreaterThan(5)
+  })
+
   test('a lease ended while waiting for its batch is not sent', async () => {
     const { time, backend, leaser } = setup({ batch: true })
     const kept = await leaser.acquire('kept')

@@ -18,6 +18,19 @@ describe('renewal', () => {
     await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
   })
 
+  test('a slow renew overtaken by a checkpoint still leaves the next renew scheduled', async () => {
+    const { time, backend, leaser, named } = setup({ callTimeoutMs: 600 })
+    const lease = await leaser.acquire('job')
+    // Each renew is answered 400 ms after it was sent: longer than the interval, within the call timeout.
+    backend.setReplyLatency(400, 'renew')
+    await time.advance(INTERVAL + 20)
+    await lease.checkpoint(bytes('overtakes'))
+    await time.advance(5 * TTL)
+    expect(named('lost')).toHaveLength(0)
+    expect(lease.held).toBe(true)
+    expect(backend.calls.renew).toBeGreaterThan(5)
+  })
+
   test('a renew whose reply was lost (applied, but the call failed) is retried and the lease stays held', async () => {
     const { time, backend, leaser, named, store } = setup()
     const lease = await leaser.acquire('job')
