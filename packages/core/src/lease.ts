@@ -534,9 +534,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     // Overtaken by a checkpoint that started later, this renewal moved nothing; the renewal that
     // checkpoint scheduled may have fallen due while this one was out, and been skipped for it.
     if (this.#renewSlot === undefined && this.#renewTimer === undefined) this.#arm()
-    if (this.#ctx.events.wants('renewed')) {
-      this.#ctx.events.emit('renewed', { ...this.#base(), op: 'renew', remainingMs: this.remainingMs() })
-    }
+    if (this.#ctx.events.wants('renewed')) this.#emitRenewed('renew')
+  }
+
+  /** Built field by field: a spread of {@link #base} costs more than the rest of a batched renewal. */
+  #emitRenewed(op: 'renew' | 'checkpoint'): void {
+    const { workId, holderId, fencingToken } = this.record
+    this.#ctx.events.emit('renewed', { workId, holderId, fencingToken, op, remainingMs: this.remainingMs() })
   }
 
   /**
@@ -578,13 +582,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
       // reply after the local deadline proves nothing about now.
       if (!this.#live()) throw this.#ended
       this.#extend(start)
-      if (this.#ctx.events.wants('renewed')) {
-        this.#ctx.events.emit('renewed', {
-          ...this.#base(),
-          op: 'checkpoint',
-          remainingMs: this.remainingMs(),
-        })
-      }
+      if (this.#ctx.events.wants('renewed')) this.#emitRenewed('checkpoint')
       return
     }
   }

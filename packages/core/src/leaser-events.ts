@@ -78,20 +78,26 @@ const channels = Object.fromEntries(
 
 /** @internal A minimal typed emitter that also publishes on the diagnostics channels. */
 export class LeaserEmitter {
-  readonly #listeners = new Map<LeaserEventName, Set<(event: never) => void>>()
+  /**
+   * Each event's listeners, replaced (never changed in place) by `on` and `off`: an emit walks the
+   * list it started with, so listeners added or removed meanwhile take effect from the next event,
+   * without a copy per event (one per renewal, 10,000 a second at 100,000 leases).
+   */
+  readonly #listeners = new Map<LeaserEventName, readonly ((event: never) => void)[]>()
 
   on<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): () => void {
-    let set = this.#listeners.get(event)
-    if (!set) {
-      set = new Set()
-      this.#listeners.set(event, set)
-    }
-    set.add(listener as (event: never) => void)
+    const listeners = this.#listeners.get(event) ?? []
+    const each = listener as (event: never) => void
+    if (!listeners.includes(each)) this.#listeners.set(event, [...listeners, each])
     return () => this.off(event, listener)
   }
 
   off<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): void {
-    this.#listeners.get(event)?.delete(listener as (event: never) => void)
+    const listeners = this.#listeners.get(event)
+    if (!listeners?.includes(listener as (event: never) => void)) return
+    const rest = listeners.filter((each) => each !== listener)
+    if (rest.length > 0) this.#listeners.set(event, rest)
+    else this.#listeners.delete(event)
   }
 
   /**
@@ -99,15 +105,15 @@ export class LeaserEmitter {
    * payload nobody reads, which on an in-memory store is a visible share of a lease's cost.
    */
   wants(event: LeaserEventName): boolean {
-    return channels[event].hasSubscribers || (this.#listeners.get(event)?.size ?? 0) > 0
+    return channels[event].hasSubscribers || this.#listeners.has(event)
   }
 
   emit<E extends LeaserEventName>(event: E, payload: LeaserEvents[E]): void {
     const channel = channels[event]
     if (channel.hasSubscribers) channel.publish(payload)
-    const set = this.#listeners.get(event)
-    if (!set) return
-    for (const listener of [...set]) {
+    const listeners = this.#listeners.get(event)
+    if (!listeners) return
+    for (const listener of listeners) {
       try {
         ;(listener as LeaserListener<E>)(payload)
       } catch (error) {

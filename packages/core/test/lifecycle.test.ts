@@ -317,6 +317,25 @@ describe('observability', () => {
     expect(seen).toEqual(['a'])
   })
 
+  test('listeners added or removed during an event take effect from the next one; one added twice hears once', async () => {
+    const { leaser } = setup()
+    const seen: string[] = []
+    const late = (e: { workId: string }) => seen.push(`late ${e.workId}`)
+    const removed = (e: { workId: string }) => seen.push(`removed ${e.workId}`)
+    const first = (e: { workId: string }) => {
+      seen.push(`first ${e.workId}`)
+      leaser.off('acquired', removed)
+      leaser.on('acquired', late)
+    }
+    leaser.on('acquired', first)
+    leaser.on('acquired', removed)
+    leaser.on('acquired', removed)
+    await leaser.acquire('a')
+    leaser.off('acquired', first)
+    await leaser.acquire('b')
+    expect(seen).toEqual(['first a', 'removed a', 'late b'])
+  })
+
   test('the system timers are unref’d so a held lease does not keep the process alive', () => {
     const handle = systemTimers.setTimeout(() => undefined, 60_000) as NodeJS.Timeout
     try {
