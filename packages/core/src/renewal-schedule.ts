@@ -145,24 +145,30 @@ export class RenewalSchedule {
     this.#sendAll(sending)
   }
 
-  #sendAll(leases: ScheduledLease[]): void {
-    let waiting = leases
-    while (waiting.length > 0) {
-      // One workId at most once per call (the contract refuses repeats): a second one waits a chunk.
-      const chunk: ScheduledLease[] = []
-      const later: ScheduledLease[] = []
-      const workIds = new Set<string>()
-      for (const lease of waiting) {
-        if (chunk.length < this.#maxRecords && !workIds.has(lease.record.workId)) {
-          workIds.add(lease.record.workId)
-          chunk.push(lease)
-        } else {
-          later.push(lease)
-        }
+  /**
+   * In chunks of `maxRecords`, in one pass: a workId already in the chunk being filled (a repeat,
+   * which the contract refuses in one call) waits for a call after these.
+   */
+  #sendAll(leases: readonly ScheduledLease[]): void {
+    let chunk: ScheduledLease[] = []
+    let workIds = new Set<string>()
+    const repeats: ScheduledLease[] = []
+    for (const lease of leases) {
+      const { workId } = lease.record
+      if (workIds.has(workId)) {
+        repeats.push(lease)
+        continue
       }
-      void this.#send(chunk)
-      waiting = later
+      workIds.add(workId)
+      chunk.push(lease)
+      if (chunk.length === this.#maxRecords) {
+        void this.#send(chunk)
+        chunk = []
+        workIds = new Set()
+      }
     }
+    if (chunk.length > 0) void this.#send(chunk)
+    if (repeats.length > 0) this.#sendAll(repeats)
   }
 
   async #send(chunk: readonly ScheduledLease[]): Promise<void> {
