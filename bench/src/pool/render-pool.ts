@@ -15,7 +15,7 @@ export function renderPool(results: BenchResults): string[] {
   if (first) {
     out.push(
       `${first.units.toLocaleString('en')} units; ${first.members} member processes (each its own \`Leaser\` and ` +
-        `\`LeasePool\`, default options) start together, ${first.joining} join, then ${first.killed} are SIGKILLed; ` +
+        `\`LeasePool\`, default options; each has loaded and opened its store connections before a phase starts, as a service's startup check leaves it) start together, ${first.joining} join, then ${first.killed} are SIGKILLed; ` +
         `ttl ${first.ttlMs} ms, renew (and rebalance) interval ${first.renewIntervalMs} ms. Converged: every unit held ` +
         'by a live member and none holding more than ceil(N/W) + 1, timed from the change to the member-stamped report ' +
         'that completed it. Goals (issue 18): within 3 renew intervals (after a crash, plus the ttl); moves (takes until ' +
