@@ -98,6 +98,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   readonly #stop = new Cancel()
   /** Aborted when a release is requested: renewals stop, and a renew waiting to retry wakes up. */
   readonly #releaseRequests = new Cancel()
+  // Whether #stop and #releaseRequests were aborted, kept on the lease itself: both are read on every
+  // renewal, and at 100,000 leases each object touched is a cache miss (3.9 -> 3.3 us per renewal).
+  #halted = false
+  #releaseRequested = false
   readonly #deadline: LocalDeadline
   /**
    * How the lease ended for the user: its error, or the reason of a release or abandon whose
@@ -244,6 +248,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     if (this.#releasing) return this.#releasing
     const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
     this.#endLocally('released')
+    this.#releaseRequested = true
     this.#releaseRequests.abort()
     this.#unschedule()
     // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
@@ -262,7 +267,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
    * `cleanHandoff: false`. Use it when the work failed in a way the successor should know about.
    */
   abandon(): void {
-    if (this.#stop.signal.aborted) return
+    if (this.#halted) return
+    this.#releaseRequested = true
     this.#releaseRequests.abort()
     this.#endLocally('abandoned')
     this.#halt()
@@ -280,7 +286,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   [confirmLease](): void {
     const { schedule } = this.#ctx
     if (schedule) {
-      if (this.#live() && !this.#releaseRequests.signal.aborted) {
+      if (this.#live() && !this.#releaseRequested) {
         this.#renewSlot = schedule.soon(this, this.#renewSlot)
       }
       return
@@ -294,7 +300,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     if (slot !== this.#renewSlot) return false
     this.#renewSlot = undefined
     // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
-    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#inBatch || this.#renewing) return false
+    if (!this.#live() || this.#releaseRequested || this.#inBatch || this.#renewing) return false
     this.#inBatch = true
     return true
   }
@@ -347,7 +353,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
    * stopped it); declares the loss once the local deadline passed.
    */
   #live(): boolean {
-    if (this.#stop.signal.aborted) return false
+    if (this.#halted) return false
     if (this.#deadline.remaining() <= 0) {
       this.#lose('deadline', this.#lastTransient)
       return false
@@ -356,7 +362,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   }
 
   #lose(reason: LeaseLossReason, cause: unknown): void {
-    if (this.#stop.signal.aborted) return
+    if (this.#halted) return
     const error = this.#endError(reason, cause)
     this.#loss ??= error
     this.#endLocally(error)
@@ -377,6 +383,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#watchdog = undefined
+    this.#halted = true
     this.#stop.abort()
     this.#ctx.onEnd(this, released)
   }
@@ -394,11 +401,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
       timers.clearTimeout(this.#renewTimer)
       this.#renewTimer = undefined
     }
-    if (this.#stop.signal.aborted) return
+    if (this.#halted) return
     // A watchdog armed for an earlier deadline is kept: it fires early and re-arms (#onWatchdog),
     // once a ttl instead of a clear and a set on every renewal, a third of the CPU at 100,000 leases.
     this.#watchdog ??= timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
-    if (this.#releaseRequests.signal.aborted) return
+    if (this.#releaseRequested) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
     const dueAt =
       this.#deadline.lastSuccessStart +
@@ -439,7 +446,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   #onRenewTimer(): void {
     this.#renewTimer = undefined
     // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
-    if (!this.#live() || this.#releaseRequests.signal.aborted || this.#renewing) return
+    if (!this.#live() || this.#releaseRequested || this.#renewing) return
     // Not queued behind checkpoints: the store keeps the later expiry (max) and orders checkpoints by
     // sequence, so a renew may overlap a checkpoint, and one hung checkpoint cannot cost the lease.
     this.#renewing = this.#renewOp().finally(() => {
@@ -506,7 +513,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   async #renewOp(): Promise<void> {
     const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
     for (let attempt = 0; ; attempt++) {
-      if (!this.#live() || this.#releaseRequests.signal.aborted) return
+      if (!this.#live() || this.#releaseRequested) return
       const start = instant(timers)
       try {
         await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callTimeoutMs)
@@ -516,7 +523,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
         this.#transient('renew', error, attempt + 1)
         // The release waiting for us makes its own attempts; don't delay it, neither now nor when
         // it is requested during the backoff.
-        if (this.#releaseRequests.signal.aborted) return
+        if (this.#releaseRequested) return
         await this.#backoff(attempt, this.#releaseRequests.signal)
         continue
       }
@@ -551,10 +558,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   #renewFailed(error: unknown): void {
     if (!this.#live() || this.#outcome(error)) return
     this.#transient('renew', error, ++this.#renewFailures)
-    if (this.#releaseRequests.signal.aborted) return
+    if (this.#releaseRequested) return
     this.#renewing = this.#backoff(this.#renewFailures - 1, this.#releaseRequests.signal).then(() => {
       this.#renewing = undefined
-      if (this.#live() && !this.#releaseRequests.signal.aborted) {
+      if (this.#live() && !this.#releaseRequested) {
         this.#renewSlot = this.#ctx.schedule!.soon(this, this.#renewSlot)
       }
     })
