@@ -41,21 +41,27 @@ function scheduled(record: LeaseRecord) {
   return lease
 }
 
+/** A schedule with 10 ms slots over a memory backend on a fake clock, `maxRecords` per renewMany. */
+function setup(maxRecords: number) {
+  const time = new ManualTime()
+  const memory = new MemoryBackend({ clock: time.wall })
+  const backend = new SmallBatches(memory, maxRecords)
+  const schedule = new RenewalSchedule(backend, {
+    ttlMs: TTL,
+    timers: time,
+    windowMs: 10,
+    callTimeoutMs: TTL,
+  })
+  return { time, memory, backend, schedule }
+}
+
 describe('RenewalSchedule', () => {
   test('a workId due twice in one slot is never sent twice in one renewMany (the contract refuses it)', async () => {
-    const time = new ManualTime()
-    const memory = new MemoryBackend({ clock: time.wall })
+    const { time, memory, backend, schedule } = setup(2)
     const stale = await memory.acquire('job-a', 'worker-a', TTL)
     await memory.release(stale)
     const current = await memory.acquire('job-a', 'worker-a', TTL)
     const other = await memory.acquire('job-b', 'worker-a', TTL)
-    const backend = new SmallBatches(memory, 2)
-    const schedule = new RenewalSchedule(backend, {
-      ttlMs: TTL,
-      timers: time,
-      windowMs: 10,
-      callTimeoutMs: TTL,
-    })
     const leases = [scheduled(stale), scheduled(current), scheduled(other)]
     for (const lease of leases) lease.slotOf(schedule.at(lease, 300))
     await time.advance(300)
@@ -68,18 +74,10 @@ describe('RenewalSchedule', () => {
   })
 
   test('a slot of many leases goes out in full chunks of maxRecords', async () => {
-    const time = new ManualTime()
-    const memory = new MemoryBackend({ clock: time.wall })
+    const { time, memory, backend, schedule } = setup(10)
     const records = await Promise.all(
       Array.from({ length: 25 }, (_, i) => memory.acquire(`job-${i}`, 'worker-a', TTL)),
     )
-    const backend = new SmallBatches(memory, 10)
-    const schedule = new RenewalSchedule(backend, {
-      ttlMs: TTL,
-      timers: time,
-      windowMs: 10,
-      callTimeoutMs: TTL,
-    })
     const leases = records.map(scheduled)
     for (const lease of leases) lease.slotOf(schedule.at(lease, 300))
     await time.advance(300)
