@@ -5,7 +5,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks'
 import { LeasePool, Leaser, planFairShare } from '@worklease/core'
 import { KyselyBackend } from '@worklease/kysely'
 import type { Backend } from '@worklease/spec'
-import { Kysely } from 'kysely'
+import { Kysely, sql } from 'kysely'
 import type { MemberConfig, MemberMessage, ParentMessage } from './protocol.js'
 
 const now = () => performance.timeOrigin + performance.now()
@@ -56,7 +56,6 @@ async function openBackend(config: MemberConfig): Promise<{ backend: Backend; cl
   }
   // Ready means connected, as a service's startup check leaves it: the phases time the pool, not 40
   // PostgreSQL backends forking at once (cold, the start and join phases took 1.4-2 s longer here).
-  const { sql } = await import('kysely')
   await Promise.all(Array.from({ length: CONNECTIONS }, () => sql`SELECT 1`.execute(db)))
   return {
     backend: new KyselyBackend({ db, table: store.table, dialect: store.kind }),

@@ -248,8 +248,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     if (this.#releasing) return this.#releasing
     const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
     this.#endLocally('released')
-    this.#releaseRequested = true
-    this.#releaseRequests.abort()
+    this.#requestRelease()
     this.#unschedule()
     // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
     // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
@@ -268,8 +267,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
    */
   abandon(): void {
     if (this.#halted) return
-    this.#releaseRequested = true
-    this.#releaseRequests.abort()
+    this.#requestRelease()
     this.#endLocally('abandoned')
     this.#halt()
     if (this.#ctx.events.wants('released')) {
@@ -376,6 +374,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     this.#end = end
     this.#localEnd.abort()
     this.#controller?.abort(this.#ended)
+  }
+
+  /** Renewals stop for good; one waiting out a backoff wakes (the release makes its own attempts). */
+  #requestRelease(): void {
+    this.#releaseRequested = true
+    this.#releaseRequests.abort()
   }
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
