@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-dynamodb'
 import {
   type AcquireArgs,
+  type AcquiredWithCheckpoint,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -193,6 +194,7 @@ export class DynamoBackend implements Backend {
       maxStateBytes,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: this.#listIndex !== undefined,
       revoke: true,
     })
@@ -205,7 +207,25 @@ export class DynamoBackend implements Backend {
     options?: CallOptions,
   ): Promise<LeaseRecord> {
     // Only the validated snapshot from here on: the caller's arguments are never read again.
-    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    return (await this.#take(validateAcquireArgs(workId, holderId, ttlMs, options), false)).record
+  }
+
+  /** {@link acquire}, with the new item's state and handoff from the same UpdateItem (`ALL_NEW`). */
+  async acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const { record, item } = await this.#take(validateAcquireArgs(workId, holderId, ttlMs, options), true)
+    const state = item[Attr.state]?.B
+    return {
+      record,
+      checkpoint: { state: state ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true },
+    }
+  }
+
+  async #take(args: AcquireArgs, withCheckpoint: boolean): Promise<{ record: LeaseRecord; item: Item }> {
     const now = this.#clock.now()
     const expiresAtMs = now + args.ttlMs
     let output: { Attributes?: Item }
@@ -246,7 +266,8 @@ export class DynamoBackend implements Backend {
             ':false': FALSE,
             ':true': TRUE,
           },
-          ReturnValues: 'UPDATED_NEW',
+          // ALL_NEW carries the state as well; without the checkpoint, only what the update wrote.
+          ReturnValues: withCheckpoint ? 'ALL_NEW' : 'UPDATED_NEW',
           ...this.#oldOnFailure(),
         }),
         args,
@@ -255,10 +276,11 @@ export class DynamoBackend implements Backend {
       if (!isConditionalCheckFailed(error)) throw error
       throw await this.#whyNotFree(args, now, error)
     }
-    const token = output.Attributes?.[Attr.token]?.N
+    const item = output.Attributes ?? {}
+    const token = item[Attr.token]?.N
     if (token === undefined) throw new Error('DynamoDB returned no fencing token from UpdateItem')
     // Straight from the number's decimal text: a JavaScript number would lose tokens above 2^53.
-    return createLeaseRecord(args.workId, args.holderId, BigInt(token), expiresAtMs)
+    return { record: createLeaseRecord(args.workId, args.holderId, BigInt(token), expiresAtMs), item }
   }
 
   /** Names a failed acquire from the item the condition saw (or, without it, one consistent read). */

@@ -292,6 +292,7 @@ describe('DynamoBackend on a real server', () => {
       maxStateBytes: 1024,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: false,
       revoke: true,
     })

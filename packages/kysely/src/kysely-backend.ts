@@ -1,4 +1,6 @@
 import {
+  type AcquireArgs,
+  type AcquiredWithCheckpoint,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -38,6 +40,7 @@ import {
 } from './lease-dialect.js'
 import {
   type AcquiredRow,
+  type CheckpointRow,
   type HolderRow,
   LeaseStatements,
   type ListedRow,
@@ -185,6 +188,7 @@ export class KyselyBackend implements Backend {
       maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: true,
       revoke: true,
       renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }),
@@ -203,14 +207,31 @@ export class KyselyBackend implements Backend {
     options?: CallOptions,
   ): Promise<LeaseRecord> {
     // Only the validated snapshot from here on: the caller's objects are never read again.
-    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
-    ;({ workId, holderId, ttlMs } = args)
-    const signal = args.signal
+    return (await this.#take(validateAcquireArgs(workId, holderId, ttlMs, options), false)).record
+  }
+
+  /** {@link acquire}, with the taken row's state and handoff in the same statement. */
+  async acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const { record, row } = await this.#take(validateAcquireArgs(workId, holderId, ttlMs, options), true)
+    return { record, checkpoint: checkpointRead(row) }
+  }
+
+  async #take(args: AcquireArgs, withCheckpoint: boolean): Promise<Taken> {
+    const { workId, holderId, ttlMs, signal } = args
     if (this.#dialect.family !== 'mysql') {
-      const { rows } = await this.#run(this.#statements.acquireUpsert(workId, holderId, ttlMs), signal)
+      const statement = this.#statements.acquireUpsert(workId, holderId, ttlMs, withCheckpoint)
+      const { rows } = await this.#run(statement, signal)
       const row = rows[0]
       if (row && isTrue(row.acquired))
-        return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+        return {
+          record: createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at)),
+          row,
+        }
       // PostgreSQL reported the lease in the way in the same statement. SQLite cannot, and PostgreSQL
       // cannot see a row another transaction inserted after its snapshot: one read, on this path only.
       throw refusal(
@@ -223,32 +244,31 @@ export class KyselyBackend implements Backend {
       // switched to MySQL, and be rethrown. Later callers wait for the verdict, then start over.
       if (this.#probing) {
         await raceAbort(this.#probing, signal)
-        return this.acquire(workId, holderId, ttlMs, options)
+        return this.#take(args, withCheckpoint)
       }
       let settle!: () => void
       this.#probing = new Promise<void>((resolve) => {
         settle = resolve
       })
       try {
-        return await this.#acquireMysqlFamily(workId, holderId, ttlMs, signal)
+        return await this.#acquireMysqlFamily(args, withCheckpoint)
       } finally {
         this.#probing = undefined
         settle()
       }
     }
-    return this.#acquireMysqlFamily(workId, holderId, ttlMs, signal)
+    return this.#acquireMysqlFamily(args, withCheckpoint)
   }
 
-  async #acquireMysqlFamily(
-    workId: string,
-    holderId: string,
-    ttlMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<LeaseRecord> {
+  async #acquireMysqlFamily(args: AcquireArgs, withCheckpoint: boolean): Promise<Taken> {
+    const { workId, holderId, ttlMs, signal } = args
     if (this.#dialect.returning !== false) {
       let result: QueryResult<AcquiredRow> | undefined
       try {
-        result = await this.#run(this.#statements.acquireMysql(workId, holderId, ttlMs, true), signal)
+        result = await this.#run(
+          this.#statements.acquireMysql(workId, holderId, ttlMs, true, withCheckpoint),
+          signal,
+        )
       } catch (error) {
         // Only an undecided dialect probes; a parse error never executed anything, so nothing is retried.
         // Already switched to MySQL: a probe sent before the verdict (its caller's wait was aborted).
@@ -265,23 +285,23 @@ export class KyselyBackend implements Backend {
         if (acquired > MAX_FENCING_TOKEN) throw new TokensExhaustedError()
         // 0: the lease was held, and the row is the holder's, untouched.
         if (acquired === 0n) throw refusal({ ...row, free: 0 } as HolderRow)
-        return createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at))
+        return {
+          record: createLeaseRecord(workId, holderId, BigInt(row.token), toMillis(row.expires_at)),
+          row,
+        }
       }
     }
-    return this.#acquireWithoutReturning(workId, holderId, ttlMs, signal)
+    return this.#acquireWithoutReturning(args, withCheckpoint)
   }
 
   // MySQL 8 reports the token through LAST_INSERT_ID in the OK packet, but nothing carries the server's
-  // expiry back, so a second, read-only statement fetches it, keyed by the new token. Only the lease's
-  // own holder could change that row before it expires, and the holder does not have the record yet.
-  async #acquireWithoutReturning(
-    workId: string,
-    holderId: string,
-    ttlMs: number,
-    signal: AbortSignal | undefined,
-  ): Promise<LeaseRecord> {
+  // expiry (or the state) back, so a second, read-only statement fetches them, keyed by the new token.
+  // Only the lease's own holder could change that row before it expires, and the holder does not have
+  // the record yet.
+  async #acquireWithoutReturning(args: AcquireArgs, withCheckpoint: boolean): Promise<Taken> {
+    const { workId, holderId, ttlMs, signal } = args
     const { insertId } = await this.#run(
-      this.#statements.acquireMysql(workId, holderId, ttlMs, false),
+      this.#statements.acquireMysql(workId, holderId, ttlMs, false, false),
       signal,
     )
     // LAST_INSERT_ID(-1) marks exhausted tokens; mysql2 reads it back as -1 (or 2^64 - 1).
@@ -295,13 +315,19 @@ export class KyselyBackend implements Backend {
       throw refusal(rows[0] && { ...rows[0], free: 0 })
     }
     const token = BigInt(insertId)
-    const { rows } = await this.#run(this.#statements.acquiredExpiry(workId, token.toString()), signal)
+    const { rows } = await this.#run(
+      this.#statements.acquiredRow(workId, token.toString(), withCheckpoint),
+      signal,
+    )
     const row = rows[0]
-    // A null expiry means the lease already expired and was taken over; it ended by "now" at the latest.
-    const expiresAt = row?.expires_at ?? row?.now_ms
-    if (expiresAt === undefined || expiresAt === null)
-      throw new Error('the lease expiry could not be read back')
-    return createLeaseRecord(workId, holderId, token, toMillis(expiresAt))
+    if (!row) throw new Error('the lease expiry could not be read back')
+    if (row.expires_at === null) {
+      // The lease already expired and was taken over (a ttl shorter than a round trip): it ended by
+      // "now" at the latest, and its checkpoint went with the row.
+      if (withCheckpoint) throw new Error('the lease was taken over before its checkpoint could be read back')
+      return { record: createLeaseRecord(workId, holderId, token, toMillis(row.now_ms)), row: {} }
+    }
+    return { record: createLeaseRecord(workId, holderId, token, toMillis(row.expires_at)), row }
   }
 
   async checkpoint(
@@ -391,10 +417,7 @@ export class KyselyBackend implements Backend {
     const { rows } = await this.#run(this.#statements.readCheckpoint(keyOf(args.record)), args.signal)
     const row = rows[0]
     if (!row) throw new FencedError()
-    return {
-      state: row.state === null || row.state === undefined ? null : new Uint8Array(row.state),
-      cleanHandoff: Number(row.clean_handoff) === 1,
-    }
+    return checkpointRead(row)
   }
 
   /**
@@ -436,6 +459,20 @@ export class KyselyBackend implements Backend {
   async #run<R>(query: RawBuilder<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
     return raceAbort(query.execute(this.#db), signal)
+  }
+}
+
+/** A lease just taken, and the row that said so (with its state when the checkpoint was asked for). */
+interface Taken {
+  record: LeaseRecord
+  row: Partial<CheckpointRow>
+}
+
+// Booleans come back as true/false (PostgreSQL) or 1/0 (SQLite, MySQL); bytes as Buffer or Uint8Array.
+function checkpointRead(row: Partial<CheckpointRow>): CheckpointRead {
+  return {
+    state: row.state === null || row.state === undefined ? null : new Uint8Array(row.state),
+    cleanHandoff: isTrue(row.clean_handoff),
   }
 }
 

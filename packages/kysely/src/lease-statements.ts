@@ -13,6 +13,9 @@ export interface AcquiredRow extends Partial<Omit<HolderRow, 'token' | 'expires_
   token: string
   expires_at: string
   acquired: unknown
+  /** With the checkpoint asked for: the new lease's state and handoff (null on the refused paths). */
+  state?: Uint8Array | null
+  clean_handoff?: unknown
 }
 
 /** The lease in the way of an acquire, with its time left on the server clock of the same statement. */
@@ -29,6 +32,14 @@ export interface HolderRow {
 // The contract's largest token, as SQL: acquire never increments past it (a store-side condition, so no
 // integer overflow error and no record no store can keep).
 const MAX_TOKEN = sql.raw(MAX_FENCING_TOKEN.toString())
+
+/** What {@link LeaseStatements.acquiredRow} reads back. */
+export interface AcquiredReadBack {
+  expires_at: string | null
+  now_ms: string
+  state?: Uint8Array | null
+  clean_handoff?: unknown
+}
 
 export interface LiveRow {
   live: unknown
@@ -139,7 +150,12 @@ export class LeaseStatements {
    * PostgreSQL evaluates it once for the whole statement. SQLite has no data-modifying CTEs: the backend
    * reads the holder with {@link holderOf} on that failure path.
    */
-  acquireUpsert(workId: string, holderId: string, ttlMs: number): RawBuilder<AcquiredRow> {
+  acquireUpsert(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    withCheckpoint: boolean,
+  ): RawBuilder<AcquiredRow> {
     const takeover = sql`ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0`
     if (this.family === 'sqlite') {
       // julianday('now') is fixed for the whole statement in SQLite.
@@ -148,15 +164,24 @@ export class LeaseStatements {
 VALUES (${workId}, 1, ${holderId}, ${now} + ${ttlMs}, 0, 1, 0)
 ${takeover}
 WHERE (l.released = 1 OR l.expires_at <= ${now}) AND l.token < ${MAX_TOKEN}
-RETURNING 1 AS acquired, ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at`
+RETURNING 1 AS acquired, ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at${sql.raw(withCheckpoint ? ', state, clean_handoff' : '')}`
     }
+    // The taken row's state and handoff, or nothing on the branch that names the holder: a refused
+    // acquire never carries someone else's checkpoint over the wire.
+    const [takenCheckpoint, heldCheckpoint] = withCheckpoint
+      ? [
+          sql.raw(', l.state, l.clean_handoff'),
+          sql.raw(', NULL::bytea AS state, NULL::boolean AS clean_handoff'),
+        ]
+      : [sql.raw(''), sql.raw('')]
+    const checkpointColumns = sql.raw(withCheckpoint ? ', state, clean_handoff' : '')
     return sql<AcquiredRow>`WITH wl_clock AS (SELECT ${this.#now} AS wl_now),
 taken AS (
   INSERT INTO ${this.#table} AS l (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
   SELECT ${workId}, 1, ${holderId}, wl_clock.wl_now + ${ttlMs}, false, true, 0 FROM wl_clock
   ${takeover}
   WHERE (l.released OR l.expires_at <= (SELECT wl_now FROM wl_clock)) AND l.token < ${MAX_TOKEN}
-  RETURNING l.token, l.expires_at
+  RETURNING l.token, l.expires_at${takenCheckpoint}
 ),
 held AS (
   SELECT l.token, l.holder, l.expires_at, l.released OR l.expires_at <= wl_clock.wl_now AS free,
@@ -166,9 +191,9 @@ held AS (
   FOR SHARE OF l
 )
 SELECT true AS acquired, token::text AS token, expires_at::text AS expires_at, NULL::text AS holder,
-  NULL::boolean AS free, NULL::text AS expires_in FROM taken
+  NULL::boolean AS free, NULL::text AS expires_in${checkpointColumns} FROM taken
 UNION ALL
-SELECT false, token::text, expires_at::text, holder, free, expires_in::text FROM held`
+SELECT false, token::text, expires_at::text, holder, free, expires_in::text${heldCheckpoint} FROM held`
   }
 
   /**
@@ -202,7 +227,13 @@ FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE w
    * let ON DUPLICATE KEY UPDATE read the columns of an INSERT ... SELECT's source. RETURNING cannot see
    * the derived table, so `expires_in` reads the clock again, a little later: never more time than left.
    */
-  acquireMysql(workId: string, holderId: string, ttlMs: number, returning: boolean): RawBuilder<AcquiredRow> {
+  acquireMysql(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    returning: boolean,
+    withCheckpoint: boolean,
+  ): RawBuilder<AcquiredRow> {
     const now = sql`wl_clock.wl_now`
     const free = sql`(released <> 0 OR expires_at <= ${now})`
     const take = sql`(${free} AND token < ${MAX_TOKEN})`
@@ -219,16 +250,25 @@ ON DUPLICATE KEY UPDATE
   expires_at = IF(${took}, ${now} + ${ttlMs}, expires_at),
   released = IF(${took}, 0, released)`
     if (!returning) return insert as RawBuilder<AcquiredRow>
+    // RETURNING hands back the row either way: the state only of the row this statement took.
+    const checkpoint = withCheckpoint
+      ? sql`,
+  CASE WHEN ${took} THEN state END AS state, clean_handoff`
+      : sql``
     return sql<AcquiredRow>`${insert}
 RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expires_at, holder,
-  CAST(LAST_INSERT_ID() AS CHAR) AS acquired, ${this.#cast(sql`expires_at - ${this.#now}`)} AS expires_in`
+  CAST(LAST_INSERT_ID() AS CHAR) AS acquired, ${this.#cast(sql`expires_at - ${this.#now}`)} AS expires_in${checkpoint}`
   }
 
-  /** MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token). */
-  acquiredExpiry(workId: string, token: string): RawBuilder<{ expires_at: string | null; now_ms: string }> {
-    return sql<{ expires_at: string | null; now_ms: string }>`SELECT
-  (SELECT ${this.#text('expires_at')} FROM ${this.#table} WHERE work_id = ${this.#id(workId)} AND token = ${this.#token(token)}) AS expires_at,
-  CAST(${this.#now} AS CHAR) AS now_ms`
+  /**
+   * MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token),
+   * and with `withCheckpoint` its state and handoff; every lease column is null once the token moved on.
+   */
+  acquiredRow(workId: string, token: string, withCheckpoint: boolean): RawBuilder<AcquiredReadBack> {
+    const checkpoint = sql.raw(withCheckpoint ? ', l.state, l.clean_handoff' : '')
+    return sql<AcquiredReadBack>`SELECT ${this.#text('l.expires_at')} AS expires_at${checkpoint}, CAST(wl_clock.wl_now AS CHAR) AS now_ms
+FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
+LEFT JOIN ${this.#table} AS l ON l.work_id = ${this.#id(workId)} AND l.token = ${this.#token(token)}`
   }
 
   // Renew and checkpoint only ever extend: a late-landing call or a shorter ttl keeps the later expiry.

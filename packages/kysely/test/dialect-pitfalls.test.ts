@@ -434,6 +434,7 @@ describe('table names, dialects and the migration (no server needed)', () => {
       maxStateBytes: 16 * 1024 * 1024,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: true,
       revoke: true,
       renewMany: { maxRecords: 1_000 },

@@ -1,4 +1,6 @@
 import {
+  type AcquireArgs,
+  type AcquiredWithCheckpoint,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -87,6 +89,7 @@ export class MemoryBackend implements Backend {
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: true,
       revoke: true,
       renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }),
@@ -99,7 +102,20 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    return this.#take(validateAcquireArgs(workId, holderId, ttlMs, options)).record
+  }
+
+  async acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const { record, lease } = this.#take(validateAcquireArgs(workId, holderId, ttlMs, options))
+    return { record, checkpoint: { state: copyState(lease.state), cleanHandoff: lease.cleanHandoff } }
+  }
+
+  #take(args: AcquireArgs): { record: LeaseRecord; lease: StoredLease } {
     this.store.operations++
     const now = this.#clock.now()
     const previous = this.store.leases.get(args.workId)
@@ -124,7 +140,10 @@ export class MemoryBackend implements Backend {
       checkpointSequence: 0,
     }
     this.store.leases.set(args.workId, next)
-    return createLeaseRecord(args.workId, args.holderId, next.fencingToken, next.expiresAtMs)
+    return {
+      record: createLeaseRecord(args.workId, args.holderId, next.fencingToken, next.expiresAtMs),
+      lease: next,
+    }
   }
 
   async checkpoint(
@@ -227,7 +246,7 @@ export class MemoryBackend implements Backend {
     const args = validateRecordArgs(record, options)
     this.store.operations++
     const lease = this.#valid(args.record)
-    return { state: lease.state ? new Uint8Array(lease.state) : null, cleanHandoff: lease.cleanHandoff }
+    return { state: copyState(lease.state), cleanHandoff: lease.cleanHandoff }
   }
 
   #valid(record: LeaseRecord): StoredLease {
@@ -242,4 +261,9 @@ export class MemoryBackend implements Backend {
     }
     return lease
   }
+}
+
+// A copy, so a caller that writes into the bytes it read cannot change the stored checkpoint.
+function copyState(state: Uint8Array | null): Uint8Array | null {
+  return state ? new Uint8Array(state) : null
 }

@@ -29,6 +29,7 @@ describe('MemoryBackend', () => {
       maxStateBytes: 4,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: true,
       revoke: true,
       renewMany: { maxRecords: 1_000 },

@@ -1,5 +1,6 @@
 import {
   type AcquireArgs,
+  type AcquiredWithCheckpoint,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -149,13 +150,17 @@ export class MongoBackend implements Backend {
   readonly #collection: LeaseCollection
   readonly #clock: Clock
   readonly #acquireProjection: { projection?: LeaseDocumentLike }
+  readonly #acquireWithCheckpointProjection: { projection?: LeaseDocumentLike }
   readonly #binarySizeProjection: boolean
 
   constructor(options: MongoBackendOptions) {
     this.#collection = options.collection
     this.#binarySizeProjection = options.binarySizeProjection ?? true
-    this.#acquireProjection =
-      (options.findAndModifyProjection ?? true) ? { projection: { fencingToken: 1 } } : {}
+    const projects = options.findAndModifyProjection ?? true
+    this.#acquireProjection = projects ? { projection: { fencingToken: 1 } } : {}
+    this.#acquireWithCheckpointProjection = projects
+      ? { projection: { fencingToken: 1, releasedToken: 1, state: 1 } }
+      : {}
     this.#clock = options.clock ?? systemClock
     const maxStateBytes = options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES
     if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
@@ -167,6 +172,7 @@ export class MongoBackend implements Backend {
       maxStateBytes,
       crossConnectionAtomic,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: true,
       revoke: true,
       ...(typeof options.collection.bulkWrite === 'function'
@@ -186,6 +192,25 @@ export class MongoBackend implements Backend {
   ): Promise<LeaseRecord> {
     // Only the validated snapshot from here on: the caller's arguments are never read again.
     const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    return (await this.#take(args, this.#acquireProjection)).record
+  }
+
+  /** {@link acquire}, with the state and handoff from the document the same findAndModify returns. */
+  async acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const { record, document } = await this.#take(args, this.#acquireWithCheckpointProjection)
+    return { record, checkpoint: checkpointOf(document, record.fencingToken) }
+  }
+
+  async #take(
+    args: AcquireArgs,
+    projection: { projection?: LeaseDocumentLike },
+  ): Promise<{ record: LeaseRecord; document: LeaseDocumentLike }> {
     const now = this.#clock.now()
     const expiresAtMs = now + args.ttlMs
     let document: LeaseDocumentLike | null
@@ -211,7 +236,7 @@ export class MongoBackend implements Backend {
         {
           upsert: true,
           returnDocument: 'after',
-          ...this.#acquireProjection,
+          ...projection,
           includeResultMetadata: false,
           ...READ_BSON,
           ...writeOptions(args),
@@ -224,7 +249,8 @@ export class MongoBackend implements Backend {
       throw error
     }
     if (!document) throw new Error('findOneAndUpdate with upsert returned no document')
-    return createLeaseRecord(args.workId, args.holderId, toToken(document.fencingToken), expiresAtMs)
+    const record = createLeaseRecord(args.workId, args.holderId, toToken(document.fencingToken), expiresAtMs)
+    return { record, document }
   }
 
   /**
@@ -468,10 +494,7 @@ export class MongoBackend implements Backend {
       ...readOptions(args),
     })
     if (!document) throw new FencedError()
-    return {
-      state: toState(document.state),
-      cleanHandoff: toToken(document.releasedToken, 0n) === args.record.fencingToken - 1n,
-    }
+    return checkpointOf(document, args.record.fencingToken)
   }
 }
 
@@ -576,6 +599,14 @@ interface BinaryLike {
 }
 
 /** Copies stored state into a plain Uint8Array the caller owns. */
+/** The checkpoint of the lease with `token`: a clean handoff when the lease before it was released. */
+function checkpointOf(document: LeaseDocumentLike, token: bigint): CheckpointRead {
+  return {
+    state: toState(document.state),
+    cleanHandoff: toToken(document.releasedToken, 0n) === token - 1n,
+  }
+}
+
 function toState(value: unknown): Uint8Array | null {
   if (value === undefined || value === null) return null
   if (value instanceof Uint8Array) return new Uint8Array(value)

@@ -36,6 +36,12 @@ export interface BackendCapabilities {
    * recognises a lease its own lost-reply acquire took. Default: false.
    */
   readonly reportsHolder?: boolean
+  /**
+   * Whether `backend.acquireWithCheckpoint` exists: an acquire that returns the checkpoint it starts
+   * from in the same round trip. `@worklease/core` then answers a lease's first `readCheckpoint` from
+   * it. Default: false.
+   */
+  readonly acquireWithCheckpoint?: boolean
   /** Whether `backend.list` exists. Default: false. */
   readonly list?: boolean
   /** Whether `backend.revoke` exists. Default: false. */

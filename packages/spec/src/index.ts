@@ -1,4 +1,4 @@
-export type { Backend, CheckpointRead } from './backend.js'
+export type { AcquiredWithCheckpoint, Backend, CheckpointRead } from './backend.js'
 export type { BackendCapabilities } from './backend-capabilities.js'
 export type { CallOptions, CheckpointOptions } from './call-options.js'
 export { nextCheckpointSequence } from './checkpoint-sequence.js'

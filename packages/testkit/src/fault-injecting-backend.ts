@@ -1,4 +1,5 @@
 import type {
+  AcquiredWithCheckpoint,
   Backend,
   BackendCapabilities,
   CallOptions,
@@ -204,6 +205,21 @@ export class FaultInjectingBackend implements Backend {
 
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
     return this.#call('acquire', options, () => this.inner.acquire(workId, holderId, ttlMs, options))
+  }
+
+  /** An acquire for the faults, latencies and counts: the `'acquire'` operation covers both. */
+  acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    if (!this.inner.acquireWithCheckpoint) {
+      return Promise.reject(new TypeError('the inner backend cannot acquireWithCheckpoint'))
+    }
+    return this.#call('acquire', options, () =>
+      this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options),
+    )
   }
 
   checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {

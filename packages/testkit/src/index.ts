@@ -10,6 +10,7 @@ export {
   InjectedFaultError,
 } from './fault-injecting-backend.js'
 export { acquireCases } from './groups/acquire-cases.js'
+export { acquireWithCheckpointCases } from './groups/acquire-with-checkpoint-cases.js'
 export { badInputCases } from './groups/bad-input-cases.js'
 export { checkpointCases } from './groups/checkpoint-cases.js'
 export { expiryCases } from './groups/expiry-cases.js'

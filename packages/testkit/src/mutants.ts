@@ -1,4 +1,5 @@
 import {
+  type AcquiredWithCheckpoint,
   type Backend,
   type CallOptions,
   type CheckpointOptions,
@@ -26,8 +27,11 @@ export interface Mutant {
   readonly caughtBy: GroupName
   /** Whether the mutant can only be seen through `roundTrips()`. */
   readonly needsRoundTrips?: boolean
-  /** Whether the mutant breaks `renewMany`, so a backend without it skips the mutant. */
-  readonly needsRenewMany?: boolean
+  /**
+   * Whether the mutant breaks an optional operation (`renewMany`, `acquireWithCheckpoint`), so a
+   * backend without it skips the mutant.
+   */
+  readonly needsOptionalOperation?: boolean
   wrap(backend: Backend): Backend
 }
 
@@ -82,6 +86,17 @@ export class ForwardingBackend implements Backend {
     if (!this.inner.renewMany) return Promise.reject(new TypeError('the inner backend cannot renewMany'))
     return this.inner.renewMany(records, ttlMs, options)
   }
+  acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    if (!this.inner.acquireWithCheckpoint) {
+      return Promise.reject(new TypeError('the inner backend cannot acquireWithCheckpoint'))
+    }
+    return this.inner.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+  }
 }
 
 const mutant = (
@@ -93,7 +108,7 @@ const mutant = (
   name,
   caughtBy,
   needsRoundTrips,
-  needsRenewMany: caughtBy === 'renewMany',
+  needsOptionalOperation: caughtBy === 'renewMany' || caughtBy === 'acquireWithCheckpoint',
   wrap: (backend) => new Wrapper(backend),
 })
 
@@ -221,6 +236,52 @@ export const mutants: readonly Mutant[] = [
         return (await super.renewMany(records, ttlMs, options)).map((): RenewOutcome => 'renewed')
       }
     },
+  ),
+  mutant(
+    'acquireWithCheckpoint returns no state',
+    'acquireWithCheckpoint',
+    class extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+        return { ...taken, checkpoint: { ...taken.checkpoint, state: null } }
+      }
+    },
+  ),
+  mutant(
+    'acquireWithCheckpoint reports every handoff clean',
+    'acquireWithCheckpoint',
+    class extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+        return { ...taken, checkpoint: { ...taken.checkpoint, cleanHandoff: true } }
+      }
+    },
+  ),
+  mutant(
+    'acquireWithCheckpoint is an acquire, then a read',
+    'acquireWithCheckpoint',
+    class extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        const record = await super.acquire(workId, holderId, ttlMs, options)
+        return { record, checkpoint: await super.readCheckpoint(record, options) }
+      }
+    },
+    true,
   ),
 ]
 

@@ -11,6 +11,12 @@ interface ModelLease {
   sequence: number
 }
 
+/** A checkpoint as the model reads it: the state (null: none) and how the previous lease ended. */
+export interface ModelCheckpoint {
+  state: Uint8Array | null
+  cleanHandoff: boolean
+}
+
 /** What the model predicts for one operation. */
 export type ModelOutcome<T = undefined> = { ok: true; value: T } | { ok: false; code: ErrorCode }
 
@@ -37,12 +43,12 @@ export class ReferenceModel {
     holderId: string,
     ttlMs: number,
     now: number,
-  ): ModelOutcome<{ token: bigint; expiresAt: number }> {
+  ): ModelOutcome<{ token: bigint; expiresAt: number; checkpoint: ModelCheckpoint }> {
     const lease = this.#leases.get(workId)
     if (lease && !lease.released && lease.expiresAt > now) return { ok: false, code: 'LEASE_HELD' }
     if (lease && lease.token >= TOKEN_CEILING) return { ok: false, code: 'TOKENS_EXHAUSTED' }
     const token = (lease?.token ?? 0n) + 1n
-    this.#leases.set(workId, {
+    const taken: ModelLease = {
       token,
       holderId,
       expiresAt: now + ttlMs,
@@ -50,8 +56,11 @@ export class ReferenceModel {
       cleanHandoff: lease === undefined || lease.released,
       state: lease?.state ?? null,
       sequence: 0,
-    })
-    return { ok: true, value: { token, expiresAt: now + ttlMs } }
+    }
+    this.#leases.set(workId, taken)
+    // acquireWithCheckpoint's read: what readCheckpoint of the new record says at once.
+    const checkpoint = { state: taken.state, cleanHandoff: taken.cleanHandoff }
+    return { ok: true, value: { token, expiresAt: now + ttlMs, checkpoint } }
   }
 
   renew(record: ModelRecord, ttlMs: number, now: number): ModelOutcome {
@@ -103,7 +112,7 @@ export class ReferenceModel {
     return { ok: true, value: undefined }
   }
 
-  readCheckpoint(record: ModelRecord): ModelOutcome<{ state: Uint8Array | null; cleanHandoff: boolean }> {
+  readCheckpoint(record: ModelRecord): ModelOutcome<ModelCheckpoint> {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }
     return { ok: true, value: { state: lease.state, cleanHandoff: lease.cleanHandoff } }

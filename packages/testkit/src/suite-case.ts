@@ -22,6 +22,7 @@ export const GROUP_NAMES = [
   'list',
   'revoke',
   'renewMany',
+  'acquireWithCheckpoint',
 ] as const
 
 export type GroupName = (typeof GROUP_NAMES)[number]

@@ -1,6 +1,7 @@
 import type { BackendFactory } from './backend-harness.js'
 import { CaseContext } from './case-context.js'
 import { acquireCases } from './groups/acquire-cases.js'
+import { acquireWithCheckpointCases } from './groups/acquire-with-checkpoint-cases.js'
 import { badInputCases } from './groups/bad-input-cases.js'
 import { checkpointCases } from './groups/checkpoint-cases.js'
 import { expiryCases } from './groups/expiry-cases.js'
@@ -48,6 +49,7 @@ export const groups: Readonly<Record<GroupName, readonly CaseDefinition[]>> = {
   list: listCases,
   revoke: revokeCases,
   renewMany: renewManyCases,
+  acquireWithCheckpoint: acquireWithCheckpointCases,
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000

@@ -187,6 +187,14 @@ export const badInputCases: CaseDefinition[] = [
       for (const [label, id] of BAD_IDS) {
         await checkInvalid(c, `acquire with workId ${label}`, () => b.acquire(id, 'holder-b', LONG_TTL_MS))
         await checkInvalid(c, `acquire with holderId ${label}`, () => b.acquire(f.free, id, LONG_TTL_MS))
+        if (c.capabilities.acquireWithCheckpoint) {
+          await checkInvalid(c, `acquireWithCheckpoint with workId ${label}`, () =>
+            b.acquireWithCheckpoint(id, 'holder-b', LONG_TTL_MS),
+          )
+          await checkInvalid(c, `acquireWithCheckpoint with holderId ${label}`, () =>
+            b.acquireWithCheckpoint(f.free, id, LONG_TTL_MS),
+          )
+        }
         for (const field of ['workId', 'holderId'] as const) {
           const record = forge(f.held, { [field]: id })
           await checkInvalid(c, `renew with record.${field} ${label}`, () => b.renew(record, LONG_TTL_MS))
@@ -212,6 +220,11 @@ export const badInputCases: CaseDefinition[] = [
         await checkInvalid(c, `acquire of the held lease with ttl ${label}`, () =>
           b.acquire(f.held.workId, 'holder-b', ttl),
         )
+        if (c.capabilities.acquireWithCheckpoint) {
+          await checkInvalid(c, `acquireWithCheckpoint with ttl ${label}`, () =>
+            b.acquireWithCheckpoint(f.free, 'holder-b', ttl),
+          )
+        }
         await checkInvalid(c, `renew with ttl ${label}`, () => b.renew(f.held, ttl))
         await checkInvalid(c, `checkpoint with ttl ${label}`, () =>
           b.checkpoint(f.held, bytes('bad ttl'), ttl),
@@ -260,6 +273,11 @@ export const badInputCases: CaseDefinition[] = [
         await checkInvalid(c, `acquire with options ${label}`, () =>
           b.acquire(f.free, 'holder-b', LONG_TTL_MS, options),
         )
+        if (c.capabilities.acquireWithCheckpoint) {
+          await checkInvalid(c, `acquireWithCheckpoint with options ${label}`, () =>
+            b.acquireWithCheckpoint(f.free, 'holder-b', LONG_TTL_MS, options),
+          )
+        }
         await checkInvalid(c, `renew with options ${label}`, () => b.renew(f.held, LONG_TTL_MS, options))
         await checkInvalid(c, `checkpoint with options ${label}`, () =>
           b.checkpoint(f.held, bytes('x'), LONG_TTL_MS, options),
@@ -285,6 +303,10 @@ export const badInputCases: CaseDefinition[] = [
         ['release', () => c.backend.release(f.held, options)],
         ['readCheckpoint', () => c.backend.readCheckpoint(f.held, options)],
       ]
+      const withCheckpoint = c.backend.acquireWithCheckpoint?.bind(c.backend)
+      if (withCheckpoint) {
+        calls.push(['acquireWithCheckpoint', () => withCheckpoint(f.free, 'holder-b', LONG_TTL_MS, options)])
+      }
       for (const [name, call] of calls) {
         const before = c.roundTrips()
         const error = await rejection(call, `${name} with an aborted signal`)

@@ -17,6 +17,8 @@ interface Model {
   readonly known: Set<string>
   /** Whether the backend has renewMany (capabilities.renewMany). */
   readonly renewMany: boolean
+  /** Whether the backend has acquireWithCheckpoint (capabilities.acquireWithCheckpoint). */
+  readonly acquireWithCheckpoint: boolean
 }
 
 interface Real {
@@ -62,33 +64,45 @@ abstract class RecordCommand implements fc.AsyncCommand<Model, Real> {
   }
 }
 
+/** An acquire, or (where the backend has it) an acquireWithCheckpoint, whose read is checked too. */
 class Acquire implements fc.AsyncCommand<Model, Real> {
   constructor(
     readonly holder: number,
     readonly slot: number,
     readonly ttlMs: number,
+    readonly withCheckpoint: boolean,
   ) {}
-  check(): boolean {
-    return true
+  check(m: Readonly<Model>): boolean {
+    return !this.withCheckpoint || m.acquireWithCheckpoint
   }
   async run(m: Model, r: Real): Promise<void> {
     const workId = r.workIds[this.slot]!
     const holderId = HOLDERS[this.holder]!
     const at = now(r)
-    const got = await actual(() => r.backend.acquire(workId, holderId, this.ttlMs))
+    const got = await actual(async () =>
+      this.withCheckpoint
+        ? await r.backend.acquireWithCheckpoint!(workId, holderId, this.ttlMs)
+        : { record: await r.backend.acquire(workId, holderId, this.ttlMs), checkpoint: undefined },
+    )
     const want = m.reference.acquire(workId, holderId, this.ttlMs, at)
     compare(this.toString(), got, want)
     if (got.ok && want.ok) {
-      checkEqual(got.value.fencingToken, want.value.token, `${this} token`)
-      checkEqual(got.value.holderId, holderId, `${this} holderId`)
+      const { record, checkpoint } = got.value
+      checkEqual(record.fencingToken, want.value.token, `${this} token`)
+      checkEqual(record.holderId, holderId, `${this} holderId`)
       if (r.context.clientClock)
-        checkEqual(got.value.expiresAt.getTime(), want.value.expiresAt, `${this} expiresAt`)
-      r.records.set(key(this.holder, this.slot), got.value)
+        checkEqual(record.expiresAt.getTime(), want.value.expiresAt, `${this} expiresAt`)
+      if (checkpoint) {
+        checkBytes(checkpoint.state, want.value.checkpoint.state, `${this} state`)
+        checkEqual(checkpoint.cleanHandoff, want.value.checkpoint.cleanHandoff, `${this} cleanHandoff`)
+      }
+      r.records.set(key(this.holder, this.slot), record)
       m.known.add(key(this.holder, this.slot))
     }
   }
   toString(): string {
-    return `acquire(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
+    const name = this.withCheckpoint ? 'acquireWithCheckpoint' : 'acquire'
+    return `${name}(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
   }
 }
 
@@ -215,7 +229,7 @@ function commands(clientClock: boolean) {
   // Few values, so that equal and lower sequences (a retry, a late-landing earlier checkpoint) are common.
   const sequence = fc.integer({ min: 1, max: 6 })
   const all: Array<fc.Arbitrary<fc.AsyncCommand<Model, Real>>> = [
-    fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Acquire(h, s, t)),
+    fc.tuple(holder, slot, ttl, fc.boolean()).map(([h, s, t, w]) => new Acquire(h, s, t, w)),
     fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Renew(h, s, t)),
     fc.tuple(holder, slot, ttl, state, sequence).map(([h, s, t, b, q]) => new Checkpoint(h, s, t, b, q)),
     fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
@@ -239,6 +253,7 @@ export const modelCases: CaseDefinition[] = [
             reference: new ReferenceModel(),
             known: new Set<string>(),
             renewMany: c.capabilities.renewMany !== undefined,
+            acquireWithCheckpoint: c.capabilities.acquireWithCheckpoint === true,
           },
           real: { context: c, backend: c.backend, workIds, records: new Map<string, LeaseRecord>() },
         })

@@ -1,0 +1,191 @@
+import type { AcquiredWithCheckpoint, BackendCapabilities } from '@worklease/spec'
+import { isLeaseHeldError } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
+import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import type { CaseDefinition, SupportContext } from '../suite-case.js'
+import { bytes, checkRecord } from './shared.js'
+
+const needsIt = (caps: BackendCapabilities) =>
+  caps.acquireWithCheckpoint
+    ? undefined
+    : 'the backend has no acquireWithCheckpoint (capabilities.acquireWithCheckpoint)'
+
+const needsItCounted = (caps: BackendCapabilities, support: SupportContext) =>
+  needsIt(caps) ??
+  (support.countsRoundTrips ? undefined : 'the harness does not count round trips (no roundTrips())')
+
+function take(c: CaseContext, workId: string, holderId: string, ttlMs = LONG_TTL_MS) {
+  check(
+    typeof c.backend.acquireWithCheckpoint === 'function',
+    'capabilities.acquireWithCheckpoint is true but backend.acquireWithCheckpoint is missing',
+  )
+  return c.backend.acquireWithCheckpoint(workId, holderId, ttlMs)
+}
+
+/** The acquire's read agrees with a readCheckpoint of the same record, made right after it. */
+async function checkAgreesWithRead(c: CaseContext, taken: AcquiredWithCheckpoint, what: string) {
+  const read = await c.backend.readCheckpoint(taken.record)
+  checkBytes(taken.checkpoint.state, read.state, `${what}: state against readCheckpoint`)
+  checkEqual(taken.checkpoint.cleanHandoff, read.cleanHandoff, `${what}: cleanHandoff against readCheckpoint`)
+}
+
+export const acquireWithCheckpointCases: CaseDefinition[] = [
+  {
+    name: 'a new workId: token 1, no state, a clean handoff, expiring at now + ttl',
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const startedAt = Date.now()
+      const taken = await take(c, workId, 'holder-a')
+      checkRecord(c, taken.record, {
+        workId,
+        holderId: 'holder-a',
+        fencingToken: 1n,
+        ttlMs: LONG_TTL_MS,
+        startedAt,
+      })
+      checkBytes(taken.checkpoint.state, null, 'state')
+      checkEqual(taken.checkpoint.cleanHandoff, true, 'cleanHandoff')
+      await checkAgreesWithRead(c, taken, 'new workId')
+    },
+  },
+  {
+    name: 'after a release it returns the last checkpoint and a clean handoff; the record works',
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(first, bytes('step 1'), LONG_TTL_MS)
+      await c.backend.checkpoint(first, bytes('step 2'), LONG_TTL_MS)
+      await c.backend.release(first)
+      const taken = await take(c, workId, 'holder-b')
+      checkEqual(taken.record.fencingToken, 2n, 'token of the successor')
+      checkBytes(taken.checkpoint.state, bytes('step 2'), 'state')
+      checkEqual(taken.checkpoint.cleanHandoff, true, 'cleanHandoff')
+      await checkAgreesWithRead(c, taken, 'after release')
+      await c.backend.renew(taken.record, LONG_TTL_MS)
+      await c.backend.checkpoint(taken.record, bytes('step 3'), LONG_TTL_MS)
+      await checkRejects(() => c.backend.renew(first, LONG_TTL_MS), 'FENCED', 'the predecessor')
+      await c.backend.release(taken.record)
+      const next = await take(c, workId, 'holder-a')
+      checkBytes(next.checkpoint.state, bytes('step 3'), 'state the successor wrote')
+    },
+  },
+  {
+    name: 'after a crash (expiry) it returns the state kept and an unclean handoff',
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const crashed = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(crashed, bytes('half done'), SHORT_TTL_MS)
+      await c.expire()
+      const taken = await take(c, workId, 'holder-b')
+      checkEqual(taken.record.fencingToken, 2n, 'token of the successor')
+      checkBytes(taken.checkpoint.state, bytes('half done'), 'state')
+      checkEqual(taken.checkpoint.cleanHandoff, false, 'cleanHandoff')
+      await checkAgreesWithRead(c, taken, 'after a crash')
+      await checkRejects(
+        () => c.backend.checkpoint(crashed, bytes('late'), LONG_TTL_MS),
+        'FENCED',
+        'the crashed holder',
+      )
+    },
+  },
+  {
+    name: 'a held lease is LEASE_HELD, as acquire says it, and the holder keeps it untouched',
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const held = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(held, bytes('mine'), LONG_TTL_MS)
+      for (const holderId of ['holder-b', 'holder-a']) {
+        const error = await rejection(() => take(c, workId, holderId), `acquireWithCheckpoint by ${holderId}`)
+        check(
+          isLeaseHeldError(error),
+          `acquireWithCheckpoint by ${holderId}: expected LEASE_HELD, got ${show(error)}`,
+        )
+        if (c.capabilities.reportsHolder) {
+          checkEqual(error.holder?.holderId, 'holder-a', `${holderId}: LEASE_HELD names the holder`)
+          checkEqual(error.holder?.fencingToken, 1n, `${holderId}: LEASE_HELD names its token`)
+        }
+      }
+      await c.backend.renew(held, LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(held)).state, bytes('mine'), 'the holder reads its state')
+      await c.backend.release(held)
+      checkEqual((await take(c, workId, 'holder-b')).record.fencingToken, 2n, 'token after the refusals')
+    },
+  },
+  {
+    name: 'tokens go up by one, alternating with plain acquires, and each read is the one before it',
+    unsupported: needsIt,
+    timeoutMs: 30_000,
+    async run(c) {
+      const workId = c.workId()
+      let previous: string | null = null
+      for (let i = 1; i <= 20; i++) {
+        const holderId = `holder-${i % 3}`
+        if (i % 2 === 0) {
+          const record = await c.backend.acquire(workId, holderId, LONG_TTL_MS)
+          checkEqual(record.fencingToken, BigInt(i), `token of cycle ${i} (acquire)`)
+          await c.backend.checkpoint(record, bytes(`cycle ${i}`), LONG_TTL_MS)
+          await c.backend.release(record)
+        } else {
+          const taken = await take(c, workId, holderId)
+          checkEqual(taken.record.fencingToken, BigInt(i), `token of cycle ${i} (acquireWithCheckpoint)`)
+          checkBytes(
+            taken.checkpoint.state,
+            previous === null ? null : bytes(previous),
+            `state at cycle ${i}`,
+          )
+          await c.backend.checkpoint(taken.record, bytes(`cycle ${i}`), LONG_TTL_MS)
+          await c.backend.release(taken.record)
+        }
+        previous = `cycle ${i}`
+      }
+    },
+  },
+  {
+    name: "a large state comes back whole, and the bytes returned are the caller's own copy",
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const size = Math.min(c.capabilities.maxStateBytes, 1024 * 1024)
+      const state = new Uint8Array(size)
+      for (let i = 0; i < size; i++) state[i] = (i * 31 + 7) & 0xff
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(first, state, LONG_TTL_MS)
+      await c.backend.release(first)
+      const taken = await take(c, workId, 'holder-b')
+      checkBytes(taken.checkpoint.state, state, `a ${size}-byte state`)
+      taken.checkpoint.state?.fill(0)
+      checkBytes(
+        (await c.backend.readCheckpoint(taken.record)).state,
+        state,
+        'state after the caller wrote into its copy',
+      )
+    },
+  },
+  {
+    name: 'acquireWithCheckpoint is one round trip on its happy path, like acquire',
+    unsupported: needsItCounted,
+    async run(c) {
+      const acquireTrips = c.harness.acquireRoundTrips ?? 1
+      const workId = c.workId()
+      const warm = await take(c, c.workId('warm-up'), 'holder-a')
+      await c.backend.release(warm.record)
+      const count = async (holderId: string) => {
+        const before = c.roundTrips()!
+        const taken = await take(c, workId, holderId)
+        const trips = c.roundTrips()! - before
+        return { taken, trips }
+      }
+      const fresh = await count('holder-a')
+      checkEqual(fresh.trips, acquireTrips, 'acquireWithCheckpoint of a new workId')
+      await c.backend.checkpoint(fresh.taken.record, bytes('resume here'), LONG_TTL_MS)
+      await c.backend.release(fresh.taken.record)
+      const resumed = await count('holder-b')
+      checkEqual(resumed.trips, acquireTrips, 'acquireWithCheckpoint of a released lease with a state')
+      checkBytes(resumed.taken.checkpoint.state, bytes('resume here'), 'state')
+    },
+  },
+]
