@@ -9,6 +9,15 @@ export function checkNumber(name: string, value: unknown, min: number, max: numb
   return value
 }
 
+/** @internal The one check every on/off option goes through; `undefined` takes the default. */
+export function checkBoolean(name: string, value: unknown, defaultValue: boolean): boolean {
+  if (value === undefined) return defaultValue
+  if (typeof value !== 'boolean') {
+    throw new InvalidArgumentError(`${name} must be true or false, got ${String(value)}`)
+  }
+  return value
+}
+
 /** @internal A retry policy with defaults filled in (`defaults` for the rest), checked. */
 export function resolveRetry(
   retry: RetryPolicy | undefined,

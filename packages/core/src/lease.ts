@@ -125,12 +125,23 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   /** Batched renewals: failed attempts since the last success, for the backoff. */
   #renewFailures = 0
   #watchdog: unknown
+  /**
+   * The checkpoint the acquire brought back, kept for the first read: while the lease is held no other
+   * holder can write one, so it is what a read would return until this lease checkpoints.
+   */
+  #acquiredCheckpoint: CheckpointRead | undefined
 
   /** @internal Use `leaser.acquire`. */
-  constructor(ctx: LeaseContext, record: LeaseRecord, acquireStartedAt: Instant) {
+  constructor(
+    ctx: LeaseContext,
+    record: LeaseRecord,
+    acquireStartedAt: Instant,
+    checkpoint?: CheckpointRead,
+  ) {
     this.#ctx = ctx
     this.workId = record.workId
     this.record = record
+    this.#acquiredCheckpoint = checkpoint
     this.#deadline = new LocalDeadline(ctx.timers, ctx.ttlMs - ctx.safetyMarginMs, acquireStartedAt)
     this.#arm()
     // A reply that arrived after the whole ttl (a paused process) proves nothing about now.
@@ -573,6 +584,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
 
   async #checkpointOp(state: Uint8Array): Promise<void> {
     const { backend, ttlMs, timers, checkpointTimeoutMs } = this.#ctx
+    // Once sent, it may be stored whatever the reply says: the acquire's read is no longer the last.
+    this.#acquiredCheckpoint = undefined
     // One sequence for every attempt: the store keeps the largest, so a retry of this checkpoint (or
     // an abandoned attempt landing late) can never replace a checkpoint made after it.
     const sequence = nextCheckpointSequence()
@@ -631,6 +644,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   }
 
   async #readOp(): Promise<CheckpointRead> {
+    const acquired = this.#acquiredCheckpoint
+    if (acquired !== undefined) {
+      // Handed out once (the bytes are the caller's from then on); later reads ask the store.
+      this.#acquiredCheckpoint = undefined
+      if (!this.#checkDeadline()) throw this.#ended
+      return acquired
+    }
     const { backend, callTimeoutMs } = this.#ctx
     const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {

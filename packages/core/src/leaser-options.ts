@@ -125,6 +125,20 @@ export interface LeaserOptions<S = Uint8Array> {
    * ```
    */
   codec?: CheckpointCodec<S>
+  /**
+   * Whether an acquire also brings back the checkpoint it starts from, where the backend can do that
+   * in the same round trip (`capabilities.acquireWithCheckpoint`): the lease's first
+   * `readCheckpoint()` is then answered without a round trip (the acquire's read, which no other
+   * holder's write can follow while the lease is held), so a takeover that resumes costs one round trip,
+   * not two. The bytes are kept until that read or the lease's first checkpoint. Set `false` when
+   * leases never read their checkpoint and the states are large: each acquire would carry its state
+   * for nothing. Default: `true`.
+   *
+   * ```ts
+   * const leaser = new Leaser({ backend, ttlMs: 30_000, prefetchCheckpoint: false })
+   * ```
+   */
+  prefetchCheckpoint?: boolean
 }
 
 /** Options of {@link Leaser.acquire}. */

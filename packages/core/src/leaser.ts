@@ -1,5 +1,6 @@
 import {
   type Backend,
+  type CheckpointRead,
   createLeaseRecord,
   InvalidArgumentError,
   isLeaseHeldError,
@@ -18,7 +19,7 @@ import {
   raceSignal,
   sleep,
 } from './abortable.js'
-import { checkNumber, resolveRetry } from './check-option.js'
+import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
@@ -38,9 +39,14 @@ const MAX_RENEW_BATCH_WINDOW_MS = 1_000
 /** Longest extra wait after a reported expiry: spreads waiters out, costs a takeover at most this. */
 const MAX_TAKEOVER_JITTER_MS = 25
 
-/** A lease one acquire found it holds: the record, and when to count its local deadline from. */
-interface FoundLease {
+/** What one acquire attempt took: the record, and the checkpoint when the store sent it along. */
+interface Taken {
   readonly record: LeaseRecord
+  readonly checkpoint?: CheckpointRead
+}
+
+/** A lease one acquire found it holds: the record, and when to count its local deadline from. */
+interface FoundLease extends Taken {
   readonly start: Instant
   /** Adopted from a `LEASE_HELD` that named us: renew at once to have the store confirm it. */
   readonly confirm: boolean
@@ -108,6 +114,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
   #closing: Promise<void> | undefined
+  /** Acquires also bring back the checkpoint (the option, and a backend that can). */
+  readonly #prefetchCheckpoint: boolean
 
   constructor(options: LeaserOptions<S>) {
     if (typeof options !== 'object' || options === null)
@@ -150,12 +158,17 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     )
     const random = options.random ?? Math.random
     if (typeof random !== 'function') throw new InvalidArgumentError('options.random must be a function')
+    const prefetchCheckpoint = checkBoolean('prefetchCheckpoint', options.prefetchCheckpoint, true)
 
     this.backend = backend
     this.holderId = holderId
     this.ttlMs = ttlMs
     this.renewIntervalMs = renewIntervalMs
     this.safetyMarginMs = safetyMarginMs
+    this.#prefetchCheckpoint =
+      prefetchCheckpoint &&
+      backend.capabilities.acquireWithCheckpoint === true &&
+      typeof backend.acquireWithCheckpoint === 'function'
     const timers = options.timers ?? systemTimers
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
     // most a second) go out together where the backend can renew many at once.
@@ -262,8 +275,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         try {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
-          const record = await this.#acquireOnce(call, start, cancel)
-          call.found ??= { record, start, confirm: false }
+          const taken = await this.#acquireOnce(call, start, cancel)
+          call.found ??= { ...taken, start, confirm: false }
         } catch (error) {
           if (cancel.aborted) throw cancel.reason
           if (call.found) break
@@ -299,7 +312,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       }
       // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
       call.adopted = true
-      const lease = this.#adopt(call.found.record, call.found.start, attempts)
+      const lease = this.#adopt(call.found, attempts)
       if (call.found.confirm) lease[confirmLease]()
       return lease
     } finally {
@@ -420,13 +433,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return this.close()
   }
 
-  #acquireOnce(call: PendingAcquire, start: Instant, signal: Cancel): Promise<LeaseRecord> {
+  #acquireOnce(call: PendingAcquire, start: Instant, signal: Cancel): Promise<Taken> {
     const { timers, callTimeoutMs, ttlMs } = this.#ctx
     const { cancel, dispose } = linkedCancel(timers, [signal], callTimeoutMs)
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
     // abandoned, so the call settles with its real outcome and a late success is not orphaned.
-    const attempt = invoke(() => this.backend.acquire(call.workId, this.holderId, ttlMs))
+    const attempt = invoke(() => this.#take(call.workId, ttlMs))
     call.inFlight++
     const settled = () => {
       call.inFlight--
@@ -435,7 +448,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return raceSignal(attempt, cancel, (outcome) => {
       let found: FoundLease | undefined
       if (outcome.status === 'fulfilled') {
-        found = { record: outcome.value, start, confirm: false }
+        found = { ...outcome.value, start, confirm: false }
       } else if (isLeaseHeldError(outcome.reason)) {
         found = this.#ownLease(call, outcome.reason, start)
         if (!found && outcome.reason.holder) call.unresolved = false
@@ -548,8 +561,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       .finally(dispose)
   }
 
-  #adopt(record: LeaseRecord, start: Instant, attempts: number): Lease<S> {
-    const lease = new Lease<S>(this.#ctx, record, start)
+  /** One acquire in the store, with the checkpoint where that costs no round trip more. */
+  #take(workId: string, ttlMs: number): Promise<Taken> {
+    if (this.#prefetchCheckpoint) return this.backend.acquireWithCheckpoint!(workId, this.holderId, ttlMs)
+    return invoke(() => this.backend.acquire(workId, this.holderId, ttlMs)).then((record) => ({ record }))
+  }
+
+  #adopt({ record, start, checkpoint }: FoundLease, attempts: number): Lease<S> {
+    const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
     if (this.closed) {
       void lease.release()
       throw new LeaserClosedError()

@@ -57,6 +57,7 @@ describe('one error vocabulary', () => {
     const failed: string[] = []
     leaser.on('callFailed', ({ op }) => failed.push(op))
     const lease = await leaser.acquire('job')
+    await lease.readCheckpoint() // the acquire's own read: no call
     backend.failNext('readCheckpoint')
     const reading = lease.readCheckpoint()
     await time.advance(1_000)
