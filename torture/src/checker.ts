@@ -1,4 +1,4 @@
-import type { Op } from './history.js'
+import { isRead, type Op } from './history.js'
 
 /** The names of the checks; each is a necessary condition of linearizability against the contract. */
 export type CheckName =
@@ -377,7 +377,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   }
   const cleanByToken = new Map<bigint, Op>()
   for (const r of ops) {
-    if (r.op !== 'readCheckpoint' || r.outcome !== 'ok') continue
+    if (!isRead(r)) continue
     const t = r.token!
     const source = r.read !== null ? sent.get(r.read) : undefined
     if (r.read !== null) {
@@ -569,9 +569,7 @@ export function formatOp(op: Op, base = 0): string {
     '->',
     op.outcome,
     op.code ?? '',
-    op.op === 'readCheckpoint' && op.outcome === 'ok'
-      ? `state=${JSON.stringify(op.read)} clean=${op.clean}`
-      : '',
+    isRead(op) ? `state=${JSON.stringify(op.read)} clean=${op.clean}` : '',
     op.offsetAtInvoke || op.offsetAtComplete ? `clockOffset=${op.offsetAtInvoke}/${op.offsetAtComplete}` : '',
   ]
   return parts.filter(Boolean).join(' ')

@@ -33,7 +33,7 @@ export interface Op {
   readonly outcome: Outcome
   /** The worklease error code for `fail`, the error message for `info`. */
   readonly code: string | null
-  /** readCheckpoint: the state read (null: none). */
+  /** readCheckpoint, and an acquire that read (acquireWithCheckpoint): the state read (null: none). */
   readonly read: string | null
   readonly clean: boolean | null
   /** The injected clock offset (client-clock backends) at invocation and completion. */
@@ -68,6 +68,10 @@ interface CompleteLine {
 }
 
 /** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
+/** A read of the checkpoint that returned: a readCheckpoint, or an acquire that read (acquireWithCheckpoint). */
+export const isRead = (op: Op): boolean =>
+  op.outcome === 'ok' && op.clean !== null && (op.op === 'readCheckpoint' || op.op === 'acquire')
+
 export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
 
 /**

@@ -1,5 +1,5 @@
 import type { Violation } from './checker.js'
-import type { Op } from './history.js'
+import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
 
 export interface PoolCheckOptions {
@@ -190,7 +190,7 @@ export function checkPool(
       const history = historyOf(line.w)
       const token = BigInt(line.tok)
       const next = (history.byToken.get(token + 1n) ?? [])
-        .filter((op) => op.op === 'readCheckpoint' && op.outcome === 'ok')
+        .filter(isRead)
         .sort((x, y) => x.invoke - y.invoke)[0]
       if (!next) continue
       const given = (history.byToken.get(token) ?? [])
@@ -255,7 +255,7 @@ export function checkPool(
 
 const readsOf = (history: UnitHistory, token: bigint, holder: string): Op[] =>
   (history.byToken.get(token) ?? [])
-    .filter((op) => op.op === 'readCheckpoint' && op.holder === holder)
+    .filter((op) => (op.op === 'readCheckpoint' || isRead(op)) && op.holder === holder)
     .slice(0, 1)
 
 const releasesOf = (history: UnitHistory, token: bigint): Op[] =>

@@ -1,4 +1,5 @@
 import type {
+  AcquiredWithCheckpoint,
   Backend,
   BackendCapabilities,
   CallOptions,
@@ -39,6 +40,24 @@ export class RecordingBackend implements Backend {
     )
   }
 
+  /** Recorded as an acquire that also read: the checker judges its state and handoff as a read's. */
+  acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const inner = this.#inner
+    if (!inner.acquireWithCheckpoint) {
+      return Promise.reject(new TypeError('the backend cannot acquireWithCheckpoint'))
+    }
+    return this.#record(
+      { holder: holderId, op: 'acquire', workId, ttl: ttlMs },
+      () => inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options),
+      ({ record, checkpoint }) => ({ token: record.fencingToken, ...described(checkpoint) }),
+    )
+  }
+
   checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CallOptions): Promise<void> {
     // Decoded before the call: what is recorded is what was sent.
     const value = decoder.decode(state)
@@ -59,7 +78,7 @@ export class RecordingBackend implements Backend {
     return this.#record(
       on(record, 'readCheckpoint'),
       () => this.#inner.readCheckpoint(record, options),
-      (read) => ({ read: read.state ? decoder.decode(read.state) : null, clean: read.cleanHandoff }),
+      described,
     )
   }
 
@@ -91,4 +110,9 @@ const on = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?: stri
   workId: record.workId,
   token: record.fencingToken,
   ...extra,
+})
+
+const described = (read: CheckpointRead) => ({
+  read: read.state ? decoder.decode(read.state) : null,
+  clean: read.cleanHandoff,
 })

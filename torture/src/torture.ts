@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { type CheckName, checkHistory, historySlice, type Violation } from './checker.js'
 import { CounterStore } from './counter-store.js'
 import { FaultProxy } from './fault-proxy.js'
-import { loadHistory, type Op } from './history.js'
+import { isRead, loadHistory, type Op } from './history.js'
 import type { MemoryBug } from './memory-rpc.js'
 import { Nemesis } from './nemesis.js'
 import type { NetworkFault } from './network-faults.js'
@@ -260,6 +260,10 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     for (const op of ops) {
       byOutcome[op.outcome]++
       byOperation[op.op] = (byOperation[op.op] ?? 0) + 1
+      // acquireWithCheckpoint: an acquire that read, judged as a read too.
+      if (op.op === 'acquire' && isRead(op)) {
+        byOperation['acquire that read'] = (byOperation['acquire that read'] ?? 0) + 1
+      }
     }
     const expected = counterWorkers * increments
     report = {

@@ -113,12 +113,26 @@ async function call<T>(
   }
 }
 
-const acquire = (backend: Backend, holder: string, workId: string, ttl: number) =>
-  call(
-    { holder, op: 'acquire', workId, ttl },
+/**
+ * An acquire; where the backend has acquireWithCheckpoint, half of them are that, recorded as an
+ * acquire that also read (its state and handoff are judged like a readCheckpoint's).
+ */
+const acquire = async (backend: Backend, holder: string, workId: string, ttl: number) => {
+  const fields = { holder, op: 'acquire', workId, ttl } as const
+  if (backend.capabilities.acquireWithCheckpoint && backend.acquireWithCheckpoint && random.chance(0.5)) {
+    const result = await call(
+      fields,
+      () => backend.acquireWithCheckpoint!(workId, holder, ttl),
+      ({ record, checkpoint }) => ({ token: record.fencingToken, ...describeRead(checkpoint) }),
+    )
+    return result.outcome === 'ok' ? { outcome: 'ok' as const, value: result.value.record } : result
+  }
+  return call(
+    fields,
     () => backend.acquire(workId, holder, ttl),
     (record) => ({ token: record.fencingToken }),
   )
+}
 
 const onRecord = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?: string } = {}) => ({
   holder: record.holderId,

@@ -155,6 +155,25 @@ describe('checker', () => {
       ],
     ],
     [
+      'stale-read',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'a1', invoke: 2, complete: 3 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'a2', invoke: 4, complete: 5 }),
+        op('release', { holder: 'A', token: 1, invoke: 6, complete: 7 }),
+        // acquireWithCheckpoint: the acquire's own read lost the acknowledged a2.
+        op('acquire', { holder: 'B', token: 2, invoke: 8, complete: 9, read: 'a1', clean: true }),
+      ],
+    ],
+    [
+      'clean-handoff',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        // acquireWithCheckpoint says clean, though A never released.
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51, read: null, clean: true }),
+      ],
+    ],
+    [
       'clean-handoff',
       () => [
         op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
