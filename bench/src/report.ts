@@ -21,6 +21,7 @@ const measured = (backends: readonly BackendResult[]) => backends.filter((backen
 const HAPPY_COLUMNS = [
   'acquire (new workId)',
   'acquire (released workId)',
+  'acquireWithCheckpoint (released workId, 1 KiB state)',
   'checkpoint',
   'renew',
   'readCheckpoint',
@@ -209,6 +210,7 @@ export function renderMarkdown(results: BenchResults): string {
     'Statements (Kysely log hook), commands (MongoDB command monitoring), HTTP requests (AWS SDK middleware) or ' +
       'store operations (memory) per call, counted as the driver tests count them. The contract: 1 on every happy ' +
       'path; a failed renew may read once more to tell FENCED from LEASE_EXPIRED. The baseline sends 1 per call. ' +
+      'acquireWithCheckpoint is an acquire that also returns the checkpoint (— where the driver has none). ' +
       'A mark ⚠ means the call did not end as expected.',
     '',
   )

@@ -55,6 +55,12 @@ export async function countRoundTrips(session: Session): Promise<RoundTripResult
   happy.release = strip(await count(() => backend.release(record)))
   const second = await count(() => backend.acquire(`rt-${run}-a`, 'holder-2', ttl))
   happy['acquire (released workId)'] = strip(second)
+  if (backend.capabilities.acquireWithCheckpoint && backend.acquireWithCheckpoint) {
+    await backend.release(second.value as LeaseRecord)
+    happy['acquireWithCheckpoint (released workId, 1 KiB state)'] = strip(
+      await count(() => backend.acquireWithCheckpoint!(`rt-${run}-a`, 'holder-3', ttl)),
+    )
+  }
   // The first record is now stale: every call with it must be fenced.
   failure['checkpoint (fenced)'] = strip(await count(() => backend.checkpoint(record, state, ttl)))
   failure['renew (fenced)'] = strip(await count(() => backend.renew(record, ttl)))
