@@ -56,9 +56,10 @@ end
 `
 
 /**
- * KEYS[1] = lease key, KEYS[2] = the list index (absent without one); ARGV = workId, holderId, ttlMs.
- * Returns {'OK', token, expires}, or {'HELD', holderId, token, expires, expiresInMs} in the same round
- * trip, or {'EXHAUSTED'}.
+ * KEYS[1] = lease key, KEYS[2] = the list index (absent without one); ARGV = workId, holderId, ttlMs,
+ * and '1' to read the checkpoint too (acquireWithCheckpoint). Returns {'OK', token, expires} (with the
+ * read: {'OK', token, expires, clean, state}, the state nil when none), or
+ * {'HELD', holderId, token, expires, expiresInMs} in the same round trip, or {'EXHAUSTED'}.
  */
 export const ACQUIRE = `${PRELUDE}${INCREMENT}
 local key = KEYS[1]
@@ -80,6 +81,8 @@ redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, '
 -- was deleted, joins it here. A mark in the hash cannot skip this: it outlives the index it marks.
 -- (A ZADD of a member already there with score 0 changes nothing: one dict lookup.)
 if KEYS[2] then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
+-- HGET answers false for a missing state, which the reply carries as nil (it does not end the array).
+if ARGV[4] == '1' then return {'OK', token, expires, clean, redis.call('HGET', key, 'state')} end
 return {'OK', token, expires}
 `
 

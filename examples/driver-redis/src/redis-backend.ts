@@ -1,4 +1,6 @@
 import {
+  type AcquireArgs,
+  type AcquiredWithCheckpoint,
   type Backend,
   type BackendCapabilities,
   type CallOptions,
@@ -108,8 +110,11 @@ const RENEW_MANY_MAX_RECORDS = 1_000
 // driver on the same client from overwriting these scripts with different ones.
 // Acquire is defined twice, with one key (no index) and with two (the lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV4', ACQUIRE, 1],
-  acquireIndexed: ['workleaseAcquireIndexedV4', ACQUIRE, 2],
+  acquire: ['workleaseAcquireV5', ACQUIRE, 1],
+  acquireIndexed: ['workleaseAcquireIndexedV5', ACQUIRE, 2],
+  // The same scripts, answering in Buffers: the state comes back as bytes.
+  acquireRead: ['workleaseAcquireV5', ACQUIRE, 1],
+  acquireReadIndexed: ['workleaseAcquireIndexedV5', ACQUIRE, 2],
   checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
   renew: ['workleaseRenewV1', RENEW, 1],
   // No fixed key count: the first argument says how many leases the batch holds.
@@ -124,7 +129,12 @@ type Operation = keyof typeof COMMANDS
 
 // Replies as Buffers only where bytes come back (the checkpoint's state; list's workIds, compared as
 // bytes): elsewhere ioredis's string replies save a Buffer and a decode per element.
-const BUFFER_REPLIES: ReadonlySet<Operation> = new Set(['readCheckpoint', 'list'])
+const BUFFER_REPLIES: ReadonlySet<Operation> = new Set([
+  'readCheckpoint',
+  'list',
+  'acquireRead',
+  'acquireReadIndexed',
+])
 
 /**
  * A worklease backend on Redis: every operation is one Lua script call, atomic on the server and
@@ -160,6 +170,7 @@ export class RedisBackend implements Backend {
       maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
       crossConnectionAtomic: true,
       reportsHolder: true,
+      acquireWithCheckpoint: true,
       list: this.#listIndex,
       revoke: true,
       // One script touches every key of the batch: on a Cluster they must share a slot (a hash tag).
@@ -208,6 +219,43 @@ export class RedisBackend implements Backend {
           args.holderId,
           String(args.ttlMs),
         )
+    return this.#taken(args, reply)
+  }
+
+  /** {@link acquire}, and the taken lease's state and handoff from the same script call. */
+  async acquireWithCheckpoint(
+    workId: string,
+    holderId: string,
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<AcquiredWithCheckpoint> {
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const reply = this.#listIndex
+      ? await this.#call(
+          'acquireReadIndexed',
+          args,
+          [this.#key(args.workId), this.#keyPrefix],
+          args.workId,
+          args.holderId,
+          String(args.ttlMs),
+          '1',
+        )
+      : await this.#call(
+          'acquireRead',
+          args,
+          [this.#key(args.workId)],
+          args.workId,
+          args.holderId,
+          String(args.ttlMs),
+          '1',
+        )
+    const record = this.#taken(args, reply)
+    const [, , clean, state] = reply.values
+    return { record, checkpoint: { cleanHandoff: text(clean) === '1', state: bytesOf(state) } }
+  }
+
+  /** The record of an acquire's reply, or its refusal (LEASE_HELD with the holder, TOKENS_EXHAUSTED). */
+  #taken(args: AcquireArgs, reply: Reply): LeaseRecord {
     if (reply.status === 'HELD') {
       const [holder, token, expires, expiresIn] = reply.values.map(text)
       throw new LeaseHeldError(undefined, {
@@ -293,11 +341,7 @@ export class RedisBackend implements Backend {
     const args = validateRecordArgs(record, options)
     const reply = this.#settled(await this.#call('readCheckpoint', args, ...this.#fence(args.record)))
     const [clean, state] = reply.values
-    return {
-      cleanHandoff: text(clean) === '1',
-      // Copy out of the reply buffer (which may be pooled) into a plain Uint8Array of our own.
-      state: state === null || state === undefined ? null : new Uint8Array(state as Buffer),
-    }
+    return { cleanHandoff: text(clean) === '1', state: bytesOf(state) }
   }
 
   /**
@@ -418,6 +462,11 @@ function refuseResendingClient(client: RedisScriptClient): void {
 function hasHashTag(keyPrefix: string): boolean {
   const open = keyPrefix.indexOf('{')
   return open >= 0 && keyPrefix.indexOf('}', open + 1) > open + 1
+}
+
+// Copied out of the reply buffer (which may be pooled) into a plain Uint8Array of our own.
+function bytesOf(state: unknown): Uint8Array | null {
+  return state === null || state === undefined ? null : new Uint8Array(state as Buffer)
 }
 
 function text(value: unknown): string {
