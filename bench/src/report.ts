@@ -26,6 +26,7 @@ const HAPPY_COLUMNS = [
   'renew',
   'readCheckpoint',
   'release',
+  'Leaser: acquire, then readCheckpoint',
 ]
 const FAILURE_COLUMNS: readonly [string, string][] = [
   ['acquire (held)', 'LEASE_HELD'],
@@ -210,7 +211,8 @@ export function renderMarkdown(results: BenchResults): string {
     'Statements (Kysely log hook), commands (MongoDB command monitoring), HTTP requests (AWS SDK middleware) or ' +
       'store operations (memory) per call, counted as the driver tests count them. The contract: 1 on every happy ' +
       'path; a failed renew may read once more to tell FENCED from LEASE_EXPIRED. The baseline sends 1 per call. ' +
-      'acquireWithCheckpoint is an acquire that also returns the checkpoint (— where the driver has none). ' +
+      'acquireWithCheckpoint is an acquire that also returns the checkpoint (— where the driver has none); ' +
+      'the last column is a resuming takeover through the Leaser, which then reads from the acquire. ' +
       'A mark ⚠ means the call did not end as expected.',
     '',
   )

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { Leaser } from '@worklease/core'
 import { isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import type { Session } from './target.js'
 
@@ -60,6 +61,22 @@ export async function countRoundTrips(session: Session): Promise<RoundTripResult
     happy['acquireWithCheckpoint (released workId, 1 KiB state)'] = strip(
       await count(() => backend.acquireWithCheckpoint!(`rt-${run}-a`, 'holder-3', ttl)),
     )
+  }
+  // What a resuming takeover costs through the runner: its acquire and the lease's first read.
+  const leaser = new Leaser({ backend, ttlMs: ttl, holderId: `rt-${run}-leaser` })
+  try {
+    const resumed = await backend.acquire(`rt-${run}-d`, 'holder-1', ttl)
+    await backend.checkpoint(resumed, state, ttl)
+    await backend.release(resumed)
+    happy['Leaser: acquire, then readCheckpoint'] = strip(
+      await count(async () => {
+        const lease = await leaser.acquire(`rt-${run}-d`)
+        await lease.readCheckpoint()
+        return lease
+      }),
+    )
+  } finally {
+    await leaser.close()
   }
   // The first record is now stale: every call with it must be fenced.
   failure['checkpoint (fenced)'] = strip(await count(() => backend.checkpoint(record, state, ttl)))
