@@ -67,11 +67,11 @@ interface CompleteLine {
   clean?: boolean
 }
 
-/** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
 /** A read of the checkpoint that returned: a readCheckpoint, or an acquire that read (acquireWithCheckpoint). */
 export const isRead = (op: Op): boolean =>
   op.outcome === 'ok' && op.clean !== null && (op.op === 'readCheckpoint' || op.op === 'acquire')
 
+/** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
 export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
 
 /**

@@ -224,6 +224,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
    * holder released cleanly (`false` after a crash or an abandoned lease). Retried like
    * {@link checkpoint}, each attempt bounded by `callTimeoutMs`. Keeps the process alive until it
    * settles.
+   *
+   * The first call, if the lease has not checkpointed yet, is answered without a round trip from what
+   * the acquire read (`prefetchCheckpoint`, on a backend with `acquireWithCheckpoint`): nobody else
+   * can write a checkpoint while the lease is held. So it is as of the acquire: a lease revoked since
+   * is noticed at its next renewal or checkpoint, not by this read.
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released).
    * @throws the last store error when reads kept failing for `ttlMs - safetyMarginMs`.
    */

@@ -13,7 +13,10 @@ export interface AcquiredRow extends Partial<Omit<HolderRow, 'token' | 'expires_
   token: string
   expires_at: string
   acquired: unknown
-  /** With the checkpoint asked for: the new lease's state and handoff (null on the refused paths). */
+  /**
+   * With the checkpoint asked for: the taken lease's state and handoff. Read only when `acquired` says
+   * the lease was taken (a refused row carries no state; MariaDB's still carries the holder's handoff).
+   */
   state?: Uint8Array | null
   clean_handoff?: unknown
 }

@@ -598,7 +598,6 @@ interface BinaryLike {
   readonly position: number
 }
 
-/** Copies stored state into a plain Uint8Array the caller owns. */
 /** The checkpoint of the lease with `token`: a clean handoff when the lease before it was released. */
 function checkpointOf(document: LeaseDocumentLike, token: bigint): CheckpointRead {
   return {
@@ -607,6 +606,7 @@ function checkpointOf(document: LeaseDocumentLike, token: bigint): CheckpointRea
   }
 }
 
+/** Copies stored state into a plain Uint8Array the caller owns. */
 function toState(value: unknown): Uint8Array | null {
   if (value === undefined || value === null) return null
   if (value instanceof Uint8Array) return new Uint8Array(value)

@@ -67,6 +67,9 @@ export interface Backend {
    * `acquire` does (same token, expiry, errors and failure-path reads), and the checkpoint is the
    * stored state and handoff of the row it wrote, so no write of another holder can fall between the
    * two. A lease it could not take transfers no state. Validation as `acquire` (`validateAcquireArgs`).
+   * A driver that must read the state back in a second statement (MySQL 8, without `RETURNING`) may find
+   * the lease already taken over when the ttl is shorter than that round trip: it then throws a store
+   * error, as after a lost reply, where `acquire` would return the already-expired record.
    *
    * ```ts
    * const { record, checkpoint } = await backend.acquireWithCheckpoint!('job-7', 'worker-a', 30_000)

@@ -1,6 +1,7 @@
 import {
   type AcquiredWithCheckpoint,
   type Backend,
+  type BackendCapabilities,
   type CallOptions,
   type CheckpointOptions,
   type CheckpointRead,
@@ -37,6 +38,8 @@ export interface Mutant {
 
 /**
  * Forwards every call to `inner`: extend it and override one method to write a mutant of your own.
+ * A subclass that overrides `acquire` but not `acquireWithCheckpoint` declares no
+ * `acquireWithCheckpoint`, so nothing (the Leaser, the suite) takes leases around its `acquire`.
  *
  * ```ts
  * class SlowRenew extends ForwardingBackend {
@@ -48,9 +51,20 @@ export interface Mutant {
  * ```
  */
 export class ForwardingBackend implements Backend {
+  #masked: { readonly from: BackendCapabilities; readonly to: BackendCapabilities } | undefined
+
   constructor(readonly inner: Backend) {}
-  get capabilities() {
-    return this.inner.capabilities
+  get capabilities(): BackendCapabilities {
+    const capabilities = this.inner.capabilities
+    const own = ForwardingBackend.prototype
+    const acquireAlone =
+      this.acquire !== own.acquire && this.acquireWithCheckpoint === own.acquireWithCheckpoint
+    if (!capabilities.acquireWithCheckpoint || !acquireAlone) return capabilities
+    if (this.#masked?.from !== capabilities) {
+      const { acquireWithCheckpoint: _, ...rest } = capabilities
+      this.#masked = { from: capabilities, to: Object.freeze(rest) }
+    }
+    return this.#masked.to
   }
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
     return this.inner.acquire(workId, holderId, ttlMs, options)

@@ -303,9 +303,12 @@ export const badInputCases: CaseDefinition[] = [
         ['release', () => c.backend.release(f.held, options)],
         ['readCheckpoint', () => c.backend.readCheckpoint(f.held, options)],
       ]
-      const withCheckpoint = c.backend.acquireWithCheckpoint?.bind(c.backend)
-      if (withCheckpoint) {
-        calls.push(['acquireWithCheckpoint', () => withCheckpoint(f.free, 'holder-b', LONG_TTL_MS, options)])
+      if (c.capabilities.acquireWithCheckpoint) {
+        const b = c.backend as unknown as Loose
+        calls.push([
+          'acquireWithCheckpoint',
+          () => b.acquireWithCheckpoint(f.free, 'holder-b', LONG_TTL_MS, options),
+        ])
       }
       for (const [name, call] of calls) {
         const before = c.roundTrips()
