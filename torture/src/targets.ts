@@ -200,7 +200,7 @@ export async function startServer(
           const { createLeaseTable } = await import('@worklease/dynamodb')
           const { DeleteTableCommand } = await import('@aws-sdk/client-dynamodb')
           if (drop) await client.send(new DeleteTableCommand({ TableName: table })).catch(() => undefined)
-          else await createLeaseTable(client, { table })
+          else await createLeaseTable(client, { table, listIndex: LIST_INDEX })
           client.destroy()
         }
       }
@@ -221,7 +221,7 @@ export async function startServer(
       )
       const { client } = await dynamoFor(child.port)
       const { createLeaseTable } = await import('@worklease/dynamodb')
-      await createLeaseTable(client, { table })
+      await createLeaseTable(client, { table, listIndex: LIST_INDEX })
       client.destroy()
       return { server: child, info: { backend, table } }
     }
@@ -266,6 +266,9 @@ async function kyselyFor(
   pool.on('connection', (connection) => connection.on('error', () => {}))
   return { db: new Kysely<any>({ dialect: new MysqlDialect({ pool }) }) }
 }
+
+/** The lease tables' list index (a GSI), which pools need to find their members. */
+const LIST_INDEX = 'worklease-list'
 
 async function dynamoFor(port: number) {
   const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb')
@@ -342,6 +345,8 @@ export async function openBackend(
         clock,
         // dynalite ignores ReturnValuesOnConditionCheckFailure; DynamoDB Local implements it.
         returnValuesOnConditionCheckFailure: info.backend === 'dynamodb-local',
+        // Pools find their members by listing: the tables are made with the index.
+        listIndex: LIST_INDEX,
       })
       return { backend, close: async () => client.destroy() }
     }
