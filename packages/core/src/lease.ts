@@ -64,6 +64,9 @@ export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
+const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
+const NO_STATE_UNCLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: false })
+
 /**
  * A held lease, returned by `leaser.acquire`. While held, it renews itself in the background; it
  * never re-acquires. When the lease is lost, `signal` aborts with a {@link LeaseLostError} and every
@@ -141,7 +144,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     this.#ctx = ctx
     this.workId = record.workId
     this.record = record
-    this.#acquiredCheckpoint = checkpoint
+    // Most leases start from no state; those share one object each way, not one per lease (100,000
+    // leases that never read would otherwise each keep their own until they end).
+    this.#acquiredCheckpoint =
+      checkpoint?.state === null ? (checkpoint.cleanHandoff ? NO_STATE_CLEAN : NO_STATE_UNCLEAN) : checkpoint
     this.#deadline = new LocalDeadline(ctx.timers, ctx.ttlMs - ctx.safetyMarginMs, acquireStartedAt)
     this.#arm()
     // A reply that arrived after the whole ttl (a paused process) proves nothing about now.
