@@ -126,6 +126,25 @@ const mutant = (
   wrap: (backend) => new Wrapper(backend),
 })
 
+/** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
+function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
+  return mutant(
+    name,
+    'acquireWithCheckpoint',
+    class extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+        return { ...taken, checkpoint: change(taken.checkpoint) }
+      }
+    },
+  )
+}
+
 /** Interface-level bugs that the suite must catch on any backend. */
 export const mutants: readonly Mutant[] = [
   mutant(
@@ -251,36 +270,11 @@ export const mutants: readonly Mutant[] = [
       }
     },
   ),
-  mutant(
-    'acquireWithCheckpoint returns no state',
-    'acquireWithCheckpoint',
-    class extends ForwardingBackend {
-      override async acquireWithCheckpoint(
-        workId: string,
-        holderId: string,
-        ttlMs: number,
-        options?: CallOptions,
-      ) {
-        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
-        return { ...taken, checkpoint: { ...taken.checkpoint, state: null } }
-      }
-    },
-  ),
-  mutant(
-    'acquireWithCheckpoint reports every handoff clean',
-    'acquireWithCheckpoint',
-    class extends ForwardingBackend {
-      override async acquireWithCheckpoint(
-        workId: string,
-        holderId: string,
-        ttlMs: number,
-        options?: CallOptions,
-      ) {
-        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
-        return { ...taken, checkpoint: { ...taken.checkpoint, cleanHandoff: true } }
-      }
-    },
-  ),
+  checkpointMutant('acquireWithCheckpoint returns no state', (read) => ({ ...read, state: null })),
+  checkpointMutant('acquireWithCheckpoint reports every handoff clean', (read) => ({
+    ...read,
+    cleanHandoff: true,
+  })),
   mutant(
     'acquireWithCheckpoint is an acquire, then a read',
     'acquireWithCheckpoint',
