@@ -54,7 +54,7 @@ export class RecordingBackend implements Backend {
     return this.#record(
       { holder: holderId, op: 'acquire', workId, ttl: ttlMs },
       () => inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options),
-      ({ record, checkpoint }) => ({ token: record.fencingToken, ...described(checkpoint) }),
+      ({ record, checkpoint }) => ({ token: record.fencingToken, ...describeRead(checkpoint) }),
     )
   }
 
@@ -78,7 +78,7 @@ export class RecordingBackend implements Backend {
     return this.#record(
       on(record, 'readCheckpoint'),
       () => this.#inner.readCheckpoint(record, options),
-      described,
+      describeRead,
     )
   }
 
@@ -112,7 +112,8 @@ const on = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?: stri
   ...extra,
 })
 
-const described = (read: CheckpointRead) => ({
+/** A checkpoint read as the history records it: the state as text (null: none) and the handoff. */
+export const describeRead = (read: CheckpointRead) => ({
   read: read.state ? decoder.decode(read.state) : null,
   clean: read.cleanHandoff,
 })

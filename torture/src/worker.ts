@@ -2,12 +2,12 @@
 // counter workload, all recorded to this process's history file. Started by the coordinator with
 // `fork`; takes its config as JSON in argv[2] and clock offsets over IPC.
 import { join } from 'node:path'
-import { type Backend, type CheckpointRead, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
+import { type Backend, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import { CounterStore } from './counter-store.js'
 import { HistoryWriter, type OpName } from './history.js'
 import { PoolLog, poolMember } from './pool-workload.js'
 import { Random } from './random.js'
-import { RecordingBackend } from './recording-backend.js'
+import { describeRead, RecordingBackend } from './recording-backend.js'
 import {
   type RunnerBug,
   type RunnerLeaseConfig,
@@ -64,7 +64,6 @@ let offset = 0
 let stopRegister = false
 let stopAll = false
 const encoder = new TextEncoder()
-const decoder = new TextDecoder()
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 process.on('message', (message: ToWorker) => {
@@ -140,11 +139,6 @@ const onRecord = (record: LeaseRecord, op: OpName, extra: { ttl?: number; value?
   workId: record.workId,
   token: record.fencingToken,
   ...extra,
-})
-
-const describeRead = (read: CheckpointRead) => ({
-  read: read.state ? decoder.decode(read.state) : null,
-  clean: read.cleanHandoff,
 })
 
 /**

@@ -218,11 +218,7 @@ export class DynamoBackend implements Backend {
     options?: CallOptions,
   ): Promise<AcquiredWithCheckpoint> {
     const { record, item } = await this.#take(validateAcquireArgs(workId, holderId, ttlMs, options), true)
-    const state = item[Attr.state]?.B
-    return {
-      record,
-      checkpoint: { state: state ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true },
-    }
+    return { record, checkpoint: checkpointOf(item) }
   }
 
   async #take(args: AcquireArgs, withCheckpoint: boolean): Promise<{ record: LeaseRecord; item: Item }> {
@@ -417,8 +413,7 @@ export class DynamoBackend implements Backend {
     )
     const item = output.Item
     if (!item || !isValid(item, args.record)) throw new FencedError()
-    const state = item[Attr.state]?.B
-    return { state: state ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true }
+    return checkpointOf(item)
   }
 
   /**
@@ -642,4 +637,9 @@ function isValid(item: Item, record: LeaseRecord): boolean {
     item[Attr.holder]?.S === record.holderId &&
     item[Attr.released]?.BOOL === false
   )
+}
+
+/** The checkpoint an item holds: its state (none: null) and whether its lease followed a release. */
+function checkpointOf(item: Item): CheckpointRead {
+  return { state: item[Attr.state]?.B ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true }
 }
