@@ -9,7 +9,9 @@ export interface CallOptions {
   /**
    * Abandons the call. An already-aborted signal throws its `reason` before any round trip. A signal
    * that fires while a request is in flight may leave the outcome unknown (the write may have landed):
-   * callers treat that like a lost reply.
+   * callers treat that like a lost reply. One signal may be shared by several calls in flight at
+   * once (`@worklease/core` gives calls that start close together the same one), so a backend removes
+   * the listeners it added when its call settles.
    */
   signal?: AbortSignal
 }

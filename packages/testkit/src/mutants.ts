@@ -181,6 +181,16 @@ export const mutants: readonly Mutant[] = [
     },
   ),
   mutant(
+    "renew leaves a listener on the caller's signal",
+    'badInput',
+    class extends ForwardingBackend {
+      override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+        options?.signal?.addEventListener('abort', () => undefined)
+        return super.renew(record, ttlMs, options)
+      }
+    },
+  ),
+  mutant(
     'release acknowledged but never written',
     'release',
     class extends ForwardingBackend {

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import type { Backend, LeaseRecord } from '@worklease/spec'
 import { isWorkleaseError } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
@@ -331,6 +332,27 @@ export const badInputCases: CaseDefinition[] = [
       await c.backend.checkpoint(record, bytes('x'), LONG_TTL_MS, { signal })
       await c.backend.readCheckpoint(record, { signal })
       await c.backend.release(record, { signal })
+    },
+  },
+  {
+    name: 'a signal shared by many calls keeps no listener of the backend once they settled',
+    async run(c) {
+      // The runner hands calls that start close together one signal: a listener left behind by each
+      // call would pile up on it (and Node.js warns past ten).
+      const { signal } = new AbortController()
+      const options = { signal }
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS, options)
+      await Promise.all([
+        c.backend.renew(record, LONG_TTL_MS, options),
+        c.backend.checkpoint(record, bytes('x'), LONG_TTL_MS, options),
+        c.backend.readCheckpoint(record, options),
+      ])
+      if (c.backend.capabilities.renewMany) await c.backend.renewMany!([record], LONG_TTL_MS, options)
+      await c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS, options).catch(() => undefined)
+      await c.backend.release(record, options)
+      // Failure paths too: a FENCED renew may read once more.
+      await c.backend.renew(record, LONG_TTL_MS, options).catch(() => undefined)
+      checkEqual(getEventListeners(signal, 'abort').length, 0, "the signal's abort listeners after the calls")
     },
   },
   {
