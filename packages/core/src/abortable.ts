@@ -173,7 +173,8 @@ export function sharedAbortController(): AbortController {
   return controller
 }
 
-const timeoutError = (timeoutMs: number) =>
+/** @internal What a call that timed out is aborted with, as `AbortSignal.timeout` would. */
+export const timeoutError = (timeoutMs: number): DOMException =>
   new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')
 
 /**

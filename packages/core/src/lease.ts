@@ -11,13 +11,13 @@ import {
 import {
   type Abortable,
   Cancel,
-  invoke,
   keepProcessAlive,
   linkedCancel,
   raceSignal,
   sharedAbortController,
   sleep,
 } from './abortable.js'
+import type { CallSignals } from './call-signals.js'
 import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
@@ -37,6 +37,10 @@ export interface LeaseContext {
   readonly schedule: RenewalSchedule | undefined
   readonly callTimeoutMs: number
   readonly checkpointTimeoutMs: number
+  /** Signals for the calls bounded by `callTimeoutMs`, shared by calls that start close together. */
+  readonly callSignals: CallSignals
+  /** The same for checkpoints, bounded by `checkpointTimeoutMs`. */
+  readonly checkpointSignals: CallSignals
   readonly retry: ResolvedRetryPolicy
   readonly timers: Timers
   readonly random: () => number
@@ -496,16 +500,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     return this.#enqueue(op).finally(letGo)
   }
 
-  /** One backend call, abandoned when the store side stops or after `timeoutMs`. */
-  #call<T>(call: (signal: AbortSignal) => Promise<T>, timeoutMs?: number): Promise<T> {
-    const { cancel, dispose } = linkedCancel(this.#ctx.timers, [this.#stop], timeoutMs)
-    // The backend's signal is the one AbortSignal a call needs; the runner itself waits on `cancel`.
-    const controller = new AbortController()
-    cancel.subscribe((reason) => controller.abort(reason))
-    return raceSignal(
-      invoke(() => call(controller.signal)),
-      cancel,
-    ).finally(dispose)
+  /**
+   * One backend call, abandoned when the store side stops or after the timeout of `signals`. The
+   * backend's signal is shared with calls started close together and tells it only of the timeout:
+   * the runner itself waits on `cancel`, which ends with the lease too.
+   */
+  #call<T>(call: (signal: AbortSignal) => Promise<T>, signals: CallSignals): Promise<T> {
+    const { cancel, dispose } = linkedCancel(this.#ctx.timers, [this.#stop], signals.timeoutMs)
+    return raceSignal(signals.call(call), cancel).finally(dispose)
   }
 
   /**
@@ -537,12 +539,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
 
   /** One renew of its own (the backend has no renewMany), retried until it succeeds or the lease ends. */
   async #renewOp(): Promise<void> {
-    const { backend, ttlMs, timers, callTimeoutMs } = this.#ctx
+    const { backend, ttlMs, timers, callSignals } = this.#ctx
     for (let attempt = 0; ; attempt++) {
       if (!this.#live() || this.#releaseRequested) return
       const start = instant(timers)
       try {
-        await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callTimeoutMs)
+        await this.#call((signal) => backend.renew(this.record, ttlMs, { signal }), callSignals)
       } catch (error) {
         if (!this.#live() || this.#outcome(error)) return
         // The token never changes on renew, so retrying after a lost reply is safe.
@@ -594,7 +596,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   }
 
   async #checkpointOp(state: Uint8Array): Promise<void> {
-    const { backend, ttlMs, timers, checkpointTimeoutMs } = this.#ctx
+    const { backend, ttlMs, timers, checkpointSignals } = this.#ctx
     // Once sent, it may be stored whatever the reply says: the acquire's read is no longer the last.
     this.#acquiredCheckpoint = undefined
     // One sequence for every attempt: the store keeps the largest, so a retry of this checkpoint (or
@@ -607,7 +609,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
       try {
         await this.#call(
           (signal) => backend.checkpoint(this.record, state, ttlMs, { signal, sequence }),
-          checkpointTimeoutMs,
+          checkpointSignals,
         )
       } catch (error) {
         await this.#afterFailedCall('checkpoint', error, attempt, giveUpAt)
@@ -662,14 +664,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
       if (!this.#checkDeadline()) throw this.#ended
       return acquired
     }
-    const { backend, callTimeoutMs } = this.#ctx
+    const { backend, callSignals } = this.#ctx
     const giveUpAt = this.#opBudget()
     for (let attempt = 0; ; attempt++) {
       if (!this.#checkDeadline()) throw this.#ended
       try {
         const read = await this.#call(
           (signal) => backend.readCheckpoint(this.record, { signal }),
-          callTimeoutMs,
+          callSignals,
         )
         if (!this.#live()) throw this.#ended
         return read
@@ -680,13 +682,13 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   }
 
   async #releaseOp(reason: 'released' | 'closed'): Promise<void> {
-    const { backend, callTimeoutMs } = this.#ctx
+    const { backend, callSignals } = this.#ctx
     // Set once an attempt's outcome is unknown: it may have landed, so a later FENCED is our own release.
     let mayHaveLanded = false
     for (let attempt = 0; ; attempt++) {
       if (!this.#live()) return
       try {
-        await this.#call((signal) => backend.release(this.record, { signal }), callTimeoutMs)
+        await this.#call((signal) => backend.release(this.record, { signal }), callSignals)
         break
       } catch (error) {
         if (!this.#live()) return

@@ -10,15 +10,8 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import {
-  Cancel,
-  invoke,
-  keepProcessAlive,
-  linkedCancel,
-  linkedController,
-  raceSignal,
-  sleep,
-} from './abortable.js'
+import { Cancel, invoke, keepProcessAlive, linkedCancel, raceSignal, sleep } from './abortable.js'
+import { CallSignals } from './call-signals.js'
 import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { defaultHolderId } from './default-holder-id.js'
@@ -180,6 +173,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           callTimeoutMs,
         })
       : undefined
+    const callSignals = new CallSignals(timers, callTimeoutMs)
     this.#ctx = Object.freeze({
       backend,
       ttlMs,
@@ -189,6 +183,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       schedule,
       callTimeoutMs,
       checkpointTimeoutMs,
+      callSignals,
+      checkpointSignals:
+        checkpointTimeoutMs === callTimeoutMs ? callSignals : new CallSignals(timers, checkpointTimeoutMs),
       retry: resolveRetry(options.retry),
       timers,
       random,
@@ -424,6 +421,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         dispose()
       }
       for (const lease of leases) lease.abandon()
+      // Calls still in flight are told too: the store may hang, and nothing of ours should outlive close.
+      const closed = new LeaserClosedError()
+      this.#ctx.callSignals.abortAll(closed)
+      this.#ctx.checkpointSignals.abortAll(closed)
     })().finally(letGo)
     return this.#closing
   }
@@ -555,10 +556,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Releases a lease nobody will use, best effort and bounded like every other store call. */
   #releaseOrphan(workId: string, record: LeaseRecord): void {
     this.#retire(workId, record.fencingToken)
-    const { controller, dispose } = linkedController(this.#ctx.timers, [], this.#ctx.callTimeoutMs)
-    invoke(() => this.backend.release(record, { signal: controller.signal }))
-      .catch(() => undefined)
-      .finally(dispose)
+    this.#ctx.callSignals.call((signal) => this.backend.release(record, { signal })).catch(() => undefined)
   }
 
   /** One acquire in the store, with the checkpoint where that costs no round trip more. */

@@ -6,7 +6,7 @@ import { ManualTime } from './manual-time.js'
 
 // Issue 19: on a store answering in microseconds, the runner's own bookkeeping is the cost of a
 // lease. An AbortSignal (and its abort) costs microseconds on Node.js 20, so a lease nobody watches
-// gets none of its own: only the backend calls that take a signal get one. Counted, never timed.
+// gets none of its own, and backend calls that start close together share one. Counted, never timed.
 const RealAbortController = globalThis.AbortController
 let signalsMade = 0
 
@@ -36,18 +36,32 @@ function setup() {
 }
 
 describe('what a lease nobody watches costs', () => {
-  test('acquire and release make one AbortSignal: the signal the release call hands the backend', async () => {
+  test("leases share their backend calls' AbortSignals: ten acquire and release cycles make one", async () => {
     const { leaser } = setup()
     countSignals()
-    const lease = await leaser.acquire('job')
-    await lease.release()
+    for (let cycle = 0; cycle < 10; cycle++) {
+      const lease = await leaser.acquire(`job-${cycle}`)
+      await lease.release()
+    }
     expect(signalsMade).toBe(1)
   })
 
-  test('run with a checkpoint makes one per backend call that takes a signal (checkpoint, release)', async () => {
+  test('run with a checkpoint: the checkpoint and the release share one signal', async () => {
     const { leaser } = setup()
     countSignals()
     await leaser.run('job', (lease) => lease.checkpoint(new Uint8Array(8)))
+    expect(signalsMade).toBe(1)
+  })
+
+  test('a call that starts once a sixteenth of the call timeout has passed gets a new signal', async () => {
+    const { leaser, time } = setup()
+    countSignals()
+    const first = await leaser.acquire('first')
+    await first.release()
+    // callTimeoutMs defaults to the renew interval, floor(1000 / 3) = 333 ms: a slice is 333 / 16 ms.
+    await time.advance(Math.ceil(333 / 16))
+    const second = await leaser.acquire('second')
+    await second.release()
     expect(signalsMade).toBe(2)
   })
 

@@ -1,0 +1,105 @@
+import { invoke, sharedAbortController, timeoutError } from './abortable.js'
+import type { Timers } from './timers.js'
+
+/** A slice is this fraction of the timeout: how late, at most, a backend hears that its call timed out. */
+const SLICES_PER_TIMEOUT = 16
+// Longest delay a Node.js timer takes without overflowing to 1 ms.
+const MAX_TIMER_MS = 2_147_483_647
+
+/** One slice's signal, and whether a timer waits to abort it. */
+interface Slice {
+  readonly controller: AbortController
+  /** Calls starting before this (monotonic ms) share the slice; it aborts `timeoutMs` after. */
+  readonly until: number
+  /** Backend calls given this slice's signal that have not settled. */
+  inFlight: number
+  timer: unknown
+}
+
+/**
+ * @internal The AbortSignals a Leaser's backend calls carry, each aborting with a `TimeoutError` once
+ * the call's timeout has passed. Calls that start within one slice of the timeout (a sixteenth) share
+ * one signal, which aborts `timeoutMs` after the slice ends: never before any of its calls timed out,
+ * at most a slice after. On Node.js 20 a fresh AbortSignal costs microseconds and more in garbage
+ * collection: a third of what a lease cycle costs the runner over a store answering in 50 us. The
+ * runner does not wait for these signals: it abandons each call at its own timeout or when its lease
+ * ends, so a call's signal only tells the backend it may stop working. A slice's timer runs only
+ * while one of its calls is in flight, so nothing is left armed once the store has answered.
+ *
+ * ```ts
+ * const signals = new CallSignals(timers, 10_000)
+ * const slice = signals.take()
+ * await backend.release(record, { signal: slice.controller.signal }).finally(() => signals.settled(slice))
+ * ```
+ */
+export class CallSignals {
+  readonly timeoutMs: number
+  readonly #timers: Timers
+  readonly #sliceMs: number
+  #current: Slice | undefined
+  /** Slices with a call in flight. */
+  readonly #live = new Set<Slice>()
+
+  constructor(timers: Timers, timeoutMs: number) {
+    this.#timers = timers
+    this.timeoutMs = timeoutMs
+    // A timeout near the timer's limit leaves no room for a slice: then every call gets its own signal.
+    this.#sliceMs = Math.min(timeoutMs / SLICES_PER_TIMEOUT, MAX_TIMER_MS - timeoutMs)
+  }
+
+  /** The slice of a call starting now: its signal aborts no sooner than `timeoutMs` from now. */
+  take(): Slice {
+    const now = this.#timers.now()
+    let slice = this.#current
+    if (slice === undefined || now >= slice.until) {
+      slice = {
+        controller: sharedAbortController(),
+        until: now + this.#sliceMs,
+        inFlight: 0,
+        timer: undefined,
+      }
+      this.#current = slice
+    }
+    if (slice.inFlight++ === 0) {
+      this.#live.add(slice)
+      const { controller } = slice
+      const timeoutMs = this.timeoutMs
+      slice.timer = this.#timers.setTimeout(
+        () => controller.abort(timeoutError(timeoutMs)),
+        slice.until + timeoutMs - now,
+      )
+    }
+    return slice
+  }
+
+  /** The backend call given `slice`'s signal settled (not merely abandoned by the runner). */
+  settled(slice: Slice): void {
+    if (--slice.inFlight > 0) return
+    this.#live.delete(slice)
+    this.#timers.clearTimeout(slice.timer)
+    slice.timer = undefined
+  }
+
+  /** Aborts the signal of every call still in flight with `reason` (the Leaser closed). */
+  abortAll(reason: unknown): void {
+    for (const slice of this.#live) {
+      this.#timers.clearTimeout(slice.timer)
+      slice.timer = undefined
+      slice.controller.abort(reason)
+    }
+    this.#live.clear()
+    this.#current = undefined
+  }
+
+  /**
+   * Calls `call` with a signal of the current slice; the slice is told when the call settles, so its
+   * timer stops once no call of it is left in flight.
+   */
+  call<T>(call: (signal: AbortSignal) => Promise<T> | T): Promise<T> {
+    const slice = this.take()
+    const settled = () => this.settled(slice)
+    const pending = invoke(() => call(slice.controller.signal))
+    pending.then(settled, settled)
+    return pending
+  }
+}

@@ -1,0 +1,96 @@
+import { describe, expect, test } from 'vitest'
+import { CallSignals } from '../src/call-signals.js'
+import { ManualTime } from './manual-time.js'
+
+// A backend call that settles only when told: by `finish`, or by its signal's abort.
+function hangingCall(signals: CallSignals) {
+  let finish!: () => void
+  let signal!: AbortSignal
+  const settled = signals.call(
+    (given) =>
+      new Promise<void>((resolve, reject) => {
+        signal = given
+        finish = resolve
+        given.addEventListener('abort', () => reject(given.reason), { once: true })
+      }),
+  )
+  settled.catch(() => undefined)
+  return { signal, finish, settled }
+}
+
+describe('the signals backend calls carry', () => {
+  test('calls within a slice share one, which aborts after every one of them timed out, a slice at most later', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600) // a slice is 100 ms
+    const first = hangingCall(signals)
+    await time.advance(99)
+    const second = hangingCall(signals)
+    expect(second.signal).toBe(first.signal)
+    // The second call's timeout ends at 99 + 1,600; the slice's signal aborts at 100 + 1,600.
+    await time.advance(1_600)
+    expect(first.signal.aborted).toBe(false)
+    await time.advance(1)
+    expect(first.signal.aborted).toBe(true)
+    expect((first.signal.reason as DOMException).name).toBe('TimeoutError')
+    await expect(second.settled).rejects.toBe(first.signal.reason)
+  })
+
+  test('a call once the slice has passed gets a new signal, never one that aborted', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600)
+    const first = hangingCall(signals)
+    await time.advance(100)
+    const second = hangingCall(signals)
+    expect(second.signal).not.toBe(first.signal)
+    await time.advance(1_600)
+    expect(first.signal.aborted).toBe(true)
+    expect(second.signal.aborted).toBe(false)
+  })
+
+  test('no timer is left armed once every call of a slice has settled, and the signal never aborts', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600)
+    const calls = [hangingCall(signals), hangingCall(signals)]
+    expect(time.pending).toBe(1)
+    calls[0]!.finish()
+    await time.advance(0)
+    expect(time.pending).toBe(1)
+    calls[1]!.finish()
+    await time.advance(0)
+    expect(time.pending).toBe(0)
+    await time.advance(10_000)
+    expect(calls[0]!.signal.aborted).toBe(false)
+  })
+
+  test('a call after its slice went quiet arms the slice again, for its own timeout', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600)
+    const first = hangingCall(signals)
+    first.finish()
+    await time.advance(50)
+    const second = hangingCall(signals)
+    expect(second.signal).toBe(first.signal)
+    await time.advance(1_649)
+    expect(second.signal.aborted).toBe(false)
+    await time.advance(1)
+    expect(second.signal.aborted).toBe(true)
+  })
+
+  test('abortAll aborts the calls in flight, and later calls get a live signal', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600)
+    const hung = hangingCall(signals)
+    const reason = new Error('closed')
+    signals.abortAll(reason)
+    await expect(hung.settled).rejects.toBe(reason)
+    expect(time.pending).toBe(0)
+    const later = hangingCall(signals)
+    expect(later.signal.aborted).toBe(false)
+  })
+
+  test('a timeout at the timer limit leaves no room for a slice: each call gets its own signal', () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 2_147_483_647)
+    expect(hangingCall(signals).signal).not.toBe(hangingCall(signals).signal)
+  })
+})
