@@ -151,7 +151,7 @@ export async function openRedisSides(prefix: string): Promise<{ server: string; 
         'no fencing token (random identifier); expiry on the Redis clock; renewed by a timer (0.8 × ttl)',
       waiting: 'polls: retryInterval 10 ms (acquireTimeout 10 s by default; here unbounded)',
       doesLess:
-        'acquire is one SET NX PX of a random identifier (in a script), release a compare-and-delete: no token, no holder or expiry read, no TIME; locally one refresh interval timer, no local deadline, no per-call signal or timeout',
+        'acquire is one SET NX PX of a random identifier (in a script), release a compare-and-delete: no token, no holder or expiry read, no TIME; locally one refresh interval timer, no local deadline, no per-call timeout',
       roundTripUnit: 'commands',
       async tryAcquire(key, ttlMs) {
         const mutex = new Mutex(redis as never, `${prefix}:rs:${key}`, {
