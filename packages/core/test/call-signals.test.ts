@@ -18,6 +18,14 @@ function hangingCall(signals: CallSignals) {
   return { signal, finish, settled }
 }
 
+/** Advances to just before `at`, where `signal` must still be live, then to `at`, where it aborted. */
+async function expectAbortAt(time: ManualTime, signal: AbortSignal, at: number) {
+  await time.advance(at - 1 - time.now())
+  expect(signal.aborted).toBe(false)
+  await time.advance(1)
+  expect(signal.aborted).toBe(true)
+}
+
 describe('the signals backend calls carry', () => {
   test('calls within a slice share one, which aborts after every one of them timed out, a slice at most later', async () => {
     const time = new ManualTime()
@@ -27,10 +35,7 @@ describe('the signals backend calls carry', () => {
     const second = hangingCall(signals)
     expect(second.signal).toBe(first.signal)
     // The second call's timeout ends at 99 + 1,600; the slice's signal aborts at 100 + 1,600.
-    await time.advance(1_600)
-    expect(first.signal.aborted).toBe(false)
-    await time.advance(1)
-    expect(first.signal.aborted).toBe(true)
+    await expectAbortAt(time, first.signal, 1_700)
     expect((first.signal.reason as DOMException).name).toBe('TimeoutError')
     await expect(second.settled).rejects.toBe(first.signal.reason)
   })
@@ -70,10 +75,7 @@ describe('the signals backend calls carry', () => {
     await time.advance(50)
     const second = hangingCall(signals)
     expect(second.signal).toBe(first.signal)
-    await time.advance(1_649)
-    expect(second.signal.aborted).toBe(false)
-    await time.advance(1)
-    expect(second.signal.aborted).toBe(true)
+    await expectAbortAt(time, second.signal, 1_700)
   })
 
   test('abortAll aborts the calls in flight, and later calls get a live signal', async () => {
