@@ -119,7 +119,7 @@ export const renewManyCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'lookalike workIds (prefixes, case, normalization, %, _, quotes) are judged each on its own',
+    name: 'lookalike workIds (prefixes, case, normalization, %, _, quotes, separators) are judged each on its own',
     unsupported: needsRenewMany,
     async run(c) {
       const base = c.workId('Look')
@@ -136,6 +136,13 @@ export const renewManyCases: CaseDefinition[] = [
         `${base}"`,
         `${base}\\`,
         `${base} `,
+        // What an array literal or a list would split or unquote: a driver passing ids as one
+        // serialized parameter must quote each (the first names two of the ids above).
+        `${base},${base}x`,
+        `${base}}`,
+        `{${base}`,
+        `${base}\\"`,
+        `${base}\n`,
       ]
       const records: LeaseRecord[] = []
       for (const workId of ids) records.push(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
