@@ -67,7 +67,7 @@ export async function measureBatchRenewal(
         `${r.roundTripsPerRenewInterval} round trips per renew interval (goal <= ${settings.leases / 100}), ` +
         `${r.renewalsPerSecond} renewals/s (expected ${r.expectedRenewalsPerSecond}), CPU ${r.cpuPercent}% of a core`,
     )
-  const batchCapable = server.backend !== 'dynamodb'
+  const batchCapable = server.backend !== 'dynamodb' || !server.dynalite
   const batched = await measureRunnerCost({ ...base, renewal: 'batched' })
   line(batchCapable ? 'batched ' : 'per lease (no renewMany)', batched)
   const baselineLeases = Math.min(settings.leases, settings.baselineLeases)

@@ -388,8 +388,9 @@ function renderBatchRenewal(results: BenchResults): string[] {
       (results.mode === 'quick'
         ? ' (**--quick: 500 leases (DynamoDB 100) and a 2 s window**; the full run holds 100,000, DynamoDB 10,000)'
         : '') +
-      ". CPU is % of one core for the whole process (runner + driver), not the server's. DynamoDB has no `renewMany` " +
-      '(BatchWriteItem takes no conditions, TransactWriteItems fails whole): both of its rows renew one lease per request.',
+      ". CPU is % of one core for the whole process (runner + driver), not the server's. DynamoDB renews in chunks of 25 " +
+      '(BatchExecuteStatement: 25 conditional PartiQL UPDATEs a request, each answered on its own; BatchWriteItem takes no ' +
+      'conditions and TransactWriteItems fails whole); its per-lease row holds 2,000 leases (DynamoDB Local seeds slowly), and on dynalite, which has no PartiQL, its one row renews one lease per request.',
     '',
   )
   out.push(

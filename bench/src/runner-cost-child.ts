@@ -100,6 +100,7 @@ async function openBackend(): Promise<Opened> {
           client,
           table: tableName,
           returnValuesOnConditionCheckFailure: !config.dynalite,
+          renewMany: !config.dynalite,
         }),
         roundTrips: () => requests - before,
         cleanup: async () => {

@@ -18,6 +18,8 @@ export interface StoreSpec {
   database?: string
   /** FerretDB 1.x needs findAndModify without a projection. */
   ferretdb?: boolean
+  /** dynalite has no PartiQL, so no renewMany. */
+  dynalite?: boolean
   /** The SQLite lease database file. */
   file?: string
 }

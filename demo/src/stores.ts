@@ -108,7 +108,11 @@ export async function openStores(
       const { DynamoBackend } = await import('@worklease/dynamodb')
       const client = await dynamoClient(spec.url!)
       return {
-        backend: new DynamoBackend({ client, table: spec.leaseTable }),
+        backend: new DynamoBackend({
+          client,
+          table: spec.leaseTable,
+          ...(spec.dynalite ? { renewMany: false } : {}),
+        }),
         downstream,
         close: async () => {
           client.destroy()
@@ -246,7 +250,11 @@ export async function setupStores(
         cleanups.push(async () => {
           await client.send(new DeleteTableCommand({ TableName: tableName }))
         })
-        Object.assign(spec, { url: endpoint, leaseTable: tableName })
+        Object.assign(spec, {
+          url: endpoint,
+          leaseTable: tableName,
+          ...(process.env.DYNAMODB_ENDPOINT ? {} : { dynalite: true }),
+        })
         description = `${process.env.DYNAMODB_ENDPOINT ? 'DynamoDB' : 'dynalite (in-process)'} at ${endpoint}, table ${tableName}; downstream in ${sqliteFile}`
         break
       }

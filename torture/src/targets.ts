@@ -345,6 +345,8 @@ export async function openBackend(
         clock,
         // dynalite ignores ReturnValuesOnConditionCheckFailure; DynamoDB Local implements it.
         returnValuesOnConditionCheckFailure: info.backend === 'dynamodb-local',
+        // dynalite has no PartiQL: one UpdateItem per renewal there.
+        renewMany: info.backend === 'dynamodb-local',
         // Pools find their members by listing: the tables are made with the index.
         listIndex: LIST_INDEX,
       })

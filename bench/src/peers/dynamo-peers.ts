@@ -86,7 +86,12 @@ export async function openDynamoSides(
   clients.push(wl.client, drv.client)
   // dynalite ignores ReturnValuesOnConditionCheckFailure, as in the dynalite target.
   const backend = (client: DynamoDBClient) =>
-    new DynamoBackend({ client, table: tables.worklease, returnValuesOnConditionCheckFailure: false })
+    new DynamoBackend({
+      client,
+      table: tables.worklease,
+      returnValuesOnConditionCheckFailure: false,
+      renewMany: false,
+    })
   sides.push(workleaseSide(backend(wl.client), wl.count, 'requests', 'worklease Leaser'))
   sides.push(workleaseDriverSide(backend(drv.client), drv.count, 'requests', 'worklease driver'))
 

@@ -46,6 +46,7 @@ export async function openDynamoTarget(): Promise<Target> {
           client,
           table: tables.worklease,
           returnValuesOnConditionCheckFailure: Boolean(external),
+          renewMany: Boolean(external),
         }),
         baseline: dynamoBaseline(client, tables.baseline),
         roundTrips: () => requests,

@@ -1,5 +1,7 @@
 import {
   type AttributeValue,
+  BatchExecuteStatementCommand,
+  BatchGetItemCommand,
   GetItemCommand,
   QueryCommand,
   UpdateItemCommand,
@@ -25,6 +27,7 @@ import {
   type ListOptions,
   MAX_FENCING_TOKEN,
   type RecordArgs,
+  type RenewOutcome,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
@@ -35,6 +38,7 @@ import {
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
 } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import {
@@ -119,9 +123,25 @@ export interface DynamoBackendOptions {
    * ```
    */
   listIndex?: string
+  /**
+   * Whether `renewMany` is declared: up to 25 leases renewed in one `BatchExecuteStatement` request
+   * (PartiQL `UPDATE`s, each under its own condition, each with its own outcome), so a `Leaser`
+   * holding many leases sends one request per 25 renewals instead of one per lease. DynamoDB and
+   * DynamoDB Local run it; set `false` for a server without PartiQL (dynalite), and the `Leaser`
+   * renews each lease with its own `UpdateItem`. A partition key name holding a double quote cannot
+   * be named in PartiQL here: then it is not declared either. Default: `true`.
+   *
+   * ```ts
+   * const backend = new DynamoBackend({ client, table: 'leases', renewMany: false })
+   * ```
+   */
+  renewMany?: boolean
 }
 
 type Item = Record<string, AttributeValue>
+
+/** The most statements DynamoDB takes in one `BatchExecuteStatement`. */
+const RENEW_MANY_MAX_RECORDS = 25
 
 const TRUE: AttributeValue = { BOOL: true }
 const FALSE: AttributeValue = { BOOL: false }
@@ -163,6 +183,8 @@ export class DynamoBackend implements Backend {
   readonly #clock: Clock
   readonly #returnOldOnFailure: boolean
   readonly #listIndex: string | undefined
+  /** The PartiQL statement renewMany sends once per record; undefined when renewMany is not declared. */
+  readonly #renewStatement: string | undefined
 
   constructor(options: DynamoBackendOptions) {
     if (typeof options !== 'object' || options === null)
@@ -189,6 +211,10 @@ export class DynamoBackend implements Backend {
     this.#clock = clock
     this.#returnOldOnFailure = options.returnValuesOnConditionCheckFailure ?? true
     this.#listIndex = options.listIndex
+    const renewMany = options.renewMany ?? true
+    if (typeof renewMany !== 'boolean') throw new InvalidArgumentError('renewMany must be a boolean')
+    this.#renewStatement =
+      renewMany && !partitionKey.includes('"') ? renewStatement(table, partitionKey) : undefined
     this.capabilities = Object.freeze({
       clock: 'client',
       maxStateBytes,
@@ -197,6 +223,7 @@ export class DynamoBackend implements Backend {
       acquireWithCheckpoint: true,
       list: this.#listIndex !== undefined,
       revoke: true,
+      ...(this.#renewStatement ? { renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }) } : {}),
     })
   }
 
@@ -385,6 +412,86 @@ export class DynamoBackend implements Backend {
     // Valid, so only the expiry failed the condition: already later (success), or expired.
     if (Number(outcome[Attr.expiresAt]?.N) >= expiresAtMs) return
     throw new LeaseExpiredError()
+  }
+
+  /**
+   * Renews up to 25 of one holder's leases in one `BatchExecuteStatement`: per record a PartiQL
+   * `UPDATE` under the renew's own condition (valid, unexpired, expiry not later than the new one),
+   * answered one by one. A condition that failed comes back with the item where the server returns
+   * it (`ALL_OLD`; a failure without one then had no item: fenced); a server that returned none
+   * gets one `BatchGetItem` of the refused records. Valid with a later
+   * expiry is renewed (the max rule), valid and expired is expired, anything else fenced. Any other
+   * error of a statement (throttling, say) fails the whole call, as a store failure: renewing again
+   * is harmless.
+   */
+  async renewMany(
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const statement = this.#renewStatement
+    if (statement === undefined) throw new TypeError('renewMany is off: the backend declares no renewMany')
+    const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
+    if (args.records.length === 0) return []
+    const now = this.#clock.now()
+    const expiresAtMs = now + args.ttlMs
+    const output: { Responses?: { Error?: { Code?: string; Message?: string; Item?: Item } }[] } =
+      await this.#send(
+        new BatchExecuteStatementCommand({
+          Statements: args.records.map((record) => ({
+            Statement: statement,
+            Parameters: [
+              num(expiresAtMs),
+              { S: record.workId },
+              num(record.fencingToken),
+              { S: record.holderId },
+              FALSE,
+              num(now),
+              num(expiresAtMs),
+            ],
+            ...this.#oldOnFailure(),
+          })),
+        }),
+        args,
+      )
+    const responses = output.Responses ?? []
+    if (responses.length !== args.records.length) {
+      throw new Error(
+        `worklease dynamodb: ${responses.length} responses to ${args.records.length} statements`,
+      )
+    }
+    const outcomes: (RenewOutcome | undefined)[] = new Array(responses.length)
+    // A server that returned one failed statement's item honours ALL_OLD: a failure without one had
+    // no item at all. Otherwise (dynalite ignores it) the refused records are read.
+    const itemsReturned = responses.some((response) => response.Error?.Item !== undefined)
+    const unread: number[] = []
+    for (let index = 0; index < responses.length; index++) {
+      const error = responses[index]!.Error
+      if (error === undefined) {
+        outcomes[index] = 'renewed'
+      } else if (error.Code !== 'ConditionalCheckFailed') {
+        throw new Error(`worklease dynamodb: renewMany statement failed: ${error.Code}: ${error.Message}`)
+      } else if (error.Item) {
+        outcomes[index] = renewOutcome(error.Item, args.records[index]!, expiresAtMs)
+      } else if (itemsReturned) {
+        outcomes[index] = 'fenced'
+      } else {
+        unread.push(index)
+      }
+    }
+    if (unread.length > 0) {
+      // No item in any failed reply: missing (fenced), or a server that ignores ALL_OLD. One read tells.
+      const items = await this.#readItems(
+        unread.map((index) => args.records[index]!.workId),
+        args,
+      )
+      for (const index of unread) {
+        const record = args.records[index]!
+        const item = items.get(record.workId)
+        outcomes[index] = item ? renewOutcome(item, record, expiresAtMs) : 'fenced'
+      }
+    }
+    return outcomes as RenewOutcome[]
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
@@ -607,7 +714,44 @@ export class DynamoBackend implements Backend {
     return output.Item
   }
 
-  #send<T extends UpdateItemCommand | GetItemCommand | QueryCommand>(command: T, args: ValidatedCallOptions) {
+  /** The items of `workIds` (at most 100), strongly consistent, by workId: only to name failures. */
+  async #readItems(workIds: readonly string[], args: ValidatedCallOptions): Promise<Map<string, Item>> {
+    const output: { Responses?: Record<string, Item[]>; UnprocessedKeys?: Record<string, unknown> } =
+      await this.#send(
+        new BatchGetItemCommand({
+          RequestItems: {
+            [this.#tableName]: {
+              Keys: workIds.map((workId) => this.#key(workId)),
+              ConsistentRead: true,
+              ProjectionExpression: '#pk, #tok, #hld, #rel, #exp',
+              ExpressionAttributeNames: this.#validityNames({
+                '#pk': this.#partitionKey,
+                '#exp': Attr.expiresAt,
+              }),
+            },
+          },
+        }),
+        args,
+      )
+    if (output.UnprocessedKeys && Object.keys(output.UnprocessedKeys).length > 0) {
+      throw new Error('worklease dynamodb: the read naming refused renewals came back unprocessed')
+    }
+    const items = new Map<string, Item>()
+    for (const item of output.Responses?.[this.#tableName] ?? []) {
+      const workId = item[this.#partitionKey]?.S
+      if (workId !== undefined) items.set(workId, item)
+    }
+    return items
+  }
+
+  #send<
+    T extends
+      | UpdateItemCommand
+      | GetItemCommand
+      | QueryCommand
+      | BatchExecuteStatementCommand
+      | BatchGetItemCommand,
+  >(command: T, args: ValidatedCallOptions) {
     return this.#client.send(singleAttempt(command), args.signal ? { abortSignal: args.signal } : undefined)
   }
 
@@ -636,6 +780,30 @@ function isValid(item: Item, record: LeaseRecord): boolean {
     BigInt(token) === record.fencingToken &&
     item[Attr.holder]?.S === record.holderId &&
     item[Attr.released]?.BOOL === false
+  )
+}
+
+/**
+ * A renewal's outcome from the item whose condition failed, as `renew` judges it: still `record`'s
+ * lease with an expiry at least the new one is renewed (the max rule kept it), otherwise a valid
+ * record failed only the expiry (expired), and anything else is fenced.
+ */
+function renewOutcome(item: Item, record: LeaseRecord, expiresAtMs: number): RenewOutcome {
+  if (!isValid(item, record)) return 'fenced'
+  return Number(item[Attr.expiresAt]?.N) >= expiresAtMs ? 'renewed' : 'expired'
+}
+
+/**
+ * The PartiQL `UPDATE` of one renewal, its parameters in this order: new expiry, workId, token,
+ * holderId, false, now, new expiry. The partition key and table are quoted identifiers; the table
+ * name's characters (letters, digits, `_`, `-`, `.`) need no escape.
+ */
+function renewStatement(table: string, partitionKey: string): string {
+  const q = (name: string) => `"${name}"`
+  return (
+    `UPDATE ${q(table)} SET ${q(Attr.expiresAt)} = ? WHERE ${q(partitionKey)} = ? AND ` +
+    `${q(Attr.token)} = ? AND ${q(Attr.holder)} = ? AND ${q(Attr.released)} = ? AND ` +
+    `${q(Attr.expiresAt)} > ? AND ${q(Attr.expiresAt)} <= ?`
   )
 }
 

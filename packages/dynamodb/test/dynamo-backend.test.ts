@@ -11,7 +11,7 @@ import {
   isWorkleaseError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { DynamoBackend, type DynamoClient } from '../src/index.js'
 import {
   createTestTable,
@@ -259,6 +259,29 @@ describe('DynamoBackend on a real server', () => {
     expect(await code(backend.renew({ ...record, workId: 'job-2' }, 1_000))).toBe('FENCED')
   })
 
+  for (const itemOnFailure of [true, false]) {
+    test.skipIf(inject('dynamoIsDynalite'))(
+      `renewMany names each refusal ${itemOnFailure ? 'from the failed statements' : 'with one BatchGetItem'} (not on dynalite: no PartiQL)`,
+      async () => {
+        const clock = manualClock()
+        const backend = table.open({ clock }, { returnValuesOnConditionCheckFailure: itemOnFailure })
+        const held = await backend.acquire('held', 'a', 1_000)
+        const expiring = await backend.acquire('expiring', 'a', 500)
+        const released = await backend.acquire('released', 'a', 1_000)
+        await backend.release(released)
+        clock.advance(600)
+        const before = table.roundTrips()
+        const outcomes = await backend.renewMany!(
+          [held, expiring, released, { ...held, workId: 'never' }],
+          1_000,
+        )
+        expect(outcomes).toEqual(['renewed', 'expired', 'fenced', 'fenced'])
+        expect(table.requests().BatchExecuteStatementCommand).toBe(1)
+        expect(table.roundTrips() - before).toBe(itemOnFailure ? 1 : 2)
+      },
+    )
+  }
+
   test('50 concurrent acquires from 50 clients: exactly one winner', async () => {
     const backends = Array.from({ length: 50 }, () => table.open({ clock: manualClock() }))
     const outcomes = await Promise.all(
@@ -295,8 +318,15 @@ describe('DynamoBackend on a real server', () => {
       acquireWithCheckpoint: true,
       list: false,
       revoke: true,
+      renewMany: { maxRecords: 25 },
     })
     expect(new DynamoBackend({ client, table: 't', listIndex: 'idx' }).capabilities.list).toBe(true)
+    // Off for a server without PartiQL, and for a partition key PartiQL cannot be given here.
+    expect(new DynamoBackend({ client, table: 't', renewMany: false }).capabilities.renewMany).toBeUndefined()
+    expect(
+      new DynamoBackend({ client, table: 't', partitionKey: 'a"b' }).capabilities.renewMany,
+    ).toBeUndefined()
+    expect(() => new DynamoBackend({ client, table: 't', renewMany: 'yes' } as never)).toThrow(/renewMany/)
   })
 })
 

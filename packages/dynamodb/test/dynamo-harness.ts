@@ -93,6 +93,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
         table: tableName,
         clock,
         returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
+        renewMany: !inject('dynamoIsDynalite'),
         listIndex: TEST_LIST_INDEX,
         ...(partitionKey ? { partitionKey } : {}),
         ...overrides,
