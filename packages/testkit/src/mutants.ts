@@ -126,23 +126,36 @@ const mutant = (
   wrap: (backend) => new Wrapper(backend),
 })
 
-/** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
-function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
+/**
+ * A mutant whose acquireWithCheckpoint is `take`, given the same backend unmutated (a plain
+ * {@link ForwardingBackend} over it) and the call's arguments.
+ */
+function acquireWithCheckpointMutant(
+  name: string,
+  take: (
+    backend: Backend,
+    ...args: Parameters<NonNullable<Backend['acquireWithCheckpoint']>>
+  ) => Promise<AcquiredWithCheckpoint>,
+  needsRoundTrips = false,
+): Mutant {
   return mutant(
     name,
     'acquireWithCheckpoint',
     class extends ForwardingBackend {
-      override async acquireWithCheckpoint(
-        workId: string,
-        holderId: string,
-        ttlMs: number,
-        options?: CallOptions,
-      ) {
-        const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
-        return { ...taken, checkpoint: change(taken.checkpoint) }
+      override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        return take(new ForwardingBackend(this.inner), workId, holderId, ttlMs, options)
       }
     },
+    needsRoundTrips,
   )
+}
+
+/** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
+function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
+  return acquireWithCheckpointMutant(name, async (backend, ...args) => {
+    const taken = await backend.acquireWithCheckpoint!(...args)
+    return { ...taken, checkpoint: change(taken.checkpoint) }
+  })
 }
 
 /** Interface-level bugs that the suite must catch on any backend. */
@@ -285,19 +298,11 @@ export const mutants: readonly Mutant[] = [
     ...read,
     cleanHandoff: true,
   })),
-  mutant(
+  acquireWithCheckpointMutant(
     'acquireWithCheckpoint is an acquire, then a read',
-    'acquireWithCheckpoint',
-    class extends ForwardingBackend {
-      override async acquireWithCheckpoint(
-        workId: string,
-        holderId: string,
-        ttlMs: number,
-        options?: CallOptions,
-      ) {
-        const record = await super.acquire(workId, holderId, ttlMs, options)
-        return { record, checkpoint: await super.readCheckpoint(record, options) }
-      }
+    async (backend, workId, holderId, ttlMs, options) => {
+      const record = await backend.acquire(workId, holderId, ttlMs, options)
+      return { record, checkpoint: await backend.readCheckpoint(record, options) }
     },
     true,
   ),
