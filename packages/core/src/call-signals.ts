@@ -21,15 +21,15 @@ interface Slice {
  * the call's timeout has passed. Calls that start within one slice of the timeout (a sixteenth) share
  * one signal, which aborts `timeoutMs` after the slice ends: never before any of its calls timed out,
  * at most a slice after. On Node.js 20 a fresh AbortSignal costs microseconds and more in garbage
- * collection: a third of what a lease cycle costs the runner over a store answering in 50 us. The
+ * collection: an acquire and release through the Leaser on the memory backend took 21.3 us of CPU
+ * with a signal per call and 13.7 us sharing them (in-process, interleaved, Node.js 20). The
  * runner does not wait for these signals: it abandons each call at its own timeout or when its lease
  * ends, so a call's signal only tells the backend it may stop working. A slice's timer runs only
  * while one of its calls is in flight, so nothing is left armed once the store has answered.
  *
  * ```ts
  * const signals = new CallSignals(timers, 10_000)
- * const slice = signals.take()
- * await backend.release(record, { signal: slice.controller.signal }).finally(() => signals.settled(slice))
+ * await signals.call((signal) => backend.release(record, { signal }))
  * ```
  */
 export class CallSignals {
