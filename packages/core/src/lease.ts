@@ -19,11 +19,13 @@ import {
 } from './abortable.js'
 import type { CallSignals } from './call-signals.js'
 import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
+import { deadlineDue, type WatchedLease } from './deadline-watch.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
 import { finishRenewal, type RenewalSchedule, type ScheduledLease, startRenewal } from './renewal-schedule.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
+import type { TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
 /** @internal What a {@link Lease} shares with the Leaser that made it. */
@@ -35,6 +37,8 @@ export interface LeaseContext {
   readonly renewJitter: number
   /** Where the backend renews in batches: renewals go through it, with no timer of their own. */
   readonly schedule: RenewalSchedule | undefined
+  /** Where leases wait for their local deadlines, with one timer for all (see deadlineWatch). */
+  readonly deadlines: TimerWheel<WatchedLease>
   readonly callTimeoutMs: number
   readonly checkpointTimeoutMs: number
   /** Signals for the calls bounded by `callTimeoutMs`, shared by calls that start close together. */
@@ -86,7 +90,7 @@ const NO_STATE_UNCLEAN: CheckpointRead = Object.freeze({ state: null, cleanHando
  * // released at scope exit
  * ```
  */
-export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
+export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, WatchedLease {
   /** The unit of work this lease covers. */
   readonly workId: string
   /** The backend's record: pass `record.fencingToken` to downstream writes. */
@@ -131,6 +135,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
   #batchSettled: (() => void) | undefined
   /** Batched renewals: failed attempts since the last success, for the backoff. */
   #renewFailures = 0
+  /** The deadlines' slot this lease waits in, while its deadline is more than a window away. */
+  #watchSlot: number | undefined
+  /** Its own timer for the exact moment, once the deadline is less than a window away. */
   #watchdog: unknown
   /**
    * The checkpoint the acquire brought back, kept for the first read: while the lease is held no other
@@ -413,6 +420,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#watchdog = undefined
+    if (this.#watchSlot !== undefined) this.#ctx.deadlines.leave(this.#watchSlot)
+    this.#watchSlot = undefined
     this.#halted = true
     this.#stop.abort()
     this.#ctx.onEnd(this, released)
@@ -432,9 +441,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
       this.#renewTimer = undefined
     }
     if (this.#halted) return
-    // A watchdog armed for an earlier deadline is kept: it fires early and re-arms (#onWatchdog),
-    // once a ttl instead of a clear and a set on every renewal, a third of the CPU at 100,000 leases.
-    this.#watchdog ??= timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
+    // A watch for an earlier deadline is kept: it wakes early and files the lease again, once a ttl
+    // instead of on every renewal.
+    if (this.#watchSlot === undefined && this.#watchdog === undefined) this.#watch()
     if (this.#releaseRequested) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
     const dueAt =
@@ -465,12 +474,28 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease {
     })
   }
 
+  /**
+   * Wakes the lease at its local deadline: in the Leaser's deadline wheel while that is more than a
+   * window away, else on a timer of its own for the exact moment.
+   */
+  #watch(): void {
+    const { deadlines, timers } = this.#ctx
+    const remaining = this.#deadline.remaining()
+    if (remaining > deadlines.windowMs) this.#watchSlot = deadlines.at(this, timers.now() + remaining)
+    else this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), remaining)
+  }
+
+  /** @internal */
+  [deadlineDue](slot: number): void {
+    if (slot !== this.#watchSlot) return
+    this.#watchSlot = undefined
+    // Woken early (renewed since, or the wheel's timer ran ahead of the clock): watch again.
+    if (this.#live()) this.#watch()
+  }
+
   #onWatchdog(): void {
     this.#watchdog = undefined
-    // Fired early (the deadline moved or the timer ran ahead of the clock): re-arm just the watchdog.
-    if (this.#live()) {
-      this.#watchdog = this.#ctx.timers.setTimeout(() => this.#onWatchdog(), this.#deadline.remaining())
-    }
+    if (this.#live()) this.#watch()
   }
 
   #onRenewTimer(): void {

@@ -14,6 +14,7 @@ import { Cancel, invoke, keepProcessAlive, linkedCancel, raceSignal, sleep } fro
 import { CallSignals } from './call-signals.js'
 import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
+import { deadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
@@ -181,6 +182,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       renewIntervalMs,
       renewJitter,
       schedule,
+      deadlines: deadlineWatch(timers, ttlMs - safetyMarginMs),
       callTimeoutMs,
       checkpointTimeoutMs,
       callSignals,

@@ -7,6 +7,7 @@ import {
   raceAbort,
 } from '@worklease/spec'
 import { linkedController } from './abortable.js'
+import { type DueSlot, TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
 /** @internal Asks a lease whether its renewal, due in `slot`, should go out now. */
@@ -30,9 +31,9 @@ export interface ScheduledLease {
 }
 
 /**
- * @internal Renews one Leaser's leases in batches, with one timer for all of them. Time is cut into
- * slots of `windowMs`; a lease due at `dueAt` waits in the slot holding it, and every lease of a slot
- * goes out at the slot's start, in one `backend.renewMany` per chunk of
+ * @internal Renews one Leaser's leases in batches, with one timer for all of them (a TimerWheel):
+ * time is cut into slots of `windowMs`; a lease due at `dueAt` waits in the slot holding it, and every
+ * lease of a slot goes out at the slot's start, in one `backend.renewMany` per chunk of
  * `capabilities.renewMany.maxRecords`: no renewal is sent after it was due, none more than `windowMs`
  * before. Each lease hears only its own outcome: `'expired'` and `'fenced'` as the errors `renew`
  * would throw, and a failure of the store as that failure for every lease of its chunk (transient:
@@ -48,18 +49,9 @@ export class RenewalSchedule {
   readonly #renewMany: NonNullable<Backend['renewMany']>
   readonly #ttlMs: number
   readonly #timers: Timers
-  readonly #windowMs: number
   readonly #callTimeoutMs: number
   readonly #maxRecords: number
-  /**
-   * Leases by slot, and how many of them still wait there: a lease scheduled again or unscheduled
-   * stays in its old slot's list (removing it would cost a search) and is skipped there; a slot
-   * nobody waits in any more is dropped, so a Leaser with no lease left has no timer left.
-   */
-  readonly #slots = new Map<number, { readonly leases: ScheduledLease[]; waiting: number }>()
-  #timer: unknown
-  /** The slot the timer is set for; undefined while no timer is set. */
-  #timerSlot: number | undefined
+  readonly #wheel: TimerWheel<ScheduledLease>
 
   constructor(
     backend: Backend,
@@ -68,7 +60,7 @@ export class RenewalSchedule {
     this.#renewMany = backend.renewMany!.bind(backend)
     this.#ttlMs = options.ttlMs
     this.#timers = options.timers
-    this.#windowMs = Math.max(1, options.windowMs)
+    this.#wheel = new TimerWheel(options.timers, options.windowMs, (due) => this.#fire(due))
     this.#callTimeoutMs = options.callTimeoutMs
     this.#maxRecords = Math.max(1, Math.floor(backend.capabilities.renewMany?.maxRecords ?? 1))
   }
@@ -84,63 +76,23 @@ export class RenewalSchedule {
    * slot (`current`) is not added twice.
    */
   at(lease: ScheduledLease, dueAt: number, current?: number): number {
-    const slot = Math.floor(dueAt / this.#windowMs)
-    if (slot === current) return slot
-    if (current !== undefined) this.leave(current)
-    const entry = this.#slots.get(slot)
-    if (entry) {
-      entry.leases.push(lease)
-      entry.waiting++
-    } else {
-      this.#slots.set(slot, { leases: [lease], waiting: 1 })
-    }
-    if (this.#timerSlot === undefined || slot < this.#timerSlot) this.#arm(slot)
-    return slot
+    return this.#wheel.at(lease, dueAt, current)
   }
 
   /** A lease waiting in `slot` no longer does (it ended, or was scheduled elsewhere). */
   leave(slot: number): void {
-    const entry = this.#slots.get(slot)
-    if (entry === undefined || --entry.waiting > 0) return
-    this.#slots.delete(slot)
-    if (slot !== this.#timerSlot) return
-    this.#timers.clearTimeout(this.#timer)
-    this.#timer = undefined
-    this.#timerSlot = undefined
-    const next = this.#earliest()
-    if (next !== undefined) this.#arm(next)
-  }
-
-  #earliest(): number | undefined {
-    let earliest: number | undefined
-    for (const slot of this.#slots.keys()) if (earliest === undefined || slot < earliest) earliest = slot
-    return earliest
+    this.#wheel.leave(slot)
   }
 
   /** Renews `lease` with the next batch, within one window from now, so renewals asked together share it. */
   soon(lease: ScheduledLease, current?: number): number {
-    return this.at(lease, this.#timers.now() + this.#windowMs, current)
+    return this.at(lease, this.#timers.now() + this.#wheel.windowMs, current)
   }
 
-  #arm(slot: number): void {
-    this.#timers.clearTimeout(this.#timer)
-    this.#timerSlot = slot
-    this.#timer = this.#timers.setTimeout(() => this.#fire(slot), slot * this.#windowMs - this.#timers.now())
-  }
-
-  #fire(fired: number): void {
-    this.#timer = undefined
-    this.#timerSlot = undefined
-    // Every slot that has begun by now, and the fired one even if its timer ran ahead of the clock.
-    const last = Math.max(fired, Math.floor(this.#timers.now() / this.#windowMs))
-    const due: [number, ScheduledLease[]][] = []
-    for (const [slot, entry] of this.#slots) if (slot <= last) due.push([slot, entry.leases])
-    for (const [slot] of due) this.#slots.delete(slot)
-    const next = this.#earliest()
-    if (next !== undefined) this.#arm(next)
+  #fire(due: readonly DueSlot<ScheduledLease>[]): void {
     const sending: ScheduledLease[] = []
-    for (const [slot, leases] of due) {
-      for (const lease of leases) if (lease[startRenewal](slot)) sending.push(lease)
+    for (const { slot, items } of due) {
+      for (const lease of items) if (lease[startRenewal](slot)) sending.push(lease)
     }
     this.#sendAll(sending)
   }

@@ -1,0 +1,95 @@
+import type { Timers } from './timers.js'
+
+/**
+ * @internal Items due at given moments, with one timer for all of them. Time is cut into slots of
+ * `windowMs`; an item due at `dueAt` waits in the slot holding it and is handed to `onDue` at the
+ * slot's start: never after it was due, at most `windowMs` before.
+ *
+ * An item filed again or withdrawn stays in its old slot's list (removing it would cost a search):
+ * its owner keeps the slot number {@link at} returned and ignores a call for any other. A slot
+ * nobody waits in any more is dropped, so a wheel with nothing filed has no timer left.
+ */
+export class TimerWheel<T> {
+  readonly #timers: Timers
+  readonly #windowMs: number
+  readonly #onDue: (due: readonly DueSlot<T>[]) => void
+  readonly #slots = new Map<number, { readonly items: T[]; waiting: number }>()
+  #timer: unknown
+  /** The slot the timer is set for; undefined while no timer is set. */
+  #timerSlot: number | undefined
+
+  /** `onDue` gets every slot that has begun when the timer fires, earliest first. */
+  constructor(timers: Timers, windowMs: number, onDue: (due: readonly DueSlot<T>[]) => void) {
+    this.#timers = timers
+    this.#windowMs = Math.max(1, windowMs)
+    this.#onDue = onDue
+  }
+
+  get windowMs(): number {
+    return this.#windowMs
+  }
+
+  /**
+   * Files `item` in the slot holding `dueAt` (monotonic ms) and returns that slot. An item already
+   * waiting in it (`current`) is not filed twice; one waiting elsewhere leaves its old slot.
+   */
+  at(item: T, dueAt: number, current?: number): number {
+    const slot = Math.floor(dueAt / this.#windowMs)
+    if (slot === current) return slot
+    if (current !== undefined) this.leave(current)
+    const entry = this.#slots.get(slot)
+    if (entry) {
+      entry.items.push(item)
+      entry.waiting++
+    } else {
+      this.#slots.set(slot, { items: [item], waiting: 1 })
+    }
+    if (this.#timerSlot === undefined || slot < this.#timerSlot) this.#arm(slot)
+    return slot
+  }
+
+  /** An item waiting in `slot` no longer does (it ended, or was filed elsewhere). */
+  leave(slot: number): void {
+    const entry = this.#slots.get(slot)
+    if (entry === undefined || --entry.waiting > 0) return
+    this.#slots.delete(slot)
+    if (slot !== this.#timerSlot) return
+    this.#timers.clearTimeout(this.#timer)
+    this.#timer = undefined
+    this.#timerSlot = undefined
+    const next = this.#earliest()
+    if (next !== undefined) this.#arm(next)
+  }
+
+  #earliest(): number | undefined {
+    let earliest: number | undefined
+    for (const slot of this.#slots.keys()) if (earliest === undefined || slot < earliest) earliest = slot
+    return earliest
+  }
+
+  #arm(slot: number): void {
+    this.#timers.clearTimeout(this.#timer)
+    this.#timerSlot = slot
+    this.#timer = this.#timers.setTimeout(() => this.#fire(slot), slot * this.#windowMs - this.#timers.now())
+  }
+
+  #fire(fired: number): void {
+    this.#timer = undefined
+    this.#timerSlot = undefined
+    // Every slot that has begun by now, and the fired one even if its timer ran ahead of the clock.
+    const last = Math.max(fired, Math.floor(this.#timers.now() / this.#windowMs))
+    const due: DueSlot<T>[] = []
+    for (const [slot, entry] of this.#slots) if (slot <= last) due.push({ slot, items: entry.items })
+    for (const { slot } of due) this.#slots.delete(slot)
+    due.sort((a, b) => a.slot - b.slot)
+    const next = this.#earliest()
+    if (next !== undefined) this.#arm(next)
+    this.#onDue(due)
+  }
+}
+
+/** @internal A slot that began, with what was filed in it (withdrawn items included). */
+export interface DueSlot<T> {
+  readonly slot: number
+  readonly items: readonly T[]
+}
