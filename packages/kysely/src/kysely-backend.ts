@@ -368,12 +368,11 @@ export class KyselyBackend implements Backend {
   }
 
   /**
-   * Renews many of one holder's leases in one UPDATE. PostgreSQL and SQLite return the workIds they
-   * renewed, so when all came back that is the only round trip; MySQL/MariaDB, without RETURNING on
-   * UPDATE, compare the affected-row count with the batch. Otherwise one SELECT of the refused records
-   * (MySQL: of all of them, since the count does not say which) names each outcome: valid and unexpired
-   * is renewed (the MySQL same-millisecond no-op, or a checkpoint that extended it meanwhile), valid
-   * and expired is expired, anything else fenced.
+   * Renews many of one holder's leases in one UPDATE: when it changed as many rows as there are
+   * records (each workId at most once, each matched on its primary key), all were renewed and that is
+   * the only round trip. Otherwise one SELECT of all of them (the count does not say which) names each
+   * outcome: valid and unexpired is renewed (by this statement, by the MySQL same-millisecond no-op,
+   * or by a checkpoint meanwhile), valid and expired is expired, anything else fenced.
    */
   async renewMany(
     records: readonly LeaseRecord[],
@@ -384,25 +383,13 @@ export class KyselyBackend implements Backend {
     if (args.holderId === undefined) return []
     const keys = args.records.map(keyOf)
     const result = await this.#run(this.#statements.renewMany(args.holderId, keys, args.ttlMs), args.signal)
-    let refused = keys
-    if (this.#dialect.family === 'mysql') {
-      if (affected(result) === BigInt(keys.length)) return keys.map(() => 'renewed')
-    } else {
-      if (result.rows.length === keys.length) return keys.map(() => 'renewed')
-      const renewed = new Set(result.rows.map((row) => text(row.work_id)))
-      refused = keys.filter((key) => !renewed.has(key.workId))
-    }
-    const { rows } = await this.#run(this.#statements.validAmong(args.holderId, refused), args.signal)
+    if (affected(result) === BigInt(keys.length)) return keys.map(() => 'renewed')
+    const { rows } = await this.#run(this.#statements.validAmong(args.holderId, keys), args.signal)
     const valid = new Map(rows.map((row) => [text(row.work_id), row]))
-    const outcomes = new Map<string, RenewOutcome>()
-    for (const key of refused) {
+    return keys.map((key) => {
       const row = valid.get(key.workId)
-      outcomes.set(
-        key.workId,
-        !row || String(row.token) !== key.token ? 'fenced' : isTrue(row.live) ? 'renewed' : 'expired',
-      )
-    }
-    return keys.map((key) => outcomes.get(key.workId) ?? 'renewed')
+      return !row || String(row.token) !== key.token ? 'fenced' : isTrue(row.live) ? 'renewed' : 'expired'
+    })
   }
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
