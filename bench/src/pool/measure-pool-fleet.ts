@@ -130,7 +130,11 @@ export async function measurePoolFleet(
           if (rebalanceFailures <= 3) log(`  ${holderId} rebalance failed: ${message.message.split('\n')[0]}`)
           return
         case 'trace':
-          if (holderId === 'm00' || message.text.startsWith('renewFailed'))
+          if (
+            holderId === 'm00' ||
+            process.env.WORKLEASE_POOL_TRACE === 'all' ||
+            message.text.startsWith('renewFailed')
+          )
             log(`    ${holderId} ${Math.round(now() - started)} ms ${message.text}`)
           return
         case 'lag':
