@@ -74,7 +74,7 @@ interface Member {
  * each handoff read the `cleanHandoff` it should.
  *
  * ```ts
- * const result = await measurePoolFleet('sqlite', { units: 1_000, members: 10, joining: 5, killed: 7, ttlMs: 3_000 }, console.error)
+ * const result = await measurePoolFleet('sqlite', { units: 1_000, members: 10, joining: 5, killed: 7, ttlMs: 6_000 }, console.error)
  * ```
  */
 export async function measurePoolFleet(
