@@ -327,20 +327,20 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   }
 
   /** @internal */
-  [startRenewal](slot: number): boolean {
+  [startRenewal](slot: number, now: Instant): boolean {
     if (slot !== this.#renewSlot) return false
     this.#renewSlot = undefined
     // Renewals go on after a local end by close(): the store keeps the lease until the callback settled.
-    if (!this.#live() || this.#releaseRequested || this.#inBatch || this.#renewing) return false
+    if (!this.#live(now) || this.#releaseRequested || this.#inBatch || this.#renewing) return false
     this.#inBatch = true
     return true
   }
 
   /** @internal */
-  [finishRenewal](sentAt: Instant, error?: unknown): void {
+  [finishRenewal](sentAt: Instant, receivedAt: Instant, error?: unknown): void {
     this.#inBatch = false
     try {
-      if (error === undefined) this.#renewed(sentAt)
+      if (error === undefined) this.#renewed(sentAt, receivedAt)
       else this.#renewFailed(error)
     } finally {
       const settled = this.#batchSettled
@@ -383,9 +383,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * Whether the store side is still ours to use (also after a local end, until the release or abandon
    * stopped it); declares the loss once the local deadline passed.
    */
-  #live(): boolean {
+  #live(now?: Instant): boolean {
     if (this.#halted) return false
-    if (this.#deadline.remaining() <= 0) {
+    if (this.#deadline.remaining(now) <= 0) {
       this.#lose('deadline', this.#lastTransient)
       return false
     }
@@ -586,9 +586,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   }
 
   /** A renew that started (or whose batch was sent) at `start` succeeded. */
-  #renewed(start: Instant): void {
+  /** A renew that started at `start` succeeded; its reply came at `receivedAt` (default: now). */
+  #renewed(start: Instant, receivedAt?: Instant): void {
     // A reply that arrives after the deadline proves nothing about now: the deadline check wins.
-    if (!this.#live()) return
+    if (!this.#live(receivedAt)) return
     this.#renewFailures = 0
     this.#extend(start)
     // Overtaken by a checkpoint that started later, this renewal moved nothing; the renewal that

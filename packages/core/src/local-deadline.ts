@@ -38,10 +38,15 @@ export class LocalDeadline {
     return true
   }
 
-  /** Milliseconds left: the sooner of the monotonic and the wall-clock deadline (<= 0 once passed). */
-  remaining(): number {
-    const mono = this.#mono - this.#timers.now()
-    const wall = this.#timers.wallNow ? this.#wall - this.#timers.wallNow() : Number.POSITIVE_INFINITY
+  /**
+   * Milliseconds left: the sooner of the monotonic and the wall-clock deadline (<= 0 once passed), as
+   * of `now` (default: read the clocks), which a batch reads once for all its leases.
+   */
+  remaining(now?: Instant): number {
+    const mono = this.#mono - (now === undefined ? this.#timers.now() : now.mono)
+    const wall = this.#timers.wallNow
+      ? this.#wall - (now?.wall ?? this.#timers.wallNow())
+      : Number.POSITIVE_INFINITY
     return Math.min(mono, wall)
   }
 }

@@ -19,15 +19,17 @@ export const finishRenewal: unique symbol = Symbol('worklease.finishRenewal')
 export interface ScheduledLease {
   readonly record: LeaseRecord
   /**
-   * Whether to renew now: false when `slot` is no longer its slot (it was scheduled again since), or
-   * when it ended, waits for its release or is being renewed already. True marks it as being renewed.
+   * Whether to renew `now` (the slot's start, read once for the batch): false when `slot` is no
+   * longer its slot (it was scheduled again since), or when it ended, waits for its release or is
+   * being renewed already. True marks it as being renewed.
    */
-  [startRenewal](slot: number): boolean
+  [startRenewal](slot: number, now: Instant): boolean
   /**
-   * The outcome of the renewal it started: `sentAt` when the store renewed it, else the error that
-   * `renew` would have thrown (a lease outcome, or the store's failure).
+   * The outcome of the renewal it started, in the reply that came back at `receivedAt`: `sentAt`
+   * when the store renewed it, else the error that `renew` would have thrown (a lease outcome, or the
+   * store's failure).
    */
-  [finishRenewal](sentAt: Instant, error?: unknown): void
+  [finishRenewal](sentAt: Instant, receivedAt: Instant, error?: unknown): void
 }
 
 /**
@@ -91,8 +93,10 @@ export class RenewalSchedule {
 
   #fire(due: readonly DueSlot<ScheduledLease>[]): void {
     const sending: ScheduledLease[] = []
+    // The clocks read once, not four times a lease: a tenth of a batched renewal's CPU.
+    const now = instant(this.#timers)
     for (const { slot, items } of due) {
-      for (const lease of items) if (lease[startRenewal](slot)) sending.push(lease)
+      for (const lease of items) if (lease[startRenewal](slot, now)) sending.push(lease)
     }
     this.#sendAll(sending)
   }
@@ -143,20 +147,23 @@ export class RenewalSchedule {
         )
       }
     } catch (error) {
-      for (const lease of chunk) lease[finishRenewal](sentAt, error)
+      const receivedAt = instant(this.#timers)
+      for (const lease of chunk) lease[finishRenewal](sentAt, receivedAt, error)
       return
     } finally {
       dispose()
     }
+    const receivedAt = instant(this.#timers)
     for (let i = 0; i < chunk.length; i++) {
       const outcome = outcomes[i]
       const lease = chunk[i]!
-      if (outcome === 'renewed') lease[finishRenewal](sentAt)
-      else if (outcome === 'expired') lease[finishRenewal](sentAt, new LeaseExpiredError())
-      else if (outcome === 'fenced') lease[finishRenewal](sentAt, new FencedError())
+      if (outcome === 'renewed') lease[finishRenewal](sentAt, receivedAt)
+      else if (outcome === 'expired') lease[finishRenewal](sentAt, receivedAt, new LeaseExpiredError())
+      else if (outcome === 'fenced') lease[finishRenewal](sentAt, receivedAt, new FencedError())
       else {
         lease[finishRenewal](
           sentAt,
+          receivedAt,
           new TypeError(`renewMany returned an unknown outcome: ${String(outcome)}`),
         )
       }

@@ -1,7 +1,9 @@
+import { MemoryBackend } from '@worklease/memory'
 import { isLeaseHeldError } from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
+import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
 import { INTERVAL, setup, TTL } from './setup.js'
 
 // floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
@@ -38,6 +40,29 @@ describe('renewals through renewMany', () => {
     expect(timersSet).toBeLessThanOrEqual(intervals * 3)
     await Promise.all(leases.map((lease) => lease.release()))
     expect(time.pending).toBe(0)
+  })
+
+  test('a batch reads the clocks once to send and once per reply, not per lease', async () => {
+    const time = new ManualTime()
+    const backend = new MemoryBackend({ clock: time.wall })
+    // No listener: a 'renewed' listener asks each lease for its remainingMs, which reads the clocks.
+    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, renewJitter: 0 })
+    await Promise.all(Array.from({ length: 100 }, (_, i) => leaser.acquire(`job-${i}`)))
+    let reads = 0
+    const now = time.now.bind(time)
+    const wallNow = time.wallNow.bind(time)
+    time.now = () => {
+      reads++
+      return now()
+    }
+    time.wallNow = () => {
+      reads++
+      return wallNow()
+    }
+    await time.advance(INTERVAL)
+    expect(backend.store.operations).toBeGreaterThan(0)
+    // 8 here. Four per lease (the deadline on both clocks, at the send and at the reply) made it 404.
+    expect(reads).toBeLessThanOrEqual(20)
   })
 
   test('a renewal waiting for its batch is still sent within the interval', async () => {

@@ -34,7 +34,7 @@ function scheduled(record: LeaseRecord) {
     outcome: undefined as 'renewed' | unknown,
     slotOf: (at: number) => (slot = at),
     [startRenewal]: (at: number) => at === slot,
-    [finishRenewal]: (_sentAt: Instant, error?: unknown) => {
+    [finishRenewal]: (_sentAt: Instant, _receivedAt: Instant, error?: unknown) => {
       lease.outcome = error ?? 'renewed'
     },
   } satisfies ScheduledLease & Record<string, unknown>
