@@ -1,13 +1,16 @@
 import { TimerWheel } from './timer-wheel.js'
-import type { Timers } from './timers.js'
+import { type Instant, instant, type Timers } from './timers.js'
 
 /** @internal Tells a lease that the slot it filed its deadline under has begun. */
 export const deadlineDue: unique symbol = Symbol('worklease.deadlineDue')
 
 /** @internal A lease as the watch sees it. */
 export interface WatchedLease {
-  /** Checks the local deadline; ignored unless `slot` is the slot the lease last filed itself under. */
-  [deadlineDue](slot: number): void
+  /**
+   * Checks the local deadline as of `now` (read once for the slot); ignored unless `slot` is the slot
+   * the lease last filed itself under.
+   */
+  [deadlineDue](slot: number, now: Instant): void
 }
 
 /**
@@ -23,6 +26,7 @@ export interface WatchedLease {
 export function deadlineWatch(timers: Timers, usableMs: number): TimerWheel<WatchedLease> {
   const windowMs = Math.max(1, Math.min(1_000, Math.floor(usableMs / 10)))
   return new TimerWheel<WatchedLease>(timers, windowMs, (due) => {
-    for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot)
+    const now = instant(timers)
+    for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot, now)
   })
 }

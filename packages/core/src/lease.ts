@@ -478,19 +478,19 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * Wakes the lease at its local deadline: in the Leaser's deadline wheel while that is more than a
    * window away, else on a timer of its own for the exact moment.
    */
-  #watch(): void {
+  #watch(now: Instant = instant(this.#ctx.timers)): void {
     const { deadlines, timers } = this.#ctx
-    const remaining = this.#deadline.remaining()
-    if (remaining > deadlines.windowMs) this.#watchSlot = deadlines.at(this, timers.now() + remaining)
+    const remaining = this.#deadline.remaining(now)
+    if (remaining > deadlines.windowMs) this.#watchSlot = deadlines.at(this, now.mono + remaining)
     else this.#watchdog = timers.setTimeout(() => this.#onWatchdog(), remaining)
   }
 
   /** @internal */
-  [deadlineDue](slot: number): void {
+  [deadlineDue](slot: number, now: Instant): void {
     if (slot !== this.#watchSlot) return
     this.#watchSlot = undefined
     // Woken early (renewed since, or the wheel's timer ran ahead of the clock): watch again.
-    if (this.#live()) this.#watch()
+    if (this.#live(now)) this.#watch(now)
   }
 
   #onWatchdog(): void {

@@ -42,7 +42,7 @@ describe('renewals through renewMany', () => {
     expect(time.pending).toBe(0)
   })
 
-  test('a batch reads the clocks once to send and once per reply, not per lease', async () => {
+  test('a batch reads the clocks once to send and once per reply, the deadline wheel once a wake', async () => {
     const time = new ManualTime()
     const backend = new MemoryBackend({ clock: time.wall })
     // No listener: a 'renewed' listener asks each lease for its remainingMs, which reads the clocks.
@@ -63,6 +63,12 @@ describe('renewals through renewMany', () => {
     expect(backend.store.operations).toBeGreaterThan(0)
     // 8 here. Four per lease (the deadline on both clocks, at the send and at the reply) made it 404.
     expect(reads).toBeLessThanOrEqual(20)
+    // Over three ttls the deadline wheel wakes each lease too: it reads the clocks once per wake.
+    reads = 0
+    await time.advance(3 * TTL)
+    // 88 here; 2,080 when each lease read them five times a wake.
+    expect(reads).toBeLessThanOrEqual(120)
+    expect(leaser.leases.length).toBe(100)
   })
 
   test('a renewal waiting for its batch is still sent within the interval', async () => {
