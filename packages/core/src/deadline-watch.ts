@@ -3,9 +3,12 @@ import { type Instant, instant, type Timers } from './timers.js'
 
 /** @internal Tells a lease that the slot it filed its deadline under has begun. */
 export const deadlineDue: unique symbol = Symbol('worklease.deadlineDue')
+/** @internal The slot a lease's deadline waits in, undefined while it waits in none. */
+export const deadlineSlot: unique symbol = Symbol('worklease.deadlineSlot')
 
 /** @internal A lease as the watch sees it. */
 export interface WatchedLease {
+  readonly [deadlineSlot]: number | undefined
   /**
    * Checks the local deadline as of `now` (read once for the slot); ignored unless `slot` is the slot
    * the lease last filed itself under.
@@ -25,8 +28,13 @@ export interface WatchedLease {
  */
 export function deadlineWatch(timers: Timers, usableMs: number): TimerWheel<WatchedLease> {
   const windowMs = Math.max(1, Math.min(1_000, Math.floor(usableMs / 10)))
-  return new TimerWheel<WatchedLease>(timers, windowMs, (due) => {
-    const now = instant(timers)
-    for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot, now)
-  })
+  return new TimerWheel<WatchedLease>(
+    timers,
+    windowMs,
+    (due) => {
+      const now = instant(timers)
+      for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot, now)
+    },
+    (lease) => lease[deadlineSlot],
+  )
 }

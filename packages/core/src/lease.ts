@@ -19,11 +19,17 @@ import {
 } from './abortable.js'
 import type { CallSignals } from './call-signals.js'
 import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
-import { deadlineDue, type WatchedLease } from './deadline-watch.js'
+import { deadlineDue, deadlineSlot, type WatchedLease } from './deadline-watch.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
-import { finishRenewal, type RenewalSchedule, type ScheduledLease, startRenewal } from './renewal-schedule.js'
+import {
+  finishRenewal,
+  type RenewalSchedule,
+  renewalSlot,
+  type ScheduledLease,
+  startRenewal,
+} from './renewal-schedule.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import type { TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
@@ -327,6 +333,16 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   }
 
   /** @internal */
+  get [renewalSlot](): number | undefined {
+    return this.#renewSlot
+  }
+
+  /** @internal */
+  get [deadlineSlot](): number | undefined {
+    return this.#watchSlot
+  }
+
+  /** @internal */
   [startRenewal](slot: number, now: Instant): boolean {
     if (slot !== this.#renewSlot) return false
     this.#renewSlot = undefined
@@ -420,8 +436,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#watchdog = undefined
-    if (this.#watchSlot !== undefined) this.#ctx.deadlines.leave(this.#watchSlot)
+    const watchSlot = this.#watchSlot
     this.#watchSlot = undefined
+    if (watchSlot !== undefined) this.#ctx.deadlines.leave(watchSlot)
     this.#halted = true
     this.#stop.abort()
     this.#ctx.onEnd(this, released)
@@ -461,8 +478,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #unschedule(): void {
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#renewTimer = undefined
-    if (this.#renewSlot !== undefined) this.#ctx.schedule?.leave(this.#renewSlot)
+    const renewSlot = this.#renewSlot
     this.#renewSlot = undefined
+    if (renewSlot !== undefined) this.#ctx.schedule?.leave(renewSlot)
   }
 
   /** Settles when no renewal of this lease is in flight; the release waits for that. */

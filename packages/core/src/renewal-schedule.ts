@@ -14,10 +14,13 @@ import { type Instant, instant, type Timers } from './timers.js'
 export const startRenewal: unique symbol = Symbol('worklease.startRenewal')
 /** @internal Hands a lease the outcome of the renewal it started. */
 export const finishRenewal: unique symbol = Symbol('worklease.finishRenewal')
+/** @internal The slot a lease's renewal waits in, undefined while it waits in none. */
+export const renewalSlot: unique symbol = Symbol('worklease.renewalSlot')
 
 /** @internal A lease as the schedule sees it. */
 export interface ScheduledLease {
   readonly record: LeaseRecord
+  readonly [renewalSlot]: number | undefined
   /**
    * Whether to renew `now` (the slot's start, read once for the batch): false when `slot` is no
    * longer its slot (it was scheduled again since), or when it ended, waits for its release or is
@@ -62,7 +65,12 @@ export class RenewalSchedule {
     this.#renewMany = backend.renewMany!.bind(backend)
     this.#ttlMs = options.ttlMs
     this.#timers = options.timers
-    this.#wheel = new TimerWheel(options.timers, options.windowMs, (due) => this.#fire(due))
+    this.#wheel = new TimerWheel(
+      options.timers,
+      options.windowMs,
+      (due) => this.#fire(due),
+      (lease) => lease[renewalSlot],
+    )
     this.#callTimeoutMs = options.callTimeoutMs
     this.#maxRecords = Math.max(1, Math.floor(backend.capabilities.renewMany?.maxRecords ?? 1))
   }

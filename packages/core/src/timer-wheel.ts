@@ -6,23 +6,43 @@ import type { Timers } from './timers.js'
  * slot's start: never after it was due, at most `windowMs` before.
  *
  * An item filed again or withdrawn stays in its old slot's list (removing it would cost a search):
- * its owner keeps the slot number {@link at} returned and ignores a call for any other. A slot
- * nobody waits in any more is dropped, so a wheel with nothing filed has no timer left.
+ * its owner keeps the slot number {@link at} returned (`slotOf` reads it) and ignores a call for any
+ * other. A slot nobody waits in any more is dropped, so a wheel with nothing filed has no timer left;
+ * one that most of its items left is compacted, so a process cycling through short leases beside
+ * long ones does not hold on to every short one until its slot begins.
  */
 export class TimerWheel<T> {
   readonly #timers: Timers
   readonly #windowMs: number
   readonly #onDue: (due: readonly DueSlot<T>[]) => void
-  readonly #slots = new Map<number, { readonly items: T[]; waiting: number }>()
+  readonly #slotOf: (item: T) => number | undefined
+  readonly #slots = new Map<number, { items: T[]; waiting: number }>()
   #timer: unknown
   /** The slot the timer is set for; undefined while no timer is set. */
   #timerSlot: number | undefined
 
-  /** `onDue` gets every slot that has begun when the timer fires, earliest first. */
-  constructor(timers: Timers, windowMs: number, onDue: (due: readonly DueSlot<T>[]) => void) {
+  /**
+   * `onDue` gets every slot that has begun when the timer fires, earliest first; `slotOf` tells the
+   * slot an item waits in now (undefined once it left), cleared by its owner before it calls
+   * {@link leave}.
+   */
+  constructor(
+    timers: Timers,
+    windowMs: number,
+    onDue: (due: readonly DueSlot<T>[]) => void,
+    slotOf: (item: T) => number | undefined,
+  ) {
     this.#timers = timers
     this.#windowMs = Math.max(1, windowMs)
     this.#onDue = onDue
+    this.#slotOf = slotOf
+  }
+
+  /** @internal Items held in every slot, those that left included: what compaction bounds. */
+  get held(): number {
+    let held = 0
+    for (const entry of this.#slots.values()) held += entry.items.length
+    return held
   }
 
   get windowMs(): number {
@@ -51,7 +71,14 @@ export class TimerWheel<T> {
   /** An item waiting in `slot` no longer does (it ended, or was filed elsewhere). */
   leave(slot: number): void {
     const entry = this.#slots.get(slot)
-    if (entry === undefined || --entry.waiting > 0) return
+    if (entry === undefined) return
+    if (--entry.waiting > 0) {
+      // Linear, and only once as many more left as still wait (plus some): amortized O(1) a leave.
+      if (entry.items.length >= 2 * entry.waiting + 32) {
+        entry.items = entry.items.filter((item) => this.#slotOf(item) === slot)
+      }
+      return
+    }
     this.#slots.delete(slot)
     if (slot !== this.#timerSlot) return
     this.#timers.clearTimeout(this.#timer)

@@ -2,7 +2,13 @@ import { MemoryBackend } from '@worklease/memory'
 import { type BackendCapabilities, isFencedError, type LeaseRecord } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { finishRenewal, RenewalSchedule, type ScheduledLease, startRenewal } from '../src/renewal-schedule.js'
+import {
+  finishRenewal,
+  RenewalSchedule,
+  renewalSlot,
+  type ScheduledLease,
+  startRenewal,
+} from '../src/renewal-schedule.js'
 import type { Instant } from '../src/timers.js'
 import { ManualTime } from './manual-time.js'
 
@@ -33,6 +39,9 @@ function scheduled(record: LeaseRecord) {
     record,
     outcome: undefined as 'renewed' | unknown,
     slotOf: (at: number) => (slot = at),
+    get [renewalSlot]() {
+      return slot
+    },
     [startRenewal]: (at: number) => at === slot,
     [finishRenewal]: (_sentAt: Instant, _receivedAt: Instant, error?: unknown) => {
       lease.outcome = error ?? 'renewed'
