@@ -84,8 +84,7 @@ export class TimerWheel<T> {
     this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     this.#timerSlot = undefined
-    const next = this.#earliest()
-    if (next !== undefined) this.#arm(next)
+    if (this.#slots.size > 0) this.#arm(this.#earliest()!)
   }
 
   #earliest(): number | undefined {
@@ -95,10 +94,13 @@ export class TimerWheel<T> {
   }
 
   #arm(slot: number): void {
-    this.#timers.clearTimeout(this.#timer)
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
     this.#timerSlot = slot
-    this.#timer = this.#timers.setTimeout(() => this.#fire(slot), slot * this.#windowMs - this.#timers.now())
+    // One callback for every timer: a lone lease filed and withdrawn, over and over, allocates none.
+    this.#timer = this.#timers.setTimeout(this.#onTimer, slot * this.#windowMs - this.#timers.now())
   }
+
+  readonly #onTimer = (): void => this.#fire(this.#timerSlot!)
 
   #fire(fired: number): void {
     this.#timer = undefined
