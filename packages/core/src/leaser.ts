@@ -26,7 +26,8 @@ import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
 /** Retired tokens kept before the first sweep for expired ones. */
-const RETIRED_SWEEP_MIN = 1_000
+/** The most workIds a Leaser remembers a let-go token of; the one let go longest ago is forgotten first. */
+const MAX_RETIRED = 100_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
 const MAX_RENEW_BATCH_WINDOW_MS = 1_000
 
@@ -101,9 +102,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
   readonly #running = new Map<Lease<S>, Promise<void>>()
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
-  readonly #retired = new Map<string, { token: bigint; until: number }>()
-  /** The size of #retired at which expired entries are swept out: twice what the last sweep left. */
-  #retiredSweepAt = RETIRED_SWEEP_MIN
+  readonly #retired = new Map<string, bigint>()
   readonly #events = new LeaserEmitter()
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
@@ -507,21 +506,23 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       if (lease.workId === workId && lease.fencingToken >= token) return true
     }
     const retired = this.#retired.get(workId)
-    return retired !== undefined && retired.token >= token && retired.until > this.#ctx.timers.now()
+    return retired !== undefined && retired >= token
   }
 
-  /** Remembers a token the store may still name us the holder of, until it surely expired. */
+  /**
+   * Remembers a token the store may still name us the holder of, for good rather than for a ttl: a
+   * call still in flight when the lease ended (a checkpoint, a renew) can land any time later and
+   * extend it by a ttl from then, and adopting it would hand a new run the token of a run that was
+   * told it lost the lease. A later acquire of ours always has a larger token, so nothing of ours is
+   * refused for it.
+   */
   #retire(workId: string, token: bigint): void {
-    const now = this.#ctx.timers.now()
-    // Swept when it doubled, not at every retire past a fixed size: with more workIds than that
-    // retired within a ttl, every retire scanned them all and found nothing to drop.
-    if (this.#retired.size >= this.#retiredSweepAt) {
-      for (const [id, entry] of this.#retired) if (entry.until <= now) this.#retired.delete(id)
-      this.#retiredSweepAt = Math.max(RETIRED_SWEEP_MIN, 2 * this.#retired.size)
-    }
     const previous = this.#retired.get(workId)
-    if (previous && previous.token > token) return
-    this.#retired.set(workId, { token, until: now + this.ttlMs })
+    if (previous !== undefined && previous > token) return
+    // Moved to the end, so the entry forgotten when the map is full is the one let go longest ago.
+    this.#retired.delete(workId)
+    this.#retired.set(workId, token)
+    if (this.#retired.size > MAX_RETIRED) this.#retired.delete(this.#retired.keys().next().value!)
   }
 
   /**
