@@ -1,7 +1,7 @@
 import { type Backend, isLeaseHeldError } from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
-import { setup, TTL, track } from './setup.js'
+import { DEADLINE, setup, TTL, track } from './setup.js'
 
 /** Unhandled rejections seen during one test. */
 const unhandled: unknown[] = []
@@ -262,6 +262,28 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     await time.advance(100)
     expect(isLeaseHeldError(retaken.error)).toBe(true)
     expect(held.held).toBe(true)
+  })
+
+  // Found by `pnpm torture --backend mariadb --seconds 180 --seed 443671444 --pool-members 2`: a pool
+  // member re-adopted, at the same token, a unit lease it had lost, a late checkpoint having extended it.
+  test('a lost lease is never adopted again, though a call that landed late extended it past a ttl', async () => {
+    const { time, leaser, backend, memory } = setup()
+    const lease = await leaser.acquire('job')
+    backend.setDown(true, 'hang')
+    await time.advance(DEADLINE)
+    expect(lease.held).toBe(false)
+    // A checkpoint that was in flight at the loss reaches the store just before a ttl has passed since.
+    await time.advance(TTL - 1)
+    await memory.checkpoint(lease.record, new Uint8Array([1]), TTL)
+    backend.setDown(false)
+    await time.advance(2)
+    // Its first attempt's outcome unknown, the acquire retries and meets LEASE_HELD naming this holder.
+    backend.failNext('acquire')
+    const again = track(leaser.acquire('job'))
+    await time.advance(200)
+    // Adopting it would give a new run the token of the run that was told it lost the lease.
+    expect(again.value?.fencingToken).not.toBe(lease.fencingToken)
+    expect(isLeaseHeldError(again.error)).toBe(true)
   })
 
   test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
