@@ -152,7 +152,19 @@ for (const name of BACKEND_NAMES) {
     const session = await target.open(THROUGHPUT_POOL)
     try {
       result.roundTrips = await countRoundTrips(session)
+      session.takeStatementTexts?.()
       result.throughput = await measureThroughput(session, settings, log)
+      const texts = session.takeStatementTexts?.()
+      if (texts) {
+        const onlyWorklease = texts.worklease.filter((text) => !texts.baseline.includes(text))
+        const onlyBaseline = texts.baseline.filter((text) => !texts.worklease.includes(text))
+        result.statementDrift = { sent: texts.worklease.length, onlyWorklease, onlyBaseline }
+        log(
+          onlyWorklease.length + onlyBaseline.length === 0
+            ? `  the baseline sent the driver's ${texts.worklease.length} statements, text for text`
+            : `  statements differ: ${onlyWorklease.length} only the driver sent, ${onlyBaseline.length} only the baseline`,
+        )
+      }
       const cellRatios = result.throughput.map((cell) => cell.ratio.median)
       result.ratio = {
         median: round(median(cellRatios)),

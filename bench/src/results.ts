@@ -23,6 +23,15 @@ export interface BackendResult {
   /** The median of the cells' median ratios, and the lowest and highest cell median. */
   readonly ratio?: Spread
   readonly roundTrips?: RoundTripResult
+  /**
+   * SQL backends: statements only one side sent during the throughput cells (the table's name
+   * replaced by `<table>`); both empty when the baseline sent exactly the driver's statements.
+   */
+  readonly statementDrift?: {
+    readonly sent: number
+    readonly onlyWorklease: readonly string[]
+    readonly onlyBaseline: readonly string[]
+  }
   /** A never-leased workId, then a released one. */
   readonly contention?: readonly ContentionResult[]
   /** worklease's runner taking over after a crash and after a release (issue 15 item 7). */

@@ -39,5 +39,16 @@ export interface Session {
   readonly baseline: LeaseOps
   /** Statements, commands or requests sent so far by this session, either side. */
   roundTrips(): number
+  /**
+   * SQL targets: the distinct statement texts each side sent since the last call, its table's name
+   * replaced by `<table>`, so the report can show that the baseline sends what the driver sends.
+   */
+  takeStatementTexts?(): StatementTexts
   close(): Promise<void>
+}
+
+/** The distinct statements each side of a session sent. */
+export interface StatementTexts {
+  readonly worklease: readonly string[]
+  readonly baseline: readonly string[]
 }

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { createLeaseTable, dropLeaseTable, KyselyBackend } from '@worklease/kysely'
 import Database from 'better-sqlite3'
-import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import { Kysely, type LogEvent, MysqlDialect, PostgresDialect, SqliteDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
 import pg from 'pg'
 import type { Session, Target } from '../target.js'
@@ -15,7 +15,7 @@ const RUN = randomBytes(4).toString('hex')
 const WORKLEASE_TABLE = `bench_worklease_${RUN}`
 const BASELINE_TABLE = `bench_baseline_${RUN}`
 
-type Connect = (poolSize: number, log?: () => void) => Kysely<any>
+type Connect = (poolSize: number, log?: (event: LogEvent) => void) => Kysely<any>
 
 async function openSqlTarget(
   flavour: SqlFlavour,
@@ -39,13 +39,22 @@ async function openSqlTarget(
     notes: describe.notes,
     async open(poolSize): Promise<Session> {
       let statements = 0
-      const db = connect(poolSize, () => {
+      const texts = { worklease: new Set<string>(), baseline: new Set<string>() }
+      const db = connect(poolSize, ({ query: { sql: text } }) => {
         statements++
+        if (text.includes(WORKLEASE_TABLE)) texts.worklease.add(text.replaceAll(WORKLEASE_TABLE, '<table>'))
+        else if (text.includes(BASELINE_TABLE)) texts.baseline.add(text.replaceAll(BASELINE_TABLE, '<table>'))
       })
       return {
         backend: new KyselyBackend({ db, table: WORKLEASE_TABLE, dialect }),
         baseline: sqlBaseline(db, flavour, BASELINE_TABLE),
         roundTrips: () => statements,
+        takeStatementTexts: () => {
+          const taken = { worklease: [...texts.worklease], baseline: [...texts.baseline] }
+          texts.worklease.clear()
+          texts.baseline.clear()
+          return taken
+        },
         close: () => db.destroy(),
       }
     },
