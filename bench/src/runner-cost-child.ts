@@ -256,8 +256,12 @@ const memory = process.memoryUsage()
 const renewalsBefore = renewals
 const tripsBefore = roundTrips()
 const cpuBefore = process.cpuUsage()
-// WORKLEASE_BENCH_PROFILE=<file>: a CPU profile of the window alone (seeding left out), for DevTools.
-const profiler = await startProfile(process.env.WORKLEASE_BENCH_PROFILE)
+// WORKLEASE_BENCH_PROFILE=<file>: a CPU profile of the window alone (seeding left out), for DevTools;
+// a per-lease child (batch renewal's baseline row) writes <file>.single, so it never overwrites a batched one.
+const profileFile = process.env.WORKLEASE_BENCH_PROFILE
+const profiler = await startProfile(
+  profileFile && config.renewal === 'single' ? `${profileFile}.single` : profileFile,
+)
 const windowStarted = performance.now()
 await sleep(config.windowMs)
 const cpu = process.cpuUsage(cpuBefore)
