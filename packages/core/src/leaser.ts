@@ -25,7 +25,6 @@ import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
-/** Retired tokens kept before the first sweep for expired ones. */
 /** The most workIds a Leaser remembers a let-go token of; the one let go longest ago is forgotten first. */
 const MAX_RETIRED = 100_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
