@@ -452,8 +452,8 @@ function renderListScale(results: BenchResults): string[] {
   return out
 }
 
-// The SQL baselines are hand copies of the driver's statements; the bench compares the texts both sides
-// sent, so a driver change that its baseline missed shows here instead of as a ratio.
+// The baselines are hand copies of the drivers' statements (commands, requests); the bench compares
+// what both sides sent, so a driver change that its baseline missed shows here instead of as a ratio.
 function statementDriftLines(backends: readonly BackendResult[]): string[] {
   const compared = backends.filter((backend) => backend.statementDrift)
   if (compared.length === 0) return []
@@ -473,7 +473,12 @@ function statementDriftLines(backends: readonly BackendResult[]): string[] {
         .join('; ') || 'none'
     return `- **${name}**: ⚠ the statements differ. Only the driver: ${shown(onlyWorklease, onlyBaseline)}. Only the baseline: ${shown(onlyBaseline, onlyWorklease)}.`
   })
-  return ['Statements sent in these cells, compared by their text (table names aside):', '', ...lines, '']
+  return [
+    'Statements sent in these cells, compared by their text (SQL) or shape (MongoDB: fields and BSON types; DynamoDB: expressions and value types), table names aside:',
+    '',
+    ...lines,
+    '',
+  ]
 }
 
 function commonPrefix(a: string, b: string): number {

@@ -24,8 +24,9 @@ export interface BackendResult {
   readonly ratio?: Spread
   readonly roundTrips?: RoundTripResult
   /**
-   * SQL backends: statements only one side sent during the throughput cells (the table's name
-   * replaced by `<table>`); both empty when the baseline sent exactly the driver's statements.
+   * Statements (commands, requests) only one side sent during the throughput cells, as
+   * `Session.takeStatementTexts` describes them; both empty when the baseline sent exactly the
+   * driver's.
    */
   readonly statementDrift?: {
     readonly sent: number

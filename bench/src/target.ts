@@ -40,8 +40,10 @@ export interface Session {
   /** Statements, commands or requests sent so far by this session, either side. */
   roundTrips(): number
   /**
-   * SQL targets: the distinct statement texts each side sent since the last call, its table's name
-   * replaced by `<table>`, so the report can show that the baseline sends what the driver sends.
+   * The distinct statements each side sent since the last call (SQL: their text; MongoDB: each
+   * command's fields and value types; DynamoDB: each request's expressions and value types), its
+   * table's or collection's name replaced, so the report can show that the baseline sends what the
+   * driver sends.
    */
   takeStatementTexts?(): StatementTexts
   close(): Promise<void>

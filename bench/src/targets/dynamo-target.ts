@@ -5,6 +5,8 @@ import { createLeaseTable, DynamoBackend } from '@worklease/dynamodb'
 import { dynaliteVersion, startDynalite } from '@worklease/test-servers'
 import type { Session, Target } from '../target.js'
 import { dynamoBaseline } from './dynamo-baseline.js'
+import { dynamoRequestShape } from './dynamo-request-shape.js'
+import { SentTexts } from './sent-texts.js'
 
 /**
  * dynalite in a child process on 127.0.0.1 (in memory), or the endpoint in `DYNAMODB_ENDPOINT`.
@@ -41,6 +43,19 @@ export async function openDynamoTarget(): Promise<Target> {
         },
         { step: 'finalizeRequest', priority: 'low', name: 'worklease-bench-request-count' },
       )
+      // Every 4th request of a side is described: a walk over each would tax the cells it watches.
+      const sent = new SentTexts(4)
+      client.middlewareStack.add(
+        (next, context) => (args) => {
+          const input = args.input as Record<string, unknown>
+          const table = input.TableName
+          const side =
+            table === tables.worklease ? 'worklease' : table === tables.baseline ? 'baseline' : undefined
+          if (side) sent.record(side, () => dynamoRequestShape(context.commandName ?? '?', input))
+          return next(args)
+        },
+        { step: 'initialize', name: 'worklease-bench-request-shape' },
+      )
       return {
         backend: new DynamoBackend({
           client,
@@ -50,6 +65,7 @@ export async function openDynamoTarget(): Promise<Target> {
         }),
         baseline: dynamoBaseline(client, tables.baseline),
         roundTrips: () => requests,
+        takeStatementTexts: () => sent.take(),
         close: async () => client.destroy(),
       }
     },

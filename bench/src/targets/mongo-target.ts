@@ -6,6 +6,8 @@ import { MongoClient } from 'mongodb'
 import { ferretdb1Version } from '../is-ferretdb1.js'
 import type { Session, Target } from '../target.js'
 import { mongoBaseline } from './mongo-baseline.js'
+import { mongoCommandShape } from './mongo-command-shape.js'
+import { SentTexts } from './sent-texts.js'
 
 const DATABASE = 'worklease_bench'
 // Sent by the driver for its own upkeep, never by a lease operation (as the driver tests count).
@@ -56,8 +58,19 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
     async open(poolSize): Promise<Session> {
       const client = new MongoClient(url, { monitorCommands: true, maxPoolSize: poolSize })
       let commands = 0
-      client.on('commandStarted', (event) => {
-        if (!DRIVER_COMMANDS.has(event.commandName)) commands++
+      // Every 4th command of a side is described: a walk over each would tax the cells it watches.
+      const sent = new SentTexts(4)
+      client.on('commandStarted', ({ commandName, command }) => {
+        if (DRIVER_COMMANDS.has(commandName)) return
+        commands++
+        const collection = command[commandName]
+        const side =
+          collection === names.worklease
+            ? 'worklease'
+            : collection === names.baseline
+              ? 'baseline'
+              : undefined
+        if (side) sent.record(side, () => mongoCommandShape(commandName, command))
       })
       await client.connect()
       const db = client.db(DATABASE)
@@ -74,6 +87,7 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
         }),
         baseline: mongoBaseline(db.collection(names.baseline), { projection: !ferret1 }),
         roundTrips: () => commands,
+        takeStatementTexts: () => sent.take(),
         close: () => client.close(),
       }
     },

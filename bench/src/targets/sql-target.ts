@@ -8,6 +8,7 @@ import { Kysely, type LogEvent, MysqlDialect, PostgresDialect, SqliteDialect, sq
 import { createPool } from 'mysql2'
 import pg from 'pg'
 import type { Session, Target } from '../target.js'
+import { SentTexts } from './sent-texts.js'
 import { type SqlFlavour, sqlBaseline } from './sql-baseline.js'
 
 // A suffix per run, so a second run against the same database never meets this one's rows.
@@ -39,22 +40,19 @@ async function openSqlTarget(
     notes: describe.notes,
     async open(poolSize): Promise<Session> {
       let statements = 0
-      const texts = { worklease: new Set<string>(), baseline: new Set<string>() }
+      const sent = new SentTexts()
       const db = connect(poolSize, ({ query: { sql: text } }) => {
         statements++
-        if (text.includes(WORKLEASE_TABLE)) texts.worklease.add(text.replaceAll(WORKLEASE_TABLE, '<table>'))
-        else if (text.includes(BASELINE_TABLE)) texts.baseline.add(text.replaceAll(BASELINE_TABLE, '<table>'))
+        if (text.includes(WORKLEASE_TABLE))
+          sent.record('worklease', () => text.replaceAll(WORKLEASE_TABLE, '<table>'))
+        else if (text.includes(BASELINE_TABLE))
+          sent.record('baseline', () => text.replaceAll(BASELINE_TABLE, '<table>'))
       })
       return {
         backend: new KyselyBackend({ db, table: WORKLEASE_TABLE, dialect }),
         baseline: sqlBaseline(db, flavour, BASELINE_TABLE),
         roundTrips: () => statements,
-        takeStatementTexts: () => {
-          const taken = { worklease: [...texts.worklease], baseline: [...texts.baseline] }
-          texts.worklease.clear()
-          texts.baseline.clear()
-          return taken
-        },
+        takeStatementTexts: () => sent.take(),
         close: () => db.destroy(),
       }
     },
