@@ -381,14 +381,15 @@ export class KyselyBackend implements Backend {
   ): Promise<RenewOutcome[]> {
     const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
     if (args.holderId === undefined) return []
-    const keys = args.records.map(keyOf)
-    const result = await this.#run(this.#statements.renewMany(args.holderId, keys, args.ttlMs), args.signal)
-    if (affected(result) === BigInt(keys.length)) return keys.map(() => 'renewed')
-    const { rows } = await this.#run(this.#statements.validAmong(args.holderId, keys), args.signal)
-    const valid = new Map(rows.map((row) => [text(row.work_id), row]))
-    return keys.map((key) => {
-      const row = valid.get(key.workId)
-      return !row || String(row.token) !== key.token ? 'fenced' : isTrue(row.live) ? 'renewed' : 'expired'
+    const { holderId, records: valid } = args
+    const result = await this.#run(this.#statements.renewMany(holderId, valid, args.ttlMs), args.signal)
+    if (affected(result) === BigInt(valid.length)) return new Array(valid.length).fill('renewed')
+    const { rows } = await this.#run(this.#statements.validAmong(holderId, valid), args.signal)
+    const stored = new Map(rows.map((row) => [text(row.work_id), row]))
+    return valid.map((record) => {
+      const row = stored.get(record.workId)
+      if (!row || String(row.token) !== record.fencingToken.toString()) return 'fenced'
+      return isTrue(row.live) ? 'renewed' : 'expired'
     })
   }
 

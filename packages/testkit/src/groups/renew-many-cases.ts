@@ -143,6 +143,12 @@ export const renewManyCases: CaseDefinition[] = [
         `{${base}`,
         `${base}\\"`,
         `${base}\n`,
+        // What JSON escapes: a driver passing ids as a JSON array must decode each back exactly.
+        `${base}\t`,
+        `${base}\u001f`,
+        `${base}\u2028`,
+        `${base}\u{1F600}`,
+        `${base}/`,
       ]
       const records: LeaseRecord[] = []
       for (const workId of ids) records.push(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
