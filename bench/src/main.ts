@@ -152,9 +152,9 @@ for (const name of BACKEND_NAMES) {
     const session = await target.open(THROUGHPUT_POOL)
     try {
       result.roundTrips = await countRoundTrips(session)
-      session.takeStatementTexts?.()
+      const stopRecording = session.recordStatements?.()
       result.throughput = await measureThroughput(session, settings, log)
-      const texts = session.takeStatementTexts?.()
+      const texts = stopRecording?.()
       if (texts) {
         const onlyWorklease = texts.worklease.filter((text) => !texts.baseline.includes(text))
         const onlyBaseline = texts.baseline.filter((text) => !texts.worklease.includes(text))

@@ -25,7 +25,7 @@ export interface BackendResult {
   readonly roundTrips?: RoundTripResult
   /**
    * Statements (commands, requests) only one side sent during the throughput cells, as
-   * `Session.takeStatementTexts` describes them; both empty when the baseline sent exactly the
+   * `Session.recordStatements` describes them; both empty when the baseline sent exactly the
    * driver's.
    */
   readonly statementDrift?: {

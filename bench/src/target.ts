@@ -40,12 +40,12 @@ export interface Session {
   /** Statements, commands or requests sent so far by this session, either side. */
   roundTrips(): number
   /**
-   * The distinct statements each side sent since the last call (SQL: their text; MongoDB: each
+   * Starts recording the distinct statements each side sends (SQL: their text; MongoDB: each
    * command's fields and value types; DynamoDB: each request's expressions and value types), its
-   * table's or collection's name replaced, so the report can show that the baseline sends what the
-   * driver sends.
+   * table's or collection's name replaced; the function returned stops and hands them over, so the
+   * report can show that the baseline sends what the driver sends.
    */
-  takeStatementTexts?(): StatementTexts
+  recordStatements?(): () => StatementTexts
   close(): Promise<void>
 }
 

@@ -65,7 +65,7 @@ export async function openDynamoTarget(): Promise<Target> {
         }),
         baseline: dynamoBaseline(client, tables.baseline),
         roundTrips: () => requests,
-        takeStatementTexts: () => sent.take(),
+        recordStatements: () => sent.start(),
         close: async () => client.destroy(),
       }
     },

@@ -87,7 +87,7 @@ export async function openMongoTarget(log: (line: string) => void): Promise<Targ
         }),
         baseline: mongoBaseline(db.collection(names.baseline), { projection: !ferret1 }),
         roundTrips: () => commands,
-        takeStatementTexts: () => sent.take(),
+        recordStatements: () => sent.start(),
         close: () => client.close(),
       }
     },

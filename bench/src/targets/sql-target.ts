@@ -52,7 +52,7 @@ async function openSqlTarget(
         backend: new KyselyBackend({ db, table: WORKLEASE_TABLE, dialect }),
         baseline: sqlBaseline(db, flavour, BASELINE_TABLE),
         roundTrips: () => statements,
-        takeStatementTexts: () => sent.take(),
+        recordStatements: () => sent.start(),
         close: () => db.destroy(),
       }
     },
