@@ -158,6 +158,18 @@ export const renewManyCases: CaseDefinition[] = [
       await checkOutcomes(c, records, LONG_TTL_MS, expected, 'lookalike ids')
       const reversed = [...records].reverse()
       await checkOutcomes(c, reversed, LONG_TTL_MS, [...expected].reverse(), 'lookalike ids, reversed')
+      // Without the control characters too: a driver may serialize a batch one way when it has none.
+      const plain = records.map((record, i) => ({ record, outcome: expected[i]! }))
+      const printable = plain.filter(({ record }) =>
+        [...record.workId].every((char) => char.codePointAt(0)! >= 0x20),
+      )
+      await checkOutcomes(
+        c,
+        printable.map(({ record }) => record),
+        LONG_TTL_MS,
+        printable.map(({ outcome }) => outcome),
+        'lookalike ids without control characters',
+      )
       for (const [i, record] of records.entries()) {
         if (i % 2 === 1) await checkFree(c, record.workId, `released ${JSON.stringify(record.workId)}`)
         else await c.backend.renew(record, LONG_TTL_MS)
