@@ -57,11 +57,8 @@ export interface LeaseContext {
   // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not.
   readonly codec: CheckpointCodec<any>
   readonly events: LeaserEmitter
-  /**
-   * The store side stopped; `released` when the store confirmed the release, so it can never name
-   * this lease's holder again.
-   */
-  readonly onEnd: (lease: Lease<any>, released: boolean) => void
+  /** The store side stopped: no call of this lease goes out any more. */
+  readonly onEnd: (lease: Lease<any>) => void
 }
 
 /**
@@ -432,7 +429,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   }
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
-  #halt(released = false): void {
+  #halt(): void {
     this.#unschedule()
     this.#ctx.timers.clearTimeout(this.#watchdog)
     this.#watchdog = undefined
@@ -441,7 +438,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (watchSlot !== undefined) this.#ctx.deadlines.leave(watchSlot)
     this.#halted = true
     this.#stop.abort()
-    this.#ctx.onEnd(this, released)
+    this.#ctx.onEnd(this)
   }
 
   /** A renew or checkpoint that started at `start` succeeded: the backend's expiry is >= start + ttl. */
@@ -743,7 +740,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
         await this.#backoff(attempt)
       }
     }
-    this.#halt(true)
+    this.#halt()
     if (this.#ctx.events.wants('released')) {
       this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
     }

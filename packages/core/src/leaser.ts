@@ -191,12 +191,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       random,
       codec: checkCodec(options.codec) ?? bytesCodec,
       events: this.#events,
-      onEnd: (lease: Lease<any>, released: boolean) => {
+      onEnd: (lease: Lease<any>) => {
         this.#leases.delete(lease)
         // Unless the store confirmed the release, it may name us its holder for up to a ttl more
         // (abandoned, lost, or a release whose outcome is unknown): never mistake that for the lost
-        // reply of a later acquire.
-        if (!released) this.#retire(lease.workId, lease.fencingToken)
+        // reply of a later acquire. Released too: another acquire of ours on this workId may still
+        // be waiting for the reply that carries this token.
+        this.#retire(lease.workId, lease.fencingToken)
       },
     })
   }
@@ -267,6 +268,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     let lastError: unknown
     try {
       for (;;) {
+        if (call.found) {
+          // Another acquire of ours on this workId has this token, or has let it go: never twice.
+          if (!this.#handedOut(workId, call.found.record.fencingToken)) break
+          call.found = undefined
+        }
         const start = instant(timers)
         attempts++
         try {
@@ -276,10 +282,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           call.found ??= { ...taken, start, confirm: false }
         } catch (error) {
           if (cancel.aborted) throw cancel.reason
-          if (call.found) break
+          if (call.found) continue
           if (isLeaseHeldError(error)) {
             call.found = this.#ownLease(call, error, start)
-            if (call.found) break
+            if (call.found) continue
             // Someone else holds it: an earlier attempt of ours did not take it (or it would be ours
             // until it expires). Without a holder in the reply we cannot tell.
             if (error.holder) call.unresolved = false
@@ -302,10 +308,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             : backoffDelay(retry, transientInARow - 1, random)
           await sleep(timers, Math.min(delay, giveUpAt - now), cancel, wake)
           if (cancel.aborted) throw cancel.reason
-          if (call.found) break
-          continue
         }
-        break
       }
       // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
       call.adopted = true
@@ -466,7 +469,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    */
   #lateFind(call: PendingAcquire, found: FoundLease): void {
     const token = found.record.fencingToken
-    if (call.found?.record.fencingToken === token) return
+    if (call.found?.record.fencingToken === token || this.#handedOut(call.workId, token)) return
     if (!call.done && !call.found) {
       call.found = found
       call.onFound?.()
@@ -555,8 +558,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     )
   }
 
-  /** Releases a lease nobody will use, best effort and bounded like every other store call. */
+  /**
+   * Releases a lease nobody will use, best effort and bounded like every other store call. Not one
+   * this Leaser handed out: overlapping acquires of one workId can both come to know one token.
+   */
   #releaseOrphan(workId: string, record: LeaseRecord): void {
+    if (this.#handedOut(workId, record.fencingToken)) return
     this.#retire(workId, record.fencingToken)
     this.#ctx.callSignals.call((signal) => this.backend.release(record, { signal })).catch(() => undefined)
   }

@@ -286,6 +286,81 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect(isLeaseHeldError(again.error)).toBe(true)
   })
 
+  // Found by `pnpm torture --backend mysql97 --seed 2113158753`: two acquires of one workId by one
+  // Leaser overlapped; the first had given up with an attempt still in flight, and that attempt's
+  // LEASE_HELD named the token the second acquire had just taken.
+  describe('two acquires of one workId overlap, one attempt meeting the lease the other took', () => {
+    /**
+     * A's first attempt fails (outcome unknown) and its retry reaches the store at 225 ms, where it
+     * meets the lease B's attempt took at 60 ms, whose reply only comes back at 360 ms.
+     */
+    async function overlap(a: { wait?: boolean; signal?: AbortSignal }) {
+      const context = setup()
+      const { time, leaser, backend } = context
+      backend.failNext('acquire')
+      const first = track(leaser.acquire('job', a))
+      backend.setLatency(200, 'acquire')
+      await time.advance(50)
+      return {
+        ...context,
+        first,
+        startSecond: (beforeItsReply?: () => Promise<void>) => second(context, beforeItsReply),
+      }
+    }
+    async function second(
+      { time, leaser, backend }: ReturnType<typeof setup>,
+      beforeItsReply = async () => {},
+    ) {
+      backend.setLatency(0, 'acquire').setReplyLatency(300, 'acquire')
+      const promise = leaser.acquire('job')
+      const acquiring = track(promise)
+      await time.advance(40)
+      backend.setReplyLatency(0, 'acquire')
+      await beforeItsReply()
+      // Judged the moment it settles: a lease handed out unheld is lost at its first renewal.
+      await time.until(promise).catch(() => undefined)
+      return acquiring
+    }
+
+    test('the first gave up: it never releases the lease the second hands out', async () => {
+      const controller = new AbortController()
+      const { time, first, startSecond, other } = await overlap({ signal: controller.signal })
+      controller.abort(new Error('no longer wanted'))
+      await time.advance(1)
+      expect((first.error as Error).message).toBe('no longer wanted')
+      const acquiring = await startSecond()
+      expect(acquiring.value?.held).toBe(true)
+      // Held means nobody else can take it.
+      const taker = await other.acquire('job', 'worker-b', TTL).then(
+        (record) => record,
+        (error: unknown) => error,
+      )
+      expect(isLeaseHeldError(taker)).toBe(true)
+    })
+
+    test('both still wait: one token is handed out once, never to both', async () => {
+      const { first, startSecond } = await overlap({ wait: true })
+      const acquiring = await startSecond()
+      expect(first.value?.held).toBe(true)
+      expect(acquiring.value?.fencingToken).not.toBe(first.value?.fencingToken)
+      expect(isLeaseHeldError(acquiring.error)).toBe(true)
+    })
+
+    test('the first released it before the second heard back: the second does not hand it out', async () => {
+      const { time, first, startSecond, other } = await overlap({ wait: true })
+      const acquiring = await startSecond(async () => {
+        await time.advance(200)
+        expect(first.value?.held).toBe(true)
+        await first.value!.release()
+      })
+      if (acquiring.value?.held) {
+        const taker = await other.acquire('job', 'worker-b', TTL).catch((error: unknown) => error)
+        expect(isLeaseHeldError(taker)).toBe(true)
+      }
+      expect(acquiring.value?.fencingToken).not.toBe(first.value?.fencingToken)
+    })
+  })
+
   test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
     const { time, leaser, backend } = setup({ callTimeoutMs: 100 })
     backend.setLatency(110, 'acquire')
