@@ -15,6 +15,7 @@ import {
   type RenewOutcome,
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
+import { forge } from './case-context.js'
 import type { GroupName } from './suite-case.js'
 
 /**
@@ -290,6 +291,32 @@ export const mutants: readonly Mutant[] = [
     class extends ForwardingBackend {
       override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
         return (await super.renewMany(records, ttlMs, options)).map((): RenewOutcome => 'renewed')
+      }
+    },
+  ),
+  mutant(
+    "renewMany matches a record by any of the batch's tokens",
+    'renewMany',
+    class extends ForwardingBackend {
+      override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+        const outcomes = await super.renewMany(records, ttlMs, options)
+        const tokens = new Set(records.map((record) => record.fencingToken))
+        return Promise.all(
+          outcomes.map(async (outcome, i): Promise<RenewOutcome> => {
+            if (outcome !== 'fenced') return outcome
+            for (const fencingToken of tokens) {
+              const crossed = forge(records[i]!, { fencingToken })
+              if (
+                await super.renew(crossed, ttlMs, options).then(
+                  () => true,
+                  () => false,
+                )
+              )
+                return 'renewed'
+            }
+            return outcome
+          }),
+        )
       }
     },
   ),

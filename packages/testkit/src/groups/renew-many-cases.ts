@@ -100,6 +100,28 @@ export const renewManyCases: CaseDefinition[] = [
     },
   },
   {
+    name: "each record is judged by its own token, never by another record's (same holder, tokens crossed)",
+    unsupported: needsRenewMany,
+    async run(c) {
+      // One holder took both workIds twice, so both are at the same token now, and `stale` (the
+      // first lease of `retaken`) has an older one. A backend that matched the batch's workIds and
+      // its tokens separately (any workId with any token) would renew `stale`.
+      const retaken = c.workId('retaken')
+      const other = c.workId('other')
+      const stale = await c.backend.acquire(retaken, 'holder-a', LONG_TTL_MS)
+      await c.backend.release(stale)
+      const current = await c.backend.acquire(retaken, 'holder-a', LONG_TTL_MS)
+      await c.backend.release(await c.backend.acquire(other, 'holder-a', LONG_TTL_MS))
+      const otherCurrent = await c.backend.acquire(other, 'holder-a', LONG_TTL_MS)
+      check(
+        current.fencingToken !== stale.fencingToken && otherCurrent.fencingToken === current.fencingToken,
+        `set-up: expected tokens to cross, got ${show([stale, current, otherCurrent].map((r) => r.fencingToken))}`,
+      )
+      await checkOutcomes(c, [stale, otherCurrent], LONG_TTL_MS, ['fenced', 'renewed'], 'crossed tokens')
+      await c.backend.renew(current, LONG_TTL_MS)
+    },
+  },
+  {
     name: 'renewed records stay held past their first expiry; a refused one in the batch renews nobody else',
     unsupported: needsRenewMany,
     async run(c) {
