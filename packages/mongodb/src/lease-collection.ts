@@ -28,8 +28,17 @@ export interface LeaseCollection {
   ): Promise<{ readonly matchedCount: number }>
   findOne(filter: LeaseDocumentLike, options: LeaseDocumentLike): Promise<LeaseDocumentLike | null>
   /**
-   * Only for `renewMany`: one `update` command carrying every record's own conditional update
-   * (unordered). Without it the backend does not declare `capabilities.renewMany`.
+   * Only for `renewMany`: one `update` command whose filter names every record with its own token.
+   * Without it the backend does not declare `capabilities.renewMany`.
+   */
+  updateMany?(
+    filter: LeaseDocumentLike,
+    update: LeaseDocumentLike,
+    options: LeaseDocumentLike,
+  ): Promise<{ readonly matchedCount: number }>
+  /**
+   * Only for `renewMany` of a batch with many distinct tokens: one `update` command carrying every
+   * record's own conditional update (unordered). Without it such a batch goes out as `updateMany` too.
    */
   bulkWrite?(
     operations: readonly { updateOne: { filter: LeaseDocumentLike; update: LeaseDocumentLike } }[],

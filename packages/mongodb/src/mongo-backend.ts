@@ -31,6 +31,7 @@ import {
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 import { prefixUpperBound } from './prefix-range.js'
+import { renewManyUpdate } from './renew-many-update.js'
 
 /** Options of {@link MongoBackend}. */
 export interface MongoBackendOptions {
@@ -140,7 +141,7 @@ const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
  * import { MongoBackend, createLeaseCollection } from '@worklease/mongodb'
  *
  * const client = new MongoClient(process.env.MONGODB_URL!)
- * const collection = await createLeaseCollection(client.db('app'))
+ * const { collection } = await createLeaseCollection(client.db('app'))
  * const backend = new MongoBackend({ collection })
  * const record = await backend.acquire('job-7', 'worker-a', 30_000)
  * ```
@@ -175,7 +176,7 @@ export class MongoBackend implements Backend {
       acquireWithCheckpoint: true,
       list: true,
       revoke: true,
-      ...(typeof options.collection.bulkWrite === 'function'
+      ...(typeof options.collection.updateMany === 'function'
         ? { renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }) }
         : {}),
       ...(options.crossConnectionAtomicNote === undefined
@@ -348,10 +349,9 @@ export class MongoBackend implements Backend {
   }
 
   /**
-   * One unordered `bulkWrite`: each record's own `updateOne`, the filter and `$max` of {@link renew},
-   * sent as one `update` command. The reply counts matches without saying which, so when it matched
-   * fewer than all, one `find` of the batch's still-valid documents names each outcome: valid and
-   * unexpired is renewed, valid and expired is expired, anything else fenced.
+   * One `update` command (see {@link renewManyUpdate}). The reply counts matches without saying
+   * which, so when it matched fewer than all, one `find` of the batch's still-valid documents names
+   * each outcome: valid and unexpired is renewed, valid and expired is expired, anything else fenced.
    */
   async renewMany(
     records: readonly LeaseRecord[],
@@ -360,17 +360,12 @@ export class MongoBackend implements Backend {
   ): Promise<RenewOutcome[]> {
     const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
     if (args.holderId === undefined) return []
-    const bulkWrite = this.#collection.bulkWrite
-    if (typeof bulkWrite !== 'function') throw new TypeError('the collection has no bulkWrite')
-    const now = this.#clock.now()
-    const live = { $gt: new Date(now) }
-    const extend = { $max: { expiresAt: new Date(now + args.ttlMs) } }
-    const operations = args.records.map((record) => ({
-      updateOne: { filter: { ...validFilter(record), expiresAt: live }, update: extend },
-    }))
-    const result = await bulkWrite.call(this.#collection, operations, {
-      ...writeOptions(args),
-      ordered: false,
+    const result = await renewManyUpdate(this.#collection, {
+      records: args.records,
+      holderId: args.holderId,
+      now: this.#clock.now(),
+      ttlMs: args.ttlMs,
+      options: writeOptions(args),
     })
     if (result.matchedCount === args.records.length) return args.records.map(() => 'renewed')
     // Only to name the outcomes; nothing is written on this path.

@@ -1,8 +1,9 @@
-import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { createLeaseRecord, isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
 import { prefixUpperBound } from '../src/prefix-range.js'
+import { MAX_TOKEN_CLAUSES } from '../src/renew-many-update.js'
 import {
   ferretdb1,
   ferretdbVersion,
@@ -94,6 +95,34 @@ describe('commands per operation', () => {
     })
     await expect(backend.release(record, { signal: aborted })).rejects.toThrow('stop')
     expect(harness.roundTrips!()).toBe(before)
+  })
+})
+
+describe('renewMany', () => {
+  test('a batch of more distinct tokens than the $or takes: one command, each record by its own token', async () => {
+    const { harness, clock, backend } = await setup()
+    const count = MAX_TOKEN_CLAUSES + 20
+    const workIds = Array.from({ length: count }, (_, i) => `w-${i}`)
+    const taken = await Promise.all(workIds.map((workId) => backend.acquire(workId, 'a', 10_000)))
+    // Lease i at token i + 1, as after i handoffs.
+    for (const [i, workId] of workIds.entries()) {
+      await harness.collection.updateOne({ _id: workId as never }, { $set: { fencingToken: BigInt(i + 1) } })
+    }
+    const expiresAt = taken[0]!.expiresAt.getTime()
+    const records = workIds.map((workId, i) => createLeaseRecord(workId, 'a', BigInt(i + 1), expiresAt))
+    // w-0 under w-1's token: a command that paired any workId with any of the batch's tokens renews it.
+    const crossed = [createLeaseRecord('w-0', 'a', 2n, expiresAt), ...records.slice(1)]
+    clock.ms += 5_000
+    const before = harness.commands().length
+    const outcomes = await backend.renewMany(crossed, 10_000)
+    expect(outcomes[0]).toBe('fenced')
+    expect(outcomes.slice(1).every((outcome) => outcome === 'renewed')).toBe(true)
+    expect(harness.commands().slice(before)).toEqual(['update', 'find'])
+    clock.ms += 9_000
+    expect(await backend.renewMany(records.slice(1), 10_000)).toEqual(records.slice(1).map(() => 'renewed'))
+    expect(harness.commands().slice(before + 2)).toEqual(['update'])
+    // w-0 was not renewed by the crossed batch: at 14 s it has expired.
+    await expect(backend.renew(records[0]!, 10_000)).rejects.toMatchObject({ code: 'LEASE_EXPIRED' })
   })
 })
 
