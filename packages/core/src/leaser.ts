@@ -16,6 +16,7 @@ import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { deadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
+import { HeldLeases } from './held-leases.js'
 import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -97,7 +98,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   readonly safetyMarginMs: number
 
   readonly #ctx: LeaseContext
-  readonly #leases = new Set<Lease<S>>()
+  readonly #leases = new HeldLeases<Lease<S>>()
   /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
   readonly #running = new Map<Lease<S>, Promise<void>>()
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
@@ -504,9 +505,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   /** Whether this Leaser gave a Lease object this token (or a later one) for `workId`. */
   #handedOut(workId: string, token: bigint): boolean {
-    for (const lease of this.#leases) {
-      if (lease.workId === workId && lease.fencingToken >= token) return true
-    }
+    if (this.#leases.hasToken(workId, token)) return true
     const retired = this.#retired.get(workId)
     return retired !== undefined && retired >= token
   }
