@@ -156,11 +156,11 @@ export interface Backend {
   /**
    * Optional (`capabilities.renewMany`): renews many leases of one holder in one round trip, for a
    * process that holds thousands. Each record is judged on its own, exactly as {@link renew} judges it
-   * (its own token and holder, the expiry max rule: `max(stored, now + ttl)`, never shorter), and gets
-   * its own {@link RenewOutcome}, in input order: `'renewed'`, `'expired'` (valid but past its expiry:
-   * renew's `LeaseExpiredError`) or `'fenced'` (not valid: renew's `FencedError`). One lease's outcome
-   * never touches another's: a refused record changes nothing, and no other record is renewed because
-   * of it.
+   * (its own token and holder, never another record's token; the expiry max rule: `max(stored, now +
+   * ttl)`, never shorter), and gets its own {@link RenewOutcome}, in input order: `'renewed'`,
+   * `'expired'` (valid but past its expiry: renew's `LeaseExpiredError`) or `'fenced'` (not valid:
+   * renew's `FencedError`). One lease's outcome never touches another's: a refused record changes
+   * nothing, and no other record is renewed because of it.
    *
    * Cost: one round trip when every record is renewed. When the store refused some, a driver whose
    * write cannot say which it refused, or why, reads those records once more (one more round trip,
