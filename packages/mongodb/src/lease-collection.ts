@@ -36,14 +36,6 @@ export interface LeaseCollection {
     update: LeaseDocumentLike,
     options: LeaseDocumentLike,
   ): Promise<{ readonly matchedCount: number }>
-  /**
-   * Only for `renewMany` of a batch with many distinct tokens: one `update` command carrying every
-   * record's own conditional update (unordered). Without it such a batch goes out as `updateMany` too.
-   */
-  bulkWrite?(
-    operations: readonly { updateOne: { filter: LeaseDocumentLike; update: LeaseDocumentLike } }[],
-    options: LeaseDocumentLike,
-  ): Promise<{ readonly matchedCount: number }>
   /** Only for `list`: one `find` whose options carry sort, limit and batchSize. */
   find(filter: LeaseDocumentLike, options: LeaseDocumentLike): { toArray(): Promise<LeaseDocumentLike[]> }
 }
