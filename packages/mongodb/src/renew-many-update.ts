@@ -15,10 +15,10 @@ export interface RenewManyUpdate {
  * holder, not released, not expired) and `$max` on the expiry. Resolves with how many matched.
  *
  * One `updateMany` whose `$or` has a clause per distinct token, `{ fencingToken: t, _id: { $in: the
- * workIds renewed under t } }`, so a document matches only with its own record's token. It sends
- * about a third of the bytes of a `bulkWrite` of one `updateOne` per lease and costs the client a
- * third of the CPU. The server tests each document against the clauses in turn, so its cost grows
- * with the number of distinct tokens in the batch (see the README for what that measured).
+ * workIds renewed under t } }`, so a document matches only with its own record's token. It costs the
+ * client about a third of the CPU of a `bulkWrite` of one `updateOne` per lease; the server tests
+ * each document against the clauses in turn, so its cost grows with the number of distinct tokens in
+ * the batch (the README has both measurements).
  */
 export function renewManyUpdate(
   collection: LeaseCollection,
@@ -30,7 +30,7 @@ export function renewManyUpdate(
   for (const [fencingToken, workIds] of groupByToken(records)) {
     clauses.push({ fencingToken, _id: workIds.length === 1 ? workIds[0] : { $in: workIds } })
   }
-  // The outer `$in` is what an index can find the batch by; the `$or` alone may be scanned.
+  // The outer `$in` is what the `_id` index finds the batch by; the `$or` only filters what it found.
   const filter = {
     _id: { $in: records.map((record) => record.workId) },
     holderId,

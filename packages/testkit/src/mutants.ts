@@ -301,18 +301,16 @@ export const mutants: readonly Mutant[] = [
       override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
         const outcomes = await super.renewMany(records, ttlMs, options)
         const tokens = new Set(records.map((record) => record.fencingToken))
+        const renews = (record: LeaseRecord) =>
+          super.renew(record, ttlMs, options).then(
+            () => true,
+            () => false,
+          )
         return Promise.all(
           outcomes.map(async (outcome, i): Promise<RenewOutcome> => {
             if (outcome !== 'fenced') return outcome
             for (const fencingToken of tokens) {
-              const crossed = forge(records[i]!, { fencingToken })
-              if (
-                await super.renew(crossed, ttlMs, options).then(
-                  () => true,
-                  () => false,
-                )
-              )
-                return 'renewed'
+              if (await renews(forge(records[i]!, { fencingToken }))) return 'renewed'
             }
             return outcome
           }),
