@@ -72,35 +72,59 @@ export function onAbort(source: Abortable, listener: (reason: unknown) => void):
   return () => source.removeEventListener('abort', handler)
 }
 
+/** @internal What {@link raceWithin} tells its caller besides the race's own outcome. */
+export interface RaceHooks<T> {
+  /** The promise settled, whether or not the race was still on: called first, every time. */
+  readonly onSettled?: () => void
+  /** The promise settled after the race was lost (aborted or timed out): its outcome. */
+  readonly onAbandoned?: (outcome: PromiseSettledResult<T>) => void
+}
+
 /**
- * @internal Settles like `promise`, or rejects with `signal.reason` as soon as `signal` aborts, so a
- * backend that ignores its signal cannot hold the runner past a deadline. The abandoned promise's
- * outcome is observed (no unhandled rejection) and handed to `onAbandoned`.
+ * @internal Settles like `promise`, or rejects as soon as `signal` aborts (with its reason) or
+ * `timeoutMs` passes on `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`),
+ * so a backend that ignores its signal cannot hold the runner past a deadline. The abandoned
+ * promise's outcome is observed (no unhandled rejection) and handed to `hooks.onAbandoned`.
+ *
+ * One promise and one reaction a call, its timer and listener dropped the moment the race ends: a
+ * race over a linked Cancel, with a `.finally` to detach it and a `.then` to count the call settled,
+ * made six promises a call, a third of a whole acquire and release on the memory backend.
  */
-export function raceSignal<T>(
+export function raceWithin<T>(
   promise: Promise<T>,
+  timers: Timers,
   signal: Abortable,
-  onAbandoned?: (outcome: PromiseSettledResult<T>) => void,
+  timeoutMs: number,
+  hooks: RaceHooks<T> = {},
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false
-    const detach = onAbort(signal, (reason) => {
-      if (settled) return
+    let handle: unknown
+    let detach: () => void = noop
+    const end = () => {
       settled = true
+      if (handle !== undefined) timers.clearTimeout(handle)
+      detach()
+    }
+    const lose = (reason: unknown) => {
+      if (settled) return
+      end()
       // A Cancel aborted without a reason: what a reason-less AbortController.abort() would give.
       reject(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason)
-    })
+    }
+    detach = onAbort(signal, lose)
+    if (!settled) handle = timers.setTimeout(() => lose(timeoutError(timeoutMs)), timeoutMs)
     promise.then(
       (value) => {
-        detach()
-        if (settled) return onAbandoned?.({ status: 'fulfilled', value })
-        settled = true
+        hooks.onSettled?.()
+        if (settled) return hooks.onAbandoned?.({ status: 'fulfilled', value })
+        end()
         resolve(value)
       },
       (error: unknown) => {
-        detach()
-        if (settled) return onAbandoned?.({ status: 'rejected', reason: error })
-        settled = true
+        hooks.onSettled?.()
+        if (settled) return hooks.onAbandoned?.({ status: 'rejected', reason: error })
+        end()
         reject(error)
       },
     )

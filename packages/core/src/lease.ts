@@ -11,9 +11,9 @@ import {
 import {
   type Abortable,
   Cancel,
+  invoke,
   keepProcessAlive,
-  linkedCancel,
-  raceSignal,
+  raceWithin,
   sharedAbortController,
   sleep,
 } from './abortable.js'
@@ -236,7 +236,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // (or change its object) meanwhile. validateState copies the bytes.
     const copy = validateState(this.#ctx.codec.encode(state), this.#ctx.backend.capabilities.maxStateBytes)
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    return this.#userOp(() => this.#checkpointOp(copy))
+    return this.#enqueue(() => this.#checkpointOp(copy))
   }
 
   /**
@@ -254,7 +254,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    */
   readCheckpoint(): Promise<LeaseCheckpoint<S>> {
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
-    return this.#userOp(async () => {
+    return this.#enqueue(async () => {
       const { state: bytes, cleanHandoff } = await this.#readOp()
       let state: S | null = null
       if (bytes !== null) {
@@ -286,14 +286,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#endLocally('released')
     this.#requestRelease()
     this.#unschedule()
-    // The runner's timers are unref'd, so a process with nothing else to do would exit in the middle
-    // of `await lease.release()` and leave the lease to expire. Bounded: the release gives up at the
-    // local deadline.
-    const letGo = keepProcessAlive()
+    // Keeps the process alive (#enqueue): the runner's timers are unref'd, so a process with nothing
+    // else to do would exit in the middle of `await lease.release()` and leave the lease to expire.
+    // Bounded: the release gives up at the local deadline.
     this.#releasing = this.#enqueue(async () => {
-      await this.#renewalInFlight()
+      const renewal = this.#renewalInFlight()
+      if (renewal) await renewal
       await this.#releaseOp(reason)
-    }).finally(letGo)
+    })
     return this.#releasing
   }
 
@@ -524,20 +524,25 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     })
   }
 
-  /** Runs `op` after every earlier op settled: checkpoints, reads and the release never overlap. */
-  #enqueue<T>(op: () => Promise<T>): Promise<T> {
-    const next = this.#queue.then(op, op)
-    this.#queue = next.catch(() => undefined)
-    return next
-  }
-
   /**
-   * A checkpoint or read the caller awaits: work in progress that keeps the process alive, unlike
-   * the background renewals (a held lease alone never keeps a finished process up).
+   * Runs `op` after every earlier op settled: checkpoints, reads and the release never overlap. Each
+   * is work the caller awaits and keeps the process alive until it settles, unlike the background
+   * renewals (a held lease alone never keeps a finished process up).
    */
-  #userOp<T>(op: () => Promise<T>): Promise<T> {
+  #enqueue<T>(op: () => Promise<T>): Promise<T> {
     const letGo = keepProcessAlive()
-    return this.#enqueue(op).finally(letGo)
+    const run = async () => {
+      try {
+        return await op()
+      } finally {
+        letGo()
+      }
+    }
+    // Chained as it is: `then(run, run)` takes a rejection as a turn like any other, and the caller
+    // holds this very promise (a `.catch` and a `.finally` here made four promises more an op).
+    const next = this.#queue.then(run, run)
+    this.#queue = next
+    return next
   }
 
   /**
@@ -546,8 +551,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * the runner itself waits on `cancel`, which ends with the lease too.
    */
   #call<T>(call: (signal: AbortSignal) => Promise<T>, signals: CallSignals): Promise<T> {
-    const { cancel, dispose } = linkedCancel(this.#ctx.timers, [this.#stop], signals.timeoutMs)
-    return raceSignal(signals.call(call), cancel).finally(dispose)
+    const slice = signals.take()
+    const pending = invoke(() => call(slice.controller.signal))
+    return raceWithin(pending, this.#ctx.timers, this.#stop, signals.timeoutMs, {
+      onSettled: () => signals.settled(slice),
+    })
   }
 
   /**

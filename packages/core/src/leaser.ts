@@ -10,7 +10,7 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import { Cancel, invoke, keepProcessAlive, linkedCancel, raceSignal, sleep } from './abortable.js'
+import { Cancel, invoke, keepProcessAlive, linkedCancel, raceWithin, sleep } from './abortable.js'
 import { CallSignals } from './call-signals.js'
 import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
@@ -440,28 +440,28 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   #acquireOnce(call: PendingAcquire, start: Instant, signal: Cancel): Promise<Taken> {
     const { timers, callTimeoutMs, ttlMs } = this.#ctx
-    const { cancel, dispose } = linkedCancel(timers, [signal], callTimeoutMs)
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
     // abandoned, so the call settles with its real outcome and a late success is not orphaned.
     const attempt = invoke(() => this.#take(call.workId, ttlMs))
     call.inFlight++
-    const settled = () => {
-      call.inFlight--
-    }
-    attempt.then(settled, settled)
-    return raceSignal(attempt, cancel, (outcome) => {
-      let found: FoundLease | undefined
-      if (outcome.status === 'fulfilled') {
-        found = { ...outcome.value, start, confirm: false }
-      } else if (isLeaseHeldError(outcome.reason)) {
-        found = this.#ownLease(call, outcome.reason, start)
-        if (!found && outcome.reason.holder) call.unresolved = false
-      }
-      if (found) this.#lateFind(call, found)
-      // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.
-      else if (call.done && !call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
-    }).finally(dispose)
+    return raceWithin(attempt, timers, signal, callTimeoutMs, {
+      onSettled: () => {
+        call.inFlight--
+      },
+      onAbandoned: (outcome) => {
+        let found: FoundLease | undefined
+        if (outcome.status === 'fulfilled') {
+          found = { ...outcome.value, start, confirm: false }
+        } else if (isLeaseHeldError(outcome.reason)) {
+          found = this.#ownLease(call, outcome.reason, start)
+          if (!found && outcome.reason.holder) call.unresolved = false
+        }
+        if (found) this.#lateFind(call, found)
+        // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.
+        else if (call.done && !call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
+      },
+    })
   }
 
   /**
