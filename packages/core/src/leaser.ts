@@ -64,6 +64,14 @@ interface PendingAcquire {
   onFound?: () => void
 }
 
+/**
+ * What an attempt took, as the acquire keeps it. Field by field: a spread of the driver's object (its
+ * shape unknown to the engine) took half of the Leaser's own CPU per acquire on the memory backend.
+ */
+function foundLease({ record, checkpoint }: Taken, start: Instant): FoundLease {
+  return { record, checkpoint, start, confirm: false }
+}
+
 function checkCodec<S>(codec: CheckpointCodec<S> | undefined): CheckpointCodec<S> | undefined {
   if (codec === undefined) return undefined
   if (
@@ -280,7 +288,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
           const taken = await this.#acquireOnce(call, start, cancel)
-          call.found ??= { ...taken, start, confirm: false }
+          call.found ??= foundLease(taken, start)
         } catch (error) {
           if (cancel.aborted) throw cancel.reason
           if (call.found) continue
@@ -452,7 +460,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       onAbandoned: (outcome) => {
         let found: FoundLease | undefined
         if (outcome.status === 'fulfilled') {
-          found = { ...outcome.value, start, confirm: false }
+          found = foundLease(outcome.value, start)
         } else if (isLeaseHeldError(outcome.reason)) {
           found = this.#ownLease(call, outcome.reason, start)
           if (!found && outcome.reason.holder) call.unresolved = false
