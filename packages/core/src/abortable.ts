@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { setInterval as nodeSetInterval } from 'node:timers'
+import type { Timeout, TimeoutQueue } from './timeout-queue.js'
 import type { Timers } from './timers.js'
 
 /**
@@ -81,29 +82,28 @@ export interface RaceHooks<T> {
 }
 
 /**
- * @internal Settles like `promise`, or rejects as soon as `signal` aborts (with its reason) or
- * `timeoutMs` passes on `timers` (with a `TimeoutError` DOMException, like `AbortSignal.timeout`),
- * so a backend that ignores its signal cannot hold the runner past a deadline. The abandoned
- * promise's outcome is observed (no unhandled rejection) and handed to `hooks.onAbandoned`.
+ * @internal Settles like `promise`, or rejects as soon as `signal` aborts (with its reason) or a
+ * timeout of `timeouts` passes (with a `TimeoutError` DOMException, like `AbortSignal.timeout`), so a
+ * backend that ignores its signal cannot hold the runner past a deadline. The abandoned promise's
+ * outcome is observed (no unhandled rejection) and handed to `hooks.onAbandoned`.
  *
- * One promise and one reaction a call, its timer and listener dropped the moment the race ends: a
+ * One promise and one reaction a call, its timeout and listener dropped the moment the race ends: a
  * race over a linked Cancel, with a `.finally` to detach it and a `.then` to count the call settled,
- * made six promises a call, a third of a whole acquire and release on the memory backend.
+ * made six promises a call, and a timer of its own a call cost another fifth of an acquire.
  */
 export function raceWithin<T>(
   promise: Promise<T>,
-  timers: Timers,
   signal: Abortable,
-  timeoutMs: number,
+  timeouts: TimeoutQueue,
   hooks: RaceHooks<T> = {},
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false
-    let handle: unknown
+    let timeout: Timeout | undefined
     let detach: () => void = noop
     const end = () => {
       settled = true
-      if (handle !== undefined) timers.clearTimeout(handle)
+      if (timeout !== undefined) timeouts.cancel(timeout)
       detach()
     }
     const lose = (reason: unknown) => {
@@ -113,7 +113,7 @@ export function raceWithin<T>(
       reject(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason)
     }
     detach = onAbort(signal, lose)
-    if (!settled) handle = timers.setTimeout(() => lose(timeoutError(timeoutMs)), timeoutMs)
+    if (!settled) timeout = timeouts.add(() => lose(timeoutError(timeouts.timeoutMs)))
     promise.then(
       (value) => {
         hooks.onSettled?.()

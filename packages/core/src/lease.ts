@@ -553,7 +553,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #call<T>(call: (signal: AbortSignal) => Promise<T>, signals: CallSignals): Promise<T> {
     const slice = signals.take()
     const pending = invoke(() => call(slice.controller.signal))
-    return raceWithin(pending, this.#ctx.timers, this.#stop, signals.timeoutMs, {
+    return raceWithin(pending, this.#stop, signals.timeouts, {
       onSettled: () => signals.settled(slice),
     })
   }

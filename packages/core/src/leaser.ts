@@ -437,6 +437,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       const closed = new LeaserClosedError()
       this.#ctx.callSignals.abortAll(closed)
       this.#ctx.checkpointSignals.abortAll(closed)
+      // Left armed as leases came and went (each fires once and finds nothing): not past close.
+      this.#ctx.deadlines.clearIfIdle()
+      this.#ctx.schedule?.clearIfIdle()
     })().finally(letGo)
     return this.#closing
   }
@@ -447,13 +450,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   }
 
   #acquireOnce(call: PendingAcquire, start: Instant, signal: Cancel): Promise<Taken> {
-    const { timers, callTimeoutMs, ttlMs } = this.#ctx
+    const { ttlMs } = this.#ctx
     // The backend gets no signal: a driver that honours it rejects at once with the abort reason while
     // the statement already sent may still take the lease, and we could not tell. Only our wait is
     // abandoned, so the call settles with its real outcome and a late success is not orphaned.
     const attempt = invoke(() => this.#take(call.workId, ttlMs))
     call.inFlight++
-    return raceWithin(attempt, timers, signal, callTimeoutMs, {
+    return raceWithin(attempt, signal, this.#ctx.callSignals.timeouts, {
       onSettled: () => {
         call.inFlight--
       },

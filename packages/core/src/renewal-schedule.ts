@@ -94,6 +94,11 @@ export class RenewalSchedule {
     this.#wheel.leave(slot)
   }
 
+  /** Clears the timer if no lease waits (the Leaser closed). */
+  clearIfIdle(): void {
+    this.#wheel.clearIfIdle()
+  }
+
   /** Renews `lease` with the next batch, within one window from now, so renewals asked together share it. */
   soon(lease: ScheduledLease, current?: number): number {
     return this.at(lease, this.#timers.now() + this.#wheel.windowMs, current)

@@ -7,9 +7,9 @@ import type { Timers } from './timers.js'
  *
  * An item filed again or withdrawn stays in its old slot's list (removing it would cost a search):
  * its owner keeps the slot number {@link at} returned (`slotOf` reads it) and ignores a call for any
- * other. A slot nobody waits in any more is dropped, so a wheel with nothing filed has no timer left;
- * one that most of its items left is compacted, so a process cycling through short leases beside
- * long ones does not hold on to every short one until its slot begins.
+ * other. A slot nobody waits in any more is dropped, and the timer set for it left to fire once and
+ * find nothing due; one that most of its items left is compacted, so a process cycling through short
+ * leases beside long ones does not hold on to every short one until its slot begins.
  */
 export class TimerWheel<T> {
   readonly #timers: Timers
@@ -79,12 +79,17 @@ export class TimerWheel<T> {
       }
       return
     }
+    // The timer stays set, even for a slot nobody waits in any more: it fires once and finds
+    // nothing due. A lease acquired and released on its own set and cleared it each time.
     this.#slots.delete(slot)
-    if (slot !== this.#timerSlot) return
+  }
+
+  /** Clears the timer if nothing waits (a Leaser that closed leaves nothing armed). */
+  clearIfIdle(): void {
+    if (this.#slots.size > 0 || this.#timer === undefined) return
     this.#timers.clearTimeout(this.#timer)
     this.#timer = undefined
     this.#timerSlot = undefined
-    if (this.#slots.size > 0) this.#arm(this.#earliest()!)
   }
 
   #earliest(): number | undefined {

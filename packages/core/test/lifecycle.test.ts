@@ -352,15 +352,19 @@ describe('observability', () => {
     expect(wall).toBeLessThanOrEqual(Date.now())
   })
 
-  test('a lease’s timers are cleared when it is released or lost', async () => {
+  test('a lease’s timers are cleared when it is released or lost; the shared ones at close', async () => {
     const { time, leaser } = setup()
     const a = await leaser.acquire('a')
     expect(time.pending).toBeGreaterThan(0)
     await a.release()
+    // The Leaser's shared timers (its deadline wheel, renewal schedule, call timeouts) stay armed
+    // until they next fire, and find nothing then.
+    await time.advance(TTL)
     expect(time.pending).toBe(0)
     await leaser.acquire('b')
     time.jump(2 * TTL)
     expect(leaser.leases).toEqual([])
+    await leaser.close()
     expect(time.pending).toBe(0)
   })
 })

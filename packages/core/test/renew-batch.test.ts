@@ -39,6 +39,7 @@ describe('renewals through renewMany', () => {
     // wheel's timer: 24. A watchdog timer per lease, set again at each deadline, made it 820.
     expect(timersSet).toBeLessThanOrEqual(intervals * 3)
     await Promise.all(leases.map((lease) => lease.release()))
+    await leaser.close()
     expect(time.pending).toBe(0)
   })
 

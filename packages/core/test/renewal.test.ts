@@ -299,6 +299,8 @@ describe('ordering', () => {
       'release:ok',
     ])
     expect(lease.lossError).toBeUndefined()
+    // The backoff's timer went with it: once close cleared the Leaser's shared ones, none is left.
+    await leaser.close()
     expect(time.pending).toBe(0)
   })
 

@@ -1,0 +1,94 @@
+import { describe, expect, test } from 'vitest'
+import { TimeoutQueue } from '../src/timeout-queue.js'
+import { ManualTime } from './manual-time.js'
+
+describe('TimeoutQueue', () => {
+  test('each timeout fires exactly timeoutMs after it was added, in order, on one timer', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: [string, number][] = []
+    timeouts.add(() => fired.push(['a', time.now()]))
+    await time.advance(30)
+    timeouts.add(() => fired.push(['b', time.now()]))
+    timeouts.add(() => fired.push(['c', time.now()]))
+    expect(time.pending).toBe(1)
+    await time.advance(99)
+    expect(fired).toEqual([['a', 100]])
+    await time.advance(1)
+    expect(fired).toEqual([
+      ['a', 100],
+      ['b', 130],
+      ['c', 130],
+    ])
+    expect(time.pending).toBe(0)
+  })
+
+  test('a cancelled timeout never fires; the next one still fires on time', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: number[] = []
+    const first = timeouts.add(() => fired.push(1))
+    await time.advance(10)
+    timeouts.add(() => fired.push(2))
+    timeouts.cancel(first)
+    timeouts.cancel(first)
+    await time.advance(200)
+    expect(fired).toEqual([2])
+    expect(time.now()).toBe(210)
+  })
+
+  test('left armed when it empties, the timer fires once, finds nothing and is not set again', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: number[] = []
+    for (let call = 0; call < 50; call++) timeouts.cancel(timeouts.add(() => fired.push(call)))
+    expect(time.pending).toBe(1)
+    await time.advance(100)
+    expect(time.pending).toBe(0)
+    expect(fired).toEqual([])
+    // Added after that: armed again, for its own timeout.
+    timeouts.add(() => fired.push(99))
+    await time.advance(100)
+    expect(fired).toEqual([99])
+  })
+
+  test('clearIfIdle drops the timer of an empty queue, never one a timeout waits for', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: number[] = []
+    const timeout = timeouts.add(() => fired.push(1))
+    timeouts.clearIfIdle()
+    expect(time.pending).toBe(1)
+    timeouts.cancel(timeout)
+    timeouts.clearIfIdle()
+    expect(time.pending).toBe(0)
+    timeouts.add(() => fired.push(2))
+    await time.advance(100)
+    expect(fired).toEqual([2])
+  })
+
+  test('timeouts cancelled behind one that still waits are let go long before it fires', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: number[] = []
+    timeouts.add(() => fired.push(0))
+    for (let call = 1; call <= 10_000; call++) timeouts.cancel(timeouts.add(() => fired.push(call)))
+    // Compacted once the cancelled outnumber twice the waiting by 1,024: never all 10,000.
+    expect(timeouts.held).toBeLessThanOrEqual(2 + 1_024)
+    await time.advance(100)
+    expect(fired).toEqual([0])
+    expect(timeouts.held).toBe(0)
+  })
+
+  test('a callback may add a timeout of its own, which fires timeoutMs after that', async () => {
+    const time = new ManualTime()
+    const timeouts = new TimeoutQueue(time, 100)
+    const fired: number[] = []
+    timeouts.add(() => {
+      fired.push(time.now())
+      timeouts.add(() => fired.push(time.now()))
+    })
+    await time.advance(500)
+    expect(fired).toEqual([100, 200])
+  })
+})
