@@ -73,8 +73,10 @@ export function onAbort(source: Abortable, listener: (reason: unknown) => void):
   return () => source.removeEventListener('abort', handler)
 }
 
-/** @internal What {@link raceWithin} tells its caller besides the race's own outcome. */
-export interface RaceHooks<T> {
+/** @internal What {@link raceWithin} is told of the call, and tells its caller besides the race's outcome. */
+export interface RaceOptions<T> {
+  /** When the call started on the timers' monotonic clock, if the caller read it already. */
+  readonly startedAt?: number
   /** The promise settled, whether or not the race was still on: called first, every time. */
   readonly onSettled?: () => void
   /** The promise settled after the race was lost (aborted or timed out): its outcome. */
@@ -85,7 +87,7 @@ export interface RaceHooks<T> {
  * @internal Settles like `promise`, or rejects as soon as `signal` aborts (with its reason) or a
  * timeout of `timeouts` passes (with a `TimeoutError` DOMException, like `AbortSignal.timeout`), so a
  * backend that ignores its signal cannot hold the runner past a deadline. The abandoned promise's
- * outcome is observed (no unhandled rejection) and handed to `hooks.onAbandoned`.
+ * outcome is observed (no unhandled rejection) and handed to `options.onAbandoned`.
  *
  * One promise and one reaction a call, its timeout and listener dropped the moment the race ends: a
  * race over a linked Cancel, with a `.finally` to detach it and a `.then` to count the call settled,
@@ -95,7 +97,7 @@ export function raceWithin<T>(
   promise: Promise<T>,
   signal: Abortable,
   timeouts: TimeoutQueue,
-  hooks: RaceHooks<T> = {},
+  options: RaceOptions<T> = {},
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     let settled = false
@@ -113,17 +115,17 @@ export function raceWithin<T>(
       reject(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason)
     }
     detach = onAbort(signal, lose)
-    if (!settled) timeout = timeouts.add(() => lose(timeoutError(timeouts.timeoutMs)))
+    if (!settled) timeout = timeouts.add(() => lose(timeoutError(timeouts.timeoutMs)), options.startedAt)
     promise.then(
       (value) => {
-        hooks.onSettled?.()
-        if (settled) return hooks.onAbandoned?.({ status: 'fulfilled', value })
+        options.onSettled?.()
+        if (settled) return options.onAbandoned?.({ status: 'fulfilled', value })
         end()
         resolve(value)
       },
       (error: unknown) => {
-        hooks.onSettled?.()
-        if (settled) return hooks.onAbandoned?.({ status: 'rejected', reason: error })
+        options.onSettled?.()
+        if (settled) return options.onAbandoned?.({ status: 'rejected', reason: error })
         end()
         reject(error)
       },

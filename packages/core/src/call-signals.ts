@@ -57,9 +57,8 @@ export class CallSignals {
     this.#sliceMs = Math.min(timeoutMs / SLICES_PER_TIMEOUT, MAX_TIMER_MS - timeoutMs)
   }
 
-  /** The slice of a call starting now: its signal aborts no sooner than `timeoutMs` from now. */
-  take(): Slice {
-    const now = this.#timers.now()
+  /** The slice of a call starting `now`: its signal aborts no sooner than `timeoutMs` after it. */
+  take(now: number = this.#timers.now()): Slice {
     let slice = this.#current
     if (slice === undefined || now >= slice.until) {
       slice = {

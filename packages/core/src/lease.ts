@@ -73,6 +73,12 @@ export const closeLease: unique symbol = Symbol('worklease.closeLease')
  */
 export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
 
+/**
+ * @internal Lets the Leaser ask, right after making a lease, whether it is still live without
+ * reading the clocks again: the constructor just checked them.
+ */
+export const storeSideLive: unique symbol = Symbol('worklease.storeSideLive')
+
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
@@ -163,9 +169,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#acquiredCheckpoint =
       checkpoint?.state === null ? (checkpoint.cleanHandoff ? NO_STATE_CLEAN : NO_STATE_UNCLEAN) : checkpoint
     this.#deadline = new LocalDeadline(ctx.timers, ctx.ttlMs - ctx.safetyMarginMs, acquireStartedAt)
-    this.#arm()
-    // A reply that arrived after the whole ttl (a paused process) proves nothing about now.
-    this.#checkDeadline()
+    // The clocks read once for both (each read costs as much as a Map lookup, and an acquire and
+    // release read them thirteen times). A reply that arrived after the whole ttl (a paused process)
+    // proves nothing about now: such a lease is lost at once and never armed.
+    const now = instant(ctx.timers)
+    if (this.#live(now)) this.#arm(now)
   }
 
   /** The fencing token: strictly greater than every earlier holder's. */
@@ -329,6 +337,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#onRenewTimer()
   }
 
+  /** @internal Whether the store side is still ours, as last checked (no clock read). */
+  get [storeSideLive](): boolean {
+    return !this.#halted
+  }
+
   /** @internal */
   get [renewalSlot](): number | undefined {
     return this.#renewSlot
@@ -448,7 +461,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#arm()
   }
 
-  #arm(): void {
+  #arm(now?: Instant): void {
     const { timers, schedule } = this.#ctx
     if (!schedule) {
       timers.clearTimeout(this.#renewTimer)
@@ -457,7 +470,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (this.#halted) return
     // A watch for an earlier deadline is kept: it wakes early and files the lease again, once a ttl
     // instead of on every renewal.
-    if (this.#watchSlot === undefined && this.#watchdog === undefined) this.#watch()
+    if (this.#watchSlot === undefined && this.#watchdog === undefined) this.#watch(now)
     if (this.#releaseRequested) return
     // Jitter only shortens the interval, so the configured one stays an upper bound.
     const dueAt =
@@ -551,9 +564,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * the runner itself waits on `cancel`, which ends with the lease too.
    */
   #call<T>(call: (signal: AbortSignal) => Promise<T>, signals: CallSignals): Promise<T> {
-    const slice = signals.take()
+    const now = this.#ctx.timers.now()
+    const slice = signals.take(now)
     const pending = invoke(() => call(slice.controller.signal))
     return raceWithin(pending, this.#stop, signals.timeouts, {
+      startedAt: now,
       onSettled: () => signals.settled(slice),
     })
   }

@@ -17,7 +17,7 @@ import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { deadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { HeldLeases } from './held-leases.js'
-import { closeLease, confirmLease, Lease, type LeaseContext } from './lease.js'
+import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
@@ -457,6 +457,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const attempt = invoke(() => this.#take(call.workId, ttlMs))
     call.inFlight++
     return raceWithin(attempt, signal, this.#ctx.callSignals.timeouts, {
+      startedAt: start.mono,
       onSettled: () => {
         call.inFlight--
       },
@@ -590,7 +591,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       void lease.release()
       throw new LeaserClosedError()
     }
-    if (lease.held) this.#leases.add(lease)
+    if (lease[storeSideLive]) this.#leases.add(lease)
     if (this.#events.wants('acquired')) {
       this.#events.emit('acquired', {
         workId: record.workId,

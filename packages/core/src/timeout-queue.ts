@@ -48,9 +48,12 @@ export class TimeoutQueue {
     return this.#entries.length - this.#head
   }
 
-  /** Calls `onTimeout` once `timeoutMs` has passed, unless {@link cancel} comes first. */
-  add(onTimeout: () => void): Timeout {
-    const timeout: Timeout = { at: this.#timers.now() + this.timeoutMs, onTimeout }
+  /**
+   * Calls `onTimeout` once `timeoutMs` has passed since `startedAt` (default: now, on the timers'
+   * monotonic clock), unless {@link cancel} comes first. Timeouts are added in the order they start.
+   */
+  add(onTimeout: () => void, startedAt: number = this.#timers.now()): Timeout {
+    const timeout: Timeout = { at: startedAt + this.timeoutMs, onTimeout }
     this.#entries.push(timeout)
     this.#live++
     // An armed timer waits for an entry that fires no later than this one.
