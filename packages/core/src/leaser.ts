@@ -60,8 +60,12 @@ interface PendingAcquire {
   inFlight: number
   found: FoundLease | undefined
   adopted?: boolean
-  /** Wakes the acquire from its backoff when an abandoned attempt finds the lease. */
-  onFound?: () => void
+  /**
+   * The backoff the acquire sleeps in, if it does: aborted when an abandoned attempt finds the lease.
+   * One per sleep: a found lease can still be dropped (another acquire of ours handed it out), and
+   * a wake left aborted would turn every later wait into a retry at once.
+   */
+  wake?: Cancel
 }
 
 /**
@@ -269,8 +273,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       inFlight: 0,
       found: undefined,
     }
-    const wake = new Cancel()
-    call.onFound = () => wake.abort()
     let heldPolls = 0
     let transientInARow = 0
     let attempts = 0
@@ -315,7 +317,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           const delay = isLeaseHeldError(error)
             ? this.#heldDelay(error, heldPolls++)
             : backoffDelay(retry, transientInARow - 1, random)
-          await sleep(timers, Math.min(delay, giveUpAt - now), cancel, wake)
+          call.wake = new Cancel()
+          await sleep(timers, Math.min(delay, giveUpAt - now), cancel, call.wake)
+          call.wake = undefined
           if (cancel.aborted) throw cancel.reason
         }
       }
@@ -485,7 +489,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     if (call.found?.record.fencingToken === token || this.#handedOut(call.workId, token)) return
     if (!call.done && !call.found) {
       call.found = found
-      call.onFound?.()
+      call.wake?.abort()
       return
     }
     this.#releaseOrphan(call.workId, found.record)

@@ -1,6 +1,14 @@
-import { type Backend, isLeaseHeldError } from '@worklease/spec'
+import { MemoryBackend } from '@worklease/memory'
+import {
+  type Backend,
+  createLeaseRecord,
+  isLeaseHeldError,
+  LeaseHeldError,
+  type LeaseRecord,
+} from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
 import { DEADLINE, setup, TTL, track } from './setup.js'
 
 /** Unhandled rejections seen during one test. */
@@ -359,6 +367,63 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
       }
       expect(acquiring.value?.fencingToken).not.toBe(first.value?.fencingToken)
     })
+  })
+
+  test('a waiter whose late-found lease another acquire of ours handed out keeps its backoff', async () => {
+    // Acquire replies are handed back by the test: each attempt waits in `attempts` until then.
+    const time = new ManualTime()
+    const attempts: { resolve: (record: LeaseRecord) => void; reject: (error: unknown) => void }[] = []
+    let sent = 0
+    const memory = new MemoryBackend({ clock: time.wall })
+    const backend: Backend = {
+      capabilities: { ...memory.capabilities, renewMany: undefined, acquireWithCheckpoint: false },
+      acquire: () => {
+        sent++
+        return new Promise<LeaseRecord>((resolve, reject) => attempts.push({ resolve, reject }))
+      },
+      renew: async () => undefined,
+      checkpoint: async () => undefined,
+      release: async () => undefined,
+      readCheckpoint: async () => ({ state: null, cleanHandoff: true }),
+    }
+    const leaser = new Leaser({
+      backend,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      callTimeoutMs: 100,
+      random: () => 0.5,
+    })
+    const record = createLeaseRecord('job', 'worker-a', 1n, time.wall.now() + TTL)
+    const heldByUs = () =>
+      new LeaseHeldError(undefined, {
+        holder: { holderId: 'worker-a', fencingToken: 1n, expiresAt: record.expiresAt, expiresInMs: 60_000 },
+      })
+    const first = track(leaser.acquire('job', { wait: true }))
+    const second = track(leaser.acquire('job', { wait: true }))
+    // Both first attempts time out (outcome unknown); both retry and wait for those replies.
+    await time.advance(160)
+    expect(attempts).toHaveLength(4)
+    // The first's abandoned attempt took the lease; the second's met it, naming us: both found it.
+    attempts[0]!.resolve(record)
+    attempts[1]!.reject(heldByUs())
+    await time.advance(0)
+    attempts[2]!.reject(heldByUs())
+    attempts[3]!.reject(heldByUs())
+    await time.advance(0)
+    // One of them handed it out; the other keeps waiting, for a lease held by us, with its backoff.
+    const [winner, waiter] = first.settled ? [first, second] : [second, first]
+    expect(winner.value?.fencingToken).toBe(1n)
+    expect(waiter.settled).toBe(false)
+    const sentBefore = sent
+    for (let ms = 0; ms < 1_000; ms++) {
+      for (const attempt of attempts.splice(0)) attempt.reject(heldByUs())
+      await time.advance(1)
+    }
+    // 50, 100, 200, 400 ms of backoff (half their cap): a few attempts. A wake left aborted by the
+    // late find made every wait a retry at once: one attempt a millisecond.
+    expect(sent - sentBefore).toBeLessThanOrEqual(6)
+    await leaser.close({ timeoutMs: 0 })
   })
 
   test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
