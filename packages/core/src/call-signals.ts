@@ -27,9 +27,9 @@ interface Slice {
  * runner does not wait for these signals: it abandons each call at its own timeout or when its lease
  * ends, so a call's signal only tells the backend it may stop working.
  *
- * A slice sets its timer at its first call and leaves it armed when its calls settle (setting and
- * clearing it for every call that found the slice idle cost as much as the rest of the slice): it
- * fires once, `timeoutMs` after the slice ends, and aborts the signal only if a call is still out.
+ * A slice sets its timer at its first call and leaves it armed when its calls settle (calls one after
+ * another found the slice idle each time, and set and cleared its timer once a call): it fires once,
+ * `timeoutMs` after the slice ends, and aborts the signal only if a call is still out.
  *
  * ```ts
  * const signals = new CallSignals(timers, 10_000)

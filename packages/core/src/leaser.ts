@@ -70,7 +70,8 @@ interface PendingAcquire {
 
 /**
  * What an attempt took, as the acquire keeps it. Field by field: a spread of the driver's object (its
- * shape unknown to the engine) took half of the Leaser's own CPU per acquire on the memory backend.
+ * shape unknown to the engine) took half the CPU profile's samples of `acquire`'s own frame on the
+ * memory backend.
  */
 function foundLease({ record, checkpoint }: Taken, start: Instant): FoundLease {
   return { record, checkpoint, start, confirm: false }

@@ -8,7 +8,10 @@ export interface Timeout {
   onTimeout: (() => void) | undefined
 }
 
-/** Cancelled entries at the head are dropped at once; elsewhere, once they are this many and half. */
+/**
+ * Cancelled entries at the head are skipped at once; the array is cut once this many were skipped
+ * (and they are half of it), or once the cancelled behind the head outnumber twice the live by this.
+ */
 const COMPACT_AT = 1_024
 
 /**
@@ -18,7 +21,8 @@ const COMPACT_AT = 1_024
  *
  * The timer is left armed when the queue empties (a wait that ends before its timeout cancels only
  * its entry): a Leaser doing one acquire and release after another sets one timer per `timeoutMs`
- * instead of one per call, which was a fifth of its CPU on the memory backend. An idle queue's timer
+ * instead of one per call (with the shared timers kept armed, 9.0 -> 7.6 us of CPU a cycle on the
+ * memory backend, measured when this was written). An idle queue's timer
  * fires once and finds nothing; {@link clearIfIdle} drops it at once.
  *
  * ```ts

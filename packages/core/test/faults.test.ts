@@ -11,6 +11,21 @@ import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 import { DEADLINE, setup, TTL, track } from './setup.js'
 
+/**
+ * A Leaser over a hand-made backend: attempts abandoned at 100 ms, and random() = 0.5, so backoffs are
+ * half their cap (25, 50, 100, ... ms).
+ */
+function quickLeaser(backend: Backend, time: ManualTime): Leaser {
+  return new Leaser({
+    backend,
+    ttlMs: TTL,
+    holderId: 'worker-a',
+    timers: time,
+    callTimeoutMs: 100,
+    random: () => 0.5,
+  })
+}
+
 /** Unhandled rejections seen during one test. */
 const unhandled: unknown[] = []
 const onUnhandled = (reason: unknown) => unhandled.push(reason)
@@ -136,14 +151,8 @@ describe('third-party backends that break the Promise contract', () => {
         release: release as unknown as Backend['release'],
         readCheckpoint: (...args) => memory.readCheckpoint(...args),
       }
-      const leaser = new Leaser({
-        backend,
-        ttlMs: TTL,
-        holderId: 'worker-a',
-        timers: time,
-        callTimeoutMs: 100,
-        random: () => 0.5, // the retry goes out at 125 ms, after the late acquire landed
-      })
+      // random() = 0.5: the retry goes out at 125 ms, after the late acquire landed.
+      const leaser = quickLeaser(backend, time)
       const acquiring = track(leaser.acquire('job', { wait: true }))
       await time.advance(3 * TTL)
       await new Promise((resolve) => setTimeout(resolve, 20))
@@ -386,14 +395,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
       release: async () => undefined,
       readCheckpoint: async () => ({ state: null, cleanHandoff: true }),
     }
-    const leaser = new Leaser({
-      backend,
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      callTimeoutMs: 100,
-      random: () => 0.5,
-    })
+    const leaser = quickLeaser(backend, time)
     const record = createLeaseRecord('job', 'worker-a', 1n, time.wall.now() + TTL)
     const heldByUs = () =>
       new LeaseHeldError(undefined, {
