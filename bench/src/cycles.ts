@@ -69,7 +69,13 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
       const timed = n < 1000 || n % 16 === 0
       const now = timed ? clock : untimed
       const t0 = now()
-      const lease = await ops.acquire(workId, holderId, load.ttlMs)
+      let lease: unknown
+      try {
+        lease = await ops.acquire(workId, holderId, load.ttlMs)
+      } catch (error) {
+        if (!ops.isHeld?.(error)) throw error
+        lease = null
+      }
       const t1 = now()
       if (lease === null) {
         held++

@@ -2,8 +2,8 @@ import { type Backend, isLeaseHeldError, type LeaseRecord } from '@worklease/spe
 import type { LeaseOps } from './lease-ops.js'
 
 /**
- * A worklease `Backend` as {@link LeaseOps}: calls go straight to the driver; only acquire's
- * `LeaseHeldError` is turned into `null`, because a baseline has no exception to throw there.
+ * A worklease `Backend` as {@link LeaseOps}: calls go straight to the driver, and the harness knows
+ * acquire's `LeaseHeldError` as "held" (a baseline resolves `null` there instead).
  *
  * ```ts
  * const ops = workleaseOps(new MemoryBackend())
@@ -11,14 +11,8 @@ import type { LeaseOps } from './lease-ops.js'
  */
 export function workleaseOps(backend: Backend): LeaseOps<LeaseRecord> {
   return {
-    async acquire(workId, holderId, ttlMs) {
-      try {
-        return await backend.acquire(workId, holderId, ttlMs)
-      } catch (error) {
-        if (isLeaseHeldError(error)) return null
-        throw error
-      }
-    },
+    acquire: (workId, holderId, ttlMs) => backend.acquire(workId, holderId, ttlMs),
+    isHeld: isLeaseHeldError,
     checkpoint: (record, state, ttlMs) => backend.checkpoint(record, state, ttlMs),
     renew: (record, ttlMs) => backend.renew(record, ttlMs),
     release: (record) => backend.release(record),
