@@ -156,8 +156,10 @@ export class MemoryBackend implements Backend {
     this.store.operations++
     const lease = this.#valid(args.record)
     if (args.sequence > lease.checkpointSequence) {
-      // validateCheckpointArgs already copied the bytes: the caller cannot change them now.
-      lease.state = args.state
+      // validateCheckpointArgs already copied the bytes, so the caller cannot change them now; a small
+      // copy is a view of a shared slab, which a stored state must not keep alive.
+      const bytes = args.state
+      lease.state = bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
       lease.checkpointSequence = args.sequence
     }
     lease.expiresAtMs = Math.max(lease.expiresAtMs, this.#clock.now() + args.ttlMs)

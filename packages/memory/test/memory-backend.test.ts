@@ -40,6 +40,15 @@ describe('MemoryBackend', () => {
     })
   })
 
+  test('a stored checkpoint keeps only its own bytes, not the slab its validated copy came from', async () => {
+    const backend = new MemoryBackend()
+    const record = await backend.acquire('w', 'a', 1_000)
+    await backend.checkpoint(record, new Uint8Array([1, 2, 3]), 1_000)
+    const stored = backend.store.leases.get('w')!.state!
+    expect([...stored]).toEqual([1, 2, 3])
+    expect(stored.buffer.byteLength).toBe(3)
+  })
+
   test('only operations that pass validation count as round trips', async () => {
     const backend = new MemoryBackend()
     await expect(backend.acquire('', 'a', 1_000)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })

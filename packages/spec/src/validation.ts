@@ -60,7 +60,14 @@ const typedArrayByteLength = intrinsic('byteLength')
 /**
  * Checks checkpoint state, a `Uint8Array` (a Node.js `Buffer` is one) of at most `maxStateBytes`, and
  * returns a copy of its bytes: what the caller does with its buffer afterwards, or what a lying object
- * would answer on a second read, cannot change what is stored.
+ * would answer on a second read, cannot change what is stored. A small copy is a view of a shared
+ * slab (use its `byteOffset`); a backend that keeps the bytes after the call copies them exactly, or
+ * it keeps the slab alive.
+ *
+ * ```ts
+ * const bytes = validateState(state, this.capabilities.maxStateBytes)
+ * const kept = bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
+ * ```
  */
 export function validateState(state: unknown, maxStateBytes: number): Uint8Array {
   if (typedArrayKind.call(state) !== 'Uint8Array') {
@@ -72,9 +79,29 @@ export function validateState(state: unknown, maxStateBytes: number): Uint8Array
       `state is ${byteLength} bytes; this backend accepts at most ${maxStateBytes}`,
     )
   }
-  const copy = new Uint8Array(byteLength)
+  const copy = privateBytes(byteLength)
   copy.set(state as Uint8Array)
   return copy
+}
+
+// States up to SMALL_STATE_BYTES are copied into views of a shared slab, as Node.js pools small
+// Buffers: a new ArrayBuffer each is an allocation outside the heap and external-memory accounting,
+// which cost several times the copy itself. A stored view keeps its whole slab alive, so a backend
+// that keeps the bytes (the memory backend) keeps its own exact copy.
+const SMALL_STATE_BYTES = 4 * 1024
+const SLAB_BYTES = 64 * 1024
+let slab = new ArrayBuffer(0)
+let slabUsed = 0
+function privateBytes(byteLength: number): Uint8Array {
+  if (byteLength > SMALL_STATE_BYTES) return new Uint8Array(byteLength)
+  if (slabUsed + byteLength > slab.byteLength) {
+    slab = new ArrayBuffer(SLAB_BYTES)
+    slabUsed = 0
+  }
+  const view = new Uint8Array(slab, slabUsed, byteLength)
+  // Each view starts 8-byte aligned, as an allocation would.
+  slabUsed += (byteLength + 7) & ~7
+  return view
 }
 
 const dateTime = (value: unknown): number => {

@@ -164,6 +164,24 @@ describe('lying input is read once', () => {
     expect(copy).toBeInstanceOf(Uint8Array)
   })
 
+  test('copies never share a byte: small ones across slabs, a large one in its own buffer', () => {
+    // Sizes that do not divide the slab, so some copies end exactly at its end and others start a new one.
+    const copies = Array.from({ length: 200 }, (_, index) => {
+      const size = [0, 1, 7, 8, 1023, 4096][index % 6]!
+      return validateState(new Uint8Array(size).fill(index % 251), 4096)
+    })
+    copies.forEach((copy, index) => {
+      copy.fill(0xff)
+      for (const [other, otherCopy] of copies.slice(index + 1).entries()) {
+        const owner = index + 1 + other
+        expect(otherCopy.every((byte) => byte === owner % 251)).toBe(true)
+      }
+      expect(copy.byteOffset % 8).toBe(0)
+    })
+    const large = validateState(new Uint8Array(4097), 1 << 20)
+    expect(large.byteLength).toBe(large.buffer.byteLength)
+  })
+
   test('a Proxy or an object dressed as a Uint8Array is not state', () => {
     const real = new Uint8Array(4)
     expect(() => validateState(new Proxy(real, {}), 10)).toThrow(expect.objectContaining(invalid))
