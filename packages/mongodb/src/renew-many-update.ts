@@ -18,7 +18,7 @@ export interface RenewManyUpdate {
  * workIds renewed under t } }`, so a document matches only with its own record's token. It costs the
  * client about a third of the CPU of a `bulkWrite` of one `updateOne` per lease; the server tests
  * each document against the clauses in turn, so its cost grows with the number of distinct tokens in
- * the batch (the README has both measurements).
+ * the batch (the README has both measurements). A batch of one token is that one clause, no `$or`.
  */
 export function renewManyUpdate(
   collection: LeaseCollection,
@@ -26,17 +26,20 @@ export function renewManyUpdate(
 ): Promise<{ readonly matchedCount: number }> {
   const updateMany = collection.updateMany
   if (typeof updateMany !== 'function') throw new TypeError('the collection has no updateMany')
-  const clauses: LeaseDocumentLike[] = []
-  for (const [fencingToken, workIds] of groupByToken(records)) {
-    clauses.push({ fencingToken, _id: workIds.length === 1 ? workIds[0] : { $in: workIds } })
-  }
-  // The outer `$in` is what the `_id` index finds the batch by; the `$or` only filters what it found.
-  const filter = {
-    _id: { $in: records.map((record) => record.workId) },
-    holderId,
-    released: false,
-    expiresAt: { $gt: new Date(now) },
-    $or: clauses,
+  const byToken = groupByToken(records)
+  const matched = { holderId, released: false, expiresAt: { $gt: new Date(now) } }
+  let filter: LeaseDocumentLike
+  if (byToken.size === 1) {
+    // One token (a batch of first leases, say): its clause alone is the filter, each workId sent once.
+    const [fencingToken, workIds] = byToken.entries().next().value as [bigint, string[]]
+    filter = { _id: { $in: workIds }, fencingToken, ...matched }
+  } else {
+    const clauses: LeaseDocumentLike[] = []
+    for (const [fencingToken, workIds] of byToken) {
+      clauses.push({ fencingToken, _id: workIds.length === 1 ? workIds[0] : { $in: workIds } })
+    }
+    // The outer `$in` is what the `_id` index finds the batch by; the `$or` only filters what it found.
+    filter = { _id: { $in: records.map((record) => record.workId) }, ...matched, $or: clauses }
   }
   return updateMany.call(collection, filter, { $max: { expiresAt: new Date(now + ttlMs) } }, options)
 }

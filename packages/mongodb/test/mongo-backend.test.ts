@@ -126,6 +126,36 @@ describe('renewMany', () => {
   })
 })
 
+describe('renewMany at one token', () => {
+  test('sends each workId once, and still renews only the leases held at that token', async () => {
+    const { harness, clock } = await setup()
+    const client = new MongoClient(url, { monitorCommands: true })
+    const filters: unknown[] = []
+    client.on('commandStarted', (event) => {
+      if (event.commandName === 'update') filters.push(event.command.updates[0].q)
+    })
+    try {
+      const name = harness.collection.collectionName
+      const backend = new MongoBackend({
+        collection: client.db(TEST_DATABASE).collection(name),
+        clock,
+        ...serverOptions,
+      })
+      const records = []
+      for (let i = 0; i < 10; i++) records.push(await backend.acquire(`w-${i}`, 'a', 10_000))
+      // w-3 handed on since: its record's token 1 must not renew it.
+      await harness.collection.updateOne({ _id: 'w-3' as never }, { $set: { fencingToken: 2n } })
+      filters.length = 0
+      const outcomes = await backend.renewMany(records, 10_000)
+      expect(outcomes).toEqual(records.map((_, i) => (i === 3 ? 'fenced' : 'renewed')))
+      const sent = JSON.stringify(filters[0], (_, value) => (typeof value === 'bigint' ? `${value}n` : value))
+      for (let i = 0; i < 10; i++) expect(sent.split(`"w-${i}"`).length - 1).toBe(1)
+    } finally {
+      await client.close()
+    }
+  })
+})
+
 describe('list and revoke', () => {
   test('a page is one find over an _id range; a revoke is one update', async () => {
     const { harness, backend } = await setup()
