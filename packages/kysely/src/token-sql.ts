@@ -7,6 +7,11 @@ import type { DialectFamily } from './lease-dialect.js'
  * would lose them before they leave the process.
  */
 export function tokenSql(family: DialectFamily, token: string): RawBuilder<unknown> {
-  const type = family === 'postgres' ? 'bigint' : family === 'mysql' ? 'SIGNED' : 'INTEGER'
-  return sql`CAST(${token} AS ${sql.raw(type)})`
+  return sql`CAST(${token} AS ${TOKEN_TYPE[family]})`
+}
+
+const TOKEN_TYPE: Record<DialectFamily, RawBuilder<unknown>> = {
+  postgres: sql.raw('bigint'),
+  mysql: sql.raw('SIGNED'),
+  sqlite: sql.raw('INTEGER'),
 }
