@@ -152,14 +152,15 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CheckpointOptions,
   ): Promise<void> {
-    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+    const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options, {
+      kept: true,
+    })
     this.store.operations++
     const lease = this.#valid(args.record)
     if (args.sequence > lease.checkpointSequence) {
-      // validateCheckpointArgs already copied the bytes, so the caller cannot change them now; a small
-      // copy is a view of a shared slab, which a stored state must not keep alive.
-      const bytes = args.state
-      lease.state = bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
+      // validateCheckpointArgs already copied the bytes, into a buffer of their own (kept: true), so
+      // the caller cannot change them now and they keep no shared slab alive.
+      lease.state = args.state
       lease.checkpointSequence = args.sequence
     }
     lease.expiresAtMs = Math.max(lease.expiresAtMs, this.#clock.now() + args.ttlMs)

@@ -38,6 +38,7 @@ export {
   type RecordArgs,
   type RenewArgs,
   type RenewManyArgs,
+  type StateCopyOptions,
   type ValidatedCallOptions,
   validateAcquireArgs,
   validateCallOptions,

@@ -61,15 +61,20 @@ const typedArrayByteLength = intrinsic('byteLength')
  * Checks checkpoint state, a `Uint8Array` (a Node.js `Buffer` is one) of at most `maxStateBytes`, and
  * returns a copy of its bytes: what the caller does with its buffer afterwards, or what a lying object
  * would answer on a second read, cannot change what is stored. A small copy is a view of a shared
- * slab (use its `byteOffset`); a backend that keeps the bytes after the call copies them exactly, or
- * it keeps the slab alive.
+ * slab (use its `byteOffset`), for bytes that only go out over the wire; a backend that keeps them
+ * after the call passes `{ kept: true }` and gets a buffer of their own, or a view would keep its
+ * whole slab alive.
  *
  * ```ts
- * const bytes = validateState(state, this.capabilities.maxStateBytes)
- * const kept = bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes)
+ * const sent = validateState(state, this.capabilities.maxStateBytes)
+ * const stored = validateState(state, this.capabilities.maxStateBytes, { kept: true })
  * ```
  */
-export function validateState(state: unknown, maxStateBytes: number): Uint8Array {
+export function validateState(
+  state: unknown,
+  maxStateBytes: number,
+  { kept = false }: StateCopyOptions = {},
+): Uint8Array {
   if (typedArrayKind.call(state) !== 'Uint8Array') {
     throw new InvalidArgumentError(`state must be a Uint8Array, got ${describe(state)}`)
   }
@@ -79,7 +84,7 @@ export function validateState(state: unknown, maxStateBytes: number): Uint8Array
       `state is ${byteLength} bytes; this backend accepts at most ${maxStateBytes}`,
     )
   }
-  const copy = privateBytes(byteLength)
+  const copy = kept ? new Uint8Array(byteLength) : privateBytes(byteLength)
   copy.set(state as Uint8Array)
   return copy
 }
@@ -274,6 +279,19 @@ export interface CheckpointArgs extends RenewArgs {
   readonly sequence: number
 }
 
+/** How {@link validateState} copies the bytes. */
+export interface StateCopyOptions {
+  /**
+   * The backend keeps the bytes after the call (in memory, say): they get a buffer of their own
+   * rather than a view of a shared slab. Default: `false`.
+   *
+   * ```ts
+   * const args = validateCheckpointArgs(record, state, ttlMs, maxStateBytes, options, { kept: true })
+   * ```
+   */
+  readonly kept?: boolean
+}
+
 /** Checks a checkpoint sequence: a positive safe integer. */
 export function validateCheckpointSequence(sequence: unknown): asserts sequence is number {
   if (typeof sequence !== 'number' || !Number.isSafeInteger(sequence) || sequence < 1) {
@@ -290,9 +308,10 @@ export function validateCheckpointArgs(
   ttlMs: unknown,
   maxStateBytes: number,
   options: unknown,
+  copy?: StateCopyOptions,
 ): CheckpointArgs {
   const snapshot = validateRecord(record)
-  const bytes = validateState(state, maxStateBytes)
+  const bytes = validateState(state, maxStateBytes, copy)
   validateTtl(ttlMs)
   const { signal, sequence = nextCheckpointSequence() } = validateOptions(options, true)
   validateCheckpointSequence(sequence)

@@ -180,6 +180,8 @@ describe('lying input is read once', () => {
     })
     const large = validateState(new Uint8Array(4097), 1 << 20)
     expect(large.byteLength).toBe(large.buffer.byteLength)
+    const kept = validateState(new Uint8Array([1, 2, 3]), 10, { kept: true })
+    expect([kept.buffer.byteLength, ...kept]).toEqual([3, 1, 2, 3])
   })
 
   test('a Proxy or an object dressed as a Uint8Array is not state', () => {
