@@ -214,7 +214,7 @@ export function poolSuite(options: PoolSuiteOptions): void {
             timeoutMs,
           )
           const moved = referee.starts.filter((start) => start.member === 'member-b')
-          assert.equal(moved.length, 5, 'exactly five units moved')
+          assert.equal(moved.length, 5, `exactly five units moved: ${JSON.stringify(referee.starts)}`)
           for (const start of moved) {
             assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
             assert.equal(
