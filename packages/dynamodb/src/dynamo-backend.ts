@@ -313,7 +313,18 @@ export class DynamoBackend implements Backend {
     const expiresAtMs = Number(item?.[Attr.expiresAt]?.N)
     const holderId = item?.[Attr.holder]?.S
     const held = item?.[Attr.released]?.BOOL === false && expiresAtMs > now
-    if (held && token !== undefined && holderId !== undefined) {
+    if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
+      return new TokensExhaustedError(undefined, { cause })
+    }
+    // Judged at the refused write's `now`: a lease that expired or was released by the time of the
+    // read is still the one that refused it, reported as expiring in 0 ms so that a waiter tries
+    // again at once. A revoked lease names nobody: there is no holder to report.
+    if (
+      token !== undefined &&
+      holderId !== undefined &&
+      holderId !== REVOKED_HOLDER &&
+      !Number.isNaN(expiresAtMs)
+    ) {
       return new LeaseHeldError(undefined, {
         cause,
         holder: {
@@ -324,10 +335,6 @@ export class DynamoBackend implements Backend {
         },
       })
     }
-    if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
-      return new TokensExhaustedError(undefined, { cause })
-    }
-    // Free by the time of the read (released or taken and released again): it was held at the write.
     return new LeaseHeldError(undefined, { cause })
   }
 

@@ -9,6 +9,7 @@ import {
   isLeaseHeldError,
   isTokensExhaustedError,
   isWorkleaseError,
+  type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
@@ -16,6 +17,7 @@ import { DynamoBackend, type DynamoClient } from '../src/index.js'
 import {
   createTestTable,
   type DynamoTestTable,
+  newClient,
   returnValuesOnConditionCheckFailure,
 } from './dynamo-harness.js'
 
@@ -282,6 +284,31 @@ describe('DynamoBackend on a real server', () => {
       expect(table.roundTrips() - before).toBe(itemOnFailure ? 1 : 2)
     })
   }
+
+  test('a lease released between the refused write and the read is reported, expiring in 0 ms', async () => {
+    const clock = manualClock()
+    const holder = table.open({ clock })
+    const record = await holder.acquire('job-1', 'a', 10_000)
+    // The read that names the refusal goes out after the holder's release has landed.
+    const sdk = newClient()
+    const client: DynamoClient = {
+      async send(command, options) {
+        if (command instanceof GetItemCommand) await holder.release(record)
+        return sdk.send(command, options)
+      },
+    }
+    const successor = table.open({ clock }, { client, returnValuesOnConditionCheckFailure: false })
+    const error = await successor.acquire('job-1', 'b', 10_000).catch((e: unknown) => e)
+    expect(isLeaseHeldError(error)).toBe(true)
+    // The lease that refused it, expiring in 0 ms: a waiter tries again at once, not after a backoff.
+    expect((error as LeaseHeldError).holder).toMatchObject({
+      holderId: 'a',
+      fencingToken: 1n,
+      expiresInMs: 0,
+    })
+    expect((await successor.acquire('job-1', 'b', 10_000)).fencingToken).toBe(2n)
+    sdk.destroy()
+  })
 
   test('50 concurrent acquires from 50 clients: exactly one winner', async () => {
     const backends = Array.from({ length: 50 }, () => table.open({ clock: manualClock() }))

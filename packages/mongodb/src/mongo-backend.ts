@@ -245,7 +245,7 @@ export class MongoBackend implements Backend {
       )
     } catch (error) {
       if (isDuplicateKeyOnId(error) || isPrimaryKeyViolation(error)) {
-        throw await this.#whyNotFree(args, error)
+        throw await this.#whyNotFree(args, now, error)
       }
       throw error
     }
@@ -256,9 +256,12 @@ export class MongoBackend implements Backend {
 
   /**
    * Names an acquire's duplicate key: a held lease (with its holder), or a free one at the token
-   * ceiling. E11000 carries no document, so this one read happens on this failure path only.
+   * ceiling. E11000 carries no document, so this one read happens on this failure path only. The
+   * lease is judged at `refusedAt`, the "now" the refused write compared with: one that expired or
+   * was released in between is still the lease that refused it, reported as expiring in 0 ms, so a
+   * waiter tries again at once instead of backing off blindly.
    */
-  async #whyNotFree(args: AcquireArgs, cause: unknown): Promise<unknown> {
+  async #whyNotFree(args: AcquireArgs, refusedAt: number, cause: unknown): Promise<unknown> {
     const document = await this.#collection.findOne(
       { _id: args.workId },
       {
@@ -267,34 +270,36 @@ export class MongoBackend implements Backend {
         ...readOptions(args),
       },
     )
-    // A document no lease can be made of is a store failure, whatever the duplicate key meant.
-    try {
-      if (document) toToken(document.fencingToken)
-    } catch (error) {
-      throw new TypeError((error as Error).message, { cause })
-    }
-    const now = this.#clock.now()
-    const expiresAtMs = document?.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
-    const held = document !== null && document.released === false && expiresAtMs > now
-    if (held && typeof document.holderId === 'string') {
-      return new LeaseHeldError(undefined, {
-        cause,
-        holder: {
-          holderId: document.holderId,
-          fencingToken: toToken(document.fencingToken),
-          expiresAt: new Date(expiresAtMs),
-          expiresInMs: expiresAtMs - now,
-        },
-      })
-    }
-    if (!held && document !== null && toToken(document.fencingToken) >= MAX_FENCING_TOKEN) {
-      return new TokensExhaustedError(undefined, { cause })
-    }
     // A duplicate key when no lease document exists (lease documents are never deleted) was on
     // another unique index: servers that omit keyPattern (FerretDB 1.x) leave no other way to tell.
     if (document === null) return cause
-    // Free now but not when the upsert ran: it was held then (released or expired since).
-    return new LeaseHeldError(undefined, { cause })
+    let fencingToken: bigint
+    try {
+      fencingToken = toToken(document.fencingToken)
+    } catch (error) {
+      // A document no lease can be made of is a store failure, whatever the duplicate key meant.
+      throw new TypeError((error as Error).message, { cause })
+    }
+    const expiresAtMs = document.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
+    const heldThen = document.released === false && expiresAtMs > refusedAt
+    if (!heldThen && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError(undefined, { cause })
+    // A revoked lease names nobody (its holderId is empty): there is no holder to report.
+    if (
+      typeof document.holderId !== 'string' ||
+      document.holderId === REVOKED_HOLDER ||
+      Number.isNaN(expiresAtMs)
+    ) {
+      return new LeaseHeldError(undefined, { cause })
+    }
+    return new LeaseHeldError(undefined, {
+      cause,
+      holder: {
+        holderId: document.holderId,
+        fencingToken,
+        expiresAt: new Date(expiresAtMs),
+        expiresInMs: Math.max(0, expiresAtMs - this.#clock.now()),
+      },
+    })
   }
 
   async checkpoint(

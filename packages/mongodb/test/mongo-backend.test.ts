@@ -1,4 +1,10 @@
-import { createLeaseRecord, isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import {
+  createLeaseRecord,
+  isLeaseHeldError,
+  isWorkleaseError,
+  type LeaseHeldError,
+  MAX_FENCING_TOKEN,
+} from '@worklease/spec'
 import { MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
@@ -285,6 +291,37 @@ describe('duplicate key (E11000) from the losing upsert', () => {
     const error = await caught(successor.acquire('job', 'b', 1_000))
     expect(isLeaseHeldError(error)).toBe(true)
     expect((error as Error).cause).toMatchObject({ code: DUPLICATE_CODE })
+    // The lease that refused it, expiring in 0 ms: a waiter tries again at once, not after a backoff.
+    expect((error as LeaseHeldError).holder).toMatchObject({
+      holderId: 'a',
+      fencingToken: 1n,
+      expiresInMs: 0,
+    })
+  })
+
+  test('a lease released between the losing upsert and the read is reported, expiring in 0 ms', async () => {
+    const { harness, clock } = await setup()
+    const holder = await harness.open({ clock })
+    const record = await holder.acquire('job', 'a', 10_000)
+    // The release lands after the refused upsert and before the read that names the duplicate key.
+    const collection = new Proxy(harness.collection, {
+      get(target, property, receiver) {
+        if (property !== 'findOne') return Reflect.get(target, property, receiver)
+        return async (...args: Parameters<typeof target.findOne>) => {
+          await holder.release(record)
+          return target.findOne(...args)
+        }
+      },
+    })
+    const successor = new MongoBackend({ ...serverOptions, collection, clock })
+    const error = await caught(successor.acquire('job', 'b', 10_000))
+    expect(isLeaseHeldError(error)).toBe(true)
+    expect((error as LeaseHeldError).holder).toMatchObject({
+      holderId: 'a',
+      fencingToken: 1n,
+      expiresInMs: 0,
+    })
+    expect((await successor.acquire('job', 'b', 10_000)).fencingToken).toBe(2n)
   })
 
   test('a duplicate key on a unique index of the caller’s own is a store error, not LEASE_HELD', async () => {

@@ -32,8 +32,11 @@ export interface BackendCapabilities {
   /**
    * Whether `LeaseHeldError.holder` is filled: who holds the lease and how long until it expires, from
    * the same round trip (or, where the store cannot answer both at once, one more read on the
-   * LEASE_HELD path only). `@worklease/core` then sleeps until the expiry instead of polling, and
-   * recognises a lease its own lost-reply acquire took. Default: false.
+   * LEASE_HELD path only). Every LEASE_HELD carries it, also when that read finds the lease expired
+   * or released since the store refused the acquire: it is still the lease that refused it, with
+   * `expiresInMs: 0` (only a revoked lease, which names no holder, goes without). `@worklease/core`
+   * then sleeps until the expiry instead of polling, and recognises a lease its own lost-reply
+   * acquire took. Default: false.
    */
   readonly reportsHolder?: boolean
   /**

@@ -16,7 +16,8 @@ export interface LeaseHolder {
   /**
    * Milliseconds from the store's "now" to `expiresAt`, measured on the backend's clock in the same
    * round trip (never negative). Unlike `expiresAt` it needs no clock in common with the caller:
-   * a waiter sleeps this long (plus a little) and tries again.
+   * a waiter sleeps this long (plus a little) and tries again. 0 when the lease refused the acquire
+   * but had expired or been released by the time the driver read it: try again at once.
    */
   readonly expiresInMs: number
 }

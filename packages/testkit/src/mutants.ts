@@ -9,6 +9,7 @@ import {
   FencedError,
   isLeaseHeldError,
   isWorkleaseError,
+  LeaseHeldError,
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
@@ -229,6 +230,21 @@ export const mutants: readonly Mutant[] = [
           return await super.acquire(workId, holderId, ttlMs, options)
         } catch (error) {
           throw isLeaseHeldError(error) ? new FencedError(undefined, { cause: error }) : error
+        }
+      }
+    },
+  ),
+  mutant(
+    'LEASE_HELD names no holder when the lease expires before the driver reads it',
+    'acquire',
+    // As a driver that reads the holder after the refused write, judging it by a later "now".
+    class extends ForwardingBackend {
+      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        try {
+          return await super.acquire(workId, holderId, ttlMs, options)
+        } catch (error) {
+          if (!isLeaseHeldError(error) || (error.holder?.expiresInMs ?? 0) > 1) throw error
+          throw new LeaseHeldError(undefined, { cause: error })
         }
       }
     },

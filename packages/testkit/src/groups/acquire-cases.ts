@@ -164,6 +164,46 @@ export const acquireCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'LEASE_HELD still names the holder when the lease expires between the refusal and its reply',
+    unsupported: (caps) =>
+      needsHolder(caps) ??
+      (caps.clock === 'client'
+        ? undefined
+        : 'a server clock: the case moves the client clock between the refused write and the reply'),
+    async run(c) {
+      // A waiter that wakes at the expiry can be refused a moment before it, while a driver that
+      // reads the holder afterwards finds the lease already expired. It must still report the lease
+      // that refused it (expiring in 0 ms), or the waiter, told nothing, backs off blindly.
+      const workId = c.workId()
+      const ttl = 5_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      const refusedAt = c.clock.now() + ttl - 1
+      let reads = 0
+      let sentBefore = Number.POSITIVE_INFINITY
+      // After the acquire's first reading and once its write has gone out, the lease has expired.
+      const writeSent = () => (c.harness.roundTrips ? c.harness.roundTrips() > sentBefore : true)
+      const late = await c.harness.open({
+        clock: { now: () => (reads++ > 0 && writeSent() ? refusedAt + 2 : refusedAt) },
+      })
+      sentBefore = c.harness.roundTrips?.() ?? 0
+      const error = await rejection(
+        () => late.acquire(workId, 'holder-b', ttl),
+        'acquire refused 1 ms before the expiry',
+      )
+      check(isLeaseHeldError(error), `expected LEASE_HELD, got ${show(error)}`)
+      check(
+        error.holder !== undefined,
+        'LeaseHeldError.holder is missing: the lease expired after it refused the acquire, and is still the one that did',
+      )
+      checkEqual(error.holder.holderId, 'holder-a', 'holder.holderId')
+      checkEqual(error.holder.fencingToken, record.fencingToken, 'holder.fencingToken')
+      check(
+        error.holder.expiresInMs >= 0 && error.holder.expiresInMs <= 1,
+        `holder.expiresInMs ${error.holder.expiresInMs}: the lease had at most 1 ms left when it refused`,
+      )
+    },
+  },
+  {
     name: 'LEASE_HELD names the caller itself when its own earlier acquire took the lease',
     unsupported: needsHolder,
     async run(c) {
