@@ -74,8 +74,11 @@ export async function openMongoSides(
     semantics:
       'no fencing token; fixed 60 s expiry, removed only by the TTL index monitor (every 60 s on MongoDB); refreshed every 10 s; release deletes the document',
     waiting: `none: lock() answers null when held; the caller polls (here every ${CALLER_POLL_MS} ms)`,
-    doesLess:
-      "acquire inserts a document (the unique index decides) and release deletes it: no expiry filter, no token, no holder read; worklease's acquire is a findAndModify filtered on expiry, which FerretDB 1.x runs as a read and then a write through its SQLite handler (the driver alone shows the same ratio)",
+    doesLess: `acquire inserts a document (the unique index decides) and release deletes it: no expiry filter, no token, no holder read; worklease's acquire is a findAndModify filtered on expiry that increments the token and returns the document, and its release an update filtered on token and holder${
+      /FerretDB v?1\./.test(target.server)
+        ? ', which FerretDB 1.x runs as a read and then a write through its SQLite handler (the driver alone shows the same ratio)'
+        : ''
+    }`,
     roundTripUnit: 'commands',
     tryAcquire: (key) => manager.lock(key),
     async release(lock: Held) {
