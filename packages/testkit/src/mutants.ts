@@ -17,6 +17,7 @@ import {
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
 import { forge } from './case-context.js'
+import { LATE_HOLDER_READ_CASE } from './groups/acquire-cases.js'
 import type { GroupName } from './suite-case.js'
 
 /**
@@ -35,6 +36,11 @@ export interface Mutant {
    * backend without it skips the mutant.
    */
   readonly needsOptionalOperation?: boolean
+  /**
+   * The one case that can see the mutant, where it needs what some backends lack (a client clock the
+   * case can move, say): a backend on which that case is skipped skips the mutant, with its reason.
+   */
+  readonly caughtOnlyBy?: string
   wrap(backend: Backend): Backend
 }
 
@@ -234,21 +240,25 @@ export const mutants: readonly Mutant[] = [
       }
     },
   ),
-  mutant(
-    'LEASE_HELD names no holder when the lease expires before the driver reads it',
-    'acquire',
-    // As a driver that reads the holder after the refused write, judging it by a later "now".
-    class extends ForwardingBackend {
-      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-        try {
-          return await super.acquire(workId, holderId, ttlMs, options)
-        } catch (error) {
-          if (!isLeaseHeldError(error) || (error.holder?.expiresInMs ?? 0) > 1) throw error
-          throw new LeaseHeldError(undefined, { cause: error })
+  {
+    ...mutant(
+      'LEASE_HELD names no holder when the lease expires before the driver reads it',
+      'acquire',
+      // As a driver that reads the holder after the refused write, judging it by a later "now".
+      class extends ForwardingBackend {
+        override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+          try {
+            return await super.acquire(workId, holderId, ttlMs, options)
+          } catch (error) {
+            if (!isLeaseHeldError(error) || (error.holder?.expiresInMs ?? 0) > 1) throw error
+            throw new LeaseHeldError(undefined, { cause: error })
+          }
         }
-      }
-    },
-  ),
+      },
+    ),
+    // The case moves a client clock between the write and the read: server clocks skip it.
+    caughtOnlyBy: LATE_HOLDER_READ_CASE,
+  },
   mutant(
     'acquire returns a token one too high',
     'acquire',

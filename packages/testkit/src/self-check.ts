@@ -56,7 +56,10 @@ export function selfCheck({ name, describe, test, factory, mutants = allMutants 
           for (const c of cases) {
             try {
               const outcome = await c.run()
-              if (outcome.status === 'skipped' && mutant.needsRoundTrips) {
+              if (
+                outcome.status === 'skipped' &&
+                (mutant.needsRoundTrips || mutant.caughtOnlyBy === c.name)
+              ) {
                 context.skip?.(outcome.reason)
                 return
               }

@@ -12,6 +12,10 @@ import { bytes, checkRecord } from './shared.js'
 const needsHolder = (caps: BackendCapabilities) =>
   caps.reportsHolder ? undefined : 'the backend does not report the holder (capabilities.reportsHolder)'
 
+/** The case that catches a driver judging the holder by a "now" later than its refused write's. */
+export const LATE_HOLDER_READ_CASE =
+  'LEASE_HELD still names the holder when the lease expires between the refusal and its reply'
+
 // Server clocks: the reported expiry and the record's are read in different statements.
 const SERVER_TOLERANCE_MS = 1_000
 
@@ -164,7 +168,7 @@ export const acquireCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'LEASE_HELD still names the holder when the lease expires between the refusal and its reply',
+    name: LATE_HOLDER_READ_CASE,
     unsupported: (caps) =>
       needsHolder(caps) ??
       (caps.clock === 'client'
