@@ -158,6 +158,23 @@ function acquireWithCheckpointMutant(
   )
 }
 
+/** A mutant whose acquire throws `change(error)` where the working backend threw `error`. */
+function acquireErrorMutant(name: string, change: (error: unknown) => unknown): Mutant {
+  return mutant(
+    name,
+    'acquire',
+    class extends ForwardingBackend {
+      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        try {
+          return await super.acquire(workId, holderId, ttlMs, options)
+        } catch (error) {
+          throw change(error)
+        }
+      }
+    },
+  )
+}
+
 /** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
 function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
   return acquireWithCheckpointMutant(name, async (backend, ...args) => {
@@ -227,34 +244,17 @@ export const mutants: readonly Mutant[] = [
       }
     },
   ),
-  mutant(
-    'LEASE_HELD reported as FENCED',
-    'acquire',
-    class extends ForwardingBackend {
-      override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-        try {
-          return await super.acquire(workId, holderId, ttlMs, options)
-        } catch (error) {
-          throw isLeaseHeldError(error) ? new FencedError(undefined, { cause: error }) : error
-        }
-      }
-    },
+  acquireErrorMutant('LEASE_HELD reported as FENCED', (error) =>
+    isLeaseHeldError(error) ? new FencedError(undefined, { cause: error }) : error,
   ),
   {
-    ...mutant(
+    // As a driver that reads the holder after the refused write, judging it by a later "now".
+    ...acquireErrorMutant(
       'LEASE_HELD names no holder when the lease expires before the driver reads it',
-      'acquire',
-      // As a driver that reads the holder after the refused write, judging it by a later "now".
-      class extends ForwardingBackend {
-        override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-          try {
-            return await super.acquire(workId, holderId, ttlMs, options)
-          } catch (error) {
-            if (!isLeaseHeldError(error) || (error.holder?.expiresInMs ?? 0) > 1) throw error
-            throw new LeaseHeldError(undefined, { cause: error })
-          }
-        }
-      },
+      (error) =>
+        isLeaseHeldError(error) && (error.holder?.expiresInMs ?? 0) <= 1
+          ? new LeaseHeldError(undefined, { cause: error })
+          : error,
     ),
     // The case moves a client clock between the write and the read: server clocks skip it.
     caughtOnlyBy: LATE_HOLDER_READ_CASE,
