@@ -25,6 +25,7 @@ import {
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  leaseHeldBy,
   MAX_FENCING_TOKEN,
   type RecordArgs,
   type RenewOutcome,
@@ -316,26 +317,14 @@ export class DynamoBackend implements Backend {
     if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })
     }
-    // Judged at the refused write's `now`: a lease that expired or was released by the time of the
-    // read is still the one that refused it, reported as expiring in 0 ms so that a waiter tries
-    // again at once. A revoked lease names nobody: there is no holder to report.
-    if (
-      token !== undefined &&
-      holderId !== undefined &&
-      holderId !== REVOKED_HOLDER &&
-      !Number.isNaN(expiresAtMs)
-    ) {
-      return new LeaseHeldError(undefined, {
-        cause,
-        holder: {
-          holderId,
-          fencingToken: BigInt(token),
-          expiresAt: new Date(expiresAtMs),
-          expiresInMs: Math.max(0, expiresAtMs - this.#clock.now()),
-        },
-      })
-    }
-    return new LeaseHeldError(undefined, { cause })
+    // Judged at the refused write's `now`: one that expired or was released by the time of the read
+    // is still the lease that refused it (leaseHeldBy reports it expiring in 0 ms).
+    if (token === undefined || holderId === undefined) return new LeaseHeldError(undefined, { cause })
+    const fencingToken = BigInt(token)
+    return leaseHeldBy(
+      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - this.#clock.now() },
+      cause,
+    )
   }
 
   async checkpoint(

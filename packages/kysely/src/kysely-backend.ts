@@ -16,6 +16,7 @@ import {
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  leaseHeldBy,
   MAX_FENCING_TOKEN,
   type RenewOutcome,
   raceAbort,
@@ -472,15 +473,11 @@ function refusal(row: HolderRow | undefined): Error {
   if (!row) return new LeaseHeldError()
   const fencingToken = BigInt(row.token)
   if (isTrue(row.free) && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError()
-  const expiresAtMs = toMillis(row.expires_at)
-  return new LeaseHeldError(undefined, {
-    holder: {
-      holderId:
-        row.holder instanceof Uint8Array ? Buffer.from(row.holder).toString('utf8') : String(row.holder),
-      fencingToken,
-      expiresAt: new Date(expiresAtMs),
-      expiresInMs: Math.max(0, toMillis(row.expires_in)),
-    },
+  return leaseHeldBy({
+    holderId: text(row.holder),
+    fencingToken,
+    expiresAtMs: toMillis(row.expires_at),
+    expiresInMs: toMillis(row.expires_in),
   })
 }
 

@@ -15,6 +15,7 @@ import {
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  leaseHeldBy,
   MAX_FENCING_TOKEN,
   type RenewOutcome,
   systemClock,
@@ -283,23 +284,12 @@ export class MongoBackend implements Backend {
     const expiresAtMs = document.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
     const heldThen = document.released === false && expiresAtMs > refusedAt
     if (!heldThen && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError(undefined, { cause })
-    // A revoked lease names nobody (its holderId is empty): there is no holder to report.
-    if (
-      typeof document.holderId !== 'string' ||
-      document.holderId === REVOKED_HOLDER ||
-      Number.isNaN(expiresAtMs)
-    ) {
-      return new LeaseHeldError(undefined, { cause })
-    }
-    return new LeaseHeldError(undefined, {
+    if (typeof document.holderId !== 'string') return new LeaseHeldError(undefined, { cause })
+    const { holderId } = document
+    return leaseHeldBy(
+      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - this.#clock.now() },
       cause,
-      holder: {
-        holderId: document.holderId,
-        fencingToken,
-        expiresAt: new Date(expiresAtMs),
-        expiresInMs: Math.max(0, expiresAtMs - this.#clock.now()),
-      },
-    })
+    )
   }
 
   async checkpoint(

@@ -19,6 +19,7 @@ export {
   TokensExhaustedError,
   WorkleaseError,
 } from './errors.js'
+export { leaseHeldBy, type RefusingLease } from './lease-held-by.js'
 export type { LeaseHolder } from './lease-holder.js'
 export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'
 export type { LeaseRecord } from './lease-record.js'
