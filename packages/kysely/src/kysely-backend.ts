@@ -30,7 +30,7 @@ import {
   validateRenewArgs,
   validateRenewManyArgs,
 } from '@worklease/spec'
-import type { Kysely, QueryResult, RawBuilder } from 'kysely'
+import type { CompiledQuery, Kysely, QueryResult } from 'kysely'
 import {
   type DialectFamily,
   detectFamily,
@@ -48,6 +48,7 @@ import {
   type RecordKey,
 } from './lease-statements.js'
 import { prefixUpperBound } from './prefix-range.js'
+import { StatementCache } from './statement-cache.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 
 /** Options of {@link KyselyBackend}. */
@@ -183,7 +184,11 @@ export class KyselyBackend implements Backend {
     }
     // Plugins such as CamelCasePlugin would rename the columns these raw statements read back.
     this.#db = db.withoutPlugins()
-    this.#statements = new LeaseStatements(this.#dialect.family, table)
+    this.#statements = new LeaseStatements(
+      this.#dialect.family,
+      table,
+      new StatementCache((query) => query.compile(this.#db)),
+    )
     this.capabilities = Object.freeze({
       clock: 'server',
       maxStateBytes: maxStateBytes ?? DEFAULT_MAX_STATE_BYTES[this.#dialect.family],
@@ -445,9 +450,9 @@ export class KyselyBackend implements Backend {
     return affected(result) > 0n
   }
 
-  async #run<R>(query: RawBuilder<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
+  async #run<R>(query: CompiledQuery<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
-    return raceAbort(query.execute(this.#db), signal)
+    return raceAbort(this.#db.executeQuery(query), signal)
   }
 }
 

@@ -1,6 +1,7 @@
 import { type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
-import { type RawBuilder, sql } from 'kysely'
+import { type CompiledQuery, type RawBuilder, sql } from 'kysely'
 import type { DialectFamily } from './lease-dialect.js'
+import type { StatementCache } from './statement-cache.js'
 import { tokenSql } from './token-sql.js'
 
 /**
@@ -81,7 +82,9 @@ export interface RecordKey {
 
 /**
  * Every statement the backend issues, for one SQL family and one table. Values are always parameters;
- * the only text spliced in is the validated table name and fixed fragments defined here.
+ * the only text spliced in is the validated table name and fixed fragments defined here. Each statement
+ * of a fixed shape is compiled once (see {@link StatementCache}): its template only places the values
+ * it is handed, already encoded for the family.
  */
 export class LeaseStatements {
   readonly family: DialectFamily
@@ -101,13 +104,15 @@ export class LeaseStatements {
   readonly #greatest: RawBuilder<unknown>
   readonly #least: RawBuilder<unknown>
   readonly #textType: RawBuilder<unknown>
-  // Fragments that never change are built once: Kysely freezes every node it makes, and building them
-  // per call was a third of the driver's JS over the baseline's in a SQLite cycle's profile.
+  // Fragments several statements share, built once. (Renewing a batch still builds its statement per
+  // call: its shape depends on the batch.)
   readonly #columnsAsText = new Map<string, RawBuilder<unknown>>()
   readonly #takeover: RawBuilder<unknown>
+  readonly #cache: StatementCache
 
-  constructor(family: DialectFamily, table: string) {
+  constructor(family: DialectFamily, table: string, cache: StatementCache) {
     this.family = family
+    this.#cache = cache
     this.#table = sql.table(table)
     this.#now = sql.raw(
       family === 'postgres'
@@ -124,7 +129,7 @@ export class LeaseStatements {
     this.#takeover = sql`ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0`
   }
 
-  #token(token: string): RawBuilder<unknown> {
+  #token(token: unknown): RawBuilder<unknown> {
     return tokenSql(this.family, token)
   }
 
@@ -134,6 +139,11 @@ export class LeaseStatements {
   // for byte: the ids' UTF-8 bytes whatever the connection charset.
   #id(id: string): unknown {
     return this.family === 'mysql' ? Buffer.from(id, 'utf8') : id
+  }
+
+  /** A record's workId, token and holderId, encoded, in the order {@link #valid} takes them. */
+  #keyValues(key: RecordKey): unknown[] {
+    return [this.#id(key.workId), key.token, this.#id(key.holderId)]
   }
 
   #text(column: string): RawBuilder<unknown> {
@@ -149,8 +159,8 @@ export class LeaseStatements {
     return sql`CAST(${value} AS ${this.#textType})`
   }
 
-  #valid(key: RecordKey): RawBuilder<unknown> {
-    return sql`work_id = ${this.#id(key.workId)} AND token = ${this.#token(key.token)} AND holder = ${this.#id(key.holderId)} AND released = ${this.#false}`
+  #valid(workId: unknown, token: unknown, holderId: unknown): RawBuilder<unknown> {
+    return sql`work_id = ${workId} AND token = ${this.#token(token)} AND holder = ${holderId} AND released = ${this.#false}`
   }
 
   /**
@@ -168,6 +178,17 @@ export class LeaseStatements {
     workId: string,
     holderId: string,
     ttlMs: number,
+    withCheckpoint: boolean,
+  ): CompiledQuery<AcquiredRow> {
+    return this.#cache.bind(`acquire:${withCheckpoint}`, [workId, holderId, ttlMs], (work, holder, ttl) =>
+      this.#acquireUpsert(work, holder, ttl, withCheckpoint),
+    )
+  }
+
+  #acquireUpsert(
+    workId: unknown,
+    holderId: unknown,
+    ttlMs: unknown,
     withCheckpoint: boolean,
   ): RawBuilder<AcquiredRow> {
     const takeover = this.#takeover
@@ -214,12 +235,16 @@ SELECT false, token::text, expires_at::text, holder, free, expires_in::text${hel
    * The lease of a workId as acquire's failure path reports it, "now" read once: for SQLite and MySQL 8,
    * whose acquire cannot return the row it left alone.
    */
-  holderOf(workId: string): RawBuilder<HolderRow> {
+  holderOf(workId: string): CompiledQuery<HolderRow> {
+    return this.#cache.bind('holderOf', [this.#id(workId)], (work) => this.#holderOf(work))
+  }
+
+  #holderOf(workId: unknown): RawBuilder<HolderRow> {
     const released = this.family === 'postgres' ? sql`released` : sql`released <> 0`
     return sql<HolderRow>`SELECT ${this.#text('token')} AS token, holder, ${this.#text('expires_at')} AS expires_at,
   CASE WHEN ${released} OR expires_at <= wl_clock.wl_now THEN 1 ELSE 0 END AS free,
   ${this.#cast(sql`expires_at - wl_clock.wl_now`)} AS expires_in
-FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${this.#id(workId)}`
+FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${workId}`
   }
 
   /**
@@ -247,13 +272,25 @@ FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE w
     ttlMs: number,
     returning: boolean,
     withCheckpoint: boolean,
+  ): CompiledQuery<AcquiredRow> {
+    return this.#cache.bind(
+      `acquireMysql:${returning}:${withCheckpoint}`,
+      [this.#id(workId), this.#id(holderId), ttlMs],
+      (work, holder, ttl) => this.#acquireMysql(work, holder, ttl, returning, withCheckpoint),
+    )
+  }
+
+  #acquireMysql(
+    work: unknown,
+    holder: unknown,
+    ttlMs: unknown,
+    returning: boolean,
+    withCheckpoint: boolean,
   ): RawBuilder<AcquiredRow> {
     const now = sql`wl_clock.wl_now`
     const free = sql`(released <> 0 OR expires_at <= ${now})`
     const take = sql`(${free} AND token < ${MAX_TOKEN})`
     const took = sql`LAST_INSERT_ID() = token`
-    const work = this.#id(workId)
-    const holder = this.#id(holderId)
     const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
 SELECT ${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
 ON DUPLICATE KEY UPDATE
@@ -278,21 +315,31 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
    * MySQL without RETURNING: the expiry of the lease acquire just took (read-only, keyed by its token),
    * and with `withCheckpoint` its state and handoff; every lease column is null once the token moved on.
    */
-  acquiredRow(workId: string, token: string, withCheckpoint: boolean): RawBuilder<AcquiredReadBack> {
+  acquiredRow(workId: string, token: string, withCheckpoint: boolean): CompiledQuery<AcquiredReadBack> {
+    return this.#cache.bind(`acquiredRow:${withCheckpoint}`, [this.#id(workId), token], (work, taken) =>
+      this.#acquiredRow(work, taken, withCheckpoint),
+    )
+  }
+
+  #acquiredRow(workId: unknown, token: unknown, withCheckpoint: boolean): RawBuilder<AcquiredReadBack> {
     const checkpoint = sql.raw(withCheckpoint ? ', l.state, l.clean_handoff' : '')
     return sql<AcquiredReadBack>`SELECT ${this.#text('l.expires_at')} AS expires_at${checkpoint}, CAST(wl_clock.wl_now AS CHAR) AS now_ms
 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
-LEFT JOIN ${this.#table} AS l ON l.work_id = ${this.#id(workId)} AND l.token = ${this.#token(token)}`
+LEFT JOIN ${this.#table} AS l ON l.work_id = ${workId} AND l.token = ${this.#token(token)}`
   }
 
   // Renew and checkpoint only ever extend: a late-landing call or a shorter ttl keeps the later expiry.
-  #extended(ttlMs: number): RawBuilder<unknown> {
+  #extended(ttlMs: unknown): RawBuilder<unknown> {
     return sql`${this.#greatest}(expires_at, ${this.#now} + ${ttlMs})`
   }
 
-  renew(key: RecordKey, ttlMs: number): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET expires_at = ${this.#extended(ttlMs)}
-WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
+  renew(key: RecordKey, ttlMs: number): CompiledQuery<unknown> {
+    return this.#cache.bind(
+      'renew',
+      [...this.#keyValues(key), ttlMs],
+      (workId, token, holderId, ttl) => sql`UPDATE ${this.#table} SET expires_at = ${this.#extended(ttl)}
+WHERE ${this.#valid(workId, token, holderId)} AND expires_at > ${this.#now}`,
+    )
   }
 
   /**
@@ -315,7 +362,11 @@ WHERE ${this.#valid(key)} AND expires_at > ${this.#now}`
    * machine. The others list the pairs, with the workIds alone first so that MySQL ranges over the
    * primary key.
    */
-  renewMany(holderId: string, records: readonly LeaseRecord[], ttlMs: number): RawBuilder<unknown> {
+  renewMany(holderId: string, records: readonly LeaseRecord[], ttlMs: number): CompiledQuery<unknown> {
+    return this.#cache.compile(this.#renewMany(holderId, records, ttlMs))
+  }
+
+  #renewMany(holderId: string, records: readonly LeaseRecord[], ttlMs: number): RawBuilder<unknown> {
     const set = sql`SET expires_at = ${this.#extended(ttlMs)}`
     const live = sql`holder = ${this.#id(holderId)} AND released = ${this.#false} AND expires_at > ${this.#now}`
     if (this.family === 'postgres') {
@@ -331,7 +382,11 @@ WHERE ${live} AND ${this.#pairs(records)}`
    * renewMany's failure path: the leases among `records` that are still valid (this holder, this
    * token, not released), and whether each is unexpired. A record missing from the answer is fenced.
    */
-  validAmong(holderId: string, records: readonly LeaseRecord[]): RawBuilder<ValidRow> {
+  validAmong(holderId: string, records: readonly LeaseRecord[]): CompiledQuery<ValidRow> {
+    return this.#cache.compile(this.#validAmong(holderId, records))
+  }
+
+  #validAmong(holderId: string, records: readonly LeaseRecord[]): RawBuilder<ValidRow> {
     const live = sql`CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live`
     const valid = sql`holder = ${this.#id(holderId)} AND released = ${this.#false}`
     if (this.family === 'postgres') {
@@ -361,27 +416,54 @@ WHERE ${valid} AND ${this.#pairs(records)}`
    * either way: one statement whatever the order checkpoints arrive in. MySQL assigns left to right, so
    * state is assigned while checkpoint_seq still holds the old value; the others read the old row anyway.
    */
-  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number, sequence: number): RawBuilder<unknown> {
-    const seq = this.#token(String(sequence))
-    return sql`UPDATE ${this.#table} SET state = CASE WHEN checkpoint_seq < ${seq} THEN ${state} ELSE state END,
-  checkpoint_seq = ${this.#greatest}(checkpoint_seq, ${seq}), expires_at = ${this.#extended(ttlMs)}
-WHERE ${this.#valid(key)}`
+  checkpoint(key: RecordKey, state: Uint8Array, ttlMs: number, sequence: number): CompiledQuery<unknown> {
+    return this.#cache.bind(
+      'checkpoint',
+      [...this.#keyValues(key), state, String(sequence), ttlMs],
+      (workId, token, holderId, bytes, sequenceText, ttl) => {
+        const seq = this.#token(sequenceText)
+        return sql`UPDATE ${this.#table} SET state = CASE WHEN checkpoint_seq < ${seq} THEN ${bytes} ELSE state END,
+  checkpoint_seq = ${this.#greatest}(checkpoint_seq, ${seq}), expires_at = ${this.#extended(ttl)}
+WHERE ${this.#valid(workId, token, holderId)}`
+      },
+    )
   }
 
   /** Marks released and moves expiry strictly before now (never later than it was). */
-  release(key: RecordKey): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${this.#least}(expires_at, ${this.#now} - 1)
-WHERE ${this.#valid(key)}`
+  release(key: RecordKey): CompiledQuery<unknown> {
+    return this.#cache.bind(
+      'release',
+      this.#keyValues(key),
+      (
+        workId,
+        token,
+        holderId,
+      ) => sql`UPDATE ${this.#table} SET released = ${this.#true}, expires_at = ${this.#least}(expires_at, ${this.#now} - 1)
+WHERE ${this.#valid(workId, token, holderId)}`,
+    )
   }
 
-  readCheckpoint(key: RecordKey): RawBuilder<CheckpointRow> {
-    return sql<CheckpointRow>`SELECT state, clean_handoff FROM ${this.#table} WHERE ${this.#valid(key)}`
+  readCheckpoint(key: RecordKey): CompiledQuery<CheckpointRow> {
+    return this.#cache.bind(
+      'readCheckpoint',
+      this.#keyValues(key),
+      (workId, token, holderId) =>
+        sql<CheckpointRow>`SELECT state, clean_handoff FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}`,
+    )
   }
 
   /** The failure-path read: no row = the record is invalid; `live` says whether the lease is unexpired. */
-  liveness(key: RecordKey): RawBuilder<LiveRow> {
-    return sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
-FROM ${this.#table} WHERE ${this.#valid(key)}`
+  liveness(key: RecordKey): CompiledQuery<LiveRow> {
+    return this.#cache.bind(
+      'liveness',
+      this.#keyValues(key),
+      (
+        workId,
+        token,
+        holderId,
+      ) => sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
+FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}`,
+    )
   }
 
   /**
@@ -389,10 +471,28 @@ FROM ${this.#table} WHERE ${this.#valid(key)}`
    * state's size (never its bytes) and "free" judged by one "now", plus a sentinel row that carries that
    * "now" even when the page is empty. The caller sorts the rows: UNION ALL promises no order.
    */
-  list(range: { lower: string; upper?: string; cursor?: string; limit: number }): RawBuilder<ListedRow> {
-    const conditions = [sql`l.work_id >= ${this.#id(range.lower)}`]
-    if (range.upper !== undefined) conditions.push(sql`l.work_id < ${this.#id(range.upper)}`)
-    if (range.cursor !== undefined) conditions.push(sql`l.work_id > ${this.#id(range.cursor)}`)
+  list(range: { lower: string; upper?: string; cursor?: string; limit: number }): CompiledQuery<ListedRow> {
+    const { lower, upper, cursor, limit } = range
+    const values: unknown[] = [limit, this.#id(lower)]
+    if (upper !== undefined) values.push(this.#id(upper))
+    if (cursor !== undefined) values.push(this.#id(cursor))
+    return this.#cache.bind(
+      `list:${upper !== undefined}:${cursor !== undefined}`,
+      values,
+      (limitValue, lowerValue, ...bounds) =>
+        this.#list(
+          limitValue,
+          lowerValue,
+          upper === undefined ? undefined : bounds[0],
+          cursor === undefined ? undefined : bounds.at(-1),
+        ),
+    )
+  }
+
+  #list(limit: unknown, lower: unknown, upper: unknown, cursor: unknown): RawBuilder<ListedRow> {
+    const conditions = [sql`l.work_id >= ${lower}`]
+    if (upper !== undefined) conditions.push(sql`l.work_id < ${upper}`)
+    if (cursor !== undefined) conditions.push(sql`l.work_id > ${cursor}`)
     const where = sql.join(conditions, sql` AND `)
     const released = this.family === 'postgres' ? sql`l.released` : sql`l.released <> 0`
     const size = sql.raw(this.family === 'postgres' ? 'octet_length(l.state)' : 'length(l.state)')
@@ -408,7 +508,7 @@ FROM ${this.#table} WHERE ${this.#valid(key)}`
   FROM ${this.#table} AS l, ${clock}
   WHERE ${where}
   ORDER BY l.work_id
-  LIMIT ${range.limit}
+  LIMIT ${limit}
 ) AS wl_page
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}`
@@ -418,9 +518,13 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}`
    * Ends a live lease from outside: no holder (no valid holderId is empty, so no record matches it
    * again) and expired just now; not released, so the next holder sees an unclean handoff.
    */
-  revoke(workId: string): RawBuilder<unknown> {
-    return sql`UPDATE ${this.#table} SET holder = ${this.#id('')}, expires_at = ${this.#now} - 1
-WHERE work_id = ${this.#id(workId)} AND released = ${this.#false} AND expires_at > ${this.#now}`
+  revoke(workId: string): CompiledQuery<unknown> {
+    return this.#cache.bind(
+      'revoke',
+      [this.#id(''), this.#id(workId)],
+      (nobody, work) => sql`UPDATE ${this.#table} SET holder = ${nobody}, expires_at = ${this.#now} - 1
+WHERE work_id = ${work} AND released = ${this.#false} AND expires_at > ${this.#now}`,
+    )
   }
 }
 

@@ -6,7 +6,7 @@ import type { DialectFamily } from './lease-dialect.js'
  * column with a string parameter as DOUBLE, which would confuse tokens above 2^53, and a JS number
  * would lose them before they leave the process.
  */
-export function tokenSql(family: DialectFamily, token: string): RawBuilder<unknown> {
+export function tokenSql(family: DialectFamily, token: unknown): RawBuilder<unknown> {
   return sql`CAST(${token} AS ${TOKEN_TYPE[family]})`
 }
 
