@@ -37,7 +37,10 @@ export interface LeasePoolOptions<S = Uint8Array> {
   /**
    * Works on one unit while this member holds it, with the same `Lease` that `leaser.run` gives
    * (signal, checkpoint, readCheckpoint). Resolving means the unit is finished: it is marked done for
-   * the group and not run again while it stays in the units. Throwing retries it (with
+   * the group and not run again while it stays in the units. A mark the store fails to take
+   * (`doneMarkFailed`) is tried again (with `handlerRetry`) while the lease is held; if the pool
+   * closes or the lease is lost first, the unit is given up unmarked and another member runs it
+   * again: a finished unit is run at least once, not exactly once. Throwing retries it (with
    * `handlerRetry`) while the lease is held. When `unit.signal` aborts, checkpoint and return.
    *
    * ```ts
@@ -78,7 +81,8 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   planner?: (view: PoolView, maxMoves: number) => PoolPlan
   /**
-   * Backoff between runs of a handler that threw. Default: 1 s doubling to 30 s.
+   * Backoff between runs of a handler that threw, and between tries of a done mark that failed.
+   * Default: 1 s doubling to 30 s.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, handlerRetry: { initialDelayMs: 100 } })

@@ -1,6 +1,6 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
 import { InvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
-import { keepProcessAlive, sharedAbortController } from './abortable.js'
+import { keepProcessAlive, sharedAbortController, sleep } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
@@ -8,7 +8,7 @@ import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
-import type { ResolvedRetryPolicy } from './retry-policy.js'
+import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { systemTimers } from './timers.js'
 import { type UnitEnd, UnitRunner } from './unit-runner.js'
 
@@ -23,6 +23,9 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
 /**
  * What a pool reports, on `pool.on(listener)` and on the `worklease:pool` diagnostics channel. The
  * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
+ * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
+ * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
+ * unit unmarked (`released`), so another member runs it again.
  */
 export type PoolEvent =
   | {
@@ -30,7 +33,12 @@ export type PoolEvent =
       readonly group: string
       readonly unit: string
     }
-  | { readonly type: 'handlerFailed'; readonly group: string; readonly unit: string; readonly error: unknown }
+  | {
+      readonly type: 'handlerFailed' | 'doneMarkFailed'
+      readonly group: string
+      readonly unit: string
+      readonly error: unknown
+    }
   | { readonly type: 'rebalanceFailed'; readonly group: string; readonly error: unknown }
 
 /** The diagnostics channel every pool publishes its {@link PoolEvent}s on. */
@@ -362,7 +370,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     this.#emit({ type: 'taken', group: this.group, unit })
     const finishing = runner.ended.then((end) => this.#finish(runner, end))
     this.#finishing.add(finishing)
-    void finishing.finally(() => this.#finishing.delete(finishing))
+    // Both ways: a rejection passed on by `finally` would be one nobody listens to.
+    const forget = () => this.#finishing.delete(finishing)
+    finishing.then(forget, forget)
   }
 
   #giveUp(runner: UnitRunner): void {
@@ -374,8 +384,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     try {
       if (end === 'done') {
         // Marked before the unit's lease is released, so no member can take it in between and run it again.
-        await this.#markDone(runner.id)
-        this.#emit({ type: 'done', group: this.group, unit: runner.id })
+        end = await this.#markDone(runner)
+        if (end === 'done') this.#emit({ type: 'done', group: this.group, unit: runner.id })
       }
       if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
       else {
@@ -388,12 +398,32 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     }
   }
 
-  async #markDone(unit: string): Promise<void> {
-    const mark = await this.#options.leaser.acquire(this.#keys.doneMark(unit), {
-      wait: true,
-      timeoutMs: this.#intervalMs,
-    })
-    await mark.release()
+  /**
+   * Marks a finished unit done; resolves to how its run ends after all. A mark that fails (the store
+   * kept failing, or a member clearing the mark holds it) is tried again while the unit's lease is
+   * held: released unmarked, the unit would be run again. Until the pool closes: then the unit is
+   * released unmarked (`'stopped'`), and run again by whoever takes it, rather than held past close.
+   */
+  async #markDone(runner: UnitRunner): Promise<UnitEnd> {
+    const { leaser, timers, random } = this.#options
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const mark = await leaser.acquire(this.#keys.doneMark(runner.id), {
+          wait: true,
+          timeoutMs: this.#intervalMs,
+        })
+        await mark.release()
+        return 'done'
+      } catch (error) {
+        if (!runner.lease.held) return 'lost'
+        this.#emit({ type: 'doneMarkFailed', group: this.group, unit: runner.id, error })
+      }
+      if (this.#closed.signal.aborted) return 'stopped'
+      const delay = backoffDelay(this.#handlerRetry, attempt, random)
+      await sleep(timers, delay, this.#closed.signal, runner.lease.signal)
+      if (!runner.lease.held) return 'lost'
+      if (this.#closed.signal.aborted) return 'stopped'
+    }
   }
 
   /** A unit left the set: its done mark is taken and left to expire, so `released` (the mark) is gone. */

@@ -1,6 +1,6 @@
 import type { CallOptions, CheckpointOptions, LeaseRecord } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
-import { describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import { INTERVAL, setup, TTL } from './setup.js'
 
@@ -23,6 +23,17 @@ class HandBackCounter extends ForwardingBackend {
     }
   }
 }
+
+/** Unhandled rejections seen during one test. */
+const unhandled: unknown[] = []
+const onUnhandled = (reason: unknown) => unhandled.push(reason)
+beforeEach(() => {
+  unhandled.length = 0
+  process.on('unhandledRejection', onUnhandled)
+})
+afterEach(() => {
+  process.off('unhandledRejection', onUnhandled)
+})
 
 const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
   new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
@@ -78,6 +89,57 @@ describe('LeasePool', () => {
     expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['g/m/worker-a', 'g/u/u1'])
     const closing = pool.close()
     await time.until(closing)
+  })
+
+  test('a finished unit whose done mark fails is marked on a later try, then released', async () => {
+    const { time, leaser, backend, store } = setup()
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      // The store fails the mark's acquire as often as the Leaser retries it (retry.maxAttempts).
+      handler: () => void backend.failNext('acquire', 5),
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(2 * TTL)
+    expect(unhandled).toEqual([])
+    // Released once marked: neither left renewing nor run again.
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    const types = events.map((event) => event.type)
+    expect(types).toContain('doneMarkFailed')
+    expect(types.at(-1)).toBe('done')
+    expect(pool.units).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test('a finished unit whose done mark never lands is released unmarked at close, not left renewing', async () => {
+    const { time, leaser, backend, store } = setup()
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handler: () => void backend.failNext('acquire', 1_000),
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(2 * TTL)
+    expect(unhandled).toEqual([])
+    // Held meanwhile (renewed) while the mark is tried again.
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    await time.until(pool.close())
+    // Released unmarked at close: another member may run it again (at least once, never lost).
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(store.leases.has('g/d/u1')).toBe(false)
+    expect(events.filter((event) => event.type === 'doneMarkFailed').length).toBeGreaterThan(1)
+    expect(events.at(-1)?.type).toBe('released')
   })
 
   test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
