@@ -99,6 +99,10 @@ export interface KyselyBackendOptions {
    * out again** to the next holders, while the rolled-back holder may already have used its token
    * (a fenced write elsewhere, a message). A rollback also undoes releases, renewals and checkpoints.
    * Only pass `true` when the transaction only commits, or nothing outside it ever saw the tokens.
+   * Writes judge the latest committed row whatever the isolation level; under REPEATABLE READ (MySQL's
+   * and MariaDB's default) `readCheckpoint` answers from the transaction's snapshot, so a lease revoked
+   * since then shows up at the next write (`FENCED`), not at that read. PostgreSQL at REPEATABLE READ
+   * or above reports such a conflict as a serialization failure (a store error): retry the transaction.
    *
    * ```ts
    * await db.transaction().execute(async (trx) => {

@@ -108,6 +108,13 @@ export class LeaseStatements {
   // call: its shape depends on the batch.)
   readonly #columnsAsText = new Map<string, RawBuilder<unknown>>()
   readonly #takeover: RawBuilder<unknown>
+  // MySQL/MariaDB: InnoDB answers a plain SELECT inside a caller's REPEATABLE READ transaction (its
+  // default) from the transaction's first snapshot, while an UPDATE matches the latest committed row.
+  // The reads that name a refused write's outcome (fenced or expired? who holds it?) must see what the
+  // write saw: a locking read does, and locks no more than the write before it already did (InnoDB
+  // keeps the row it scanned locked). PostgreSQL reports such a conflict as a serialization failure;
+  // SQLite has one writer.
+  readonly #current: RawBuilder<unknown>
   readonly #cache: StatementCache
 
   constructor(family: DialectFamily, table: string, cache: StatementCache) {
@@ -125,6 +132,7 @@ export class LeaseStatements {
     this.#false = sql.raw(family === 'postgres' ? 'false' : '0')
     this.#greatest = sql.raw(family === 'sqlite' ? 'MAX' : 'GREATEST')
     this.#least = sql.raw(family === 'sqlite' ? 'MIN' : 'LEAST')
+    this.#current = sql.raw(family === 'mysql' ? ' LOCK IN SHARE MODE' : '')
     this.#textType = sql.raw(family === 'postgres' ? 'text' : family === 'mysql' ? 'CHAR' : 'TEXT')
     this.#takeover = sql`ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0`
   }
@@ -244,7 +252,7 @@ SELECT false, token::text, expires_at::text, holder, free, expires_in::text${hel
     return sql<HolderRow>`SELECT ${this.#text('token')} AS token, holder, ${this.#text('expires_at')} AS expires_at,
   CASE WHEN ${released} OR expires_at <= wl_clock.wl_now THEN 1 ELSE 0 END AS free,
   ${this.#cast(sql`expires_at - wl_clock.wl_now`)} AS expires_in
-FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${workId}`
+FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${workId}${this.#current}`
   }
 
   /**
@@ -394,7 +402,7 @@ WHERE ${live} AND ${this.#pairs(records)}`
 WHERE work_id = ANY(CAST(${idsArrayLiteral(records)} AS text[])) AND ${valid}`
     }
     return sql<ValidRow>`SELECT work_id, ${this.#text('token')} AS token, ${live} FROM ${this.#table}
-WHERE ${valid} AND ${this.#pairs(records)}`
+WHERE ${valid} AND ${this.#pairs(records)}${this.#current}`
   }
 
   // MySQL/SQLite: `work_id IN (...)` lets MySQL range over the primary key; the (work_id, token) pairs
@@ -462,7 +470,7 @@ WHERE ${this.#valid(workId, token, holderId)}`,
         token,
         holderId,
       ) => sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
-FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}`,
+FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#current}`,
     )
   }
 

@@ -288,6 +288,47 @@ for (const target of TARGETS) {
       }
     })
 
+    // InnoDB's REPEATABLE READ (MySQL's and MariaDB's default) answers a plain SELECT from the
+    // transaction's first snapshot, while an UPDATE matches the latest committed row: a failure path
+    // that read the snapshot found a lease revoked since "valid and live" and called the refused
+    // write a success. (SQLite has one connection: no other process can write meanwhile.)
+    test('inside a caller transaction, a lease changed by another process since its first read is judged as it is now', async (context) => {
+      if (family === 'sqlite')
+        return context.skip('SQLite: one writer at a time, nobody else writes meanwhile')
+      const db = h.storage.connect()
+      try {
+        const outside = h.open()
+        const a = await outside.acquire('tx-a', 'holder-a', HOUR)
+        const b = await outside.acquire('tx-b', 'holder-a', HOUR)
+        const seen = await db.transaction().execute(async (trx) => {
+          const inside = new KyselyBackend({ db: trx, table: h.storage.table, allowTransaction: true })
+          await inside.readCheckpoint(a) // the transaction's snapshot is taken here
+          expect(await outside.revoke('tx-a')).toBe(true)
+          expect(await outside.revoke('tx-b')).toBe(true)
+          await outside.acquire('tx-new', 'holder-b', HOUR)
+          const refused = await inside.acquire('tx-new', 'holder-t', HOUR).catch((error: unknown) => error)
+          return {
+            renew: await code(inside.renew(a, HOUR)),
+            checkpoint: await code(inside.checkpoint(a, bytes('late'), HOUR)),
+            renewMany: await inside.renewMany([a, b], HOUR).catch((error: unknown) => error),
+            heldBy: (refused as { holder?: { holderId: string } }).holder?.holderId,
+          }
+        })
+        expect(seen).toEqual({
+          renew: 'FENCED',
+          checkpoint: 'FENCED',
+          renewMany: ['fenced', 'fenced'],
+          heldBy: 'holder-b',
+        })
+        expect((await outside.list({ prefix: 'tx-a' })).leases[0]).toMatchObject({
+          holderId: '',
+          checkpointBytes: null,
+        })
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
     test('expiresAt is now + ttl on the server clock, in epoch milliseconds, exactly as stored', async () => {
       const backend = h.open()
       const before = Date.now()
