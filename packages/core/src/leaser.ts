@@ -473,6 +473,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         } else if (isLeaseHeldError(outcome.reason)) {
           found = this.#ownLease(call, outcome.reason, start)
           if (!found && outcome.reason.holder) call.unresolved = false
+        } else if (!isWorkleaseError(outcome.reason)) {
+          // Unknown outcome, as in the acquire's own catch: it may have landed, even after every
+          // attempt the acquire did hear back from (an abort leaves its only attempt unheard).
+          call.unknownSince ??= start
+          call.unresolved = true
         }
         if (found) this.#lateFind(call, found)
         // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.

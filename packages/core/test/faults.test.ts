@@ -265,6 +265,25 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
   })
 
+  test('the caller gave up on its only attempt, whose reply was then lost: the lease it took is released', async () => {
+    const { time, leaser, backend, other, store } = setup()
+    // The attempt lands at once; its reply comes 50 ms later, as an error.
+    backend.setReplyLatency(50, 'acquire')
+    backend.loseNextReplies('acquire')
+    const controller = new AbortController()
+    const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.advance(10)
+    expect(store.leases.get('job')?.holderId).toBe('worker-a')
+    controller.abort(new Error('no longer wanted'))
+    await time.advance(10)
+    expect((acquiring.error as Error).message).toBe('no longer wanted')
+    // Well within the ttl: the Leaser asked once more, found its own lease and released it.
+    await time.advance(300)
+    expect(backend.calls.acquire).toBe(2)
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
   test('a lease this Leaser holds, or abandoned, is never adopted twice (leases are not reentrant)', async () => {
     const { time, leaser, backend } = setup()
     const held = await leaser.acquire('held')
