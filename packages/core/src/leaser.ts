@@ -120,6 +120,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
   #closing: Promise<void> | undefined
+  /**
+   * Store calls out that no caller awaits once its acquire gave up: attempts, the asks of
+   * #settleUnknown, releases of orphans. Counted, not kept: one per attempt, on the hot path.
+   */
+  #unawaited = 0
+  /** Wakes `close()` when the count above falls to 0. */
+  #onQuiet: (() => void) | undefined
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
 
@@ -415,6 +422,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * 3. after `timeoutMs` (default: the ttl), leases not released yet are abandoned: they expire on
    *    their own and the successor sees `cleanHandoff: false`.
    *
+   * Within the same `timeoutMs` it also waits for the acquire attempts it cut short: one that took
+   * the lease after all is released before `close()` resolves.
+   *
    * Keeps the process alive until it settles. Idempotent.
    *
    * ```ts
@@ -432,7 +442,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     this.#closing = (async () => {
       const { cancel, dispose } = linkedCancel(this.#ctx.timers, [], timeoutMs)
       try {
-        await Promise.race([done, sleep(this.#ctx.timers, timeoutMs, cancel)])
+        // The attempts cut short settle meanwhile, and may start releases of what they took.
+        const quiet = done.then(() => this.#quiet())
+        await Promise.race([quiet, sleep(this.#ctx.timers, timeoutMs, cancel)])
       } finally {
         cancel.abort()
         dispose()
@@ -461,10 +473,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     // abandoned, so the call settles with its real outcome and a late success is not orphaned.
     const attempt = invoke(() => this.#take(call.workId, ttlMs))
     call.inFlight++
+    this.#unawaited++
     return raceWithin(attempt, signal, this.#ctx.callSignals.timeouts, {
       startedAt: start.mono,
       onSettled: () => {
         call.inFlight--
+        // Before onAbandoned, which may start a release: #quiet looks again.
+        this.#settled()
       },
       onAbandoned: (outcome) => {
         let found: FoundLease | undefined
@@ -569,12 +584,17 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #settleUnknown(call: PendingAcquire): void {
     if (!this.backend.capabilities.reportsHolder) return
     const start = instant(this.#ctx.timers)
+    this.#unawaited++
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
     invoke(() => this.backend.acquire(call.workId, this.holderId, this.ttlMs)).then(
-      (record) => this.#releaseOrphan(call.workId, record),
+      (record) => {
+        this.#releaseOrphan(call.workId, record)
+        this.#settled()
+      },
       (error: unknown) => {
         const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
         if (found) this.#releaseOrphan(call.workId, found.record)
+        this.#settled()
       },
     )
   }
@@ -586,7 +606,29 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #releaseOrphan(workId: string, record: LeaseRecord): void {
     if (this.#handedOut(workId, record.fencingToken)) return
     this.#retire(workId, record.fencingToken)
-    this.#ctx.callSignals.call((signal) => this.backend.release(record, { signal })).catch(() => undefined)
+    this.#unawaited++
+    const settled = () => this.#settled()
+    this.#ctx.callSignals.call((signal) => this.backend.release(record, { signal })).then(settled, settled)
+  }
+
+  /** One of the calls counted in {@link #unawaited} settled. */
+  #settled(): void {
+    if (--this.#unawaited > 0) return
+    const quiet = this.#onQuiet
+    this.#onQuiet = undefined
+    quiet?.()
+  }
+
+  /**
+   * Settles once no call counted in {@link #unawaited} is out, the releases that the last of them
+   * started included: the count may touch 0 between an attempt settling and its release going out.
+   */
+  async #quiet(): Promise<void> {
+    while (this.#unawaited > 0) {
+      await new Promise<void>((resolve) => {
+        this.#onQuiet = resolve
+      })
+    }
   }
 
   /** One acquire in the store, with the checkpoint where that costs no round trip more. */

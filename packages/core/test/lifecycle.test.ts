@@ -244,6 +244,42 @@ describe('close', () => {
     expect(time.pending).toBe(0)
   })
 
+  test('waits for an attempt it cut short, and releases the lease that attempt took', async () => {
+    const { time, leaser, backend, store } = setup()
+    // The attempt takes the lease at once; its reply comes 50 ms later.
+    backend.setReplyLatency(50, 'acquire')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(1)
+    const closing = track(leaser.close())
+    await time.advance(1)
+    expect(isLeaserClosedError(acquiring.error)).toBe(true)
+    // Resolved now, `await leaser.close(); process.exit()` would leave the lease held for a ttl.
+    expect(closing.settled).toBe(false)
+    await time.advance(100)
+    expect(closing.settled).toBe(true)
+    expect(store.leases.get('job')?.released).toBe(true)
+  })
+
+  test('the release of a lease an attempt it cut short took is not aborted when close ends', async () => {
+    const { time, leaser, backend, other, store } = setup()
+    await leaser.acquire('held')
+    // Close releases 'held' by 101 ms; the late reply (at 51) starts a release that lands at 151.
+    backend.setLatency(100, 'release')
+    backend.setReplyLatency(50, 'acquire')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(1)
+    expect(store.leases.get('job')?.holderId).toBe('worker-a')
+    const closing = track(leaser.close())
+    await time.advance(1)
+    expect(acquiring.rejected).toBe(true)
+    await time.advance(200)
+    expect(closing.settled).toBe(true)
+    expect(store.leases.get('held')?.released).toBe(true)
+    expect(store.leases.get('job')?.released).toBe(true)
+    const next = await other.acquire('job', 'worker-b', TTL)
+    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
   test('a run in progress sees its lease closed and rejects with reason closed', async () => {
     const { time, leaser } = setup()
     const running = track(
