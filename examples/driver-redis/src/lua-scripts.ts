@@ -139,15 +139,15 @@ end
 return out
 `
 
-// The released mark alone frees the lease: acquire and every fence check read it before the expiry,
-// so release needs no clock and leaves 'expires' as it was. It also makes a second release FENCED
-// and tells the successor the handoff was clean.
+// The released mark frees the lease (acquire and every fence check read it before the expiry), makes a
+// second release FENCED and tells the successor the handoff was clean. The expiry moves before now
+// too, never later than it was, so a listing shows the lease ended rather than running on.
 /** KEYS[1] = lease key; ARGV = token, holderId. */
-export const RELEASE = `
+export const RELEASE = `${PRELUDE}
 local key = KEYS[1]
-local f = redis.call('HMGET', key, 'token', 'holder', 'released')
-if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or f[3] == '1' then return {'FENCED'} end
-redis.call('HSET', key, 'released', '1')
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or f[4] == '1' then return {'FENCED'} end
+redis.call('HSET', key, 'released', '1', 'expires', int(math.min(tonumber(f[3]), now_ms() - 1)))
 return {'OK'}
 `
 

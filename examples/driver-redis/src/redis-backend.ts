@@ -119,7 +119,7 @@ const COMMANDS = {
   renew: ['workleaseRenewV1', RENEW, 1],
   // No fixed key count: the first argument says how many leases the batch holds.
   renewMany: ['workleaseRenewManyV1', RENEW_MANY, undefined],
-  release: ['workleaseReleaseV1', RELEASE, 1],
+  release: ['workleaseReleaseV2', RELEASE, 1],
   readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT, 1],
   list: ['workleaseListV1', LIST, 1],
   revoke: ['workleaseRevokeV1', REVOKE, 1],

@@ -115,7 +115,8 @@ export interface Backend {
 
   /**
    * Ends the lease cleanly: the next acquire succeeds at once (even on a clock behind ours) and sees
-   * `cleanHandoff: true`. The only call that moves the expiry backward.
+   * `cleanHandoff: true`. The only call that moves the expiry backward: to before now (never later than
+   * it was), so a listing shows the lease ended, not running until its old expiry.
    * @throws `FencedError` if the record is not valid (taken over, or already released).
    */
   release(record: LeaseRecord, options?: CallOptions): Promise<void>

@@ -16,7 +16,7 @@ import {
   type RenewOutcome,
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
-import { forge } from './case-context.js'
+import { forge, LONG_TTL_MS } from './case-context.js'
 import { LATE_HOLDER_READ_CASE } from './groups/acquire-cases.js'
 import type { GroupName } from './suite-case.js'
 
@@ -344,6 +344,23 @@ export const mutants: readonly Mutant[] = [
       }
     },
   ),
+  {
+    ...mutant(
+      'release leaves the expiry where it was: list shows a released lease still running',
+      'list',
+      class extends ForwardingBackend {
+        override async list(options?: ListOptions) {
+          const page = await super.list(options)
+          const later = new Date(page.now.getTime() + LONG_TTL_MS)
+          const leases = page.leases.map((lease) =>
+            lease.released ? Object.freeze({ ...lease, expiresAt: later }) : lease,
+          )
+          return { ...page, leases }
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  },
   checkpointMutant('acquireWithCheckpoint returns no state', (read) => ({ ...read, state: null })),
   checkpointMutant('acquireWithCheckpoint reports every handoff clean', (read) => ({
     ...read,

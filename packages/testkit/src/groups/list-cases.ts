@@ -63,6 +63,10 @@ export const listCases: CaseDefinition[] = [
       checkEqual(r.released, true, 'released.released')
       checkEqual(r.free, true, 'released.free')
       checkEqual(r.checkpointBytes, null, 'released.checkpointBytes')
+      check(
+        r.expiresAt.getTime() <= page.now.getTime(),
+        `a released lease expired by page.now (release moves the expiry into the past), got ${r.expiresAt.toISOString()} against ${page.now.toISOString()}`,
+      )
       checkEqual(expired.released, false, 'expired.released')
       checkEqual(expired.free, true, 'expired.free')
       check(expired.expiresAt.getTime() <= page.now.getTime(), 'an expired lease expired by page.now')
