@@ -365,7 +365,10 @@ export function renderMarkdown(results: BenchResults): string {
       'as the median with its range. 1.0 means the library costs nothing over writing the statements yourself; ' +
       'below 1 is its overhead (validation, record objects, error mapping, extra round trips).',
     '- The baseline sends the statements/commands the driver sends (copied from its source), through the same client ' +
-      'and pool, on its own table; it is what a careful hand-written implementation costs, not a strawman.',
+      'and pool, on its own table; it is what a careful hand-written implementation costs, not a strawman. The SQL ' +
+      "baseline builds each statement with Kysely's sql template per call, as Kysely's documentation writes them; " +
+      'the Kysely driver compiles each statement shape once and binds values per call (the texts sent are checked ' +
+      'equal under the ratio table).',
     '- A range that straddles 1.0 means the difference is below the noise of this machine. Compare ratios, not ' +
       'absolute cycles/s, across runs and machines.',
     "- memory has no I/O, so its ratio shows the library's CPU cost per call at full magnification; for the " +
