@@ -22,6 +22,7 @@ import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
+import { LocalDeadline } from './local-deadline.js'
 import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
@@ -298,7 +299,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
           const taken = await this.#acquireOnce(call, start, cancel)
-          call.found ??= foundLease(taken, start)
+          this.#keepNewer(call, foundLease(taken, start))
         } catch (error) {
           if (cancel.aborted) throw cancel.reason
           if (call.found) continue
@@ -508,12 +509,37 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #lateFind(call: PendingAcquire, found: FoundLease): void {
     const token = found.record.fencingToken
     if (call.found?.record.fencingToken === token || this.#handedOut(call.workId, token)) return
-    if (!call.done && !call.found) {
-      call.found = found
-      call.wake?.abort()
+    // Its reply took the whole usable ttl: handed out, it would be lost at once, and a later attempt
+    // of this acquire may be taking the lease anew (at a larger token) once it expired.
+    const { timers, ttlMs, safetyMarginMs } = this.#ctx
+    if (call.done || new LocalDeadline(timers, ttlMs - safetyMarginMs, found.start).remaining() <= 0) {
+      this.#releaseOrphan(call.workId, found.record)
       return
     }
-    this.#releaseOrphan(call.workId, found.record)
+    const waiting = call.found === undefined
+    this.#keepNewer(call, found)
+    if (waiting) call.wake?.abort()
+  }
+
+  /**
+   * An attempt of `call` took the lease. Two can (one abandoned, its reply late, the other taking the
+   * lease once the first one's expired): the store keeps only the newer token, so that is the one to
+   * hand out; the other is released.
+   */
+  #keepNewer(call: PendingAcquire, found: FoundLease): void {
+    const kept = call.found
+    if (kept === undefined) {
+      call.found = found
+      return
+    }
+    const token = found.record.fencingToken
+    if (token === kept.record.fencingToken) return
+    if (token < kept.record.fencingToken) {
+      this.#releaseOrphan(call.workId, found.record)
+      return
+    }
+    call.found = found
+    this.#releaseOrphan(call.workId, kept.record)
   }
 
   /**

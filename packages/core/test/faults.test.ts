@@ -1,11 +1,13 @@
-import { MemoryBackend } from '@worklease/memory'
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import {
   type Backend,
+  type CallOptions,
   createLeaseRecord,
   isLeaseHeldError,
   LeaseHeldError,
   type LeaseRecord,
 } from '@worklease/spec'
+import { ForwardingBackend } from '@worklease/testkit'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
@@ -445,6 +447,88 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     // late find made every wait a retry at once: one attempt a millisecond.
     expect(sent - sentBefore).toBeLessThanOrEqual(6)
     await leaser.close({ timeoutMs: 0 })
+  })
+
+  test('an abandoned attempt whose reply comes after its lease expired never displaces a later one', async () => {
+    const time = new ManualTime()
+    const store = new MemoryStore()
+    const memory = new MemoryBackend({ store, clock: time.wall })
+    let calls = 0
+    /**
+     * The first attempt takes token 1 at once, and its reply comes back at 1,120 ms, long after the
+     * acquire gave up on it (callTimeoutMs: 333) and after token 1 expired (1,000). The retries are
+     * refused until then; the one sent at 1,108 takes token 2 at 1,128.
+     */
+    class Scripted extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        if (++calls === 1) {
+          const taken = await this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
+          await time.sleep(1_120)
+          return taken
+        }
+        if (time.now() < 1_000) {
+          throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
+        }
+        await time.sleep(20)
+        return this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
+      }
+    }
+    const leaser = new Leaser({
+      backend: new Scripted(memory),
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      random: () => 0.5,
+      retry: { maxAttempts: 20 },
+    })
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(1_200)
+    expect(store.leases.get('job')?.fencingToken).toBe(2n)
+    expect(acquiring.value?.fencingToken).toBe(2n)
+    expect(acquiring.value?.held).toBe(true)
+  })
+
+  test('two attempts of one acquire both took the lease: the newer token is handed out', async () => {
+    const time = new ManualTime()
+    const store = new MemoryStore()
+    const memory = new MemoryBackend({ store, clock: time.wall })
+    let calls = 0
+    /**
+     * The first attempt takes token 1 at once; its reply comes at 400 ms, after the acquire gave up
+     * on it (callTimeoutMs: 333) but well before its local deadline. The store's clock then steps a
+     * ttl forward, so the retry (sent at 358) takes token 2; its reply comes at 418.
+     */
+    class Scripted extends ForwardingBackend {
+      override async acquireWithCheckpoint(
+        workId: string,
+        holderId: string,
+        ttlMs: number,
+        options?: CallOptions,
+      ) {
+        const first = ++calls === 1
+        if (!first) time.wallOffset += TTL
+        const taken = await this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
+        await time.sleep(first ? 400 : 60)
+        return taken
+      }
+    }
+    const leaser = new Leaser({
+      backend: new Scripted(memory),
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      random: () => 0.5,
+    })
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(500)
+    expect(calls).toBe(2)
+    expect(store.leases.get('job')?.fencingToken).toBe(2n)
+    expect(acquiring.value?.fencingToken).toBe(2n)
   })
 
   test('an attempt abandoned at callTimeoutMs that lands while the acquire still waits is used, not burnt', async () => {
