@@ -493,12 +493,15 @@ export class DynamoBackend implements Backend {
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     const args = validateRecordArgs(record, options)
     // The released mark frees the lease for every clock; the past expiry is for readers of the table.
+    // An update expression has no min(): the record's expiry is never later than the stored one (only
+    // renewals move it, and only forward), so a release that comes late keeps the earlier expiry.
+    const past = Math.min(this.#clock.now() - 1, args.record.expiresAt.getTime())
     await this.#updateIfValid(
       args,
       'SET #rel = :true, #exp = :past',
       undefined,
       { '#exp': Attr.expiresAt },
-      { ':true': TRUE, ':past': num(this.#clock.now() - 1) },
+      { ':true': TRUE, ':past': num(past) },
     )
   }
 

@@ -361,6 +361,23 @@ export const mutants: readonly Mutant[] = [
     ),
     needsOptionalOperation: true,
   },
+  {
+    ...mutant(
+      'release sets the expiry to now - 1 even when it had expired earlier',
+      'list',
+      class extends ForwardingBackend {
+        override async list(options?: ListOptions) {
+          const page = await super.list(options)
+          const justNow = new Date(page.now.getTime() - 1)
+          const leases = page.leases.map((lease) =>
+            lease.released ? Object.freeze({ ...lease, expiresAt: justNow }) : lease,
+          )
+          return { ...page, leases }
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  },
   checkpointMutant('acquireWithCheckpoint returns no state', (read) => ({ ...read, state: null })),
   checkpointMutant('acquireWithCheckpoint reports every handoff clean', (read) => ({
     ...read,

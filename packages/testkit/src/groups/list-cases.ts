@@ -74,6 +74,24 @@ export const listCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'release never moves the expiry later: a lease released after it expired keeps its expiry',
+    unsupported: needsList,
+    async run(c) {
+      // A holder whose release comes late (a pause, a clock ahead) must not make its ended lease look
+      // as if it ran on until the release.
+      const record = await c.backend.acquire(`${c.prefix}late`, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      if (c.clientClock) await c.elapse(LONG_TTL_MS)
+      await c.backend.release(record)
+      const [listed] = (await list(c, { prefix: c.prefix })).leases
+      checkEqual(listed?.released, true, 'released')
+      check(
+        listed!.expiresAt.getTime() <= record.expiresAt.getTime(),
+        `the expiry moved from ${record.expiresAt.toISOString()} to ${listed!.expiresAt.toISOString()}`,
+      )
+    },
+  },
+  {
     name: 'list matches the prefix literally: wildcards of LIKE, glob and regular expressions are characters',
     unsupported: needsList,
     async run(c) {
