@@ -45,7 +45,10 @@ export interface LeaseListing {
   readonly expiresAt: Date
   /** Whether the last lease ended by release (or was revoked: then `false` and expired). */
   readonly released: boolean
-  /** Whether an acquire would succeed now: released, or expired by the page's `now`. */
+  /**
+   * Whether the last lease has ended: released, or expired by the page's `now`. An acquire then takes
+   * it, unless its token is `MAX_FENCING_TOKEN` (`TOKENS_EXHAUSTED`).
+   */
   readonly free: boolean
   /** Size of the last checkpointed state in bytes, or `null` if none was ever stored. */
   readonly checkpointBytes: number | null
