@@ -21,6 +21,7 @@ import type { CallSignals } from './call-signals.js'
 import type { CheckpointCodec, LeaseCheckpoint } from './checkpoint-codec.js'
 import { deadlineDue, deadlineSlot, type WatchedLease } from './deadline-watch.js'
 import { LeaseEndedError, type LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
+import { isLeaserClosedError } from './leaser-closed-error.js'
 import type { LeaserEmitter } from './leaser-events.js'
 import { LocalDeadline } from './local-deadline.js'
 import {
@@ -591,11 +592,15 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     else this.#ctx.events.emit('callFailed', { ...failure, op })
   }
 
-  /** Handles a lease outcome from the backend; returns false for a transient store error. */
+  /**
+   * Handles a lease outcome from the backend; returns false for a transient store error. A
+   * `LEASER_CLOSED` is no outcome: it is the reason `close()` aborted the call's signal with (a
+   * driver rejects with it), and says nothing of what the store did.
+   */
   #outcome(error: unknown): boolean {
     if (isFencedError(error)) this.#lose('fenced', error)
     else if (isLeaseExpiredError(error)) this.#lose('expired', error)
-    else if (isWorkleaseError(error)) this.#lose('rejected', error)
+    else if (isWorkleaseError(error) && !isLeaserClosedError(error)) this.#lose('rejected', error)
     else return false
     return true
   }

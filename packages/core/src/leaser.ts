@@ -666,7 +666,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #adopt({ record, start, checkpoint }: FoundLease, attempts: number): Lease<S> {
     const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
     if (this.closed) {
-      void lease.release()
+      // Not among the leases close() releases: it waits for this release as for an orphan's.
+      this.#unawaited++
+      lease.release().then(() => this.#settled())
       throw new LeaserClosedError()
     }
     if (lease[storeSideLive]) this.#leases.add(lease)

@@ -1,11 +1,13 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import { isLeaseHeldError } from '@worklease/spec'
+import { type CallOptions, isLeaseHeldError } from '@worklease/spec'
+import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import {
   isLeaseLostError,
   isLeaserClosedError,
   type Lease,
   type LeaseLostError,
+  Leaser,
   leaserChannels,
   systemTimers,
 } from '../src/index.js'
@@ -278,6 +280,57 @@ describe('close', () => {
     expect(store.leases.get('job')?.released).toBe(true)
     const next = await other.acquire('job', 'worker-b', TTL)
     expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
+  /**
+   * close() is called between an acquire's reply and the moment that acquire takes its lease, which
+   * the Leaser then releases; that release takes 100 ms (and gives up if its signal aborts).
+   */
+  async function closeOnReply(closeOptions: { timeoutMs?: number } = {}) {
+    const { time, backend, store } = setup()
+    class CloseOnReply extends ForwardingBackend {
+      override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+        const taken = this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
+        taken.then(() => queueMicrotask(() => void leaser.close(closeOptions)))
+        return taken
+      }
+    }
+    const leaser = new Leaser({
+      backend: new CloseOnReply(backend),
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      random: () => 0.5,
+    })
+    const lost: unknown[] = []
+    leaser.on('lost', (event) => lost.push(event))
+    backend.setLatency(100, 'release')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(1)
+    expect(isLeaserClosedError(acquiring.error)).toBe(true)
+    return { time, backend, store, leaser, lost }
+  }
+
+  test('an acquire whose reply came just before close: close waits for the release of its lease', async () => {
+    const { time, backend, store, leaser, lost } = await closeOnReply()
+    // Neither aborted by close nor left to go on past it.
+    const closing = track(leaser.close())
+    await time.advance(98)
+    expect(closing.settled).toBe(false)
+    await time.advance(1)
+    expect(closing.settled).toBe(true)
+    expect(store.leases.get('job')?.released).toBe(true)
+    expect(backend.calls.release).toBe(1)
+    expect(lost).toEqual([])
+  })
+
+  test('a release whose call close aborted at its timeout is tried again, never counted as a loss', async () => {
+    const { time, store, leaser, lost } = await closeOnReply({ timeoutMs: 50 })
+    await time.until(leaser.close())
+    // The driver rejected with close's LeaserClosedError: the reason of the abort, not the store's word.
+    await time.advance(TTL)
+    expect(lost).toEqual([])
+    expect(store.leases.get('job')?.released).toBe(true)
   })
 
   test('a run in progress sees its lease closed and rejects with reason closed', async () => {
