@@ -219,10 +219,14 @@ export function poolSuite(options: PoolSuiteOptions): void {
           const moved = referee.starts.filter((start) => start.member === 'member-b')
           const story = JSON.stringify({ starts: referee.starts, losses })
           // A member that lost its membership to a late renewal drops out of the others' count for a
-          // while, and units move back and forth by consent meanwhile: more moves, each still clean.
+          // while, and units move back and forth meanwhile: more moves.
           if (losses.length === 0) assert.equal(moved.length, 5, `exactly five units moved: ${story}`)
           else assert.ok(moved.length >= 5, `at least five units moved: ${story}`)
+          // Late renewals cost a member its unit leases too (they renew in one batch): a unit lost so
+          // is taken after its expiry, an unclean handoff by design. Every other move is by consent.
+          const lost = (unit: string) => losses.some((loss) => loss.includes(`/u/${unit} (`))
           for (const start of moved) {
+            if (lost(start.unit)) continue
             assert.equal(start.cleanHandoff, true, `${start.unit}: clean handoff: ${story}`)
             assert.equal(
               start.state,
