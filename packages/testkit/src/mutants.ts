@@ -176,6 +176,27 @@ function acquireErrorMutant(name: string, change: (error: unknown) => unknown): 
 }
 
 /** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
+/** A mutant whose listings show every released lease expiring at `expiry(page)`. */
+function releasedListingMutant(name: string, expiry: (page: LeasePage) => Date): Mutant {
+  return {
+    ...mutant(
+      name,
+      'list',
+      class extends ForwardingBackend {
+        override async list(options?: ListOptions) {
+          const page = await super.list(options)
+          const expiresAt = expiry(page)
+          const leases = page.leases.map((lease) =>
+            lease.released ? Object.freeze({ ...lease, expiresAt }) : lease,
+          )
+          return { ...page, leases }
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  }
+}
+
 function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
   return acquireWithCheckpointMutant(name, async (backend, ...args) => {
     const taken = await backend.acquireWithCheckpoint!(...args)
@@ -344,40 +365,14 @@ export const mutants: readonly Mutant[] = [
       }
     },
   ),
-  {
-    ...mutant(
-      'release leaves the expiry where it was: list shows a released lease still running',
-      'list',
-      class extends ForwardingBackend {
-        override async list(options?: ListOptions) {
-          const page = await super.list(options)
-          const later = new Date(page.now.getTime() + LONG_TTL_MS)
-          const leases = page.leases.map((lease) =>
-            lease.released ? Object.freeze({ ...lease, expiresAt: later }) : lease,
-          )
-          return { ...page, leases }
-        }
-      },
-    ),
-    needsOptionalOperation: true,
-  },
-  {
-    ...mutant(
-      'release sets the expiry to now - 1 even when it had expired earlier',
-      'list',
-      class extends ForwardingBackend {
-        override async list(options?: ListOptions) {
-          const page = await super.list(options)
-          const justNow = new Date(page.now.getTime() - 1)
-          const leases = page.leases.map((lease) =>
-            lease.released ? Object.freeze({ ...lease, expiresAt: justNow }) : lease,
-          )
-          return { ...page, leases }
-        }
-      },
-    ),
-    needsOptionalOperation: true,
-  },
+  releasedListingMutant(
+    'release leaves the expiry where it was: list shows a released lease still running',
+    (page) => new Date(page.now.getTime() + LONG_TTL_MS),
+  ),
+  releasedListingMutant(
+    'release sets the expiry to now - 1 even when it had expired earlier',
+    (page) => new Date(page.now.getTime() - 1),
+  ),
   checkpointMutant('acquireWithCheckpoint returns no state', (read) => ({ ...read, state: null })),
   checkpointMutant('acquireWithCheckpoint reports every handoff clean', (read) => ({
     ...read,
