@@ -283,9 +283,17 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
       }
       await this.#clearDoneMarks([...group.done].filter((unit) => !wantedSet.has(unit)))
-      // Units this member is already handing back count as given up, not as its own.
+      // A unit listed as ours counts as ours only while a runner of ours still works on it. One being
+      // handed back is given up; one with no runner was released (or lost) after the listing was
+      // read: its runner is gone by the time the reply is, and counted as ours it would put this
+      // member above its share again, to give up units it then takes back. Left free in the view, a
+      // take of it either finds it free (the release landed) or is refused (held: leases are not
+      // reentrant), a miss like any other.
       const holders = new Map(group.holders)
-      for (const runner of this.#runners.values()) if (runner.stopping) holders.delete(runner.id)
+      for (const [unit, holder] of group.holders) {
+        const runner = this.#runners.get(unit)
+        if (holder === leaser.holderId && (runner === undefined || runner.stopping)) holders.delete(unit)
+      }
       const view = viewOf(leaser.holderId, { ...group, holders }, wanted)
       // Default bound: one fair share per rebalance, so a joining member is full after two.
       const maxMoves =

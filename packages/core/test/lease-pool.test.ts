@@ -1,7 +1,15 @@
-import type { CallOptions, CheckpointOptions, LeaseRecord } from '@worklease/spec'
+import type {
+  Backend,
+  CallOptions,
+  CheckpointOptions,
+  LeasePage,
+  LeaseRecord,
+  ListOptions,
+} from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
+import type { ManualTime } from './manual-time.js'
 import { INTERVAL, setup, TTL } from './setup.js'
 
 /** Counts the checkpoints and releases in flight at once: a member's own store work on a give-up. */
@@ -21,6 +29,29 @@ class HandBackCounter extends ForwardingBackend {
     } finally {
       this.inFlight--
     }
+  }
+}
+
+/**
+ * A member's slow store: a release reaches the store 250 ms after it is sent, and a listing's reply
+ * comes 200 ms after the store read it, so a listing can show a release as not landed yet that has
+ * landed (and whose unit the member has forgotten) by the time the member reads the reply.
+ */
+class SlowReleasesAndListings extends ForwardingBackend {
+  constructor(
+    inner: Backend,
+    readonly time: ManualTime,
+  ) {
+    super(inner)
+  }
+  override async release(record: LeaseRecord, options?: CallOptions) {
+    await this.time.sleep(250)
+    return super.release(record, options)
+  }
+  override async list(options?: ListOptions): Promise<LeasePage> {
+    const page = await super.list(options)
+    await this.time.sleep(200)
+    return page
   }
 }
 
@@ -278,5 +309,49 @@ describe('LeasePool', () => {
     expect(most).toBeLessThanOrEqual(21)
     await time.until(Promise.all([first.close(), second.close()]))
     await time.until(b.close())
+  }, 30_000)
+
+  test('a member at its share after giving units up gives up no more, whatever its listing missed', async () => {
+    // The giver's releases land while its next listing's reply is on its way: that listing still
+    // names it the holder of units it has released and forgotten. Counted as its own, they put it
+    // above its share again: it gave up 4 more units and took them back, each move a handler stopped.
+    const { time, memory, other } = setup()
+    const giverLeaser = new Leaser({
+      backend: new SlowReleasesAndListings(memory, time),
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      renewJitter: 0,
+    })
+    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    const units = Array.from({ length: 10 }, (_, i) => `u${i}`)
+    // Rebalances 180 ms after the last one ended (random() = 0.5): the listing after a give-up is
+    // read before the first releases land (250 ms) and its reply read after (380 ms).
+    const options = {
+      group: 'g',
+      units,
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+      rebalanceIntervalMs: 200,
+    }
+    const giver = new LeasePool({ ...options, leaser: giverLeaser })
+    await time.until(giver.start())
+    expect(giver.units).toHaveLength(10)
+    const moves: string[] = []
+    giver.on((event) => {
+      if (event.type === 'givingUp' || event.type === 'taken') moves.push(event.type)
+    })
+    const taker = new LeasePool({ ...options, leaser: b })
+    await time.until(taker.start())
+    await time.advance(8 * INTERVAL)
+    expect({ giver: giver.units.length, taker: taker.units.length }).toEqual({ giver: 5, taker: 5 })
+    // Exactly its surplus, and nothing taken back.
+    expect({
+      givingUp: moves.filter((type) => type === 'givingUp').length,
+      taken: moves.filter((type) => type === 'taken').length,
+    }).toEqual({ givingUp: 5, taken: 0 })
+    await time.until(Promise.all([giver.close(), taker.close()]))
+    await time.until(Promise.all([giverLeaser.close(), b.close()]))
   }, 30_000)
 })
