@@ -4,6 +4,7 @@ import {
   isFencedError,
   isLeaseExpiredError,
   isWorkleaseError,
+  type LeaseListing,
   type LeaseRecord,
   nextCheckpointSequence,
   validateState,
@@ -285,9 +286,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * checkpoint settles (never racing it; a renew waiting to retry gives up at once). Transient store
    * errors are retried until the local deadline. Keeps the process alive until it settles.
    * Idempotent; never rejects: if the lease was lost (before or during the release), `lossError` says
-   * so and the `lost` event was emitted. A retried release that answers `FENCED` counts as released:
-   * an earlier attempt whose reply was lost must have landed, since nobody else could take the lease
-   * before the local deadline.
+   * so and the `lost` event was emitted. A `FENCED` to a retry after an attempt whose outcome is
+   * unknown (its reply lost) is settled with one `list` of the workId: the record released under this
+   * lease's holderId and token means the earlier attempt landed (released); anything else (revoked,
+   * taken by a successor) is the loss a `FENCED` always is. Without `list`, or if that listing fails,
+   * it counts as released, on the guess that the earlier attempt landed: wrong after a `revoke` or a
+   * takeover by a successor whose clock runs ahead, which then pass for a clean release.
    */
   release(): Promise<void> {
     if (this.#releasing) return this.#releasing
@@ -752,7 +756,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
 
   async #releaseOp(reason: 'released' | 'closed'): Promise<void> {
     const { backend, callSignals } = this.#ctx
-    // Set once an attempt's outcome is unknown: it may have landed, so a later FENCED is our own release.
+    // Set once an attempt's outcome is unknown: it may have landed, so a later FENCED may be our own
+    // release rather than a takeover (see #releaseLanded).
     let mayHaveLanded = false
     for (let attempt = 0; ; attempt++) {
       if (!this.#live()) return
@@ -761,7 +766,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
         break
       } catch (error) {
         if (!this.#live()) return
-        if (isFencedError(error) && mayHaveLanded) break
+        if (isFencedError(error) && mayHaveLanded) {
+          const landed = await this.#releaseLanded()
+          if (!this.#live()) return
+          if (landed !== false) break
+        }
         if (this.#outcome(error)) return
         mayHaveLanded = true
         this.#transient('release', error, attempt + 1)
@@ -772,5 +781,36 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (this.#ctx.events.wants('released')) {
       this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
     }
+  }
+
+  /**
+   * After a release attempt whose outcome is unknown, a retry's `FENCED` says only that the record is
+   * no longer ours to release. The attempt may have landed; but a `revoke`, or a successor whose
+   * clock runs ahead, ends our lease before the local deadline just as well, and counted as our own
+   * release that loss would pass for a clean one (`run` resolving with work that overlapped
+   * another's). One listing tells them apart: our release leaves the record released under our
+   * holderId and token. Resolves to `undefined` when it cannot tell (no `list`, the call failed, the
+   * record not listed): the caller then keeps the old guess, that the attempt landed, since a store
+   * failure is no lease outcome. A successor that took the lease after our release landed makes it
+   * `false`: a loss we may not have had, the safe side of a verdict the listing cannot make.
+   */
+  async #releaseLanded(): Promise<boolean | undefined> {
+    const { backend, callSignals } = this.#ctx
+    const list = backend.list
+    if (!backend.capabilities.list || typeof list !== 'function') return undefined
+    const { workId, holderId, fencingToken } = this.record
+    let listing: LeaseListing | undefined
+    try {
+      const page = await this.#call(
+        (signal) => list.call(backend, { prefix: workId, limit: 1, signal }),
+        callSignals,
+      )
+      listing = page.leases[0]
+    } catch {
+      return undefined
+    }
+    // The prefix also matches longer workIds, listed in its place if ours is not there.
+    if (listing?.workId !== workId) return undefined
+    return listing.released && listing.holderId === holderId && listing.fencingToken === fencingToken
   }
 }

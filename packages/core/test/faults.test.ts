@@ -202,6 +202,74 @@ describe('a release retried after a lost reply', () => {
     expect(named('lost')).toHaveLength(0)
   })
 
+  test("revoked during run, then a first release that failed: the retry's FENCED is the loss, not a release", async () => {
+    const { time, leaser, backend, memory, named } = setup()
+    const running = track(
+      leaser.run('job', async () => {
+        await memory.revoke('job')
+        // Fails before reaching the store: its outcome is unknown to the Lease, which tries again.
+        backend.failNext('release')
+        return 'result'
+      }),
+    )
+    await time.advance(200)
+    expect(backend.calls.release).toBe(2)
+    // As without the failed first attempt: run rejects, the lease was taken away while it ran.
+    expect({
+      value: running.value,
+      loss: isLeaseLostError(running.error) ? running.error.reason : running.error,
+      released: named('released').map((e) => e.event.clean),
+      lost: named('lost').map((e) => e.event.reason),
+    }).toEqual({ value: undefined, loss: 'fenced', released: [], lost: ['fenced'] })
+  })
+
+  test("taken by a successor whose clock runs ahead, then a first release that failed: the retry's FENCED is the loss", async () => {
+    const { time, leaser, backend, store, named } = setup()
+    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const running = track(
+      leaser.run('job', async () => {
+        await ahead.acquire('job', 'worker-b', TTL)
+        backend.failNext('release')
+        return 'result'
+      }),
+    )
+    await time.advance(200)
+    expect(backend.calls.release).toBe(2)
+    expect({
+      value: running.value,
+      loss: isLeaseLostError(running.error) ? running.error.reason : running.error,
+      released: named('released').map((e) => e.event.clean),
+    }).toEqual({ value: undefined, loss: 'fenced', released: [] })
+  })
+
+  test("a retry's FENCED that a failed listing cannot settle counts as released, as without list", async () => {
+    const { time, store, memory } = setup()
+    // The first release lands and its reply is lost; every listing fails.
+    class NoListing extends ForwardingBackend {
+      releases = 0
+      lists = 0
+      override async release(record: LeaseRecord, options?: CallOptions) {
+        const first = ++this.releases === 1
+        await super.release(record, options)
+        if (first) throw Object.assign(new Error('reply lost'), { code: 'ECONNRESET' })
+      }
+      override list(): Promise<never> {
+        this.lists++
+        return Promise.reject(Object.assign(new Error('store down'), { code: 'ECONNRESET' }))
+      }
+    }
+    const backend = new NoListing(memory)
+    const leaser = quickLeaser(backend, time)
+    const lost: unknown[] = []
+    leaser.on('lost', (event) => lost.push(event))
+    const running = track(leaser.run('job', async () => 'result'))
+    await time.advance(200)
+    expect({ releases: backend.releases, lists: backend.lists }).toEqual({ releases: 2, lists: 1 })
+    expect(running.value).toBe('result')
+    expect(lost).toEqual([])
+    expect(store.leases.get('job')?.released).toBe(true)
+  })
+
   test('a FENCED on the first and only release attempt is still a takeover', async () => {
     const { time, leaser, store, backend } = setup()
     const { MemoryBackend } = await import('@worklease/memory')
