@@ -8,10 +8,10 @@ import {
   type LeaseRecord,
 } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { DEADLINE, setup, TTL, track } from './setup.js'
+import { collectUnhandledRejections, DEADLINE, setup, TTL, track } from './setup.js'
 
 /**
  * A Leaser over a hand-made backend: attempts abandoned at 100 ms, and random() = 0.5, so backoffs are
@@ -29,15 +29,7 @@ function quickLeaser(backend: Backend, time: ManualTime): Leaser {
 }
 
 /** Unhandled rejections seen during one test. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-beforeEach(() => {
-  unhandled.length = 0
-  process.on('unhandledRejection', onUnhandled)
-})
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled)
-})
+const unhandled = collectUnhandledRejections()
 
 describe('close ends leases locally first', () => {
   test('every signal is aborted and held is false before the store hears of a release', async () => {

@@ -7,10 +7,10 @@ import type {
   ListOptions,
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
-import { INTERVAL, setup, TTL } from './setup.js'
+import { collectUnhandledRejections, INTERVAL, setup, TTL } from './setup.js'
 
 /** Counts the checkpoints and releases in flight at once: a member's own store work on a give-up. */
 class HandBackCounter extends ForwardingBackend {
@@ -56,15 +56,7 @@ class SlowReleasesAndListings extends ForwardingBackend {
 }
 
 /** Unhandled rejections seen during one test. */
-const unhandled: unknown[] = []
-const onUnhandled = (reason: unknown) => unhandled.push(reason)
-beforeEach(() => {
-  unhandled.length = 0
-  process.on('unhandledRejection', onUnhandled)
-})
-afterEach(() => {
-  process.off('unhandledRejection', onUnhandled)
-})
+const unhandled = collectUnhandledRejections()
 
 const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
   new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))

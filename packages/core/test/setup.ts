@@ -1,6 +1,7 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import type { BackendCapabilities } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
+import { afterEach, beforeEach } from 'vitest'
 import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 
@@ -77,3 +78,17 @@ export function track<T>(promise: Promise<T>) {
 
 export const bytes = (text: string) => new TextEncoder().encode(text)
 export const text = (state: Uint8Array | null) => (state === null ? null : new TextDecoder().decode(state))
+
+/** The unhandled rejections of the current test, emptied before each; call once, at a file's top level. */
+export function collectUnhandledRejections(): unknown[] {
+  const unhandled: unknown[] = []
+  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  beforeEach(() => {
+    unhandled.length = 0
+    process.on('unhandledRejection', onUnhandled)
+  })
+  afterEach(() => {
+    process.off('unhandledRejection', onUnhandled)
+  })
+  return unhandled
+}
