@@ -1,4 +1,4 @@
-import { MemoryBackend, MemoryStore } from '@worklease/memory'
+import { MemoryBackend } from '@worklease/memory'
 import {
   type Backend,
   type CallOptions,
@@ -216,8 +216,7 @@ describe('a release retried after a lost reply', () => {
   })
 
   test("taken by a successor whose clock runs ahead, then a first release that failed: the retry's FENCED is the loss", async () => {
-    const { time, leaser, backend, store, named } = setup()
-    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const { time, leaser, backend, named, ahead } = setup()
     const running = track(
       leaser.run('job', async () => {
         await ahead.acquire('job', 'worker-b', TTL)
@@ -263,9 +262,7 @@ describe('a release retried after a lost reply', () => {
   })
 
   test('a FENCED on the first and only release attempt is still a takeover', async () => {
-    const { time, leaser, store, backend } = setup()
-    const { MemoryBackend } = await import('@worklease/memory')
-    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const { time, leaser, backend, ahead } = setup()
     const running = track(
       leaser.run('job', async () => {
         await ahead.acquire('job', 'worker-b', TTL)
@@ -510,9 +507,6 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
   })
 
   test('an abandoned attempt whose reply comes after its lease expired never displaces a later one', async () => {
-    const time = new ManualTime()
-    const store = new MemoryStore()
-    const memory = new MemoryBackend({ store, clock: time.wall })
     let calls = 0
     /**
      * The first attempt takes token 1 at once, and its reply comes back at 1,120 ms, long after the
@@ -538,12 +532,8 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
         return this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
       }
     }
-    const leaser = new Leaser({
-      backend: new Scripted(memory),
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      random: () => 0.5,
+    const { time, store, leaser } = setup({
+      wrap: (memory) => new Scripted(memory),
       retry: { maxAttempts: 20 },
     })
     const acquiring = track(leaser.acquire('job'))
@@ -554,9 +544,6 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
   })
 
   test('two attempts of one acquire both took the lease: the newer token is handed out', async () => {
-    const time = new ManualTime()
-    const store = new MemoryStore()
-    const memory = new MemoryBackend({ store, clock: time.wall })
     let calls = 0
     /**
      * The first attempt takes token 1 at once; its reply comes at 400 ms, after the acquire gave up
@@ -577,13 +564,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
         return taken
       }
     }
-    const leaser = new Leaser({
-      backend: new Scripted(memory),
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      random: () => 0.5,
-    })
+    const { time, store, leaser } = setup({ wrap: (memory) => new Scripted(memory) })
     const acquiring = track(leaser.acquire('job'))
     await time.advance(500)
     expect(calls).toBe(2)

@@ -113,9 +113,7 @@ describe('run', () => {
   })
 
   test('a takeover found by the release after a successful callback rejects with reason fenced', async () => {
-    const { time, leaser, store } = setup()
-    const { MemoryBackend } = await import('@worklease/memory')
-    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
+    const { leaser, ahead } = setup()
     const error = await leaser
       .run('job', async () => {
         await ahead.acquire('job', 'worker-b', TTL) // taken over before any renew noticed

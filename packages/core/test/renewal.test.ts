@@ -1,4 +1,3 @@
-import { MemoryBackend } from '@worklease/memory'
 import { isFencedError, isLeaseExpiredError, isLeaseHeldError } from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
@@ -211,10 +210,9 @@ describe('renewal', () => {
   })
 
   test('FENCED aborts at once, with no retry and no re-acquire', async () => {
-    const { time, backend, leaser, store } = setup()
+    const { time, backend, leaser, ahead } = setup()
     const lease = await leaser.acquire('job')
     // A successor whose clock runs ahead takes the lease over.
-    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
     await ahead.acquire('job', 'worker-b', TTL)
     await time.advance(INTERVAL)
     expect(lease.signal.aborted).toBe(true)
@@ -379,9 +377,8 @@ describe('ordering', () => {
   })
 
   test('a fenced checkpoint rejects with LeaseLostError and aborts the signal', async () => {
-    const { time, leaser, store } = setup()
+    const { leaser, ahead } = setup()
     const lease = await leaser.acquire('job')
-    const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
     await ahead.acquire('job', 'worker-b', TTL)
     const error = await lease.checkpoint(bytes('late')).catch((e: unknown) => e)
     expect(isLeaseLostError(error)).toBe(true)

@@ -1,5 +1,5 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
-import type { BackendCapabilities } from '@worklease/spec'
+import type { Backend, BackendCapabilities } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { afterEach, beforeEach } from 'vitest'
 import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
@@ -23,18 +23,27 @@ class SingleRenewals extends ForwardingBackend {
   }
 }
 
+/** What {@link setup} takes besides the Leaser's own options. */
+export interface SetupOptions extends Partial<LeaserOptions> {
+  /** Renew through `renewMany` (default: one by one, as on a backend without it). */
+  batch?: boolean
+  /** A backend of the test's own between the MemoryBackend and the fault injector (a scripted reply). */
+  wrap?: (memory: MemoryBackend) => Backend
+}
+
 /**
  * A Leaser on a fake clock over a fault-injecting MemoryBackend (renewing one by one unless
  * `batch`), plus `other`: a second "process"
  * over the same store with its own backend (not behind the fault injector), to play the successor.
  */
-export function setup(options: Partial<LeaserOptions> & { batch?: boolean } = {}) {
-  const { batch = false, ...leaserOptions } = options
+export function setup(options: SetupOptions = {}) {
+  const { batch = false, wrap = (memory) => memory, ...leaserOptions } = options
   const time = new ManualTime()
   const store = new MemoryStore()
   const memory = new MemoryBackend({ store, clock: time.wall })
+  const scripted = wrap(memory)
   // Without `batch`, renewals go one by one, as on a backend without renewMany.
-  const inner = batch ? memory : new SingleRenewals(memory)
+  const inner = batch ? scripted : new SingleRenewals(scripted)
   const backend = new FaultInjectingBackend(inner, { sleep: (ms, signal) => time.sleep(ms, signal) })
   const leaser = new Leaser({
     backend,
@@ -47,13 +56,15 @@ export function setup(options: Partial<LeaserOptions> & { batch?: boolean } = {}
     ...leaserOptions,
   })
   const other = new MemoryBackend({ store, clock: time.wall })
+  // A successor whose clock runs 5 ttls ahead: it takes a lease our holder still thinks is live.
+  const ahead = new MemoryBackend({ store, clock: { now: () => time.wall.now() + 5 * TTL } })
   const events: RecordedEvent[] = []
   for (const name of ['acquired', 'renewed', 'renewFailed', 'lost', 'released'] as const) {
     leaser.on(name, (event) => events.push({ name, at: time.now(), event } as RecordedEvent))
   }
   const named = <E extends LeaserEventName>(name: E) =>
     events.filter((e) => e.name === name).map((e) => e as Extract<RecordedEvent, { name: E }>)
-  return { time, store, memory, backend, leaser, other, events, named }
+  return { time, store, memory, backend, leaser, other, ahead, events, named }
 }
 
 /** Observes a promise's outcome without awaiting it. */
