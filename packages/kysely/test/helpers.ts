@@ -1,4 +1,4 @@
-import { type Clock, isWorkleaseError } from '@worklease/spec'
+import { type Clock, isLeaseHeldError, isWorkleaseError } from '@worklease/spec'
 import { type Kysely, sql } from 'kysely'
 import type { DialectFamily } from '../src/index.js'
 import type { KyselyHarness } from './kysely-harness.js'
@@ -16,6 +16,18 @@ export function code(promise: Promise<unknown>): Promise<string> {
     (error: unknown) => {
       if (isWorkleaseError(error)) return error.code
       throw error
+    },
+  )
+}
+
+/** A call's outcome: 'ok' (renewMany: its outcomes), LEASE_HELD with its holder, a worklease code, or a store error. */
+export function outcome(promise: Promise<unknown>): Promise<string> {
+  return promise.then(
+    (value) => (Array.isArray(value) ? value.join(',') : 'ok'),
+    (error: unknown) => {
+      if (isLeaseHeldError(error)) return `LEASE_HELD by ${error.holder?.holderId}`
+      if (isWorkleaseError(error)) return error.code
+      return `store error ${(error as { code?: string }).code ?? String(error)}`
     },
   )
 }

@@ -1,8 +1,8 @@
-import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { createLeaseTable, type DialectFamily, KyselyBackend, upgradeLeaseTable } from '../src/index.js'
-import { bytes, code, rows, seed, sleep } from './helpers.js'
+import { bytes, code, outcome, rows, seed, sleep } from './helpers.js'
 
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
 import { runs, TARGETS } from './targets.js'
@@ -436,16 +436,4 @@ for (const target of TARGETS) {
       }
     })
   })
-}
-
-/** A call's outcome: 'ok' (renewMany: its outcomes), LEASE_HELD with its holder, a worklease code, or a store error. */
-function outcome(promise: Promise<unknown>): Promise<string> {
-  return promise.then(
-    (value) => (Array.isArray(value) ? value.join(',') : 'ok'),
-    (error: unknown) => {
-      if (isLeaseHeldError(error)) return `LEASE_HELD by ${error.holder?.holderId}`
-      if (isWorkleaseError(error)) return error.code
-      return `store error ${(error as { code?: string }).code ?? String(error)}`
-    },
-  )
 }
