@@ -1,6 +1,18 @@
 import { FencedError, InvalidArgumentError, validateFencingToken } from '@worklease/spec'
-import { type Kysely, type RawBuilder, type SqlBool, sql, type UpdateQueryBuilder } from 'kysely'
+import {
+  AndNode,
+  type Kysely,
+  type KyselyPlugin,
+  ParensNode,
+  type RawBuilder,
+  type RootOperationNode,
+  type SqlBool,
+  sql,
+  type UpdateQueryBuilder,
+  WhereNode,
+} from 'kysely'
 import { type DialectFamily, detectFamily, LEASE_DIALECTS, type LeaseDialect } from './lease-dialect.js'
+import { validateColumnName, validateTableName } from './table-name.js'
 import { tokenSql } from './token-sql.js'
 
 /** `true` for `any`: a `Kysely<any>` gets today's untyped fence. */
@@ -61,7 +73,8 @@ export interface SqlFenceOptions<DB = any, C extends string = string> {
   /**
    * The column of your table that holds the highest fencing token written to each row: a nullable
    * `bigint` (PostgreSQL), `BIGINT` (MySQL/MariaDB) or `INTEGER` (SQLite). A row whose column is `NULL`
-   * has never been written under a lease and accepts any token. Default: `'fencing_token'`. With a
+   * has never been written under a lease and accepts any token. Letters, digits and underscores, as
+   * every name the fence writes (refused, never escaped). Default: `'fencing_token'`. With a
    * typed `Kysely<DB>`, a column of one of `DB`'s tables (a misspelling is a compile error), and only
    * the tables that have it can be written through the fence.
    *
@@ -87,7 +100,8 @@ export interface SqlFenceOptions<DB = any, C extends string = string> {
  */
 export interface FencedUpsert<DB = any, T extends string = string> {
   /**
-   * Your table (optionally `schema.table`).
+   * Your table (optionally `schema.table`): letters, digits and underscores, as the lease table's
+   * name; the columns of `key` and `values` too. Any other name is refused before anything is sent.
    *
    * ```ts
    * await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42 }, token })
@@ -105,7 +119,11 @@ export interface FencedUpsert<DB = any, T extends string = string> {
    */
   key: FenceRow<DB, T>
   /**
-   * The other columns to write, inserted or updated. The fence column is added by the fence.
+   * The other columns to write, inserted or updated. The fence column is added by the fence. No column
+   * may appear twice among `key`, `values` and the fence column, in any case (SQLite and MySQL fold a
+   * column name's case) or through a plugin that renames columns (`CamelCasePlugin`): such a write is
+   * refused before anything is sent, since the database would take one of the two values and might
+   * judge the fence by the caller's.
    *
    * ```ts
    * await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42, status: 'paid' }, token })
@@ -177,9 +195,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
       throw new InvalidArgumentError('db must be a Kysely instance')
     }
     const { column = 'fencing_token', dialect } = options
-    if (typeof column !== 'string' || column.length === 0) {
-      throw new InvalidArgumentError('options.column must be a non-empty string')
-    }
+    validateColumnName(column, 'options.column')
     if (dialect !== undefined && !LEASE_DIALECTS.includes(dialect)) {
       throw new InvalidArgumentError(`options.dialect must be one of ${LEASE_DIALECTS.join(', ')}`)
     }
@@ -238,6 +254,10 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
    * On MySQL/MariaDB the count is of matched rows only while the connection reports found rows (mysql2
    * does by default); without it, a same-token rewrite of identical values counts 0 and reads as fenced.
    *
+   * The query's own where-clause is kept whole, in parentheses, beside the fence's, so raw SQL with a
+   * top-level `OR` cannot leave rows unfenced. A query with `returning` is refused (`INVALID_ARGUMENT`,
+   * before anything is sent): its rows would replace the count that says whether the write landed.
+   *
    * ```ts
    * const landed = await fence.update(db.updateTable('orders').set({ total: 42 }).where('id', '=', 7), token)
    * ```
@@ -246,11 +266,19 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     query: Q & OnFencedTable<Q, C>,
     token: bigint,
   ): Promise<boolean> {
-    const result = await (query as UpdateQueryBuilder<any, any, any, any>)
-      .set(sql.ref(this.column) as any, this.value(token))
+    const update = query as UpdateQueryBuilder<any, any, any, any>
+    const tokenValue = this.value(token)
+    if (update.toOperationNode().returning) {
+      throw new InvalidArgumentError(
+        'a fenced update takes no returning(): it reads the updated-row count to tell whether the write landed',
+      )
+    }
+    const result = await update
+      .set(sql.ref(this.column) as any, tokenValue)
       .where(this.condition(token))
+      .withPlugin(KEEP_CALLER_WHERE_WHOLE)
       .executeTakeFirst()
-    return ((result as { numUpdatedRows?: bigint }).numUpdatedRows ?? 0n) > 0n
+    return (result.numUpdatedRows ?? 0n) > 0n
   }
 
   /**
@@ -290,23 +318,24 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
    * ```
    */
   async upsert<T extends FenceTable<DB, C>>(write: FencedUpsert<DB, T>): Promise<boolean> {
-    const { table, key, values, token } = write as FencedUpsert
-    if (typeof table !== 'string' || table.length === 0) {
-      throw new InvalidArgumentError('table must be a non-empty string')
-    }
-    if (typeof key !== 'object' || key === null || Object.keys(key).length === 0) {
-      throw new InvalidArgumentError('key must name at least one column')
-    }
-    if (typeof values !== 'object' || values === null)
-      throw new InvalidArgumentError('values must be an object')
+    const { table, key, values, token, db: given } = readWrite(write as FencedUpsert)
+    validateTableName(table)
+    if (Object.keys(key).length === 0) throw new InvalidArgumentError('key must name at least one column')
     const keyColumns = Object.keys(key)
+    // The fence column under its exact name is the fence's own to write (documented as added by it).
     const valueColumns = Object.keys(values).filter((column) => column !== this.column)
-    if (valueColumns.some((column) => keyColumns.includes(column))) {
-      throw new InvalidArgumentError('values must not repeat a key column')
-    }
-    const db = (write.db as Kysely<any> | undefined) ?? this.#db
+    for (const column of keyColumns) validateColumnName(column, 'a key column')
+    for (const column of valueColumns) validateColumnName(column, 'a values column')
+    const tokenValue = this.value(token as bigint)
+    const db = (given as Kysely<any> | undefined) ?? this.#db
+    // As the database will name them, after any plugin (CamelCasePlugin renames): compiled, not sent.
+    refuseRepeatedColumns(
+      db
+        .insertInto(table)
+        .values({ ...key, ...pick(values, valueColumns), [this.column]: tokenValue })
+        .compile().query,
+    )
     if (this.family === 'mysql') {
-      const tokenValue = this.value(token) // validated before anything is sent
       const rowAlias = await this.#usesRowAlias(db)
       const incoming = (column: string) =>
         rowAlias ? sql.ref(`${ROW_ALIAS}.${column}`) : sql`VALUES(${sql.ref(column)})`
@@ -340,7 +369,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     const table_ = sql.ref(`${table}.${this.column}`)
     const result = await db
       .insertInto(table)
-      .values({ ...key, ...pick(values, valueColumns), [this.column]: this.value(token) })
+      .values({ ...key, ...pick(values, valueColumns), [this.column]: tokenValue })
       .onConflict((conflict) =>
         conflict
           .columns(keyColumns as any)
@@ -388,6 +417,68 @@ function takesRowAlias(version: string): boolean {
   if (/mariadb/i.test(version)) return false
   const [major = 0, minor = 0, patch = 0] = (/^(\d+)\.(\d+)\.(\d+)/.exec(version) ?? []).slice(1).map(Number)
   return major > 8 || (major === 8 && (minor > 0 || patch >= 19))
+}
+
+/**
+ * Wraps what the caller's update query already had in its where-clause in parentheses beside the
+ * fence's condition, which {@link SqlFence.update} appends last: Kysely joins where-clauses with a
+ * bare `and`, and raw SQL such as `id = 1 OR id = 2` would otherwise leave `id = 1` unfenced.
+ */
+const KEEP_CALLER_WHERE_WHOLE: KyselyPlugin = {
+  transformQuery({ node }): RootOperationNode {
+    const both = node.kind === 'UpdateQueryNode' ? node.where?.where : undefined
+    if (both === undefined || !AndNode.is(both)) return node
+    return Object.freeze({
+      ...node,
+      where: WhereNode.create(AndNode.create(ParensNode.create(both.left), both.right)),
+    })
+  },
+  transformResult: async ({ result }) => result,
+}
+
+/** The upsert's write, each property and each column read once (a getter or Proxy could change). */
+function readWrite(write: FencedUpsert): {
+  table: unknown
+  key: Record<string, unknown>
+  values: Record<string, unknown>
+  token: unknown
+  db: unknown
+} {
+  if (typeof write !== 'object' || write === null)
+    throw new InvalidArgumentError('the write must be an object')
+  let read: { table: unknown; key: unknown; values: unknown; token: unknown; db: unknown }
+  try {
+    const { table, key, values, token, db } = write
+    read = { table, key, values, token, db }
+  } catch (error) {
+    throw new InvalidArgumentError('the write could not be read', { cause: error })
+  }
+  return { ...read, key: columnsOf(read.key, 'key'), values: columnsOf(read.values, 'values') }
+}
+
+function columnsOf(value: unknown, name: string): Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) throw new InvalidArgumentError(`${name} must be an object`)
+  try {
+    return Object.fromEntries(Object.entries(value))
+  } catch (error) {
+    throw new InvalidArgumentError(`${name} could not be read`, { cause: error })
+  }
+}
+
+/** SQLite and MySQL fold a column name's case: two spellings of one column are one column twice. */
+function refuseRepeatedColumns(insert: RootOperationNode): void {
+  if (insert.kind !== 'InsertQueryNode') return
+  const seen = new Map<string, string>()
+  for (const { column } of insert.columns ?? []) {
+    const folded = column.name.toLowerCase()
+    const earlier = seen.get(folded)
+    if (earlier !== undefined) {
+      throw new InvalidArgumentError(
+        `the upsert names one column twice, as ${JSON.stringify(earlier)} and ${JSON.stringify(column.name)}: key, values and the fence column must not overlap`,
+      )
+    }
+    seen.set(folded, column.name)
+  }
 }
 
 function pick(values: Record<string, unknown>, columns: string[]): Record<string, unknown> {

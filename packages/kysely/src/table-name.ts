@@ -8,12 +8,21 @@ export const DEFAULT_TABLE = 'worklease_leases'
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/
 
 /** Checks a table name (`leases` or `schema.leases`) so it can be quoted into SQL safely. */
-export function validateTableName(table: unknown): asserts table is string {
-  if (typeof table !== 'string') throw new InvalidArgumentError('table must be a string')
+export function validateTableName(table: unknown, name = 'table'): asserts table is string {
+  if (typeof table !== 'string') throw new InvalidArgumentError(`${name} must be a string`)
   const parts = table.split('.')
   if (parts.length > 2 || !parts.every((part) => IDENTIFIER.test(part))) {
     throw new InvalidArgumentError(
-      `table must be an identifier of letters, digits and underscores (optionally schema.table), got ${JSON.stringify(table)}`,
+      `${name} must be an identifier of letters, digits and underscores (optionally schema.table), got ${JSON.stringify(table)}`,
+    )
+  }
+}
+
+/** Checks a column name by the same rule as a table's, unqualified. */
+export function validateColumnName(column: unknown, name: string): asserts column is string {
+  if (typeof column !== 'string' || !IDENTIFIER.test(column)) {
+    throw new InvalidArgumentError(
+      `${name} must be a column name of letters, digits and underscores, got ${typeof column === 'string' ? JSON.stringify(column) : typeof column}`,
     )
   }
 }

@@ -1,5 +1,5 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
-import { type Kysely, sql } from 'kysely'
+import { CamelCasePlugin, type Kysely, sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { type DialectFamily, SqlFence } from '../src/index.js'
 import { code } from './helpers.js'
@@ -227,6 +227,110 @@ for (const target of TARGETS) {
         expect(() => fence.condition(token)).toThrow(/token must be a bigint/)
       }
       expect(statements).toBe(before)
+    })
+
+    test('update: a where-clause of raw SQL with a top-level OR stays inside the fence', async () => {
+      // AND binds tighter than OR: appended to `id = 'a' OR id = 'b'` unparenthesized, the fence
+      // would guard only row b, and the stale write would land on a and lower its fence.
+      await seed('a', 'from 9', 9n)
+      await seed('b', 'from 9', 9n)
+      const query = db.updateTable(storage.table).set({ total: 'stale 3' })
+      expect(await fence.update(query.where(sql<boolean>`id = 'a' OR id = 'b'`), 3n)).toBe(false)
+      expect(
+        await fence.update(query.where(sql<boolean>`id = 'b' OR id = 'a'`).where('total', '=', 'from 9'), 3n),
+      ).toBe(false)
+      expect([await read('a'), await read('b')]).toEqual([
+        { id: 'a', total: 'from 9', token: 9n },
+        { id: 'b', total: 'from 9', token: 9n },
+      ])
+      const newer = db.updateTable(storage.table).set({ total: 'from 10' })
+      expect(await fence.update(newer.where(sql<boolean>`id = 'a' OR id = 'b'`), 10n)).toBe(true)
+      expect(await read('b')).toEqual({ id: 'b', total: 'from 10', token: 10n })
+    })
+
+    test('update: a query with RETURNING is refused before any statement (its rows would hide the count)', async () => {
+      await seed('order-1', 'from 5', 5n)
+      const before = statements
+      const query = db.updateTable(storage.table).set({ total: 'from 6' }).where('id', '=', 'order-1')
+      expect(await code(fence.update(query.returning('id'), 6n))).toBe('INVALID_ARGUMENT')
+      expect(await code(fence.updateOrThrow(query.returningAll(), 6n))).toBe('INVALID_ARGUMENT')
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 5', token: 5n })
+    })
+
+    test('upsert: a column named twice in any spelling (the fence column above all) is refused before any statement', async () => {
+      // SQLite and MySQL fold a column name's case; CamelCasePlugin renames fencingToken to fencing_token.
+      // SQLite kept the first of two fencing_token values, the caller's, and judged the fence by it.
+      await seed('order-1', 'from 9', 9n)
+      const before = statements
+      const write = { table: storage.table, key: { id: 'order-1' }, token: 3n }
+      for (const values of [
+        { total: 'stale 3', FENCING_TOKEN: 999 },
+        { total: 'stale 3', Fencing_Token: null },
+        { total: 'stale 3', ID: 'order-2' },
+        { total: 'stale 3', TOTAL: 'twice' },
+      ]) {
+        expect(await code(fence.upsert({ ...write, values }))).toBe('INVALID_ARGUMENT')
+      }
+      const camel = db.withPlugin(new CamelCasePlugin())
+      const camelFence = new SqlFence(camel)
+      expect(
+        await code(
+          camelFence.upsert({ ...write, db: camel, values: { total: 'stale 3', fencingToken: '999' } }),
+        ),
+      ).toBe('INVALID_ARGUMENT')
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 9', token: 9n })
+    })
+
+    test('names that are not plain identifiers are refused before any statement, never escaped', async () => {
+      const before = statements
+      for (const column of ['fencing_token"; --', 'fencing token', '', 'a.b']) {
+        expect(() => new SqlFence(db, { column })).toThrow(
+          expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+        )
+      }
+      const write = { key: { id: 'h' }, values: { total: 't' }, token: 5n }
+      for (const table of [`${storage.table}"; DROP TABLE x; --`, `${storage.table}\`; --`, 'a.b.c', '']) {
+        expect(await code(fence.upsert({ ...write, table }))).toBe('INVALID_ARGUMENT')
+      }
+      for (const [key, values] of [
+        [{ 'id"; --': 'h' }, { total: 't' }],
+        [{ id: 'h' }, { 'total = 1; --': 't' }],
+        [{ id: 'h' }, { 'x.total': 't' }],
+      ] as const) {
+        expect(await code(fence.upsert({ table: storage.table, key, values, token: 5n }))).toBe(
+          'INVALID_ARGUMENT',
+        )
+      }
+      expect(statements).toBe(before)
+    })
+
+    test('upsert reads key and values once: a getter or Proxy answering twice cannot change what is written', async () => {
+      await seed('order-1', 'from 9', 9n)
+      let reads = 0
+      const values = {
+        get total() {
+          reads++
+          return reads === 1 ? 'first read' : 'second read'
+        },
+      }
+      expect(await upsert('ignored', 9n)).toBe(true)
+      expect(await fence.upsert({ table: storage.table, key: { id: 'order-1' }, values, token: 9n })).toBe(
+        true,
+      )
+      expect(reads).toBe(1)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'first read', token: 9n })
+      const throwing = {
+        get total(): string {
+          throw new Error('getter')
+        },
+      }
+      expect(
+        await code(
+          fence.upsert({ table: storage.table, key: { id: 'order-1' }, values: throwing, token: 9n }),
+        ),
+      ).toBe('INVALID_ARGUMENT')
     })
 
     test('concurrent writers with different tokens: the highest token ends as the value and the fence', async () => {
