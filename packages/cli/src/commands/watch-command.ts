@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { Command } from 'commander'
 import { colorsFor, type Io, writeLine } from '../io.js'
 import { type LeaseRow, toRow } from '../lease-row.js'
-import { positiveInteger } from '../parse-number.js'
+import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
 import { renderTable } from '../render-table.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
@@ -30,7 +30,12 @@ export function watchCommand(io: Io): Command {
       '--json',
       'one JSON object per change: {"change":"added"|"changed"|"removed", ...the list --json fields}',
     )
-    .option('-i, --interval <ms>', 'time between reads', positiveInteger('--interval'), 1_000)
+    .option(
+      '-i, --interval <ms>',
+      `time between reads, 1..${LONGEST_TIMER_MS} (about 24.8 days)`,
+      positiveInteger('--interval', LONGEST_TIMER_MS),
+      1_000,
+    )
     .option(
       '-c, --count <reads>',
       'stop after this many reads (default: until Ctrl-C)',
