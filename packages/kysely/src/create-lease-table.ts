@@ -54,7 +54,8 @@ export interface CreatedLeaseTable {
 // - expires_at: epoch milliseconds as BIGINT, an instant that no session or server time zone can shift.
 // - work_id/holder: compared byte for byte. PostgreSQL: COLLATE "C". MySQL/MariaDB: VARBINARY, because
 //   the utf8mb4 collations (utf8mb4_bin included) are PAD SPACE, so 'a' and 'a ' would be one key and
-//   one holder; 1020 bytes hold 255 UTF-16 code units of UTF-8. SQLite: TEXT's default BINARY collation.
+//   one holder; 1020 bytes hold 255 UTF-16 code units of UTF-8. SQLite: TEXT's default BINARY collation,
+//   in a UTF-8 database (createLeaseTable refuses a UTF-16 one).
 // - checkpoint_seq: the largest checkpoint sequence stored for the current token (0 after acquire), a
 //   positive safe integer, so a 64-bit column; a checkpoint not above it stores no state.
 function createTableSql(family: DialectFamily, table: string, ifNotExists: boolean) {
@@ -101,7 +102,9 @@ function createTableSql(family: DialectFamily, table: string, ifNotExists: boole
  * Creates the lease table if it does not exist, with the right column types for the database, brings a
  * table created by an older version up to date (see {@link upgradeLeaseTable}), and returns the
  * `KyselyBackend` options that reach it. Shaped like every driver's set-up helper: `(client, options)`,
- * the name in `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`.
+ * the name in `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`. On SQLite
+ * it refuses a database whose text encoding is UTF-16 (`PRAGMA encoding`, fixed when the file was
+ * made): `list` orders and pages workIds by code point, which only UTF-8's byte order gives.
  *
  * ```ts
  * await createLeaseTable(db)                              // worklease_leases, flavour detected
@@ -117,10 +120,27 @@ export async function createLeaseTable(
   validateTableName(table)
   if (typeof ifNotExists !== 'boolean')
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
-  await createTableSql(familyOf(db, dialect), table, ifNotExists).execute(db.withoutPlugins())
+  const family = familyOf(db, dialect)
+  if (family === 'sqlite') await requireUtf8(db)
+  await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
   // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
   return { table }
+}
+
+/**
+ * SQLite's BINARY collation compares text in the database's own encoding, chosen when the file was
+ * created: UTF-8's bytes sort by code point, as `list` must (see `compareWorkIds`), UTF-16's do not
+ * (U+10000 sorts below U+FFFF, and little-endian scrambles even the BMP).
+ */
+async function requireUtf8(db: Kysely<any>): Promise<void> {
+  const { rows } = await sql<{ encoding: string }>`PRAGMA encoding`.execute(db.withoutPlugins())
+  const encoding = rows[0]?.encoding
+  if (encoding !== 'UTF-8') {
+    throw new Error(
+      `this SQLite database's text encoding is ${encoding}: worklease's lease table needs a UTF-8 database (SQLite's default), whose BINARY order is code point order`,
+    )
+  }
 }
 
 /**

@@ -375,6 +375,23 @@ describe.skipIf(!selected('sqlite'))('SQLite pitfalls', () => {
     expect((await backend.acquire('job', 'b', HOUR)).fencingToken).toBe(2n)
   })
 
+  test('a UTF-16 database is refused by createLeaseTable: its BINARY collation is not code point order', async () => {
+    // BINARY compares the database's own encoding: in UTF-16 'P\u0161' sorts between 'Pa' and 'Pb' and
+    // 'Q\uFFFF\u{10000}' before 'Q\uFFFF', so list's ranges and pages skipped and misplaced ids.
+    for (const encoding of ['UTF-16le', 'UTF-16be']) {
+      const db = sqliteDb(':memory:')
+      try {
+        await sql.raw(`PRAGMA encoding = '${encoding}'`).execute(db)
+        const table = randomTable()
+        await expect(createLeaseTable(db, { table })).rejects.toThrow(/UTF-8/)
+        const { rows: tables } = await sql`SELECT name FROM sqlite_master WHERE name = ${table}`.execute(db)
+        expect(tables).toEqual([])
+      } finally {
+        await db.destroy()
+      }
+    }
+  })
+
   test(':memory: is one connection: every simulated process shares it (so its races are not cross-connection)', async () => {
     const memory = await kyselyHarness(targetNamed('sqlite-memory'))
     try {
