@@ -1,6 +1,8 @@
 import type { Readable, Writable } from 'node:stream'
 import pc from 'picocolors'
 import type { Colors } from 'picocolors/types.js'
+import { CliError } from './cli-error.js'
+import { ExitCode } from './exit-code.js'
 
 /** Where a run of the command line reads and writes; tests pass their own. */
 export interface Io {
@@ -17,6 +19,48 @@ export function colorsFor(stream: { isTTY?: boolean }, env: NodeJS.ProcessEnv): 
   return pc.createColors(enabled)
 }
 
+interface OutputState {
+  readerGone: boolean
+  failure?: Error
+}
+
+const outputs = new WeakMap<Writable, OutputState>()
+
+/**
+ * Listens for write errors on `stream`. Node emits a failed write as an 'error' event, which with no
+ * listener crashes the process with a stack trace: `worklease list | head -1` did, exit 1, as if the
+ * store had failed. A reader that went away (EPIPE) is the normal end of a pipeline, not a failure.
+ */
+export function guardOutput(stream: Writable): void {
+  stateOf(stream)
+}
+
+function stateOf(stream: Writable): OutputState {
+  const known = outputs.get(stream)
+  if (known) return known
+  const state: OutputState = { readerGone: false }
+  outputs.set(stream, state)
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') state.readerGone = true
+    else state.failure ??= error
+  })
+  return state
+}
+
+/**
+ * Whether the reader of `stream` went away (`| head`): the command should stop quietly, exit 0.
+ * Any other failure to write (a full disk) is thrown: the output is incomplete, and exit 0 would hide it.
+ */
+export function readerGone(stream: Writable): boolean {
+  const state = stateOf(stream)
+  if (state.failure)
+    throw new CliError(`cannot write the output: ${state.failure.message}`, ExitCode.STORE_FAILED)
+  return state.readerGone || stream.destroyed
+}
+
+/** Writes one line; once the reader has gone, drops it (the command stops at its next check). */
 export function writeLine(stream: Writable, line = ''): void {
+  const state = stateOf(stream)
+  if (state.readerGone || state.failure || stream.destroyed) return
   stream.write(`${line}\n`)
 }

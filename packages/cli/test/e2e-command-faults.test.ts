@@ -1,5 +1,7 @@
+import { execFile, spawn } from 'node:child_process'
+import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
+import { CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
 
 const TTL = 600_000
 /** Node's timers hold at most 2^31-1 ms; a longer delay is silently cut to 1 ms. */
@@ -14,6 +16,8 @@ describe('worklease commands on sqlite: faults found in review', () => {
   beforeAll(async () => {
     store = await openTestStore('sqlite')
     for (const id of ['job-b', 'job-c', 'job-d']) await store.backend.acquire(id, 'worker', TTL)
+    // More than a pipe's 64 KiB of --json lines, so the writer is still writing when the reader goes.
+    for (let i = 0; i < 1000; i++) await store.backend.acquire(`pipe-${String(i).padStart(4, '0')}`, 'w', TTL)
   })
   afterAll(async () => {
     await store?.close()
@@ -41,6 +45,43 @@ describe('worklease commands on sqlite: faults found in review', () => {
       '1',
       ...store.args,
     ])
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+  })
+
+  const shellQuote = (words: readonly string[]) =>
+    words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
+
+  test.each([
+    [['list', 'pipe-']],
+    [['list', 'pipe-', '--json']],
+    [['watch', 'pipe-', '--interval', '100']],
+    [['watch', 'pipe-', '--json', '--interval', '100']],
+  ])('%j | head -1 ends quietly with exit 0 once head has gone', async (args) => {
+    const pipeline = `${shellQuote([process.execPath, CLI, ...args, ...store.args])} | head -1 >/dev/null; echo "exit=\${PIPESTATUS[0]}" >&2`
+    const { stderr } = await promisify(execFile)('bash', ['-c', pipeline], {
+      env: cleanEnv(),
+      timeout: 20_000,
+    })
+    expect(stderr).toBe('exit=0\n')
+  })
+
+  test('watch notices a reader that went away while it waited, at its next change line', async () => {
+    const child = spawn(process.execPath, [CLI, 'watch', 'pipe-', '--interval', '100', ...store.args], {
+      env: cleanEnv(),
+    })
+    let stderr = ''
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+    await new Promise((resolve) => child.stdout.once('data', resolve))
+    child.stdout.destroy()
+    await store.backend.acquire('pipe-late', 'w', TTL)
+    const code = await Promise.race([
+      closed,
+      new Promise((resolve) => setTimeout(resolve, 10_000, 'still running')),
+    ])
+    if (code === 'still running') child.kill()
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
   })
 })

@@ -1,5 +1,5 @@
 import { Command } from 'commander'
-import { colorsFor, type Io, writeLine } from '../io.js'
+import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { toRow } from '../lease-row.js'
 import { positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
@@ -28,6 +28,7 @@ export function listCommand(io: Io): Command {
           pageSize: options.pageSize,
           max: options.limit ?? Number.POSITIVE_INFINITY,
         })) {
+          if (readerGone(io.stdout)) return
           const rows = page.leases.map((lease) => toRow(lease, page.now))
           if (options.json) for (const row of rows) writeLine(io.stdout, JSON.stringify(row))
           else if (rows.length > 0)

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { Command } from 'commander'
-import { colorsFor, type Io, writeLine } from '../io.js'
+import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { type LeaseRow, toRow } from '../lease-row.js'
 import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
@@ -82,7 +82,8 @@ export function watchCommand(io: Io): Command {
                 if (!current.has(workId)) report(io, options, 'removed', row)
               previous = current
             }
-            if (read === options.count) break
+            // A reader that went away (`| head`) ends the watch; its writes fail only as they are made.
+            if (read === options.count || readerGone(io.stdout)) break
             await sleep(options.interval, undefined, { signal: stop.signal }).catch(() => undefined)
           }
         } finally {
