@@ -1,5 +1,6 @@
 import { execFile, spawn } from 'node:child_process'
 import { promisify } from 'node:util'
+import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
 
@@ -83,5 +84,69 @@ describe('worklease commands on sqlite: faults found in review', () => {
     ])
     if (code === 'still running') child.kill()
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+  })
+
+  test('watch reads every lease by default: a fleet above 1000 shows no live lease as removed', async () => {
+    const { stdout, stderr, code } = await watchWhile(
+      ['watch', 'pipe-', '--json', '--interval', '300', '--count', '6', ...store.args],
+      // Sorts before every pipe-NNNN: a read of the first 1000 would push pipe-0999 out of view.
+      () => store.backend.acquire('pipe-!', 'w', TTL),
+    )
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+    const changes = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { change: string; workId: string })
+    expect(changes.filter((row) => row.change === 'removed')).toEqual([])
+    expect(changes.filter((row) => row.change === 'added').length).toBeGreaterThan(1000)
+    expect(changes).toContainEqual(expect.objectContaining({ change: 'added', workId: 'pipe-!' }))
+  })
+
+  /** Runs a watch, calls `during` once its first round is out, and collects everything it wrote. */
+  async function watchWhile(args: readonly string[], during: () => Promise<unknown>) {
+    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv() })
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
+    await new Promise((resolve) => child.stdout.once('data', resolve))
+    await during()
+    return { code: await closed, stdout, stderr }
+  }
+
+  describe('watch --limit N watches the first N leases, and says so', () => {
+    let windowed: TestStore
+    beforeAll(async () => {
+      windowed = await openTestStore('sqlite')
+      for (const id of ['job-b', 'job-c', 'job-d', 'job-e']) await windowed.backend.acquire(id, 'worker', TTL)
+    })
+    afterAll(async () => {
+      await windowed?.close()
+    })
+
+    test('a lease pushed past the window is not reported removed; one deleted inside it is', async () => {
+      const file = windowed.url.replace(/^sqlite:/, '')
+      const { code, stdout, stderr } = await watchWhile(
+        ['watch', 'job-', '--limit', '3', '--interval', '200', '--count', '8', ...windowed.args],
+        async () => {
+          await windowed.backend.acquire('job-a', 'worker', TTL) // sorts first; job-d still exists
+          await new Promise((resolve) => setTimeout(resolve, 500))
+          const db = new Database(file)
+          db.prepare(`DELETE FROM ${windowed.table} WHERE work_id = 'job-b'`).run()
+          db.close()
+        },
+      )
+      expect(code).toBe(0)
+      expect(stdout).toMatch(/ added "job-a" /)
+      expect(stdout).toMatch(/ removed "job-b" /)
+      expect(stdout).not.toMatch(/removed "job-[cde]"/)
+      expect(stderr).toMatch(/^worklease: watching only the first 3 leases under "job-" \(--limit 3\)/)
+      expect(isOneLine(stderr)).toBe(true)
+    })
   })
 })

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises'
+import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { type LeaseRow, toRow } from '../lease-row.js'
@@ -11,7 +12,7 @@ interface WatchOptions extends StoreOptions {
   json?: boolean
   interval: number
   count?: number
-  limit: number
+  limit?: number
 }
 
 const CLEAR_SCREEN = '\u001b[H\u001b[2J'
@@ -41,7 +42,11 @@ export function watchCommand(io: Io): Command {
       'stop after this many reads (default: until Ctrl-C)',
       positiveInteger('--count'),
     )
-    .option('-n, --limit <count>', 'most leases read each time', positiveInteger('--limit'), 1_000)
+    .option(
+      '-n, --limit <count>',
+      'watch only the first this many leases in workId order (default: every lease, page by page)',
+      positiveInteger('--limit'),
+    )
     .action(async (prefix: string, options: WatchOptions) => {
       await withStore(options, io, async ({ backend, label }) => {
         const colors = colorsFor(io.stdout, io.env)
@@ -49,37 +54,55 @@ export function watchCommand(io: Io): Command {
         const stop = new AbortController()
         const onInterrupt = () => stop.abort()
         process.once('SIGINT', onInterrupt)
+        const limit = options.limit ?? Number.POSITIVE_INFINITY
         let previous = new Map<string, LeaseRow>()
+        let saidWindow = false
         try {
           for (let read = 1; !stop.signal.aborted; read++) {
             const rows: LeaseRow[] = []
             let now = new Date()
-            for await (const page of pages(backend, { prefix, pageSize: 1_000, max: options.limit })) {
+            let more = false
+            for await (const page of pages(backend, { prefix, pageSize: MAX_LIST_LIMIT, max: limit })) {
               now = page.now
               rows.push(...page.leases.map((lease) => toRow(lease, page.now)))
+              more = page.cursor !== undefined
             }
+            // Only --limit leaves leases unread; of those past the last one read, nothing is known.
+            const windowEnd = more && rows.length >= limit ? rows.at(-1)?.workId : undefined
             if (live) {
               const held = rows.filter((row) => row.status === 'held').length
               const room = Math.max(5, (io.stdout as { rows?: number }).rows ?? 40) - 3
               const table = renderTable(rows.slice(0, room), colors)
+              const count = `${windowEnd === undefined ? '' : 'first '}${rows.length} leases`
               io.stdout.write(CLEAR_SCREEN)
               writeLine(
                 io.stdout,
-                colors.bold(
-                  `worklease watch  ${label}  ${now.toISOString()}  ${rows.length} leases, ${held} held`,
-                ),
+                colors.bold(`worklease watch  ${label}  ${now.toISOString()}  ${count}, ${held} held`),
               )
               for (const line of table) writeLine(io.stdout, line)
               if (rows.length > room) writeLine(io.stdout, colors.dim(`... ${rows.length - room} more`))
             } else {
+              if (windowEnd !== undefined && !saidWindow) {
+                saidWindow = true
+                const under = prefix ? ` under ${JSON.stringify(prefix)}` : ''
+                writeLine(
+                  io.stderr,
+                  `worklease: watching only the first ${limit} leases${under} (--limit ${limit}), in workId order: ` +
+                    'a lease past them is reported neither changed nor removed',
+                )
+              }
               const current = new Map(rows.map((row) => [row.workId, row]))
               for (const row of rows) {
                 const before = previous.get(row.workId)
                 if (!before || identity(before) !== identity(row))
                   report(io, options, before ? 'changed' : 'added', row)
               }
-              for (const [workId, row] of previous)
-                if (!current.has(workId)) report(io, options, 'removed', row)
+              for (const [workId, row] of previous) {
+                if (current.has(workId)) continue
+                // Pushed past the window by leases that sort before it: out of view, not gone.
+                if (windowEnd !== undefined && compareWorkIds(workId, windowEnd) > 0) current.set(workId, row)
+                else report(io, options, 'removed', row)
+              }
               previous = current
             }
             // A reader that went away (`| head`) ends the watch; its writes fail only as they are made.
