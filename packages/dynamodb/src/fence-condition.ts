@@ -58,7 +58,14 @@ export interface FenceExpression {
 export function fenceCondition(token: bigint, options: FenceConditionOptions = {}): FenceExpression {
   if (typeof options !== 'object' || options === null)
     throw new InvalidArgumentError('options must be an object')
-  const { attribute = 'fencingToken', placeholder = 'wlFence' } = options
+  // Read once each, so what is checked is what is used; a throwing getter is bad input.
+  let attribute: unknown
+  let placeholder: unknown
+  try {
+    ;({ attribute = 'fencingToken', placeholder = 'wlFence' } = options)
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
   if (typeof attribute !== 'string' || attribute.length === 0) {
     throw new InvalidArgumentError('options.attribute must be a non-empty string')
   }

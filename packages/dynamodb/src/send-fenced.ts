@@ -4,11 +4,11 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import { FencedError } from '@worklease/spec'
+import { FencedError, InvalidArgumentError } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
-import { withFence } from './with-fence.js'
+import { fenceSnapshot, readFenceable } from './with-fence.js'
 
 /** Options of {@link sendFenced}: the fence's attribute and placeholder, and the SDK's abort signal. */
 export interface SendFencedOptions extends FenceConditionOptions {
@@ -30,7 +30,8 @@ export interface SendFencedOptions extends FenceConditionOptions {
  * request is sent exactly once, whatever your client's `maxAttempts`, because the SDK's retry of a
  * write that landed but whose reply was lost would come back refused (or apply an `ADD` twice) and
  * be reported as "nothing changed". Retry such an error yourself: with the same token the retry is
- * accepted again.
+ * accepted again. Your input and options are read once, and refused as {@link withFence} refuses
+ * them (`InvalidArgumentError`, before any request).
  *
  * ```ts
  * const landed = await sendFenced(
@@ -79,11 +80,15 @@ async function send(
   token: bigint,
   options: SendFencedOptions,
 ): Promise<Error | undefined> {
-  const { abortSignal, ...fence } = options
+  // Only these copies are used from here on: read twice, an input could have PutItem chosen on one
+  // answer and the item sent without its fence from another (see readFenceable).
+  const { abortSignal, ...fence } = readOptions(options)
+  const snapshot = readFenceable(input)
+  const fenced = fenceSnapshot(snapshot, token, fence)
   const command =
-    'Item' in input && input.Item !== undefined
-      ? new PutItemCommand(withFence(input as PutItemCommandInput, token, fence))
-      : new UpdateItemCommand(withFence(input as UpdateItemCommandInput, token, fence))
+    'Item' in snapshot && snapshot.Item !== undefined
+      ? new PutItemCommand(fenced as PutItemCommandInput)
+      : new UpdateItemCommand(fenced as UpdateItemCommandInput)
   try {
     await client.send(singleAttempt(command), abortSignal ? { abortSignal } : undefined)
     return undefined
@@ -91,5 +96,16 @@ async function send(
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.
     if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return error
     throw error
+  }
+}
+
+function readOptions(options: unknown): SendFencedOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options must be an object')
+  }
+  try {
+    return { ...options }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
   }
 }

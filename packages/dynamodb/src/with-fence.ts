@@ -13,6 +13,69 @@ export interface FenceableInput {
 // The SET clause keyword; not part of a placeholder (`#set`, `:set`) or a longer name.
 const SET_CLAUSE = /(^|[^#:\w.])SET(?=\s)/i
 
+// What the helper reads of the input beyond the copy of its own properties.
+const FENCEABLE_KEYS = [
+  'UpdateExpression',
+  'Item',
+  'ConditionExpression',
+  'ExpressionAttributeNames',
+  'ExpressionAttributeValues',
+] as const
+const EXPRESSION_KEYS = ['UpdateExpression', 'ConditionExpression'] as const
+const MAP_KEYS = ['Item', 'ExpressionAttributeNames', 'ExpressionAttributeValues'] as const
+
+// Marks an input as read by readFenceable, so the type system keeps a caller's object from
+// reaching fenceSnapshot unread. Type-only: no such property exists.
+declare const readByReadFenceable: unique symbol
+
+/**
+ * A plain copy of the caller's input made by {@link readFenceable}: only data properties, so reading
+ * it again gives the same answer.
+ */
+export type FenceableSnapshot<T extends FenceableInput> = T & { readonly [readByReadFenceable]: true }
+
+/**
+ * Reads the caller's input once: its own properties through one spread, any of the properties the
+ * helper uses that the spread did not copy (an inherited getter, say) once more each, and `Item` and
+ * the attribute maps copied once too, since the helper reads and rewrites them. A getter or Proxy
+ * that answers differently on a second read cannot then have one request chosen and another sent
+ * (a PutItem without the fence, say). A throwing getter is bad input, like a wrong type. `null`
+ * counts as absent, as the helper always took it (inputs built from JSON use it for "none").
+ */
+export function readFenceable<T extends FenceableInput>(input: T): FenceableSnapshot<T> {
+  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError('input must be an object')
+  const snapshot = readOrRefuse('input', () => {
+    const own: Record<string, unknown> = { ...(input as object) }
+    for (const key of FENCEABLE_KEYS) {
+      if (!Object.hasOwn(own, key)) {
+        const inherited = (input as Record<string, unknown>)[key]
+        if (inherited !== undefined) own[key] = inherited
+      }
+    }
+    return own
+  })
+  for (const key of EXPRESSION_KEYS) {
+    const expression = snapshot[key]
+    if (expression === undefined || expression === null) delete snapshot[key]
+    else if (typeof expression !== 'string') throw new InvalidArgumentError(`input.${key} must be a string`)
+  }
+  for (const key of MAP_KEYS) {
+    const map = snapshot[key]
+    if (map === undefined || map === null) delete snapshot[key]
+    else if (typeof map !== 'object') throw new InvalidArgumentError(`input.${key} must be an object`)
+    else snapshot[key] = readOrRefuse(`input.${key}`, () => ({ ...map }))
+  }
+  return snapshot as unknown as FenceableSnapshot<T>
+}
+
+function readOrRefuse<T>(name: string, read: () => T): T {
+  try {
+    return read()
+  } catch (error) {
+    throw new InvalidArgumentError(`${name} could not be read`, { cause: error })
+  }
+}
+
 /**
  * Fences your own `UpdateItem` or `PutItem` input: returns a copy whose condition also requires the
  * item's stored token to be at most `token` (or absent), and which writes `token` into the item in the
@@ -20,6 +83,11 @@ const SET_CLAUSE = /(^|[^#:\w.])SET(?=\s)/i
  * none), or the attribute added to a `PutItem`'s `Item`. Your condition, names and values are kept; a
  * placeholder of yours that collides with the fence's (`#wlFence`, `:wlFence`) is refused, see
  * {@link FenceConditionOptions.placeholder}.
+ *
+ * Your input is read once: its properties, `Item` and the attribute maps are copied and only the
+ * copies are used, so a getter or Proxy cannot show the helper one answer and the request another.
+ * `InvalidArgumentError` for an input that cannot be read (a getter that throws) or has the wrong
+ * types.
  *
  * A refused write fails with `ConditionalCheckFailedException` and changes nothing (with a condition
  * of your own, that may also be yours failing). `UpdateItem` creates a missing item, as it always does;
@@ -50,7 +118,15 @@ export function withFence<T extends FenceableInput>(
   token: bigint,
   options?: FenceConditionOptions,
 ): T {
-  if (typeof input !== 'object' || input === null) throw new InvalidArgumentError('input must be an object')
+  return fenceSnapshot(readFenceable(input), token, options)
+}
+
+/** {@link withFence} of an input already read by {@link readFenceable}; reads nothing else of the caller's. */
+export function fenceSnapshot<T extends FenceableInput>(
+  input: FenceableSnapshot<T>,
+  token: bigint,
+  options?: FenceConditionOptions,
+): T {
   const fence = fenceCondition(token, options)
   const names = { ...input.ExpressionAttributeNames }
   const values = { ...input.ExpressionAttributeValues }

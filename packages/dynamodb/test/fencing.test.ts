@@ -4,7 +4,9 @@ import {
   type DynamoDBClient,
   GetItemCommand,
   PutItemCommand,
+  type PutItemCommandInput,
   UpdateItemCommand,
+  type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
 import { isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
@@ -249,5 +251,171 @@ describe('sendFenced on the server', () => {
     )
     for (const id of ['o1', 'o2']) expect(await stored(id)).toEqual({ total: 'from 9', token: 9n })
     expect(landed[tokens.indexOf(9n)]).toEqual([true, true])
+  })
+})
+
+/**
+ * `target` behind a Proxy that counts each property's reads into `reads`, under `prefix` (nested
+ * proxies pass `Item.`, say), so a test can require that every property is read once.
+ */
+function counting<T extends object>(target: T, reads: Record<string, number>, prefix = ''): T {
+  return new Proxy(target, {
+    get(object, key, receiver) {
+      const name = `${prefix}${String(key)}`
+      reads[name] = (reads[name] ?? 0) + 1
+      return Reflect.get(object, key, receiver)
+    },
+  })
+}
+
+describe('input that answers differently on a second read', () => {
+  test('sendFenced PutItem: an Item getter that changes its answer after any read still writes the fence', async () => {
+    const { client } = open()
+    // The getter shows the item for its first `honest` reads and nothing after: however many times the
+    // helper read it, only a write that carries the fence may land.
+    // Two honest reads first: the old helper chose PutItem on its first read, copied the item on its
+    // second and saw none on its third, so it sent the item without the fence.
+    for (const honest of [2, 1, 3]) {
+      const id = `o${honest}`
+      let reads = 0
+      const lying = {
+        TableName: tableName,
+        get Item() {
+          reads++
+          return reads <= honest ? { id: { S: id }, total: { S: 'from 5' } } : undefined
+        },
+      }
+      const landed = await sendFenced(client, lying as PutItemCommandInput, 5n).then(
+        String,
+        (error: Error) => `${error.name}: ${error.message}`,
+      )
+      const afterLanding = await stored(id)
+      const stale = await sendFenced(client, put('stale 3', id), 3n)
+      expect({ honest, landed, afterLanding, stale, final: await stored(id), reads }).toEqual({
+        honest,
+        landed: 'true',
+        afterLanding: { total: 'from 5', token: 5n },
+        stale: false,
+        final: { total: 'from 5', token: 5n },
+        reads: 1,
+      })
+    }
+  })
+
+  test('withFence and sendFenced read each property they use once, nested ones too', async () => {
+    const { client } = open()
+    const counted = (input: Record<string, unknown>, reads: Record<string, number>) => {
+      const nested = Object.fromEntries(
+        Object.entries(input).map(([key, value]) =>
+          ['Item', 'ExpressionAttributeNames', 'ExpressionAttributeValues'].includes(key)
+            ? [key, counting(value as object, reads, `${key}.`)]
+            : [key, value],
+        ),
+      )
+      return counting(nested, reads)
+    }
+    const conditional = {
+      ...update('from 4'),
+      UpdateExpression: 'REMOVE #draft SET #total = :total',
+      ConditionExpression: 'attribute_not_exists(#draft) OR #total <> :expected',
+      ExpressionAttributeNames: { '#total': 'total', '#draft': 'draft' },
+      ExpressionAttributeValues: { ':total': { S: 'from 4' }, ':expected': { S: 'never' } },
+    }
+    const cases = [
+      ['withFence update', (input: object) => withFence(input, 4n)],
+      ['withFence put', (input: object) => withFence(input, 4n)],
+      ['sendFenced update', (input: object) => sendFenced(client, input as UpdateItemCommandInput, 4n)],
+      ['sendFenced put', (input: object) => sendFenced(client, input as PutItemCommandInput, 4n)],
+    ] as const
+    for (const [name, fence] of cases) {
+      const reads: Record<string, number> = {}
+      const plain = name.endsWith('put') ? put('from 4') : conditional
+      await fence(counted(plain, reads))
+      const readTwice = Object.entries(reads).filter(([, count]) => count > 1)
+      expect({ name, readTwice }).toEqual({ name, readTwice: [] })
+      // Each property the helper uses was read (none skipped in favour of a guess).
+      for (const key of Object.keys(plain))
+        expect({ name, key, read: reads[key] }).toEqual({ name, key, read: 1 })
+    }
+    expect(await stored('o1')).toEqual({ total: 'from 4', token: 4n })
+  })
+
+  test('a getter that throws is InvalidArgumentError before any request, and nothing is stored', async () => {
+    const { client, requests } = open()
+    const boom = () => {
+      throw new Error('boom')
+    }
+    const throwing: Record<string, object> = {
+      Item: {
+        TableName: tableName,
+        get Item() {
+          return boom()
+        },
+      },
+      UpdateExpression: {
+        ...update('x'),
+        get UpdateExpression() {
+          return boom()
+        },
+      },
+      ConditionExpression: {
+        ...update('x'),
+        get ConditionExpression() {
+          return boom()
+        },
+      },
+      ExpressionAttributeNames: {
+        ...update('x'),
+        get ExpressionAttributeNames() {
+          return boom()
+        },
+      },
+      ExpressionAttributeValues: {
+        ...update('x'),
+        get ExpressionAttributeValues() {
+          return boom()
+        },
+      },
+      'Item.id': { TableName: tableName, Item: new Proxy({ id: { S: 'o1' } }, { get: boom }) },
+      'ExpressionAttributeNames.#total': {
+        ...update('x'),
+        ExpressionAttributeNames: new Proxy({ '#total': 'total' }, { get: boom }),
+      },
+      'ExpressionAttributeValues.:total': {
+        ...update('x'),
+        ExpressionAttributeValues: new Proxy({ ':total': { S: 'x' } }, { get: boom }),
+      },
+    }
+    const caught = (call: () => unknown) =>
+      code(Promise.resolve().then(call)).catch((error: unknown) => `threw ${String(error)}`)
+    for (const [name, input] of Object.entries(throwing)) {
+      expect({ name, withFence: await caught(() => withFence(input, 2n)) }).toEqual({
+        name,
+        withFence: 'INVALID_ARGUMENT',
+      })
+      expect({
+        name,
+        sendFenced: await caught(() => sendFenced(client, input as PutItemCommandInput, 2n)),
+      }).toEqual({
+        name,
+        sendFenced: 'INVALID_ARGUMENT',
+      })
+      expect({
+        name,
+        sendFencedOrThrow: await caught(() => sendFencedOrThrow(client, input as PutItemCommandInput, 2n)),
+      }).toEqual({
+        name,
+        sendFencedOrThrow: 'INVALID_ARGUMENT',
+      })
+    }
+    const throwingOptions = {
+      get attribute(): string {
+        return boom()
+      },
+    }
+    expect(await caught(() => sendFenced(client, put('x'), 2n, throwingOptions))).toBe('INVALID_ARGUMENT')
+    expect(await caught(() => withFence(put('x'), 2n, throwingOptions))).toBe('INVALID_ARGUMENT')
+    expect(requests()).toBe(0)
+    expect(await stored('o1')).toBeUndefined()
   })
 })
