@@ -9,6 +9,7 @@ import {
   type Clock,
   createLeaseRecord,
   FencedError,
+  InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseListing,
@@ -17,6 +18,7 @@ import {
   type ListOptions,
   leaseHeldBy,
   MAX_FENCING_TOKEN,
+  MAX_ID_LENGTH,
   type RenewOutcome,
   systemClock,
   TokensExhaustedError,
@@ -56,8 +58,11 @@ export interface MongoBackendOptions {
    */
   clock?: Clock
   /**
-   * Largest checkpoint state in bytes. Default: 16 MiB minus 16 KiB, which leaves room in MongoDB's
-   * 16 MiB document limit for the lease's other fields.
+   * Largest checkpoint state in bytes: an integer from 0 to 16,775,516, the most a lease document
+   * holds. That is MongoDB's 16 MiB (16,777,216-byte) document limit less 1,700 bytes for the lease's
+   * other fields at their largest (a workId and a holderId of 255 UTF-16 code units, 3 UTF-8 bytes
+   * each, and the tokens, expiry and checkpoint sequence). Anything else is `InvalidArgumentError`
+   * here, rather than a checkpoint the server refuses later. Default: 16 MiB minus 16 KiB.
    *
    * ```ts
    * const backend = new MongoBackend({ collection, maxStateBytes: 1024 * 1024 })
@@ -111,8 +116,32 @@ export interface MongoBackendOptions {
   binarySizeProjection?: boolean
 }
 
-/** 16 MiB (MongoDB's document limit) minus room for `_id`, holderId and the other fields. */
-const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024 - 16 * 1024
+/** MongoDB's limit on a stored document (`maxBsonObjectSize`). */
+const MAX_DOCUMENT_BYTES = 16 * 1024 * 1024
+// A BSON element is a type byte, the field name and its NUL, then the value; a string value is its
+// length (int32), its UTF-8 bytes and a NUL; a binary value is its length, a subtype byte and the bytes.
+const elementBytes = (name: string, valueBytes: number) => 1 + name.length + 1 + valueBytes
+const stringBytes = (utf8Bytes: number) => 4 + utf8Bytes + 1
+/** A workId or holderId at its longest: every UTF-16 code unit a 3-byte UTF-8 character. */
+const LONGEST_ID_BYTES = 3 * MAX_ID_LENGTH
+/** Every field of the largest lease document but the state's bytes (see the README's layout). */
+const LEASE_DOCUMENT_BYTES_WITHOUT_STATE =
+  4 + // the document's length
+  elementBytes('_id', stringBytes(LONGEST_ID_BYTES)) +
+  elementBytes('holderId', stringBytes(LONGEST_ID_BYTES)) +
+  elementBytes('fencingToken', 8) +
+  elementBytes('releasedToken', 8) +
+  elementBytes('checkpointToken', 8) +
+  // A double (8 bytes) above 2^31 - 1, as the default sequences are; an int32 below.
+  elementBytes('checkpointSequence', 8) +
+  elementBytes('expiresAt', 8) +
+  elementBytes('released', 1) +
+  elementBytes('state', 4 + 1) +
+  1 // the document's terminating NUL
+/** The most state a lease document holds: 16,775,516 bytes. */
+const MAX_STATE_BYTES = MAX_DOCUMENT_BYTES - LEASE_DOCUMENT_BYTES_WITHOUT_STATE
+/** 16 KiB under the document limit, well within {@link MAX_STATE_BYTES}. */
+const DEFAULT_MAX_STATE_BYTES = MAX_DOCUMENT_BYTES - 16 * 1024
 /** The most records one renewMany takes: one `update` command of 1,000 statements, far below 16 MiB. */
 const RENEW_MANY_MAX_RECORDS = 1_000
 
@@ -165,8 +194,13 @@ export class MongoBackend implements Backend {
       : {}
     this.#clock = options.clock ?? systemClock
     const maxStateBytes = options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES
-    if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
-      throw new TypeError(`maxStateBytes must be a non-negative integer, got ${maxStateBytes}`)
+    if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0 || maxStateBytes > MAX_STATE_BYTES) {
+      throw new InvalidArgumentError(
+        `maxStateBytes must be an integer in 0..${MAX_STATE_BYTES} (what a MongoDB document holds ` +
+          `besides the lease's other fields), got ${
+            typeof maxStateBytes === 'number' ? maxStateBytes : typeof maxStateBytes
+          }`,
+      )
     }
     const crossConnectionAtomic = options.crossConnectionAtomic ?? true
     this.capabilities = Object.freeze({

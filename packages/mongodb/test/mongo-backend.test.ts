@@ -5,7 +5,7 @@ import {
   type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { MongoClient, MongoServerError } from 'mongodb'
+import { BSON, MongoClient, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
 import { prefixUpperBound } from '../src/prefix-range.js'
@@ -336,6 +336,25 @@ describe('duplicate key (E11000) from the losing upsert', () => {
   })
 })
 
+// The longest id (255 UTF-16 code units) in its longest UTF-8 form: 3 bytes a unit.
+const LONGEST_ID = '\u20ac'.repeat(255)
+// MongoDB's 16 MiB document limit less the largest lease document with an empty state, measured here
+// independently of the source's arithmetic.
+const LARGEST_STATE =
+  16 * 1024 * 1024 -
+  BSON.calculateObjectSize({
+    _id: LONGEST_ID,
+    fencingToken: BSON.Long.MAX_VALUE,
+    holderId: LONGEST_ID,
+    expiresAt: new Date(),
+    released: false,
+    releasedToken: BSON.Long.MAX_VALUE,
+    state: new BSON.Binary(new Uint8Array(0)),
+    checkpointToken: BSON.Long.MAX_VALUE,
+    // A sequence above 2^31 - 1 (the default ones are) goes out as a double, 8 bytes.
+    checkpointSequence: Number.MAX_SAFE_INTEGER,
+  })
+
 describe('storage', () => {
   test('one document per workId: int64 tokens, binary state, date expiry, released marks', async () => {
     const { harness, clock, backend } = await setup()
@@ -396,6 +415,49 @@ describe('storage', () => {
     const successor = await behind.acquire('job', 'b', 60_000)
     expect(successor.fencingToken).toBe(2n)
     expect((await behind.readCheckpoint(successor)).cleanHandoff).toBe(true)
+  })
+
+  test('maxStateBytes: anything but an integer from 0 to the largest state a document holds is InvalidArgumentError', async () => {
+    const { harness } = await setup()
+    const construct = (maxStateBytes: unknown) => {
+      try {
+        return new MongoBackend({ collection: harness.collection, maxStateBytes: maxStateBytes as number })
+      } catch (error) {
+        return error
+      }
+    }
+    for (const bad of [
+      -1,
+      1.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      '1024',
+      16 * 1024 * 1024,
+      LARGEST_STATE + 1,
+    ]) {
+      expect(construct(bad), String(bad)).toMatchObject({ code: 'INVALID_ARGUMENT' })
+    }
+    expect(construct(LARGEST_STATE)).toMatchObject({ capabilities: { maxStateBytes: LARGEST_STATE } })
+    expect(construct(0)).toMatchObject({ capabilities: { maxStateBytes: 0 } })
+    expect(construct(undefined)).toMatchObject({
+      capabilities: { maxStateBytes: 16 * 1024 * 1024 - 16 * 1024 },
+    })
+  })
+
+  test('a checkpoint of the largest maxStateBytes, under the longest workId and holderId, is stored and read back', {
+    timeout: 60_000,
+  }, async () => {
+    const harness = await mongoHarnessFactory({ maxStateBytes: LARGEST_STATE })()
+    harnesses.push(harness)
+    const backend = await harness.open({ clock: { now: () => 1_700_000_000_000 } })
+    const record = await backend.acquire(LONGEST_ID, LONGEST_ID, 10_000)
+    const state = new Uint8Array(LARGEST_STATE).fill(7)
+    await backend.checkpoint(record, state, 10_000)
+    const read = await backend.readCheckpoint(record)
+    expect(read.state?.byteLength).toBe(LARGEST_STATE)
+    // One byte more and the document would pass the server's limit: the bound is tight.
+    const oneMore = { $set: { state: new Uint8Array(LARGEST_STATE + 1) } }
+    await expect(harness.collection.updateOne({ _id: LONGEST_ID as never }, oneMore)).rejects.toThrow()
   })
 
   test('a store failure propagates as the driver threw it, not as a lease outcome', async () => {
