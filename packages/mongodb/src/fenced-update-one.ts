@@ -1,7 +1,8 @@
-import { FencedError } from '@worklease/spec'
+import { FencedError, InvalidArgumentError } from '@worklease/spec'
 import { type FenceOptions, fenceField, fenceFilter } from './fence-filter.js'
 import { fencedUpdate } from './fenced-update.js'
 import type { LeaseDocumentLike } from './lease-collection.js'
+import { snapshotArray, snapshotDocument } from './read-once.js'
 
 /**
  * The one `Collection` method {@link fencedUpdateOne} calls; a `Collection` of the `mongodb` driver
@@ -23,13 +24,24 @@ export interface FencedCollection {
 /** Options of {@link fencedUpdateOne}: the fence field, `upsert`, and any `updateOne` option. */
 export interface FencedUpdateOneOptions extends FenceOptions {
   /**
-   * Insert the document when nothing matches the filter's other conditions. A document that exists
-   * but carries a higher token is then not inserted again (the server answers a duplicate key), and
-   * the call returns `false`. A duplicate key on another unique index propagates, except on servers
-   * whose error names no index (FerretDB 1.x), where it also reads as `false`. Default: `false`.
+   * Insert the document when nothing matches the filter's conditions and the fence. Only safe when the
+   * filter selects at most one document through a unique index (`_id`, or a field with a unique index
+   * of its own): a document that exists with a higher token fails the fence, so the upsert tries to
+   * insert it again, and only that index refuses (a duplicate key, and the call returns `false`).
+   * With a filter on fields no unique index covers, nothing refuses: a stale token's upsert inserts a
+   * second document and returns `true`. MongoDB's upsert works this way, and this helper cannot check
+   * the indexes without another round trip.
+   *
+   * A duplicate key on some other unique index propagates, except on servers whose error does not
+   * name the index (no `keyPattern`: FerretDB, 1.24 and 2.7 alike), where it also reads as
+   * `false`. Default: `false`.
    *
    * ```ts
+   * // `_id` is unique: a stale token finds the newer document in the way and returns false.
    * await fencedUpdateOne(orders, { _id: 'order-7' }, { $set: { total: 42 } }, token, { upsert: true })
+   * // A filter on another field needs a unique index on it; without one, a stale token inserts a duplicate.
+   * await orders.createIndex({ orderNumber: 1 }, { unique: true })
+   * await fencedUpdateOne(orders, { orderNumber: 7 }, { $set: { total: 42 } }, token, { upsert: true })
    * ```
    */
   upsert?: boolean
@@ -51,9 +63,14 @@ const DUPLICATE_KEY = 11000
  * Resolves `true` when the write landed, `false` when the document carries a higher token (or, without
  * `upsert`, does not exist). Nothing is read first: the server checks and writes in one command.
  *
- * With `upsert`, two first writers of a new document can both miss it and both try to insert; the
- * loser's duplicate key is then retried once, now against the winner's document, so the higher token
- * still lands. A second duplicate key means the document exists with a higher token.
+ * With `upsert`, the filter must select at most one document through a unique index, such as `_id`
+ * (see {@link FencedUpdateOneOptions.upsert}). Two first writers of a new document can both miss it
+ * and both try to insert; the loser's duplicate key is then retried once, now against the winner's
+ * document, so the higher token still lands. A second duplicate key means the document exists with a
+ * higher token.
+ *
+ * The filter, update and options are each read once; a filter whose `$and` is not an array, or an
+ * argument whose getter throws, is `InvalidArgumentError` before any command.
  *
  * ```ts
  * const landed = await fencedUpdateOne(orders, { _id: 'order-7' }, { $set: { total: 42 } }, lease.fencingToken, {
@@ -69,20 +86,29 @@ export async function fencedUpdateOne(
   token: bigint,
   options: FencedUpdateOneOptions = {},
 ): Promise<boolean> {
-  const { field: _field, upsert = false, ...updateOptions } = options
-  const field = fenceField(options)
+  // Each argument is read once, into a copy; only the copies are checked and sent.
+  const {
+    field: requestedField,
+    upsert = false,
+    ...updateOptions
+  } = snapshotDocument(options, 'options', 'an object')
+  const field = fenceField({ field: requestedField as string | undefined })
+  if (typeof upsert !== 'boolean') throw new InvalidArgumentError('options.upsert must be a boolean')
   const fence = fenceFilter(token, { field })
-  const and = filter.$and
+  const conditions = snapshotDocument(filter, 'filter')
+  const callerAnd = conditions.$and === undefined ? [] : snapshotArray(conditions.$and, 'filter.$and')
+  // Dropping a malformed $and would write to documents the caller's condition excludes.
+  if (callerAnd === undefined) throw new InvalidArgumentError('filter.$and must be an array of conditions')
   // $and rather than spreading $or: the caller's filter may have an $or of its own. Top-level equalities
   // stay where an upsert takes the new document's fields from.
-  const fenced = { ...filter, $and: [...(Array.isArray(and) ? and : []), fence] }
+  const fenced = { ...conditions, $and: [...callerAnd, fence] }
   const write = fencedUpdate(update, token, { field })
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await collection.updateOne(fenced, write, { ...updateOptions, upsert })
       return result.matchedCount > 0 || (result.upsertedCount ?? 0) > 0
     } catch (error) {
-      if (!upsert || !isDuplicateOf(error, filter)) throw error
+      if (!upsert || !isDuplicateOf(error, conditions)) throw error
       if (attempt === 2) return false
     }
   }
@@ -111,7 +137,7 @@ export async function fencedUpdateOneOrThrow(
 
 // A duplicate on the key the filter names is the fence refusing an existing document; a duplicate on
 // some other unique index is the caller's own constraint, and propagates. A server that names no index
-// (FerretDB 1.x sends no keyPattern) leaves no way to tell, and the duplicate counts as the fence.
+// (FerretDB 1.x and 2.x send no keyPattern) leaves no way to tell, and the duplicate counts as the fence.
 function isDuplicateOf(error: unknown, filter: LeaseDocumentLike): boolean {
   if (typeof error !== 'object' || error === null) return false
   const { code, keyPattern } = error as { code?: unknown; keyPattern?: unknown }

@@ -1,6 +1,7 @@
 import { InvalidArgumentError, validateFencingToken } from '@worklease/spec'
 import { type FenceOptions, fenceField } from './fence-filter.js'
 import type { LeaseDocumentLike } from './lease-collection.js'
+import { snapshotDocument } from './read-once.js'
 
 /**
  * The update part of a fenced write: your update operators plus `$set` of the fence field to `token`
@@ -21,19 +22,13 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
 ): U & { $set: LeaseDocumentLike } {
   const field = fenceField(options)
   validateFencingToken(token)
-  if (typeof update !== 'object' || update === null || Array.isArray(update)) {
-    throw new InvalidArgumentError('update must be a document of update operators (no pipeline)')
-  }
-  const keys = Object.keys(update)
-  if (keys.some((key) => !key.startsWith('$'))) {
+  const operators = snapshotDocument(update, 'update', 'a document of update operators (no pipeline)')
+  if (Object.keys(operators).some((key) => !key.startsWith('$'))) {
     throw new InvalidArgumentError(
       'update must use update operators ($set, $inc, ...), not a replacement document',
     )
   }
+  const set = operators.$set === undefined ? {} : snapshotDocument(operators.$set, 'update.$set')
   // The filter already guarantees the stored token is at most `token`, so $set raises it (never lowers).
-  const set = update.$set
-  if (set !== undefined && (typeof set !== 'object' || set === null)) {
-    throw new InvalidArgumentError('update.$set must be a document')
-  }
-  return { ...update, $set: { ...(set as LeaseDocumentLike | undefined), [field]: token } }
+  return { ...operators, $set: { ...set, [field]: token } } as U & { $set: LeaseDocumentLike }
 }

@@ -160,6 +160,102 @@ describe('fencedUpdateOne', () => {
     expect(await stored('o1')).toBeNull()
   })
 
+  test('an upsert fences only through a unique index on its filter: without one, a stale token inserts a duplicate', async () => {
+    await orders.createIndex({ orderId: 1 }, { unique: true })
+    await orders.insertOne({ orderId: 7, total: 'from 9', fencingToken: 9n })
+    const staleUpsert = () =>
+      fencedUpdateOne(orders, { orderId: 7 }, { $set: { total: 'stale 3' } }, 3n, { upsert: true })
+    const documents = () => orders.find({}, { ...READ, projection: { _id: 0 } }).toArray()
+    // The fence excludes the newer document, so the upsert inserts; the unique index refuses that.
+    expect(await staleUpsert()).toBe(false)
+    expect(await documents()).toEqual([{ orderId: 7, total: 'from 9', fencingToken: 9n }])
+    // The same call without the index: nothing refuses the insert. This is what the docs warn about.
+    await orders.dropIndex('orderId_1')
+    expect(await staleUpsert()).toBe(true)
+    expect(
+      await orders
+        .find({}, { ...READ, projection: { _id: 0 } })
+        .sort({ fencingToken: 1 })
+        .toArray(),
+    ).toEqual([
+      { orderId: 7, total: 'stale 3', fencingToken: 3n },
+      { orderId: 7, total: 'from 9', fencingToken: 9n },
+    ])
+  })
+
+  test('a filter that is not a document, or whose $and is not an array, is refused before any command', async () => {
+    await orders.insertOne({ _id: 'o1' as never, status: 'closed', total: 'x' })
+    const { collection, commands } = open()
+    const filters: unknown[] = [
+      { _id: 'o1', $and: { status: 'open' } },
+      { _id: 'o1', $and: null },
+      { _id: 'o1', $and: 'status' },
+      null,
+      'o1',
+      [{ _id: 'o1' }],
+    ]
+    for (const filter of filters) {
+      const outcome = fencedUpdateOne(collection, filter as never, { $set: { total: 'y' } }, 3n, {
+        upsert: true,
+      })
+      expect(await code(outcome)).toBe('INVALID_ARGUMENT')
+    }
+    expect(commands()).toEqual([])
+    expect(await stored('o1')).toEqual({ _id: 'o1', status: 'closed', total: 'x' })
+  })
+
+  test('filter, update and options are read once each: a getter or Proxy is never asked twice', async () => {
+    await orders.insertOne({ _id: 'o1' as never, status: 'open', total: 'from 9', fencingToken: 9n })
+    const reads: string[] = []
+    // Records every property read and key listing; a second read of anything is a second answer.
+    const recorded = <T extends object>(name: string, target: T): T =>
+      new Proxy(target, {
+        get(object, key, receiver) {
+          reads.push(`${name}.${String(key)}`)
+          return Reflect.get(object, key, receiver)
+        },
+        has(object, key) {
+          reads.push(`${name} has ${String(key)}`)
+          return Reflect.has(object, key)
+        },
+        ownKeys(object) {
+          reads.push(`${name} keys`)
+          return Reflect.ownKeys(object)
+        },
+      })
+    const filter = recorded('filter', { _id: 'o1', $and: [{ status: 'open' }] })
+    const update = recorded('update', { $set: { total: 'stale 3' } })
+    const options = recorded('options', { field: 'fencingToken', upsert: true })
+    const readAgain = () => reads.splice(0).filter((read, i, all) => all.indexOf(read) !== i)
+    // A stale upsert (the duplicate-key path looks at the filter's keys too), then one that lands.
+    expect(await fencedUpdateOne(orders, filter, update, 3n, options)).toBe(false)
+    expect(readAgain()).toEqual([])
+    expect(await fencedUpdateOne(orders, filter, update, 9n, options)).toBe(true)
+    expect(readAgain()).toEqual([])
+    expect(await stored('o1')).toEqual({ _id: 'o1', status: 'open', total: 'stale 3', fencingToken: 9n })
+  })
+
+  test('a throwing getter in the filter, the update or the options is InvalidArgumentError before any command', async () => {
+    const { collection, commands } = open()
+    const throwing = (document: object, key: string) =>
+      Object.defineProperty({ ...document }, key, {
+        enumerable: true,
+        get() {
+          throw new Error('getter')
+        },
+      })
+    const calls = [
+      () => fencedUpdateOne(collection, throwing({ _id: 'o1' }, '$and'), { $set: { a: 1 } }, 3n),
+      () => fencedUpdateOne(collection, { _id: 'o1' }, throwing({}, '$set'), 3n),
+      () => fencedUpdateOne(collection, { _id: 'o1' }, { $set: throwing({}, 'a') }, 3n),
+      () => fencedUpdateOne(collection, { _id: 'o1' }, { $set: { a: 1 } }, 3n, throwing({}, 'upsert')),
+      () => fencedUpdateOne(collection, { _id: 'o1' }, { $set: { a: 1 } }, 3n, throwing({}, 'session')),
+    ]
+    for (const call of calls) expect(await code(call())).toBe('INVALID_ARGUMENT')
+    expect(() => fencedUpdate(throwing({}, '$inc'), 3n)).toThrow(/update/)
+    expect(commands()).toEqual([])
+  })
+
   test('tokens above 2^53 and up to 2^63-1 compare exactly as int64', async () => {
     await orders.insertOne({ _id: 'o1' as never, total: 'high', fencingToken: TWO_POW_53 + 1n })
     const write = (total: string, token: bigint, id = 'o1') =>
