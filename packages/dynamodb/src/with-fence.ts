@@ -10,8 +10,11 @@ export interface FenceableInput {
   ExpressionAttributeValues?: Record<string, unknown>
 }
 
-// The SET clause keyword; not part of a placeholder (`#set`, `:set`) or a longer name.
-const SET_CLAUSE = /(^|[^#:\w.])SET(?=\s)/i
+// The SET clause keyword: not part of a placeholder (`#set`, `:set`) or a longer or nested name
+// (`reset`, `#a.set`), and followed by whitespace or the `#` of the first action's path, as DynamoDB
+// parses `SET#total = :total`. Any case, as DynamoDB's keywords are. REMOVE, ADD and DELETE need no
+// such search: without a SET clause, one is put in front of the expression, whatever follows it.
+const SET_CLAUSE = /(^|[^#:\w.])SET(?=[\s#])/i
 
 // What the helper reads of the input beyond the copy of its own properties.
 const FENCEABLE_KEYS = [
@@ -82,7 +85,8 @@ function readOrRefuse<T>(name: string, read: () => T): T {
  * same request: a `SET` action added to the `UpdateExpression` (a `SET` clause is created if it has
  * none), or the attribute added to a `PutItem`'s `Item`. Your condition, names and values are kept; a
  * placeholder of yours that collides with the fence's (`#wlFence`, `:wlFence`) is refused, see
- * {@link FenceConditionOptions.placeholder}.
+ * {@link FenceConditionOptions.placeholder}. The `SET` clause is found in any case, also written
+ * without a space before its first path (`SET#total = :total`).
  *
  * Your input is read once: its properties, `Item` and the attribute maps are copied and only the
  * copies are used, so a getter or Proxy cannot show the helper one answer and the request another.
@@ -158,9 +162,12 @@ export function fenceSnapshot<T extends FenceableInput>(
   }
   const update = input.UpdateExpression?.trim() ?? ''
   const set = SET_CLAUSE.exec(update)
-  merged.UpdateExpression = set
-    ? `${update.slice(0, set.index + set[0].length)} ${fence.SetAction},${update.slice(set.index + set[0].length)}`
-    : `SET ${fence.SetAction}${update ? ` ${update}` : ''}`
+  if (!set) {
+    merged.UpdateExpression = `SET ${fence.SetAction}${update ? ` ${update}` : ''}`
+    return merged
+  }
+  const end = set.index + set[0].length
+  merged.UpdateExpression = `${update.slice(0, end)} ${fence.SetAction}, ${update.slice(end).trimStart()}`
   return merged
 }
 
