@@ -91,7 +91,8 @@ function readOrRefuse<T>(name: string, read: () => T): T {
  * Your input is read once: its properties, `Item` and the attribute maps are copied and only the
  * copies are used, so a getter or Proxy cannot show the helper one answer and the request another.
  * `InvalidArgumentError` for an input that cannot be read (a getter that throws) or has the wrong
- * types.
+ * types, and for a condition whose parentheses do not balance (`a) OR (b` would leave part of it
+ * outside the `AND` with the fence).
  *
  * A refused write fails with `ConditionalCheckFailedException` and changes nothing (with a condition
  * of your own, that may also be yours failing). `UpdateItem` creates a missing item, as it always does;
@@ -143,6 +144,11 @@ export function fenceSnapshot<T extends FenceableInput>(
     values[placeholder] = value
   }
   const condition = input.ConditionExpression?.trim()
+  if (condition && !parenthesesBalance(condition)) {
+    throw new InvalidArgumentError(
+      'input.ConditionExpression has unbalanced parentheses: joined with the fence, part of it would not need the fence',
+    )
+  }
   const merged: T = {
     ...input,
     ConditionExpression: condition
@@ -169,6 +175,19 @@ export function fenceSnapshot<T extends FenceableInput>(
   const end = set.index + set[0].length
   merged.UpdateExpression = `${update.slice(0, end)} ${fence.SetAction}, ${update.slice(end).trimStart()}`
   return merged
+}
+
+// Your condition is joined as `(yours) AND fence`. One that closes more parentheses than it opens
+// (`a) OR (b`) would read `(a) OR ((b) AND fence)`, a write that needs no fence when `a` holds.
+// DynamoDB expressions have no string literals (values are placeholders), so every parenthesis in
+// one is syntax and a count is exact.
+function parenthesesBalance(expression: string): boolean {
+  let depth = 0
+  for (const character of expression) {
+    if (character === '(') depth++
+    else if (character === ')' && --depth < 0) return false
+  }
+  return depth === 0
 }
 
 function collision(placeholder: string): InvalidArgumentError {

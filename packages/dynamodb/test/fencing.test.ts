@@ -420,6 +420,37 @@ describe('input that answers differently on a second read', () => {
   })
 })
 
+describe('conditions of yours that would take the fence out of the AND', () => {
+  test('a condition whose parentheses do not balance is refused before any request', async () => {
+    const { client, requests } = open()
+    expect(await sendFenced(client, put('from 5'), 5n)).toBe(true)
+    // Joined as `(mine) AND fence`, this one reads `(x) OR ((x) AND fence)`: no fence when x holds.
+    const escaping = {
+      ...put('stale 3'),
+      ConditionExpression: 'attribute_exists(#id)) OR (attribute_exists(#id)',
+      ExpressionAttributeNames: { '#id': 'id' },
+    }
+    const unclosed = { ...escaping, ConditionExpression: '(attribute_exists(#id)' }
+    for (const input of [escaping, unclosed]) {
+      const { ConditionExpression } = input
+      expect({ ConditionExpression, sent: await code(sendFenced(client, input, 3n)) }).toEqual({
+        ConditionExpression,
+        sent: 'INVALID_ARGUMENT',
+      })
+      expect(() => withFence(input, 3n)).toThrow(/parentheses/)
+    }
+    expect(requests()).toBe(1)
+    expect(await stored('o1')).toEqual({ total: 'from 5', token: 5n })
+    // Balanced, nested and side by side, it is joined as before.
+    const nested = { ...escaping, ConditionExpression: '(attribute_exists(#id)) AND (size(#id) > :one)' }
+    expect(
+      withFence({ ...nested, ExpressionAttributeValues: { ':one': { N: '1' } } }, 6n).ConditionExpression,
+    ).toBe(
+      '((attribute_exists(#id)) AND (size(#id) > :one)) AND (attribute_not_exists(#wlFence) OR #wlFence <= :wlFence)',
+    )
+  })
+})
+
 describe('clause keywords written without whitespace', () => {
   test('withFence finds a SET clause followed directly by a name placeholder, in any case', () => {
     const fenced = (UpdateExpression: string) => withFence({ UpdateExpression }, 3n).UpdateExpression
