@@ -1,5 +1,9 @@
-import { execFile, spawn } from 'node:child_process'
+import { execFile, execFileSync, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
+import { isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import { CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
@@ -148,5 +152,118 @@ describe('worklease commands on sqlite: faults found in review', () => {
       expect(stderr).toMatch(/^worklease: watching only the first 3 leases under "job-" \(--limit 3\)/)
       expect(isOneLine(stderr)).toBe(true)
     })
+  })
+})
+
+const tmux = (() => {
+  try {
+    return execFileSync('which', ['tmux'], { encoding: 'utf8' }).trim() || undefined
+  } catch {
+    return undefined
+  }
+})()
+if (!tmux)
+  console.warn(
+    '[worklease cli] skipping the revoke prompt tests: tmux is not installed (apt-get install tmux)',
+  )
+
+/** revoke's question on a real terminal: a tmux pane is the operator, capture-pane their screen. */
+describe.skipIf(!tmux)('worklease revoke at its prompt (tmux)', () => {
+  let store: TestStore
+  let dir: string
+  let socket: string
+  const tmuxCall = (...args: string[]) =>
+    promisify(execFile)(tmux as string, ['-S', socket, '-f', '/dev/null', ...args], { env: cleanEnv() })
+  beforeAll(async () => {
+    store = await openTestStore('sqlite')
+    dir = mkdtempSync(join(tmpdir(), 'worklease-revoke-tmux-'))
+    socket = join(dir, 'tmux.sock')
+  })
+  afterAll(async () => {
+    await tmuxCall('kill-server').catch(() => undefined)
+    await store?.close()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  /** Starts `worklease revoke <args>` in a pane of its own; the pane prints EXIT=<code> at the end. */
+  async function revokeInPane(session: string, args: readonly string[]) {
+    const command = [process.execPath, CLI, 'revoke', ...args, ...store.args]
+      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+      .join(' ')
+    await tmuxCall(
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      '200',
+      '-y',
+      '12',
+      `${command}; echo EXIT=$?; sleep 60`,
+    )
+    const until = async (pattern: RegExp) => {
+      const deadline = Date.now() + 15_000
+      let text = ''
+      while (Date.now() < deadline) {
+        text = (await tmuxCall('capture-pane', '-p', '-t', session)).stdout
+        if (pattern.test(text)) return text
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      throw new Error(`the screen never matched ${pattern}:\n${text}`)
+    }
+    const keys = (...keys: string[]) => tmuxCall('send-keys', '-t', session, ...keys)
+    return { until, keys }
+  }
+
+  const stillHeld = (record: LeaseRecord) =>
+    store.backend.renew(record, TTL).then(
+      () => 'renewed',
+      (error: unknown) => (isWorkleaseError(error, 'FENCED') ? 'FENCED' : String(error)),
+    )
+
+  test('"y" revokes the lease it named, and --json names it as previous', async () => {
+    const held = await store.backend.acquire('answered', 'worker-a', TTL)
+    const pane = await revokeInPane('answered', ['answered', '--json'])
+    expect(await pane.until(/\[y\/N\]/)).toMatch(/held by "worker-a" \(token 1\)/)
+    await pane.keys('y', 'Enter')
+    const screen = await pane.until(/EXIT=\d+/)
+    expect(screen).toMatch(/EXIT=0/)
+    const json = screen.split('\n').find((line) => line.startsWith('{'))
+    expect(JSON.parse(json ?? 'null')).toEqual({
+      workId: 'answered',
+      revoked: true,
+      previous: { holderId: 'worker-a', fencingToken: '1' },
+    })
+    expect(await stillHeld(held)).toBe('FENCED')
+  })
+
+  test('a lease that changed hands while the question was asked is not revoked (exit 5)', async () => {
+    const first = await store.backend.acquire('swap', 'worker-a', TTL)
+    const pane = await revokeInPane('swap', ['swap'])
+    expect(await pane.until(/\[y\/N\]/)).toMatch(/held by "worker-a" \(token 1\)/)
+    // While the operator reads the question, worker-a finishes cleanly and worker-b takes over.
+    await store.backend.release(first)
+    const second = await store.backend.acquire('swap', 'worker-b', TTL)
+    await pane.keys('y', 'Enter')
+    const screen = await pane.until(/EXIT=\d+/)
+    expect(screen).toMatch(/EXIT=5/)
+    expect(screen).toMatch(/not revoked: .*now held by "worker-b" \(token 2\), not held by "worker-a" \(token 1\)/)
+    expect(await stillHeld(second)).toBe('renewed')
+  })
+
+  test.each([
+    ['Ctrl-D', 'C-d'],
+    ['Ctrl-C', 'C-c'],
+  ])('%s at the question is "not revoked" (exit 5), not "the store failed"', async (_name, key) => {
+    const workId = `declined-${key}`
+    const held = await store.backend.acquire(workId, 'worker-a', TTL)
+    const pane = await revokeInPane(workId.replace(/\W/g, '_'), [workId])
+    await pane.until(/\[y\/N\]/)
+    await pane.keys(key)
+    const screen = await pane.until(/EXIT=\d+/)
+    expect(screen).not.toMatch(/the store failed/)
+    expect(screen).toMatch(/^worklease: not revoked$/m)
+    expect(screen).toMatch(/EXIT=5/)
+    expect(await stillHeld(held)).toBe('renewed')
   })
 })

@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises'
-import type { Backend } from '@worklease/spec'
+import type { Backend, LeaseListing } from '@worklease/spec'
 import { Command } from 'commander'
 import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
@@ -33,8 +33,33 @@ async function confirm(io: Io, question: string): Promise<boolean> {
   const prompt = createInterface({ input: io.stdin, output: io.stderr })
   try {
     return /^y(es)?$/i.test((await prompt.question(`${question} [y/N] `)).trim())
+  } catch {
+    // Ctrl-D or Ctrl-C rejects the question ("Aborted with Ctrl+D"): the operator said no, and the
+    // answer line they never finished needs ending before the message.
+    writeLine(io.stderr)
+    return false
   } finally {
     prompt.close()
+  }
+}
+
+/** One tenure of a lease: a holder under a token. No two acquires share a token. */
+const sameTenure = (a: LeaseListing | undefined, b: LeaseListing | undefined) =>
+  a?.holderId === b?.holderId && a?.fencingToken === b?.fencingToken
+
+/** The lease as the question and its refusal name it. */
+function describeLease(lease: LeaseListing | undefined): string {
+  if (!lease) return 'no lease'
+  const tenure = `${JSON.stringify(lease.holderId)} (token ${lease.fencingToken})`
+  switch (statusOf(lease)) {
+    case 'held':
+      return `held by ${tenure}`
+    case 'expired':
+      return `expired, last held by ${tenure}`
+    case 'released':
+      return `released by ${tenure}`
+    case 'revoked':
+      return `revoked (token ${lease.fencingToken})`
   }
 }
 
@@ -50,14 +75,23 @@ export function revokeCommand(io: Io): Command {
     .action(async (workId: string, options: RevokeOptions) => {
       await withStore(options, io, async ({ backend, label }) => {
         const revoke = revokeOf(backend)
-        const { lease } = await findLease(backend, workId)
+        let { lease } = await findLease(backend, workId)
         if (!options.yes) {
-          const holder =
-            lease && statusOf(lease) === 'held'
-              ? ` held by ${JSON.stringify(lease.holderId)} (token ${lease.fencingToken})`
-              : ''
+          const asked = lease
+          const holder = asked && statusOf(asked) === 'held' ? ` ${describeLease(asked)}` : ''
           if (!(await confirm(io, `Revoke the lease on ${JSON.stringify(workId)}${holder} in ${label}?`))) {
             throw new CliError('not revoked', ExitCode.DECLINED)
+          }
+          // The answer can come minutes later, when another holder may have the lease: the "y"
+          // covers only the holder and token the question named. Backend.revoke takes no expected
+          // token, so a takeover between this read and the revoke call still goes unseen.
+          ;({ lease } = await findLease(backend, workId))
+          if (!sameTenure(asked, lease)) {
+            throw new CliError(
+              `not revoked: ${JSON.stringify(workId)} changed while the question was asked: it is now ` +
+                `${describeLease(lease)}, not ${describeLease(asked)}`,
+              ExitCode.DECLINED,
+            )
           }
         }
         const revoked = await revoke(workId)
