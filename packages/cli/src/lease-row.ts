@@ -60,3 +60,38 @@ export function formatBytes(bytes: number | null): string {
   if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`
   return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
 }
+
+/**
+ * What must not reach a terminal raw from user data (ids, holders): C0 and C1 controls and DEL, which
+ * move the cursor, clear the screen or recolour it (C1 CSI U+009B is ESC [ on many terminals); the
+ * bidi embeddings, overrides, isolates and marks, which reorder the text around them; and the line
+ * and paragraph separators.
+ */
+const UNSAFE_ON_A_TERMINAL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
+
+const hex = (c: string, digits: number) => c.charCodeAt(0).toString(16).padStart(digits, '0')
+
+/** An id or holder made safe to print: every character above as a visible `\x1b` or `\u202e`. */
+export function terminalSafe(text: string): string {
+  return text.replace(UNSAFE_ON_A_TERMINAL, (c) =>
+    c.charCodeAt(0) <= 0xff ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`,
+  )
+}
+
+/**
+ * An id in double quotes for a line of prose: quotes and backslashes escaped as in JSON, so the id
+ * cannot end its quotes and pose as the words after it, then made terminal-safe.
+ */
+export function quoted(text: string): string {
+  return terminalSafe(JSON.stringify(text))
+}
+
+/**
+ * One `--json` line: JSON.stringify leaves DEL, C1 and bidi controls raw, and `--json` may be read
+ * on a terminal; as `\u009b` they parse back to the same string.
+ */
+export function jsonLine(value: unknown): string {
+  return JSON.stringify(value).replace(UNSAFE_ON_A_TERMINAL, (c) => `\\u${hex(c, 4)}`)
+}

@@ -1,4 +1,5 @@
 import { InvalidArgumentError } from 'commander'
+import { quoted } from './lease-row.js'
 
 /**
  * The longest delay Node's timers keep: a longer one is cut to 1 ms with a TimeoutOverflowWarning,
@@ -11,9 +12,7 @@ export function positiveInteger(name: string, max = Number.MAX_SAFE_INTEGER): (v
   return (value) => {
     const number = Number(value)
     if (!/^\d+$/.test(value) || !Number.isSafeInteger(number) || number < 1 || number > max) {
-      throw new InvalidArgumentError(
-        `${name} takes a whole number in 1..${max}, got ${JSON.stringify(value)}`,
-      )
+      throw new InvalidArgumentError(`${name} takes a whole number in 1..${max}, got ${quoted(value)}`)
     }
     return number
   }

@@ -1,5 +1,5 @@
 import type { Colors } from 'picocolors/types.js'
-import { formatBytes, formatDuration, type LeaseRow, type LeaseStatus } from './lease-row.js'
+import { formatBytes, formatDuration, type LeaseRow, type LeaseStatus, terminalSafe } from './lease-row.js'
 
 const HEADERS = ['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES IN', 'CHECKPOINT'] as const
 
@@ -16,17 +16,14 @@ function paint(colors: Colors, status: LeaseStatus, text: string): string {
   }
 }
 
-// Ids are user data: a newline or an escape sequence in one must not break the table or the terminal.
-const printable = (text: string) =>
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
-  text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`)
-
-/** Lays rows out as aligned columns; widths count code points, so emoji ids stay roughly aligned. */
+/**
+ * Lays rows out as aligned columns, ids made terminal-safe (a newline or escape in one must not break
+ * the table or the terminal); widths count code points, so emoji ids stay roughly aligned. */
 export function renderTable(rows: readonly LeaseRow[], colors: Colors, withHeader = true): string[] {
   const cells = rows.map((row) => [
-    printable(row.workId),
+    terminalSafe(row.workId),
     row.status,
-    printable(row.holderId) || '-',
+    terminalSafe(row.holderId) || '-',
     row.fencingToken,
     row.status === 'held' ? formatDuration(row.expiresInMs) : '-',
     formatBytes(row.checkpointBytes),

@@ -106,6 +106,42 @@ describe('worklease commands on sqlite: faults found in review', () => {
     expect(changes).toContainEqual(expect.objectContaining({ change: 'added', workId: 'pipe-!' }))
   })
 
+  test('no id or holder reaches the output with a C1 control, DEL or a bidi override in it raw', async () => {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: looking for them is the point
+    const unsafe = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/
+    const id = 'c1-\u009b31mRED\u009b0m-\u007f-\u202eevil'
+    const holder = 'h\u009b2J\u2066x'
+    await store.backend.acquire(id, holder, TTL)
+    const runs: Array<[readonly string[], number]> = [
+      [['list', 'c1-'], 0],
+      [['list', 'c1-', '--json'], 0],
+      [['show', id], 0],
+      [['show', id, '--json'], 0],
+      [['watch', 'c1-', '--count', '1'], 0],
+      [['watch', 'c1-', '--count', '1', '--json'], 0],
+      [['list', 'c1-\u009bnone'], 0],
+      [['show', 'c1-\u009bnone\u202e'], 3],
+      [['revoke', 'c1-\u009bnone\u202e', '--yes'], 3],
+    ]
+    // The failure message must not hold them raw either.
+    const named = (args: readonly string[]) =>
+      JSON.stringify(args).replace(
+        /[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+      )
+    const leaks: string[] = []
+    for (const [args, exitCode] of runs) {
+      const { code, stdout, stderr } = await cli([...args, ...store.args])
+      expect({ args, code, stderr }).toMatchObject({ code: exitCode })
+      if (unsafe.test(stdout)) leaks.push(`${named(args)} on stdout`)
+      if (unsafe.test(stderr)) leaks.push(`${named(args)} on stderr`)
+      // JSON escapes them as \u009b: the same string once parsed.
+      if (args.includes('--json'))
+        expect(JSON.parse(stdout.split('\n')[0] ?? '')).toMatchObject({ workId: id, holderId: holder })
+    }
+    expect(leaks).toEqual([])
+  })
+
   /** Runs a watch, calls `during` once its first round is out, and collects everything it wrote. */
   async function watchWhile(args: readonly string[], during: () => Promise<unknown>) {
     const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv() })
@@ -247,7 +283,9 @@ describe.skipIf(!tmux)('worklease revoke at its prompt (tmux)', () => {
     await pane.keys('y', 'Enter')
     const screen = await pane.until(/EXIT=\d+/)
     expect(screen).toMatch(/EXIT=5/)
-    expect(screen).toMatch(/not revoked: .*now held by "worker-b" \(token 2\), not held by "worker-a" \(token 1\)/)
+    expect(screen).toMatch(
+      /not revoked: .*now held by "worker-b" \(token 2\), not held by "worker-a" \(token 1\)/,
+    )
     expect(await stillHeld(second)).toBe('renewed')
   })
 

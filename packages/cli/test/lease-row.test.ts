@@ -1,7 +1,7 @@
 import type { LeaseListing } from '@worklease/spec'
 import pc from 'picocolors'
 import { describe, expect, test } from 'vitest'
-import { formatDuration, statusOf, toRow } from '../src/lease-row.js'
+import { formatDuration, jsonLine, quoted, statusOf, terminalSafe, toRow } from '../src/lease-row.js'
 import { renderTable } from '../src/render-table.js'
 
 const now = new Date('2026-11-30T12:00:00.000Z')
@@ -54,5 +54,38 @@ describe('lease rows', () => {
     expect(header).toMatch(/^WORK ID\s+STATUS\s+HOLDER\s+TOKEN\s+EXPIRES IN\s+CHECKPOINT$/)
     expect(line).toContain('evil\\x1b[2J\\x0aline')
     expect(line).not.toContain('\u001b')
+  })
+
+  test('the table escapes C1 controls, DEL and bidi overrides too, in ids and holders', () => {
+    const [, line] = renderTable(
+      [toRow(lease({ workId: 'c1-\u009b2J-\u007f', holderId: 'w\u202eevil\u2066' }), now)],
+      pc.createColors(false),
+    )
+    expect(line).toMatch(/^c1-\\x9b2J-\\x7f\s+held\s+w\\u202eevil\\u2066\s/)
+  })
+})
+
+describe('one escaping for everything an id reaches', () => {
+  test.each([
+    ['\u001b[2J', '\\x1b[2J'],
+    ['a\nb\tc', 'a\\x0ab\\x09c'],
+    ['\u007f\u0080\u009b\u009f', '\\x7f\\x80\\x9b\\x9f'],
+    ['\u202a\u202b\u202c\u202d\u202e', '\\u202a\\u202b\\u202c\\u202d\\u202e'],
+    ['\u2066\u2067\u2068\u2069', '\\u2066\\u2067\\u2068\\u2069'],
+    ['\u200e\u200f\u061c\u2028\u2029', '\\u200e\\u200f\\u061c\\u2028\\u2029'],
+    ['caf\u00e9 \u{1f600} \u6f22 \u00a0', 'caf\u00e9 \u{1f600} \u6f22 \u00a0'],
+  ])('terminalSafe(%j) = %j', (text, safe) => expect(terminalSafe(text)).toBe(safe))
+
+  test('quoted keeps an id inside its quotes, and controls out', () => {
+    expect(quoted('a" removed "b')).toBe('"a\\" removed \\"b"')
+    expect(quoted('x\u009b2J\u001b')).toBe('"x\\x9b2J\\u001b"')
+  })
+
+  test('a --json line holds no raw control, and parses back to the same strings', () => {
+    const row = { workId: 'c1-\u009b31m\u007f\u202e\u2069', holderId: 'h\u0085' }
+    const line = jsonLine(row)
+    expect(line).not.toMatch(/[\u007f-\u009f\u202a-\u202e\u2066-\u2069]/)
+    expect(line).toContain('\\u009b31m')
+    expect(JSON.parse(line)).toEqual(row)
   })
 })

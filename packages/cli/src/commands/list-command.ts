@@ -1,6 +1,6 @@
 import { Command } from 'commander'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
-import { toRow } from '../lease-row.js'
+import { jsonLine, quoted, toRow } from '../lease-row.js'
 import { positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
 import { renderTable } from '../render-table.js'
@@ -30,13 +30,13 @@ export function listCommand(io: Io): Command {
         })) {
           if (readerGone(io.stdout)) return
           const rows = page.leases.map((lease) => toRow(lease, page.now))
-          if (options.json) for (const row of rows) writeLine(io.stdout, JSON.stringify(row))
+          if (options.json) for (const row of rows) writeLine(io.stdout, jsonLine(row))
           else if (rows.length > 0)
             for (const line of renderTable(rows, colors, total === 0)) writeLine(io.stdout, line)
           total += rows.length
         }
         if (!options.json && total === 0)
-          writeLine(io.stderr, `no leases${prefix ? ` under ${JSON.stringify(prefix)}` : ''}`)
+          writeLine(io.stderr, `no leases${prefix ? ` under ${quoted(prefix)}` : ''}`)
       })
     })
 }

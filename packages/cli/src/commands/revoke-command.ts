@@ -5,7 +5,7 @@ import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { type Io, writeLine } from '../io.js'
-import { statusOf } from '../lease-row.js'
+import { jsonLine, quoted, statusOf } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
 
 interface RevokeOptions extends StoreOptions {
@@ -50,7 +50,7 @@ const sameTenure = (a: LeaseListing | undefined, b: LeaseListing | undefined) =>
 /** The lease as the question and its refusal name it. */
 function describeLease(lease: LeaseListing | undefined): string {
   if (!lease) return 'no lease'
-  const tenure = `${JSON.stringify(lease.holderId)} (token ${lease.fencingToken})`
+  const tenure = `${quoted(lease.holderId)} (token ${lease.fencingToken})`
   switch (statusOf(lease)) {
     case 'held':
       return `held by ${tenure}`
@@ -79,7 +79,7 @@ export function revokeCommand(io: Io): Command {
         if (!options.yes) {
           const asked = lease
           const holder = asked && statusOf(asked) === 'held' ? ` ${describeLease(asked)}` : ''
-          if (!(await confirm(io, `Revoke the lease on ${JSON.stringify(workId)}${holder} in ${label}?`))) {
+          if (!(await confirm(io, `Revoke the lease on ${quoted(workId)}${holder} in ${label}?`))) {
             throw new CliError('not revoked', ExitCode.DECLINED)
           }
           // The answer can come minutes later, when another holder may have the lease: the "y"
@@ -88,7 +88,7 @@ export function revokeCommand(io: Io): Command {
           ;({ lease } = await findLease(backend, workId))
           if (!sameTenure(asked, lease)) {
             throw new CliError(
-              `not revoked: ${JSON.stringify(workId)} changed while the question was asked: it is now ` +
+              `not revoked: ${quoted(workId)} changed while the question was asked: it is now ` +
                 `${describeLease(lease)}, not ${describeLease(asked)}`,
               ExitCode.DECLINED,
             )
@@ -99,12 +99,12 @@ export function revokeCommand(io: Io): Command {
           const previous = lease
             ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }
             : null
-          writeLine(io.stdout, JSON.stringify({ workId, revoked, previous }))
+          writeLine(io.stdout, jsonLine({ workId, revoked, previous }))
         } else if (revoked) {
-          writeLine(io.stdout, `revoked ${JSON.stringify(workId)}; the next holder gets an unclean handoff`)
+          writeLine(io.stdout, `revoked ${quoted(workId)}; the next holder gets an unclean handoff`)
         }
         if (!revoked)
-          throw new CliError(`${JSON.stringify(workId)} was not held: nothing revoked`, ExitCode.NOT_FOUND)
+          throw new CliError(`${quoted(workId)} was not held: nothing revoked`, ExitCode.NOT_FOUND)
       })
     })
 }

@@ -3,7 +3,7 @@ import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { colorsFor, type Io, writeLine } from '../io.js'
-import { formatBytes, formatDuration, toRow } from '../lease-row.js'
+import { formatBytes, formatDuration, jsonLine, quoted, terminalSafe, toRow } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
 
 interface ShowOptions extends StoreOptions {
@@ -18,11 +18,10 @@ export function showCommand(io: Io): Command {
     .action(async (workId: string, options: ShowOptions) => {
       await withStore(options, io, async ({ backend, label }) => {
         const { lease, now } = await findLease(backend, workId)
-        if (!lease)
-          throw new CliError(`no lease for ${JSON.stringify(workId)} in ${label}`, ExitCode.NOT_FOUND)
+        if (!lease) throw new CliError(`no lease for ${quoted(workId)} in ${label}`, ExitCode.NOT_FOUND)
         const row = toRow(lease, now)
         if (options.json) {
-          writeLine(io.stdout, JSON.stringify(row))
+          writeLine(io.stdout, jsonLine(row))
           return
         }
         const { bold } = colorsFor(io.stdout, io.env)
@@ -37,7 +36,7 @@ export function showCommand(io: Io): Command {
           ['store now', row.now],
         ]
         for (const [name, value] of fields)
-          writeLine(io.stdout, `${bold(name.padEnd(11))} ${JSON.stringify(value).slice(1, -1)}`)
+          writeLine(io.stdout, `${bold(name.padEnd(11))} ${terminalSafe(value)}`)
       })
     })
 }

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
-import { type LeaseRow, toRow } from '../lease-row.js'
+import { jsonLine, type LeaseRow, quoted, toRow } from '../lease-row.js'
 import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
 import { renderTable } from '../render-table.js'
@@ -84,7 +84,7 @@ export function watchCommand(io: Io): Command {
             } else {
               if (windowEnd !== undefined && !saidWindow) {
                 saidWindow = true
-                const under = prefix ? ` under ${JSON.stringify(prefix)}` : ''
+                const under = prefix ? ` under ${quoted(prefix)}` : ''
                 writeLine(
                   io.stderr,
                   `worklease: watching only the first ${limit} leases${under} (--limit ${limit}), in workId order: ` +
@@ -118,12 +118,12 @@ export function watchCommand(io: Io): Command {
 
 function report(io: Io, options: WatchOptions, change: 'added' | 'changed' | 'removed', row: LeaseRow): void {
   if (options.json) {
-    writeLine(io.stdout, JSON.stringify({ change, ...row }))
+    writeLine(io.stdout, jsonLine({ change, ...row }))
     return
   }
-  const holder = row.holderId ? ` holder=${JSON.stringify(row.holderId)}` : ''
+  const holder = row.holderId ? ` holder=${quoted(row.holderId)}` : ''
   writeLine(
     io.stdout,
-    `${row.now} ${change} ${JSON.stringify(row.workId)} ${row.status}${holder} token=${row.fencingToken}`,
+    `${row.now} ${change} ${quoted(row.workId)} ${row.status}${holder} token=${row.fencingToken}`,
   )
 }
