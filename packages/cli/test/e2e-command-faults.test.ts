@@ -204,7 +204,7 @@ if (!tmux)
   )
 
 /** revoke's question on a real terminal: a tmux pane is the operator, capture-pane their screen. */
-describe.skipIf(!tmux)('worklease revoke at its prompt (tmux)', () => {
+describe.skipIf(!tmux)('worklease revoke and watch on a terminal (tmux)', () => {
   let store: TestStore
   let dir: string
   let socket: string
@@ -303,5 +303,31 @@ describe.skipIf(!tmux)('worklease revoke at its prompt (tmux)', () => {
     expect(screen).toMatch(/^worklease: not revoked$/m)
     expect(screen).toMatch(/EXIT=5/)
     expect(await stillHeld(held)).toBe('renewed')
+  })
+
+  test('watch --limit on a terminal says in its header that it shows the first N', async () => {
+    for (const id of ['tty-1', 'tty-2', 'tty-3']) await store.backend.acquire(id, 'worker', TTL)
+    const command = [
+      process.execPath,
+      CLI,
+      'watch',
+      'tty-',
+      '--limit',
+      '2',
+      '--interval',
+      '200',
+      ...store.args,
+    ]
+      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
+      .join(' ')
+    await tmuxCall('new-session', '-d', '-s', 'tty', '-x', '200', '-y', '12', `${command}; sleep 60`)
+    const deadline = Date.now() + 15_000
+    let screen = ''
+    while (Date.now() < deadline && !screen.includes('tty-2')) {
+      screen = (await tmuxCall('capture-pane', '-p', '-t', 'tty')).stdout
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(screen.split('\n')[0]).toMatch(/ {2}first 2 leases, 2 held$/)
+    expect(screen).not.toMatch(/tty-3/)
   })
 })
