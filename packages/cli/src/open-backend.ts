@@ -1,7 +1,13 @@
 import type { Backend } from '@worklease/spec'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
-import type { StoreTarget } from './store-url.js'
+import { hideSecrets, redactStoreUrl, type StoreTarget } from './store-url.js'
+
+/**
+ * How long any store may take to connect (or, for DynamoDB, to answer one request) before the command
+ * fails with exit 1: mysql2's own default, which the other clients lack (pg waits forever).
+ */
+const CONNECT_TIMEOUT_MS = 10_000
 
 /** A backend the command line opened, and how to let go of its connections. */
 export interface OpenBackend {
@@ -23,12 +29,6 @@ async function client<T>(name: string, load: () => Promise<T>): Promise<T> {
     }
     throw error
   }
-}
-
-const withoutPassword = (text: string): string => {
-  const url = new URL(text)
-  if (url.password) url.password = '***'
-  return url.toString()
 }
 
 /** Opens the lease backend of a store; `table` is `--table`, used where the URL names none. */
@@ -63,13 +63,20 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         import('kysely'),
         import('@worklease/kysely'),
       ])
-      const db = new Kysely<unknown>({
-        dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: target.url, max: 1 }) }),
+      const pool = new pg.Pool({
+        connectionString: target.url,
+        max: 1,
+        connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
       })
+      // An idle connection the server drops (restart, pg_terminate_backend) emits 'error' on the pool,
+      // which would crash `watch` between two reads; the pool has already discarded it, and the next
+      // read connects afresh or fails with its own error.
+      pool.on('error', () => undefined)
+      const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
       const name = target.table ?? table
       return {
         backend: new KyselyBackend({ db, dialect: 'postgres', ...(name ? { table: name } : {}) }),
-        label: withoutPassword(target.url),
+        label: redactStoreUrl(target.url),
         close: () => db.destroy(),
       }
     }
@@ -80,12 +87,14 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         import('@worklease/kysely'),
       ])
       const db = new Kysely<unknown>({
-        dialect: new MysqlDialect({ pool: createPool({ uri: target.url, connectionLimit: 1 }) }),
+        dialect: new MysqlDialect({
+          pool: createPool({ uri: target.url, connectionLimit: 1, connectTimeout: CONNECT_TIMEOUT_MS }),
+        }),
       })
       const name = target.table ?? table
       return {
         backend: new KyselyBackend({ db, ...(name ? { table: name } : {}) }),
-        label: withoutPassword(target.url),
+        label: redactStoreUrl(target.url),
         close: () => db.destroy(),
       }
     }
@@ -94,10 +103,28 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         client('mongodb', () => import('mongodb')),
         import('@worklease/mongodb'),
       ])
-      const mongo = new MongoClient(target.url, { serverSelectionTimeoutMS: 5_000 })
-      const collection = mongo
-        .db(target.database)
-        .collection(target.collection ?? table ?? DEFAULT_LEASE_COLLECTION)
+      let mongo: InstanceType<typeof MongoClient>
+      try {
+        // The client parses its URL here, before any connection: what it rejects is a bad store URL.
+        mongo = new MongoClient(target.url, {
+          serverSelectionTimeoutMS: CONNECT_TIMEOUT_MS,
+          connectTimeoutMS: CONNECT_TIMEOUT_MS,
+        })
+      } catch (error) {
+        const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
+        throw new CliError(`bad MongoDB URL: ${hideSecrets(reason, target.url)}`, ExitCode.USAGE, {
+          cause: error,
+        })
+      }
+      const db = mongo.db(target.database)
+      const collectionName = target.collection ?? table ?? DEFAULT_LEASE_COLLECTION
+      try {
+        await mustExist(db, collectionName)
+      } catch (error) {
+        await mongo.close().catch(() => undefined)
+        throw error
+      }
+      const collection = db.collection(collectionName)
       return {
         backend: new MongoBackend({
           collection,
@@ -105,7 +132,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
             ? {}
             : { binarySizeProjection: target.binarySizeProjection }),
         }),
-        label: withoutPassword(target.url),
+        label: redactStoreUrl(target.url),
         close: () => mongo.close(),
       }
     }
@@ -120,6 +147,13 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       const local = target.endpoint !== undefined && !process.env.AWS_ACCESS_KEY_ID
       const dynamo = new DynamoDBClient({
         ...(target.endpoint ? { endpoint: target.endpoint } : {}),
+        // Without these the SDK waits forever for an endpoint that accepts and never answers. Each
+        // attempt is bounded; the SDK still retries (3 attempts by default).
+        requestHandler: {
+          connectionTimeout: CONNECT_TIMEOUT_MS,
+          requestTimeout: CONNECT_TIMEOUT_MS,
+          throwOnRequestTimeout: true,
+        },
         region: target.region ?? process.env.AWS_REGION ?? 'us-east-1',
         ...(local ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
       })
@@ -133,5 +167,21 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         close: async () => dynamo.destroy(),
       }
     }
+  }
+}
+
+/**
+ * MongoDB creates a collection on first write and reads a missing one as empty, so a misspelled
+ * collection or database would list "no leases" (exit 0). The SQL stores fail on a missing table
+ * (exit 1), and so does this. `authorizedCollections` lets a user without `listCollections` on the
+ * database see the collections it may read.
+ */
+async function mustExist(db: import('mongodb').Db, name: string): Promise<void> {
+  const found = await db.listCollections({ name }, { nameOnly: true, authorizedCollections: true }).toArray()
+  if (found.length === 0) {
+    throw new CliError(
+      `the store failed: collection ${JSON.stringify(`${db.databaseName}.${name}`)} does not exist`,
+      ExitCode.STORE_FAILED,
+    )
   }
 }

@@ -51,7 +51,7 @@ function takeParam(url: URL, ...names: string[]): string | undefined {
 /**
  * Reads `--store`: a URL, or a bare kind (`postgres`, `mysql`, `mongodb`, `dynamodb`) that takes its
  * URL from the same environment variable the tests use. The lease table (or collection) comes from
- * `?table=` in the URL, else from `--table`, else the drivers' default.
+ * `?table=` in the URL, else from `--table`, else the drivers' default. Errors never show a password.
  */
 export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env): StoreTarget {
   const trimmed = text.trim()
@@ -60,35 +60,40 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
   if (variable) {
     const value = env[variable]
     if (!value) throw usage(`--store ${trimmed} takes its URL from ${variable}, which is not set`)
-    return trimmed === 'dynamodb' ? dynamo(value.replace(/^https?:/, 'dynamodb:')) : parseStoreUrl(value, {})
+    try {
+      return trimmed === 'dynamodb' ? dynamoFromEndpoint(value) : parseStoreUrl(value, {})
+    } catch (error) {
+      // Without the variable's name, a bad URL nobody typed would be hard to trace.
+      if (error instanceof CliError)
+        throw new CliError(`${variable}: ${error.message}`, error.exitCode, { cause: error })
+      throw error
+    }
   }
   if (trimmed.startsWith('sqlite:')) {
     const rest = trimmed.slice('sqlite:'.length).replace(/^\/\//, '')
     const [file = '', query = ''] = rest.split('?', 2)
-    if (file === '') throw usage(`no database file in ${JSON.stringify(text)}`)
+    if (file === '') throw usage(`no database file in ${JSON.stringify(redactStoreUrl(text))}`)
     const table = new URLSearchParams(query).get('table') ?? undefined
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
-  let url: URL
-  try {
-    url = new URL(trimmed)
-  } catch {
-    throw usage(`${JSON.stringify(text)} is not a store URL`)
-  }
+  const url = parseUrl(trimmed)
   switch (url.protocol) {
     case 'postgres:':
     case 'postgresql:': {
+      checkPercentEncoding(url)
       const table = takeParam(url, 'table')
       return { kind: 'postgres', url: url.toString(), ...(table ? { table } : {}) }
     }
     case 'mysql:':
     case 'mariadb:': {
+      checkPercentEncoding(url)
       const table = takeParam(url, 'table')
       url.protocol = 'mysql:'
       return { kind: 'mysql', url: url.toString(), ...(table ? { table } : {}) }
     }
     case 'mongodb:':
     case 'mongodb+srv:': {
+      checkPercentEncoding(url)
       const collection = takeParam(url, 'collection', 'table')
       const binarySize = takeParam(url, 'binarySize')
       const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || undefined
@@ -101,20 +106,54 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
       }
     }
     case 'dynamodb:':
-      return dynamo(trimmed)
+      return dynamo(url)
     default:
       throw usage(`unknown store ${JSON.stringify(url.protocol.replace(/:$/, ''))}`)
   }
 }
 
-function dynamo(text: string): StoreTarget {
-  const url = new URL(text)
+function parseUrl(text: string): URL {
+  try {
+    return new URL(text)
+  } catch {
+    throw usage(`${JSON.stringify(redactStoreUrl(text))} is not a store URL`)
+  }
+}
+
+/**
+ * The clients decode these parts themselves and fail with a bare "URI malformed" once connecting
+ * (exit 1); a URL that cannot be decoded is the command line's fault (exit 2).
+ */
+function checkPercentEncoding(url: URL): void {
+  const parts = { 'user name': url.username, password: url.password, path: url.pathname }
+  for (const [part, value] of Object.entries(parts)) {
+    try {
+      decodeURIComponent(value)
+    } catch {
+      throw usage(
+        `malformed percent-encoding in the ${part} of ${JSON.stringify(redactStoreUrl(url.toString()))}`,
+      )
+    }
+  }
+}
+
+/** DYNAMODB_ENDPOINT is the SDK's endpoint, `http://` or `https://`, which the endpoint keeps. */
+function dynamoFromEndpoint(text: string): StoreTarget {
+  const url = parseUrl(text)
+  if (!['http:', 'https:', 'dynamodb:'].includes(url.protocol)) {
+    throw usage(`${JSON.stringify(redactStoreUrl(text))} is not an http:// or https:// endpoint`)
+  }
+  return dynamo(url)
+}
+
+function dynamo(url: URL): StoreTarget {
   const region = takeParam(url, 'region')
   const table = takeParam(url, 'table')
   const listIndex = takeParam(url, 'listIndex')
-  const tls = takeParam(url, 'tls') === '1'
+  const tls = takeParam(url, 'tls')
+  const https = url.protocol === 'https:' || (tls !== undefined && flag('tls', tls))
   // dynamodb:// with no host means the SDK's own endpoint for the region (AWS itself).
-  const endpoint = url.host ? `${tls ? 'https' : 'http'}://${url.host}` : undefined
+  const endpoint = url.host ? `${https ? 'https' : 'http'}://${url.host}` : undefined
   return {
     kind: 'dynamodb',
     ...(endpoint ? { endpoint } : {}),
@@ -122,6 +161,64 @@ function dynamo(text: string): StoreTarget {
     ...(table ? { table } : {}),
     ...(listIndex ? { listIndex } : {}),
   }
+}
+
+const MASK = '****'
+
+/**
+ * Query parameters that carry a secret: pg's `password` and `sslpassword`, mysql2's `password1`-`3`,
+ * MongoDB's `tlsCertificateKeyFilePassword`, `proxyPassword` and `authMechanismProperties` (which may
+ * hold an AWS session token), and any `...secret...` or `...token...` a client may grow.
+ */
+const SECRET_PARAMETER = /pass|pwd|secret|token|credential|authmechanismproperties/i
+
+/**
+ * A store URL fit to print: the password and every secret-bearing query parameter masked. Text that
+ * does not parse as a URL is masked by pattern, erring towards hiding too much.
+ */
+export function redactStoreUrl(text: string): string {
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return hideSecrets(text, text)
+  }
+  if (url.password) url.password = MASK
+  for (const name of new Set(url.searchParams.keys())) {
+    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, MASK)
+  }
+  return url.toString()
+}
+
+/** `message` with every secret of `storeUrl` masked, for client errors that echo what they were given. */
+export function hideSecrets(message: string, storeUrl: string): string {
+  const longestFirst = secretsIn(storeUrl).sort((a, b) => b.length - a.length)
+  return longestFirst.reduce((hidden, secret) => hidden.replaceAll(secret, MASK), message)
+}
+
+/** The password and secret parameter values of a store URL, as typed and decoded. */
+function secretsIn(text: string): string[] {
+  const typed: string[] = []
+  // Up to the last '@': a password with an unescaped '/', '?' or '@' is still all hidden.
+  const userinfo = /^[a-z][a-z0-9+.-]*:\/\/[^:@/?#]*:(.*)@/is.exec(text)
+  if (userinfo?.[1]) typed.push(userinfo[1])
+  try {
+    const { password } = new URL(text)
+    if (password) typed.push(password)
+  } catch {
+    // Not a URL: the pattern above is all there is.
+  }
+  for (const [, name = '', value = ''] of text.matchAll(/[?&;]([^=&#]*)=([^&#]*)/g)) {
+    if (SECRET_PARAMETER.test(name) && value) typed.push(value)
+  }
+  const decoded = typed.flatMap((secret) => {
+    try {
+      return [decodeURIComponent(secret), decodeURIComponent(secret.replaceAll('+', ' '))]
+    } catch {
+      return []
+    }
+  })
+  return [...new Set([...typed, ...decoded])].filter((secret) => secret !== '')
 }
 
 /** A yes/no query parameter: `1`/`true` or `0`/`false`, anything else is a usage error. */

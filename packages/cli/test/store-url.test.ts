@@ -1,6 +1,20 @@
 import { describe, expect, test } from 'vitest'
 import { ExitCode } from '../src/exit-code.js'
-import { parseStoreUrl } from '../src/store-url.js'
+import { openBackend } from '../src/open-backend.js'
+import { hideSecrets, parseStoreUrl, redactStoreUrl } from '../src/store-url.js'
+
+/** What a store URL or its label must never show. */
+const SECRET = 'S3cretPW'
+
+/** The message of what `act` throws, or a failure if it throws nothing. */
+async function messageOf(act: () => unknown): Promise<{ message: string; exitCode: unknown }> {
+  try {
+    await act()
+  } catch (error) {
+    return { message: (error as Error).message, exitCode: (error as { exitCode?: unknown }).exitCode }
+  }
+  throw new Error('expected it to throw')
+}
 
 describe('parseStoreUrl', () => {
   test.each([
@@ -89,5 +103,81 @@ describe('parseStoreUrl', () => {
     expect(() => parseStoreUrl(text, {})).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
     expect(() => parseStoreUrl(text, {})).toThrow(message)
     expect(() => parseStoreUrl(text, {})).toThrow(/examples: sqlite:/)
+  })
+
+  test('bare dynamodb keeps an https DYNAMODB_ENDPOINT https', () => {
+    const env = { DYNAMODB_ENDPOINT: 'https://dynamodb.eu-west-1.amazonaws.com' }
+    expect(parseStoreUrl('dynamodb', env)).toEqual({
+      kind: 'dynamodb',
+      endpoint: 'https://dynamodb.eu-west-1.amazonaws.com',
+    })
+  })
+
+  test.each([
+    ['postgres://admin:S3cretPW@127.0.0.1:99999/test', {}],
+    ['postgres', { POSTGRES_URL: 'postgres://admin:S3cretPW@db host/test' }],
+    ['mysql', { MYSQL_URL: 'mysql://root:S3cretPW@[::1/test' }],
+    ['mongodb://admin:S3cretPW@h/%zz', {}],
+  ])('a store URL %j that does not parse never shows its password', async (text, env) => {
+    const { message, exitCode } = await messageOf(() => parseStoreUrl(text, env))
+    expect(exitCode).toBe(ExitCode.USAGE)
+    expect(message).not.toContain(SECRET)
+    expect(message).toMatch(/:\*\*\*\*@/)
+  })
+
+  test.each([
+    ['mongodb://h:27017/%zz', /percent-encoding/],
+    ['postgres://u:%zz@h/db', /percent-encoding/],
+  ])('%j with a malformed percent escape is a usage error', (text, message) => {
+    expect(() => parseStoreUrl(text, {})).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
+    expect(() => parseStoreUrl(text, {})).toThrow(message)
+  })
+})
+
+describe('the store label', () => {
+  test.each([
+    ['postgres://admin:S3cretPW@127.0.0.1:1/db?password=S3cretPW&sslpassword=S3cretPW&application_name=x'],
+    ['mysql://root:S3cretPW@127.0.0.1:1/db?password=S3cretPW&password2=S3cretPW'],
+  ])('%s shows no password, in the user part or the query', async (url) => {
+    // The SQL pools connect on the first query, so opening needs no server.
+    const store = await openBackend(parseStoreUrl(url, {}), undefined)
+    try {
+      expect(store.label).not.toContain(SECRET)
+      expect(store.label).toMatch(/password=\*\*\*\*/)
+    } finally {
+      await store.close()
+    }
+  })
+})
+
+describe('redactStoreUrl and hideSecrets', () => {
+  test.each([
+    [
+      'mongodb://u:S3cretPW@h/db?authMechanism=MONGODB-AWS&authMechanismProperties=AWS_SESSION_TOKEN:S3cretPW',
+    ],
+    ['mongodb://h/db?tlsCertificateKeyFilePassword=S3cretPW&proxyPassword=S3cretPW'],
+    ['postgres://u:S3c%2FretPW@h/db'],
+  ])('%s', (url) => {
+    expect(redactStoreUrl(url)).not.toMatch(/S3c/)
+    expect(hideSecrets(`the client said: ${url}`, url)).not.toMatch(/S3c/)
+  })
+
+  test('a URL that does not parse is masked up to its last "@"', () => {
+    expect(redactStoreUrl('postgres://admin:S3c/ret@PW@db host/test')).toBe(
+      'postgres://admin:****@db host/test',
+    )
+  })
+})
+
+describe('malformed MongoDB URLs', () => {
+  test.each([
+    ['mongodb://admin:S3cretPW@127.0.0.1:27018/test?authMechanism=BOGUS'],
+    ['mongodb://admin:S3cretPW@127.0.0.1:27018/test?tls=maybe'],
+  ])('%s is a bad store URL (usage), one line, no password', async (url) => {
+    // The client parses its URL when it is created, before any connection.
+    const { message, exitCode } = await messageOf(() => openBackend(parseStoreUrl(url, {}), undefined))
+    expect(exitCode).toBe(ExitCode.USAGE)
+    expect(message).not.toContain(SECRET)
+    expect(message.split('\n')).toHaveLength(1)
   })
 })

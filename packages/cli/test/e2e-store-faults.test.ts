@@ -1,0 +1,235 @@
+import { execFile, spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import net from 'node:net'
+import { MongoClient } from 'mongodb'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import {
+  CLI,
+  type CliResult,
+  cleanEnv,
+  cli,
+  isOneLine,
+  openTestStore,
+  POSTGRES_URL,
+  type TestStore,
+} from './e2e/harness.js'
+
+/**
+ * How stores fail: credentials never printed, a missing collection or an unreachable server is exit 1
+ * in one line and bounded time, a bad URL is exit 2, and a dropped connection does not crash `watch`.
+ */
+
+const TTL = 120_000
+const SECRET = 'S3cretPW'
+const MONGODB_URL = (
+  process.env.MONGODB_URL ??
+  process.env.FERRETDB2_URL ??
+  'mongodb://127.0.0.1:27018/'
+).replace(/\/[^/]*$/, '')
+// As in the other end-to-end suites, WORKLEASE_DIALECTS picks the servers; MongoDB runs when it is unset
+// or names mongodb. The silent servers and bad URLs need none.
+const DIALECTS = process.env.WORKLEASE_DIALECTS?.split(',').map((name) => name.trim())
+const ON_POSTGRES = !DIALECTS || DIALECTS.includes('postgres')
+const ON_MONGODB = !DIALECTS || DIALECTS.includes('mongodb')
+
+/** Like the harness's cli(), with a longer leash: a run that hangs is killed and reported as code -1. */
+function cliWithin(
+  ms: number,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = cleanEnv(),
+): Promise<CliResult & { elapsedMs: number }> {
+  const started = Date.now()
+  return new Promise((resolve) => {
+    const child = execFile(
+      process.execPath,
+      [CLI, ...args],
+      { env, timeout: ms, encoding: 'utf8' },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0
+        resolve({ code, stdout, stderr, elapsedMs: Date.now() - started })
+      },
+    )
+    child.stdin?.end()
+  })
+}
+
+/** A TCP server that accepts every connection and never says a word. */
+async function silentServer(): Promise<{ port: number; close(): void }> {
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((socket) => {
+    sockets.add(socket)
+    socket.on('error', () => undefined)
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close() {
+      for (const socket of sockets) socket.destroy()
+      server.close()
+    },
+  }
+}
+
+describe.skipIf(!ON_POSTGRES)('a password in the store URL is never printed (postgres)', () => {
+  let store: TestStore
+  beforeAll(async () => {
+    store = await openTestStore('postgres')
+  })
+  afterAll(async () => {
+    await store?.close()
+  })
+
+  test('?password= on postgres: not in the message of a missing lease', async () => {
+    // pg reads ?password= from the URL; the test server trusts, so the query runs and the label shows.
+    const url = `${POSTGRES_URL}?password=${SECRET}&sslpassword=${SECRET}`
+    const { code, stderr } = await cli(['show', 'no-such-lease', '--store', url, '--table', store.table])
+    expect(stderr).toMatch(/^worklease: no lease for "no-such-lease" in postgres:\/\/.*password=\*\*\*\*/)
+    expect(stderr).not.toContain(SECRET)
+    expect(code).toBe(3)
+  })
+
+  test('an unparsable POSTGRES_URL behind a bare --store postgres', async () => {
+    const { code, stderr } = await cli(
+      ['list', '--store', 'postgres'],
+      cleanEnv({ POSTGRES_URL: `postgres://admin:${SECRET}@db host/test` }),
+    )
+    expect(stderr).not.toContain(SECRET)
+    expect(stderr).toMatch(/admin:\*\*\*\*@/)
+    expect(isOneLine(stderr)).toBe(true)
+    expect(code).toBe(2)
+  })
+})
+
+describe.skipIf(!ON_MONGODB)('MongoDB: a missing collection is a store failure', () => {
+  const database = 'test'
+  const collection = `cli_e2e_${randomBytes(5).toString('hex')}`
+  let mongo: MongoClient
+  beforeAll(async () => {
+    mongo = new MongoClient(`${MONGODB_URL}/${database}`, { serverSelectionTimeoutMS: 5_000 })
+    await mongo.db(database).createCollection(collection)
+  })
+  afterAll(async () => {
+    await mongo
+      ?.db(database)
+      .dropCollection(collection)
+      .catch(() => undefined)
+    await mongo?.close()
+  })
+
+  test('list and show on a collection that exists but is empty: no leases, exit 0 and 3', async () => {
+    const store = `${MONGODB_URL}/${database}?collection=${collection}`
+    expect(await cli(['list', '--store', store])).toMatchObject({ code: 0, stdout: '' })
+    expect((await cli(['show', 'invoice-1', '--store', store])).code).toBe(3)
+  })
+
+  test.each([
+    ['a misspelled collection', `${database}?collection=${collection}_typo`],
+    ['a misspelled database', `${database}_typo?collection=${collection}`],
+  ])('%s: list, show and revoke exit 1 with one line', async (_, path) => {
+    const store = `${MONGODB_URL}/${path}`
+    for (const args of [['list'], ['show', 'invoice-1'], ['revoke', 'invoice-1', '--yes']]) {
+      const { code, stdout, stderr } = await cli([...args, '--store', store])
+      expect({ args, code, stdout }).toEqual({ args, code: 1, stdout: '' })
+      expect(stderr).toMatch(/^worklease: the store failed: collection "\w+\.\w+" does not exist\n$/)
+    }
+  })
+})
+
+describe('a malformed MongoDB URL is a bad store URL', () => {
+  test.each([
+    [`${MONGODB_URL}/test?authMechanism=BOGUS`],
+    [`${MONGODB_URL}/test?tls=maybe`],
+    [`${MONGODB_URL}/%zz`],
+    [`mongodb://admin:${SECRET}@127.0.0.1:1/test?authMechanism=BOGUS`],
+  ])('%s exits 2 with one line and no password', async (url) => {
+    const { code, stderr } = await cli(['list', '--store', url])
+    expect(stderr).toMatch(/^worklease: /)
+    expect(stderr).not.toContain(SECRET)
+    expect(isOneLine(stderr)).toBe(true)
+    expect(code).toBe(2)
+  })
+})
+
+describe('a server that accepts connections but never answers', () => {
+  test.concurrent.each([
+    ['postgres', (port: number) => `postgres://postgres@127.0.0.1:${port}/test`],
+    ['mysql', (port: number) => `mysql://root@127.0.0.1:${port}/test`],
+    ['mongodb', (port: number) => `mongodb://127.0.0.1:${port}/test?directConnection=true`],
+    ['dynamodb', (port: number) => `dynamodb://127.0.0.1:${port}?table=leases&listIndex=worklease-list`],
+  ])(
+    '%s: exit 1 with one line within the connect timeout',
+    async (_, storeUrl) => {
+      const server = await silentServer()
+      try {
+        // The AWS SDK warns on Node 20 that it will soon need Node 22: true, but not this test's subject.
+        const env = cleanEnv({ AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' })
+        const result = await cliWithin(45_000, ['list', '--store', storeUrl(server.port)], env)
+        expect({ code: result.code, stderr: result.stderr }).toMatchObject({
+          code: 1,
+          stderr: expect.stringMatching(/^worklease: the store failed: /),
+        })
+        expect(isOneLine(result.stderr)).toBe(true)
+        expect(result.elapsedMs).toBeLessThan(20_000)
+      } finally {
+        server.close()
+      }
+    },
+    60_000,
+  )
+})
+
+describe.skipIf(!ON_POSTGRES)('watch on postgres survives a dropped idle connection', () => {
+  let store: TestStore
+  beforeAll(async () => {
+    store = await openTestStore('postgres')
+    await store.backend.acquire('invoice-1', 'worker-a', TTL)
+  })
+  afterAll(async () => {
+    await store?.close()
+  })
+
+  test('pg_terminate_backend between two reads: no crash, the next read reconnects', async () => {
+    const applicationName = `worklease-watch-${randomBytes(4).toString('hex')}`
+    const url = `${POSTGRES_URL}?application_name=${applicationName}`
+    const child = spawn(
+      process.execPath,
+      [CLI, 'watch', '--store', url, '--table', store.table, '--interval', '2000', '--count', '3', '--json'],
+      { env: cleanEnv() },
+    )
+    let stdout = ''
+    let stderr = ''
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk
+    })
+    child.stderr.on('data', (chunk) => {
+      stderr += chunk
+    })
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+
+    const admin = new pg.Client({ connectionString: POSTGRES_URL })
+    await admin.connect()
+    try {
+      // Wait for the first read, then end the watcher's connection while it sits idle in the pool.
+      const deadline = Date.now() + 10_000
+      while (!stdout.includes('invoice-1') && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+      const { rows } = await admin.query<{ terminated: boolean }>(
+        `SELECT pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
+         WHERE application_name = $1 AND state = 'idle'`,
+        [applicationName],
+      )
+      expect(rows.map((row) => row.terminated)).toEqual([true])
+    } finally {
+      await admin.end()
+    }
+    await store.backend.acquire('invoice-2', 'worker-b', TTL)
+
+    const code = await exited
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    // The read after the drop saw the lease taken meanwhile: it reconnected.
+    expect(stdout).toMatch(/"change":"added".*"workId":"invoice-2"|"workId":"invoice-2".*"change":"added"/)
+  }, 30_000)
+})
