@@ -26,8 +26,22 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   group: string
   /**
-   * The units to share: a list, or a function the pool calls again before every rebalance (give
-   * every member the same answer). A unit id is any string that fits a workId after the group prefix.
+   * The units to share: an iterable, or a function the pool calls again before every rebalance (give
+   * every member the same answer).
+   *
+   * An iterable is read once, when the pool is constructed, and that list is kept: a generator or
+   * any other one-shot iterable is fine, and changing an array afterwards changes nothing (pass a
+   * function for a set that changes). A function's every answer is read once, in the rebalance it
+   * was called for.
+   *
+   * A unit id is a string that, after the pool's prefix (`group + '/u/'`), makes a valid workId: not
+   * empty, no U+0000 or lone surrogates, and the whole workId at most 255 UTF-16 code units (so at
+   * most 252 less the group's length). Not a number: `5` is not the unit `'5'`. In an iterable, an id
+   * that does not fit makes the constructor throw an `InvalidArgumentError`, before any store call.
+   * In a function's answer, such an id is left out of that rebalance and reported as a `unitRefused`
+   * event (each rebalance that reads it), and the other units are shared as usual: one bad record in
+   * the source must not stop every move. An answer that is not an iterable (`undefined`, a string)
+   * fails that rebalance (`rebalanceFailed`): nothing is given up for it.
    *
    * ```ts
    * new LeasePool({ leaser, group: 'shards', units: async () => (await listShards()).map((s) => s.id), handler })
@@ -62,8 +76,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   rebalanceIntervalMs?: number
   /**
-   * Most units this member takes, and most it gives up, per rebalance. Default: one fair share,
-   * `ceil(units / members)`, so a joining member is filled within two rebalances.
+   * Most units this member takes, and most it gives up, per rebalance: a number in 1..1000000, read
+   * once when the pool is constructed. Default: one fair share, `ceil(units / members)`, so a joining
+   * member is filled within two rebalances.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, maxMovesPerRebalance: 4 })
@@ -90,7 +105,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   handlerRetry?: RetryPolicy
   /**
-   * Clocks and timers for the rebalance loop. Default: the system's.
+   * Clocks and timers for the rebalance loop. Default: the system's. Checked when the pool is
+   * constructed (`now`, `setTimeout` and `clearTimeout` functions, and `wallNow` if given), each
+   * function read then, once.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, timers: fakeTime })
@@ -98,7 +115,11 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   timers?: Timers
   /**
-   * Randomness in [0, 1) for jitter. Default: `Math.random`.
+   * Randomness in [0, 1) for jitter. Default: `Math.random`. Must be a function (checked when the
+   * pool is constructed). One that throws while the pool schedules its next rebalance is reported
+   * as `rebalanceFailed` and that look comes a whole interval on; one that throws in a unit's
+   * backoff (or done-mark retry) ends that run: its error is rethrown on the next tick, as a
+   * throwing listener's is, and the unit is released unmarked, to be taken again later.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, random: () => 0.5 })

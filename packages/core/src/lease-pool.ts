@@ -1,5 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import { InvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
+import { InvalidArgumentError, isInvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
 import { keepProcessAlive, sharedAbortController, sleep } from './abortable.js'
 import { checkNumber, resolveRetry } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
@@ -9,7 +9,7 @@ import type { LeasePoolOptions } from './lease-pool-options.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
-import { systemTimers } from './timers.js'
+import { systemTimers, type Timers } from './timers.js'
 import { type UnitEnd, UnitRunner } from './unit-runner.js'
 
 const GROUP = /^[A-Za-z0-9._:-]{1,100}$/
@@ -25,7 +25,15 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
- * unit unmarked (`released`), so another member runs it again.
+ * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
+ * function returned cannot be a unit (see {@link LeasePoolOptions.units}); that rebalance goes on
+ * without it, and it is reported again at every rebalance that reads it.
+ *
+ * ```ts
+ * pool.on((event) => {
+ *   if (event.type === 'rebalanceFailed' || event.type === 'unitRefused') log.warn(event)
+ * })
+ * ```
  */
 export type PoolEvent =
   | {
@@ -40,6 +48,13 @@ export type PoolEvent =
       readonly error: unknown
     }
   | { readonly type: 'rebalanceFailed'; readonly group: string; readonly error: unknown }
+  | {
+      readonly type: 'unitRefused'
+      readonly group: string
+      /** The id as the `units` function returned it: not necessarily a string. */
+      readonly unit: unknown
+      readonly error: InvalidArgumentError
+    }
 
 /** The diagnostics channel every pool publishes its {@link PoolEvent}s on. */
 export const POOL_CHANNEL = 'worklease:pool'
@@ -55,6 +70,83 @@ const MAX_HURRIES = 8
 
 /** When a member looks again after a rebalance: at once, after a quarter interval, or an interval on. */
 type NextLook = 'now' | 'soon' | 'later'
+
+/**
+ * Rethrows on the next tick, as the Leaser does with a throwing listener (and `diagnostics_channel`
+ * with a throwing subscriber): a bug to surface, but one that must not change what the pool does
+ * with a lease in the middle of a take, a finish or a hand-back.
+ */
+function throwLater(error: unknown): void {
+  process.nextTick(() => {
+    throw error
+  })
+}
+
+const isIterableObject = (value: unknown): value is Iterable<unknown> =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function'
+
+/** How a message names a value of the wrong type. */
+const kindOf = (value: unknown): string =>
+  value === null ? 'null' : typeof value === 'function' ? 'a function' : typeof value
+
+/**
+ * The pool's clocks and timers, checked, each function read once and bound to the object it came
+ * from (a class's methods keep their `this`): what the object answers later cannot differ from what
+ * was checked. Local, as check-option.ts has no check for a Timers: without one, a missing function
+ * surfaced only at the first rebalance, and stopped the loop.
+ */
+function checkTimers(name: string, timers: unknown): Timers {
+  if (timers === systemTimers) return systemTimers
+  if (typeof timers !== 'object' || timers === null) {
+    throw new InvalidArgumentError(`${name} must be an object, got ${kindOf(timers)}`)
+  }
+  const { now, wallNow, setTimeout, clearTimeout } = timers as Partial<Record<keyof Timers, unknown>>
+  const bound = <F extends (...args: never[]) => unknown>(field: string, value: unknown): F => {
+    if (typeof value !== 'function') {
+      throw new InvalidArgumentError(`${name}.${field} must be a function, got ${kindOf(value)}`)
+    }
+    return value.bind(timers) as F
+  }
+  const checked: Timers = {
+    now: bound<Timers['now']>('now', now),
+    setTimeout: bound<Timers['setTimeout']>('setTimeout', setTimeout),
+    clearTimeout: bound<Timers['clearTimeout']>('clearTimeout', clearTimeout),
+  }
+  // Optional: absent means the monotonic clock alone, so no stand-in for it.
+  if (wallNow !== undefined) checked.wallNow = bound<() => number>('wallNow', wallNow)
+  return Object.freeze(checked)
+}
+
+/**
+ * The unit ids of one read of `units`, each once, in order. An id must be a string and, with the
+ * pool's prefix, a valid workId: the whole `group/u/<id>` (its done mark `group/d/<id>` is as long).
+ * Checked here, before any store call, rather than by the store at a take. A number in particular:
+ * the listing gives its done mark back as a string, which never matches it, so the finished unit
+ * would run again at every rebalance. Each bad id goes to `refuse`.
+ */
+function readUnitIds(
+  units: Iterable<unknown>,
+  keys: PoolKeys,
+  name: string,
+  refuse: (id: unknown, error: InvalidArgumentError) => void,
+): string[] {
+  const ids = new Set<string>()
+  let index = 0
+  for (const id of units) {
+    const where = `${name}[${index++}]`
+    try {
+      validateId(where, id)
+      validateId(`${where} with its prefix ${JSON.stringify(keys.unit(''))}`, keys.unit(id))
+      ids.add(id)
+    } catch (error) {
+      if (!isInvalidArgumentError(error)) throw error
+      refuse(id, error)
+    }
+  }
+  return [...ids]
+}
 
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
 function spread(text: string): number {
@@ -86,7 +178,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly #options: Required<
     Pick<LeasePoolOptions<S>, 'leaser' | 'handler' | 'planner' | 'timers' | 'random'>
   >
-  readonly #units: LeasePoolOptions<S>['units']
+  /** A static list, read and checked once at construction; or the function to call per rebalance. */
+  readonly #units: readonly string[] | (() => Iterable<string> | Promise<Iterable<string>>)
   readonly #keys: PoolKeys
   readonly #intervalMs: number
   readonly #maxMoves: number | undefined
@@ -122,38 +215,45 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       )
     }
     if (typeof handler !== 'function') throw new InvalidArgumentError('options.handler must be a function')
-    if (
-      typeof units !== 'function' &&
-      (typeof units !== 'object' || units === null || !(Symbol.iterator in units))
-    ) {
+    if (typeof units !== 'function' && !isIterableObject(units)) {
       throw new InvalidArgumentError(
         'options.units must be an iterable of unit ids or a function returning one',
       )
     }
     const planner = options.planner ?? planFairShare
     if (typeof planner !== 'function') throw new InvalidArgumentError('options.planner must be a function')
+    // Each option is read once: a getter answering differently later cannot slip past its check.
+    const intervalMs = options.rebalanceIntervalMs
+    const maxMoves = options.maxMovesPerRebalance
+    const handlerRetry = options.handlerRetry
+    const timers = checkTimers('options.timers', options.timers ?? systemTimers)
+    const random = options.random ?? Math.random
+    if (typeof random !== 'function') {
+      throw new InvalidArgumentError(`options.random must be a function, got ${kindOf(random)}`)
+    }
+    const keys = poolKeys(group)
+    validateId('the member workId', keys.member(leaser.holderId))
     this.group = group
-    this.#keys = poolKeys(group)
-    validateId('the member workId', this.#keys.member(leaser.holderId))
-    this.#units = units
+    this.#keys = keys
     this.#intervalMs = checkNumber(
       'rebalanceIntervalMs',
-      options.rebalanceIntervalMs ?? leaser.renewIntervalMs,
+      intervalMs ?? leaser.renewIntervalMs,
       1,
       2_147_483_647,
     )
-    if (options.maxMovesPerRebalance !== undefined) {
-      checkNumber('maxMovesPerRebalance', options.maxMovesPerRebalance, 1, 1_000_000)
-    }
-    this.#maxMoves = options.maxMovesPerRebalance
-    this.#handlerRetry = resolveRetry(options.handlerRetry, 'handlerRetry', HANDLER_RETRY)
-    this.#options = {
-      leaser,
-      handler,
-      planner,
-      timers: options.timers ?? systemTimers,
-      random: options.random ?? Math.random,
-    }
+    this.#maxMoves =
+      maxMoves === undefined ? undefined : checkNumber('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
+    this.#handlerRetry = resolveRetry(handlerRetry, 'handlerRetry', HANDLER_RETRY)
+    this.#options = { leaser, handler, planner, timers, random }
+    // Last, once every other option passed: a one-shot iterable (a generator) is spent by this read.
+    this.#units =
+      typeof units === 'function'
+        ? units
+        : Object.freeze(
+            readUnitIds(units, keys, 'options.units', (_id, error) => {
+              throw error
+            }),
+          )
   }
 
   /** The ids of the units this member runs now (including ones it is handing back). */
@@ -161,8 +261,21 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     return [...this.#runners.keys()]
   }
 
-  /** Subscribes to {@link PoolEvent}s; returns a function that unsubscribes. */
+  /**
+   * Subscribes to every {@link PoolEvent}; returns a function that unsubscribes. Listeners run
+   * synchronously and must not throw: a throw is rethrown on the next tick (as the Leaser does) and
+   * changes nothing the pool does with its leases.
+   *
+   * ```ts
+   * const off = pool.on((event) => metrics.increment(`pool.${event.type}`))
+   * ```
+   */
   on(listener: (event: PoolEvent) => void): () => void {
+    if (typeof listener !== 'function') {
+      throw new InvalidArgumentError(
+        `listener must be a function (one listener gets every pool event), got ${kindOf(listener)}`,
+      )
+    }
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
   }
@@ -184,11 +297,30 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   /**
    * Leaves the group: stops every handler (their unit signal aborts; each may checkpoint), releases
    * each unit once its handler returned, then the membership. Bounded by `timeoutMs` (default: the
-   * Leaser's ttl): a handler still running then keeps its lease until it returns. Idempotent.
+   * Leaser's ttl): a handler still running then keeps its lease until it returns. Idempotent: once
+   * closing, every call returns the first call's promise. Options that are not valid (`timeoutMs`
+   * outside 0..2147483647) reject with an `InvalidArgumentError` and change nothing: the pool runs on,
+   * and a valid `close()` still closes it.
+   *
+   * ```ts
+   * process.once('SIGTERM', () => void pool.close({ timeoutMs: 10_000 }))
+   * ```
    */
-  close({ timeoutMs }: { timeoutMs?: number } = {}): Promise<void> {
-    this.#closing ??= (async () => {
-      const limit = checkNumber('timeoutMs', timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
+  close(options: { timeoutMs?: number } = {}): Promise<void> {
+    if (this.#closing) return this.#closing
+    // Checked before anything is kept: a close refused for its input must not be the one remembered.
+    // Rejected, not thrown, as the Leaser does: `void pool.close(...)` in a signal handler would make
+    // a throw an uncaught exception.
+    let limit: number
+    try {
+      if (typeof options !== 'object' || options === null) {
+        throw new InvalidArgumentError('close options must be an object')
+      }
+      limit = checkNumber('timeoutMs', options.timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    this.#closing = (async () => {
       this.#closed.abort(new LeaserClosedError('the pool is closed'))
       this.#options.timers.clearTimeout(this.#timer)
       await this.#starting?.catch(() => undefined)
@@ -213,9 +345,20 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     return this.close()
   }
 
+  /** Never throws: every caller is in the middle of a take, a finish or a rebalance. */
   #emit(event: PoolEvent): void {
-    for (const listener of this.#listeners) listener(event)
+    for (const listener of this.#listeners) {
+      try {
+        listener(event)
+      } catch (error) {
+        throwLater(error)
+      }
+    }
     if (channel.hasSubscribers) channel.publish(event)
+  }
+
+  #rebalanceFailed(error: unknown): void {
+    if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
   }
 
   async #join(wait: boolean): Promise<void> {
@@ -252,19 +395,60 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   #schedule(next: NextLook = 'later'): void {
     if (this.#closed.signal.aborted) return
     this.#hurries = next === 'soon' ? this.#hurries + 1 : 0
-    const delay =
-      next === 'now'
-        ? 0
-        : (this.#intervalMs / (next === 'soon' && this.#hurries <= MAX_HURRIES ? HURRY_FACTOR : 1)) *
-          (1 - 0.2 * this.#options.random())
-    this.#timer = this.#options.timers.setTimeout(() => {
-      this.#ticking = this.#rebalance().then((after) => this.#schedule(after))
-    }, delay)
+    let delay = this.#intervalMs
+    try {
+      delay =
+        next === 'now'
+          ? 0
+          : (this.#intervalMs / (next === 'soon' && this.#hurries <= MAX_HURRIES ? HURRY_FACTOR : 1)) *
+            (1 - 0.2 * this.#options.random())
+    } catch (error) {
+      // A throwing `random` costs this look its jitter, not the loop.
+      this.#rebalanceFailed(error)
+    }
+    try {
+      this.#timer = this.#options.timers.setTimeout(() => this.#tick(), delay)
+    } catch (error) {
+      // Nothing left to schedule with: said, rather than a loop that stops without a word.
+      this.#rebalanceFailed(error)
+    }
   }
 
-  async #wanted(): Promise<string[]> {
-    const units = typeof this.#units === 'function' ? await this.#units() : this.#units
-    return [...new Set(units)]
+  /**
+   * One turn of the rebalance loop. `#ticking` never rejects (close awaits it), and whatever throws
+   * the loop goes on: a rebalance reports its own failures and looks again an interval on.
+   */
+  #tick(): void {
+    this.#ticking = (async () => {
+      let next: NextLook = 'later'
+      try {
+        next = await this.#rebalance()
+      } catch (error) {
+        this.#rebalanceFailed(error)
+      }
+      this.#schedule(next)
+    })()
+  }
+
+  /**
+   * The units wanted now, each once. A static list was read and checked at construction. A function
+   * is called once per rebalance and its answer read once; an id in it that cannot be a unit is left
+   * out (`unitRefused`) rather than failing the rebalance: one bad id must not keep every other unit
+   * from moving, and every member, reading the same answer, leaves out the same ids. An answer that
+   * is not an iterable fails the rebalance: read as no units, it would give every unit up.
+   */
+  async #wanted(): Promise<readonly string[]> {
+    const source = this.#units
+    if (typeof source !== 'function') return source
+    const answer: unknown = await source()
+    if (!isIterableObject(answer)) {
+      throw new InvalidArgumentError(
+        `options.units() must return an iterable of unit ids, got ${kindOf(answer)}`,
+      )
+    }
+    return readUnitIds(answer, this.#keys, 'options.units()', (unit, error) => {
+      if (!this.#closed.signal.aborted) this.#emit({ type: 'unitRefused', group: this.group, unit, error })
+    })
   }
 
   /**
@@ -312,7 +496,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       if (running >= upper || (running >= lower && taken >= toTake)) return 'later'
       return cut && taken > 0 ? 'now' : 'soon'
     } catch (error) {
-      if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
+      this.#rebalanceFailed(error)
       return 'later'
     }
   }
@@ -375,12 +559,20 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
     })
     this.#runners.set(unit, runner)
-    this.#emit({ type: 'taken', group: this.group, unit })
-    const finishing = runner.ended.then((end) => this.#finish(runner, end))
+    // A run that ended in a throw (a bug: a handler's throws are retried) still finishes: the
+    // unit's lease is released, not left renewing for as long as the process lives.
+    const finishing = runner.ended.then(
+      (end) => this.#finish(runner, end),
+      (error: unknown) => {
+        throwLater(error)
+        return this.#finish(runner, runner.lease.held ? 'stopped' : 'lost')
+      },
+    )
     this.#finishing.add(finishing)
     // Both ways: a rejection passed on by `finally` would be one nobody listens to.
     const forget = () => this.#finishing.delete(finishing)
     finishing.then(forget, forget)
+    this.#emit({ type: 'taken', group: this.group, unit })
   }
 
   #giveUp(runner: UnitRunner): void {
@@ -391,8 +583,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   async #finish(runner: UnitRunner, end: UnitEnd): Promise<void> {
     try {
       if (end === 'done') {
-        // Marked before the unit's lease is released, so no member can take it in between and run it again.
-        end = await this.#markDone(runner)
+        // Marked before the unit's lease is released, so no member can take it in between and run it
+        // again. A mark that throws (a bug, not the store: those are retried) ends the unit unmarked.
+        end = await this.#markDone(runner).catch((error: unknown): UnitEnd => {
+          throwLater(error)
+          return runner.lease.held ? 'stopped' : 'lost'
+        })
         if (end === 'done') this.#emit({ type: 'done', group: this.group, unit: runner.id })
       }
       if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })

@@ -28,7 +28,10 @@ export type UnitEnd = 'done' | 'stopped' | 'lost'
 export class UnitRunner {
   readonly id: string
   readonly lease: Lease<any>
-  /** Settles once the handler has returned for the last time. */
+  /**
+   * Settles once the handler has returned for the last time. Rejects only if `onError` or the
+   * backoff itself throws (a throwing `random`): the pool still finishes the unit then.
+   */
   readonly ended: Promise<UnitEnd>
   readonly #stop = new AbortController()
   #leaving = false
@@ -41,6 +44,7 @@ export class UnitRunner {
       policy: ResolvedRetryPolicy
       timers: Timers
       random: () => number
+      /** Told of each failed run before the backoff; must not throw (the pool's never does). */
       onError(error: unknown): void
     },
   ) {

@@ -1,13 +1,14 @@
-import type {
-  Backend,
-  CallOptions,
-  CheckpointOptions,
-  LeasePage,
-  LeaseRecord,
-  ListOptions,
+import {
+  type Backend,
+  type CallOptions,
+  type CheckpointOptions,
+  isInvalidArgumentError,
+  type LeasePage,
+  type LeaseRecord,
+  type ListOptions,
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
-import { describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
 import { collectUnhandledRejections, INTERVAL, setup, TTL } from './setup.js'
@@ -346,4 +347,376 @@ describe('LeasePool', () => {
     await time.until(Promise.all([giver.close(), taker.close()]))
     await time.until(Promise.all([giverLeaser.close(), b.close()]))
   }, 30_000)
+})
+
+/**
+ * Errors thrown on a later tick during one test: how a pool reports a listener that threw. Listening
+ * here also tells Vitest they are handled (it reports an uncaught exception only when nobody else
+ * listens), so call it inside the describe whose tests expect them.
+ */
+function collectUncaughtExceptions(): unknown[] {
+  const thrown: unknown[] = []
+  const onThrown = (error: unknown) => thrown.push(error)
+  beforeEach(() => {
+    thrown.length = 0
+    process.on('uncaughtException', onThrown)
+  })
+  afterEach(() => {
+    process.off('uncaughtException', onThrown)
+  })
+  return thrown
+}
+
+const refused = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+
+describe('LeasePool listeners', () => {
+  const thrown = collectUncaughtExceptions()
+  const listenerBug = new Error('listener bug')
+
+  test("a listener that throws on 'done' leaves the unit marked and released, and the throw surfaces", async () => {
+    const { time, leaser, store } = setup()
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handler: () => {},
+    })
+    pool.on((event) => {
+      if (event.type === 'done') throw listenerBug
+    })
+    await time.until(pool.start())
+    await time.advance(3 * TTL)
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(leaser.leases.map((lease) => lease.workId)).toEqual(['g/m/worker-a'])
+    expect(pool.units).toEqual([])
+    // Rethrown on a later tick, as the Leaser does with its own listeners: a bug to see, not to swallow.
+    expect(thrown).toEqual([listenerBug])
+    expect(unhandled).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test("a listener that throws on 'taken' does not keep the unit from being released at close", async () => {
+    const { time, leaser, store } = setup()
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    pool.on((event) => {
+      if (event.type === 'taken') throw listenerBug
+    })
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    await time.until(pool.close())
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(leaser.leases).toEqual([])
+    expect(thrown).toEqual([listenerBug])
+    expect(unhandled).toEqual([])
+  })
+
+  test("a listener that throws on 'handlerFailed' does not keep the unit's lease past close", async () => {
+    const { time, leaser, store } = setup()
+    let runs = 0
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handlerRetry: { initialDelayMs: 100, maxDelayMs: 100 },
+      handler: () => {
+        runs++
+        throw new Error('handler failed')
+      },
+    })
+    pool.on((event) => {
+      if (event.type === 'handlerFailed') throw listenerBug
+    })
+    await time.until(pool.start())
+    await time.advance(TTL)
+    // Still retried on its lease (about every 50 ms at this jitter), as with a quiet listener.
+    expect(runs).toBeGreaterThan(5)
+    await time.until(pool.close())
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(leaser.leases).toEqual([])
+    expect(thrown.length).toBe(runs)
+    expect(unhandled).toEqual([])
+  })
+
+  test("a listener that throws on 'rebalanceFailed' does not stop the rebalance loop", async () => {
+    const { time, leaser } = setup()
+    let reads = 0
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => {
+        reads++
+        if (reads === 2) throw new Error('unit source down once')
+        return ['u1']
+      },
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    pool.on((event) => {
+      if (event.type === 'rebalanceFailed') throw listenerBug
+    })
+    await time.until(pool.start())
+    await time.advance(10 * INTERVAL)
+    expect(reads).toBeGreaterThan(8)
+    expect(thrown).toEqual([listenerBug])
+    expect(unhandled).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test('a random that throws while the loop schedules its next rebalance does not stop the loop', async () => {
+    const { time, leaser } = setup()
+    let reads = 0
+    let draws = 0
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => {
+        reads++
+        return ['u1']
+      },
+      timers: time,
+      random: () => {
+        if (++draws === 2) throw new Error('random broke once')
+        return 0.5
+      },
+      handler: untilAborted,
+    })
+    const failures: PoolEvent[] = []
+    pool.on((event) => {
+      if (event.type === 'rebalanceFailed') failures.push(event)
+    })
+    await time.until(pool.start())
+    await time.advance(10 * INTERVAL)
+    expect(reads).toBeGreaterThan(8)
+    expect(failures).toEqual([expect.objectContaining({ error: new Error('random broke once') })])
+    expect(unhandled).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test("a unit's run that ends in a throw of its own (a random that throws in a backoff) still releases the unit", async () => {
+    const { time, leaser, store } = setup()
+    const randomBroke = new Error('random broke once')
+    let breakRandom = false
+    let runs = 0
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => {
+        if (!breakRandom) return 0.5
+        breakRandom = false
+        throw randomBroke
+      },
+      handlerRetry: { initialDelayMs: 100, maxDelayMs: 100 },
+      handler: () => {
+        // The second run's failure draws its backoff from the broken random (the first's came 50 ms
+        // after start, far from any rebalance's draw).
+        if (++runs === 2) breakRandom = true
+        if (runs <= 2) throw new Error('handler failed')
+      },
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(3 * TTL)
+    expect(thrown).toEqual([randomBroke])
+    // Released unmarked, taken again at a later rebalance, and finished there.
+    expect(events.map((event) => event.type)).toEqual([
+      'taken',
+      'handlerFailed',
+      'handlerFailed',
+      'released',
+      'taken',
+      'done',
+    ])
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(leaser.leases.map((lease) => lease.workId)).toEqual(['g/m/worker-a'])
+    expect(unhandled).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test('pool.on refuses a listener that is not a function', () => {
+    const { leaser } = setup()
+    const pool = new LeasePool({ leaser, group: 'g', units: ['u1'], handler: untilAborted })
+    expect(() => pool.on(undefined as never)).toThrow(refused)
+    // The Leaser's form (an event name first): the pool has one listener for every event.
+    expect(() => (pool.on as (...args: unknown[]) => unknown)('done', () => {})).toThrow(refused)
+  })
+})
+
+describe('LeasePool input', () => {
+  test('units given as a one-shot iterable (a generator) are read once and kept', async () => {
+    const { time, leaser, store } = setup()
+    function* ids() {
+      yield 'u1'
+      yield 'u2'
+    }
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ids(),
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(3 * TTL)
+    expect(events.map((event) => event.type)).not.toContain('givingUp')
+    expect([...pool.units].sort()).toEqual(['u1', 'u2'])
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    await time.until(pool.close())
+  })
+
+  test('a unit source that returns no iterable fails the rebalance and gives nothing up', async () => {
+    const { time, leaser, store } = setup()
+    let answer: unknown = ['u1']
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => answer as string[],
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    for (const bad of [undefined, 'u1', 5]) {
+      answer = bad
+      await time.advance(INTERVAL)
+      expect(pool.units).toEqual(['u1'])
+    }
+    expect(events.map((event) => event.type)).not.toContain('givingUp')
+    const failures = events.filter((event) => event.type === 'rebalanceFailed')
+    expect(failures.length).toBeGreaterThanOrEqual(3)
+    expect(failures.every((event) => isInvalidArgumentError(event.error))).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    await time.until(pool.close())
+  })
+
+  test('close() with an invalid timeoutMs is refused and changes nothing: a later close works', async () => {
+    const { time, leaser, store } = setup()
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    await time.until(pool.start())
+    await expect(pool.close({ timeoutMs: -1 })).rejects.toThrow(refused)
+    await expect(pool.close({ timeoutMs: Number.NaN })).rejects.toThrow(refused)
+    await expect(pool.close(null as never)).rejects.toThrow(refused)
+    expect(pool.units).toEqual(['u1'])
+    const closing = pool.close()
+    await time.until(closing)
+    await expect(closing).resolves.toBeUndefined()
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(leaser.leases).toEqual([])
+  })
+
+  test('maxMovesPerRebalance is read once', async () => {
+    const { time, leaser, store } = setup()
+    let reads = 0
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1', 'u2'],
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+      // Answers 2 twice, then NaN: a pool that checks one read and keeps another runs on NaN.
+      get maxMovesPerRebalance() {
+        return ++reads <= 2 ? 2 : Number.NaN
+      },
+    })
+    expect(reads).toBe(1)
+    await time.until(pool.start())
+    expect([...pool.units].sort()).toEqual(['u1', 'u2'])
+    expect(store.leases.get('g/u/u2')?.released).toBe(false)
+    await time.until(pool.close())
+  })
+
+  test('unit ids that cannot be workIds are refused at construction, before any store call', () => {
+    const { leaser, backend } = setup()
+    const make = (units: unknown[]) => () =>
+      new LeasePool({ leaser, group: 'g', units: units as string[], handler: untilAborted })
+    expect(make(['x'.repeat(300)])).toThrow(refused)
+    expect(make([''])).toThrow(refused)
+    expect(make([5])).toThrow(refused)
+    expect(make(['ok', null])).toThrow(refused)
+    expect(make(['a\u0000b'])).toThrow(refused)
+    // 252 characters fit a workId alone, not after the pool's 'g/u/': the whole workId must fit.
+    expect(make(['x'.repeat(252)])).toThrow(/options\.units\[0\].*at most 255/)
+    expect(make(['x'.repeat(251)])).not.toThrow()
+    expect(backend.totalCalls).toBe(0)
+  })
+
+  test("a unit source's ids that cannot be workIds are skipped with unitRefused; the rest run", async () => {
+    const { time, leaser, backend, store } = setup()
+    const runs = new Map<string, number>()
+    const events: PoolEvent[] = []
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => ['a', 5 as unknown as string, 'x'.repeat(300), 'b'],
+      timers: time,
+      random: () => 0.5,
+      handler: (_lease, unit) => {
+        runs.set(unit.id, (runs.get(unit.id) ?? 0) + 1)
+      },
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(5 * TTL)
+    // Finished once each: a numeric id read back from the store as '5' used to run again every rebalance.
+    expect(Object.fromEntries(runs)).toEqual({ a: 1, b: 1 })
+    expect(store.leases.get('g/d/a')?.released).toBe(true)
+    expect([...store.leases.keys()].filter((workId) => workId.length > 255 || workId.endsWith('/5'))).toEqual(
+      [],
+    )
+    const refusals = events.filter((event) => event.type === 'unitRefused')
+    expect(refusals.length).toBeGreaterThan(2)
+    expect(refusals.slice(0, 2)).toEqual([
+      { type: 'unitRefused', group: 'g', unit: 5, error: refused },
+      { type: 'unitRefused', group: 'g', unit: 'x'.repeat(300), error: refused },
+    ])
+    expect(events.map((event) => event.type)).not.toContain('rebalanceFailed')
+    expect(backend.calls.acquire).toBeGreaterThan(0)
+    await time.until(pool.close())
+  })
+
+  test('random and timers are checked at construction', () => {
+    const { leaser } = setup()
+    const make = (extra: object) => () =>
+      new LeasePool({ leaser, group: 'g', units: ['u1'], handler: untilAborted, ...extra })
+    expect(make({ random: 'nope' })).toThrow(refused)
+    expect(make({ random: 0.5 })).toThrow(refused)
+    expect(make({ timers: {} })).toThrow(refused)
+    expect(make({ timers: 'nope' })).toThrow(refused)
+    const { clearTimeout: _, ...noClear } = { now: () => 0, setTimeout: () => 0, clearTimeout: () => {} }
+    expect(make({ timers: noClear })).toThrow(refused)
+    expect(
+      make({ timers: { now: () => 0, setTimeout: () => 0, clearTimeout: () => {}, wallNow: 5 } }),
+    ).toThrow(refused)
+    expect(make({ timers: { now: () => 0, setTimeout: () => 0, clearTimeout: () => {} } })).not.toThrow()
+    expect(make({ random: undefined, timers: undefined })).not.toThrow()
+  })
 })
