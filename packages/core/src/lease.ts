@@ -56,7 +56,8 @@ export interface LeaseContext {
   readonly retry: ResolvedRetryPolicy
   readonly timers: Timers
   readonly random: () => number
-  // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not.
+  // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not. The
+  // functions as checked at construction, never read from the caller's codec object again.
   readonly codec: CheckpointCodec<any>
   readonly events: LeaserEmitter
   /** The store side stopped: no call of this lease goes out any more. */
@@ -234,7 +235,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * checkpoint), for at most `ttlMs - safetyMarginMs` from the first attempt and never past the local
    * deadline. `state` is copied at once, so the caller may reuse its buffer as soon as this returns.
    * Keeps the process alive until it settles.
-   * @throws `InvalidArgumentError` for a state the backend cannot take (the lease is unaffected).
+   * @throws `InvalidArgumentError` for a state the backend (or `jsonCodec`) cannot take, and your
+   * codec's own error if its `encode` throws: before any store call, the lease unaffected.
    * @throws the last store error when the store kept failing checkpoints for that long while the
    * lease itself stayed renewed (it is still held; the state may or may not be stored).
    * @throws {@link LeaseLostError} if the lease is or becomes lost (or was released). A checkpoint
@@ -243,8 +245,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    */
   checkpoint(state: S): Promise<void> {
     // Encoded and copied now: the op may wait behind a renew, and the caller may reuse its buffer
-    // (or change its object) meanwhile. validateState copies the bytes.
-    const copy = validateState(this.#ctx.codec.encode(state), this.#ctx.backend.capabilities.maxStateBytes)
+    // (or change its object) meanwhile. validateState copies the bytes. A failure here is a
+    // rejection like any other: a caller that only attaches `.catch` must see it too.
+    let copy: Uint8Array
+    try {
+      copy = validateState(this.#ctx.codec.encode(state), this.#ctx.backend.capabilities.maxStateBytes)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     if (!this.#checkDeadline()) return Promise.reject(this.#ended)
     return this.#enqueue(() => this.#checkpointOp(copy))
   }

@@ -1,5 +1,6 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import type { LeaseRecord } from '@worklease/spec'
+import { InvalidArgumentError, type LeaseRecord } from '@worklease/spec'
+import { checkFunction, describeValue } from './check-option.js'
 import type { LeaseEndReason, LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
 
 /** Fields every event carries. */
@@ -86,6 +87,14 @@ export class LeaserEmitter {
   readonly #listeners = new Map<LeaserEventName, readonly ((event: never) => void)[]>()
 
   on<E extends LeaserEventName>(event: E, listener: LeaserListener<E>): () => void {
+    // Refused now: a listener that is no function would throw at every event, each throw an
+    // uncaught exception (see emit), and one for an event there is none of would never be called.
+    if (typeof event !== 'string' || !Object.hasOwn(leaserChannels, event)) {
+      throw new InvalidArgumentError(
+        `event must be one of ${Object.keys(leaserChannels).join(', ')}, got ${describeValue(event)}`,
+      )
+    }
+    checkFunction('listener', listener)
     const listeners = this.#listeners.get(event) ?? []
     const each = listener as (event: never) => void
     if (!listeners.includes(each)) this.#listeners.set(event, [...listeners, each])

@@ -6,7 +6,9 @@ import type { Timers } from './timers.js'
 /** Options of {@link Leaser}. */
 export interface LeaserOptions<S = Uint8Array> {
   /**
-   * Where leases are stored: any worklease driver.
+   * Where leases are stored: any worklease driver. Checked at construction: it must have
+   * `capabilities` (an object) and `acquire`, `renew`, `checkpoint`, `release` and `readCheckpoint`;
+   * an optional operation is used only where `capabilities` declares it and the method is there.
    *
    * ```ts
    * const leaser = new Leaser({ backend: new KyselyBackend({ db }), ttlMs: 30_000 })
@@ -89,7 +91,8 @@ export interface LeaserOptions<S = Uint8Array> {
    * Backoff for transient store errors and for polling a held lease with `wait`. A waiter learns of a
    * release by polling: with this policy, but never sleeping past the current lease's expiry when the
    * backend reports it (`capabilities.reportsHolder`), so a crashed holder is taken over right at its
-   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval.
+   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval. Each field is
+   * checked like the other millisecond options, and one left out takes its default.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, retry: { initialDelayMs: 200, maxDelayMs: 5_000 } })
@@ -99,7 +102,9 @@ export interface LeaserOptions<S = Uint8Array> {
   /**
    * Monotonic clock, wall clock and timers. Default: `performance.now()`, `Date.now()` and unref'd
    * Node.js timers ({@link systemTimers}). Inject a
-   * fake in tests (together with the backend's wall clock).
+   * fake in tests (together with the backend's wall clock). `now`, `setTimeout` and `clearTimeout`
+   * must be functions (`wallNow` too, if given); each is read once, at construction, and called on
+   * the object it came from.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 1_000, timers: fakeTime })
@@ -117,7 +122,8 @@ export interface LeaserOptions<S = Uint8Array> {
   /**
    * How checkpoint state is turned into bytes and back, so `lease.checkpoint(value)` and
    * `lease.readCheckpoint()` speak your type; `readCheckpoint()` still returns the raw `bytes` too.
-   * Default: bytes in, bytes out ({@link bytesCodec}).
+   * Default: bytes in, bytes out ({@link bytesCodec}). `encode` and `decode` are read once, at
+   * construction, and called on the codec object.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, codec: jsonCodec<{ page: number }>() })
@@ -149,7 +155,8 @@ export interface AcquireOptions {
   /**
    * While the lease is held by someone else, keep trying instead of throwing `LeaseHeldError` at
    * once: polling with the `retry` backoff, but never sleeping past the holder's expiry when the
-   * backend reports it, so a crashed holder is taken over at its ttl. Default: false.
+   * backend reports it, so a crashed holder is taken over at its ttl. `true` or `false` (anything else
+   * is `INVALID_ARGUMENT`). Default: false.
    *
    * ```ts
    * const lease = await leaser.acquire('nightly-report', { wait: true, timeoutMs: 60_000 })
@@ -157,7 +164,8 @@ export interface AcquireOptions {
    */
   wait?: boolean
   /**
-   * Gives up: rejects with `signal.reason`.
+   * Gives up: rejects with `signal.reason`. Must be an `AbortSignal` (checked as a backend checks the
+   * signal of its calls).
    *
    * ```ts
    * const lease = await leaser.acquire('job-7', { wait: true, signal: AbortSignal.timeout(10_000) })
@@ -198,7 +206,8 @@ export interface CloseOptions {
   /**
    * How long `close` may take in all: waiting for `run` callbacks to settle, then for the releases.
    * Leases still not released by then are abandoned (they expire on their own, and the successor sees
-   * `cleanHandoff: false`). Default: the ttl.
+   * `cleanHandoff: false`). Default: the ttl. One that is not a number in range rejects `close()`,
+   * leaving the Leaser open.
    *
    * ```ts
    * process.on('SIGTERM', () => leaser.close({ timeoutMs: 5_000 }))

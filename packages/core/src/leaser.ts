@@ -12,8 +12,19 @@ import {
 } from '@worklease/spec'
 import { Cancel, invoke, keepProcessAlive, linkedCancel, raceWithin, sleep } from './abortable.js'
 import { CallSignals } from './call-signals.js'
-import { checkBoolean, checkNumber, resolveRetry } from './check-option.js'
-import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
+import {
+  checkBackend,
+  checkBoolean,
+  checkCodec,
+  checkFunction,
+  checkNumber,
+  checkSignal,
+  checkTimers,
+  describeValue,
+  readFields,
+  resolveRetry,
+} from './check-option.js'
+import { bytesCodec } from './checkpoint-codec.js'
 import { deadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { HeldLeases } from './held-leases.js'
@@ -78,17 +89,43 @@ function foundLease({ record, checkpoint }: Taken, start: Instant): FoundLease {
   return { record, checkpoint, start, confirm: false }
 }
 
-function checkCodec<S>(codec: CheckpointCodec<S> | undefined): CheckpointCodec<S> | undefined {
-  if (codec === undefined) return undefined
-  if (
-    typeof codec !== 'object' ||
-    codec === null ||
-    typeof codec.encode !== 'function' ||
-    typeof codec.decode !== 'function'
-  ) {
-    throw new InvalidArgumentError('options.codec must have encode(state) and decode(bytes) functions')
+/** What `acquire` (and `run`, for its acquire) does, from options read once and checked. */
+interface CheckedAcquireOptions {
+  readonly wait: boolean
+  readonly signal: AbortSignal | undefined
+  readonly timeoutMs: number | undefined
+}
+
+const ACQUIRE_OPTIONS = ['wait', 'signal', 'timeoutMs'] as const
+const RUN_OPTIONS = [...ACQUIRE_OPTIONS, 'onError'] as const
+const LEASER_OPTIONS = [
+  'backend',
+  'ttlMs',
+  'holderId',
+  'renewIntervalMs',
+  'renewJitter',
+  'safetyMarginMs',
+  'callTimeoutMs',
+  'checkpointTimeoutMs',
+  'retry',
+  'timers',
+  'random',
+  'codec',
+  'prefetchCheckpoint',
+] as const satisfies readonly (keyof LeaserOptions)[]
+
+/** The acquire options as read, each once, from the caller's object: not checked yet. */
+type AcquireFields = { readonly [K in (typeof ACQUIRE_OPTIONS)[number]]: unknown }
+
+function checkAcquireOptions(fields: AcquireFields): CheckedAcquireOptions {
+  return {
+    wait: checkBoolean('wait', fields.wait, false),
+    signal: checkSignal('signal', fields.signal),
+    timeoutMs:
+      fields.timeoutMs === undefined
+        ? undefined
+        : checkNumber('timeoutMs', fields.timeoutMs, 0, Number.MAX_SAFE_INTEGER),
   }
-  return codec
 }
 
 /**
@@ -131,13 +168,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
 
-  constructor(options: LeaserOptions<S>) {
-    if (typeof options !== 'object' || options === null)
+  constructor(leaserOptions: LeaserOptions<S>) {
+    if (typeof leaserOptions !== 'object' || leaserOptions === null)
       throw new InvalidArgumentError('options are required')
-    const { backend, ttlMs } = options
-    if (typeof backend !== 'object' || backend === null || typeof backend.acquire !== 'function') {
-      throw new InvalidArgumentError('options.backend must be a Backend')
-    }
+    const options = readFields('options', leaserOptions, LEASER_OPTIONS)
+    const backend = checkBackend('options.backend', options.backend)
+    const { ttlMs } = options
     validateTtl(ttlMs)
     const holderId = options.holderId ?? defaultHolderId()
     validateId('holderId', holderId)
@@ -170,8 +206,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       1,
       2_147_483_647,
     )
-    const random = options.random ?? Math.random
-    if (typeof random !== 'function') throw new InvalidArgumentError('options.random must be a function')
+    const random = checkFunction<() => number>('options.random', options.random ?? Math.random)
+    const retry = resolveRetry(options.retry)
+    const timers = checkTimers('options.timers', options.timers ?? systemTimers)
+    const codec = checkCodec<S>('options.codec', options.codec ?? bytesCodec)
     const prefetchCheckpoint = checkBoolean('prefetchCheckpoint', options.prefetchCheckpoint, true)
 
     this.backend = backend
@@ -183,7 +221,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       prefetchCheckpoint &&
       backend.capabilities.acquireWithCheckpoint === true &&
       typeof backend.acquireWithCheckpoint === 'function'
-    const timers = options.timers ?? systemTimers
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
     // most a second) go out together where the backend can renew many at once.
     const schedule = RenewalSchedule.supports(backend)
@@ -208,10 +245,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       callSignals,
       checkpointSignals:
         checkpointTimeoutMs === callTimeoutMs ? callSignals : new CallSignals(timers, checkpointTimeoutMs),
-      retry: resolveRetry(options.retry),
+      retry,
       timers,
       random,
-      codec: checkCodec(options.codec) ?? bytesCodec,
+      codec,
       events: this.#events,
       onEnd: (lease: Lease<any>) => {
         this.#leases.delete(lease)
@@ -237,6 +274,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /**
    * Subscribes to an event; returns a function that unsubscribes. Listeners run synchronously and
    * must not throw (a throw is rethrown on the next tick, like `diagnostics_channel` does).
+   * @throws `InvalidArgumentError` for an event there is none of, or a listener that is no function.
    *
    * ```ts
    * const off = leaser.on('renewFailed', ({ workId, error }) => log.warn({ workId, err: error }))
@@ -257,15 +295,23 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * process alive; the held lease it returns does not (its renewal timers are unref'd).
    * @throws `LeaseHeldError` if someone holds it (with `wait`: once `timeoutMs` passed).
    * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
+   * @throws `InvalidArgumentError` for a workId or an option it cannot use, before any store call.
    */
-  async acquire(workId: string, options: AcquireOptions = {}): Promise<Lease<S>> {
-    validateId('workId', workId)
-    if (typeof options !== 'object' || options === null)
-      throw new InvalidArgumentError('options must be an object')
-    const { wait = false, signal, timeoutMs } = options
-    if (timeoutMs !== undefined) checkNumber('timeoutMs', timeoutMs, 0, Number.MAX_SAFE_INTEGER)
+  acquire(workId: string, options: AcquireOptions = {}): Promise<Lease<S>> {
+    let checked: CheckedAcquireOptions
+    try {
+      validateId('workId', workId)
+      checked = checkAcquireOptions(readFields('options', options, ACQUIRE_OPTIONS))
+    } catch (error) {
+      // Not an async wrapper around #acquire: that would cost a promise more on every acquire.
+      return Promise.reject(error)
+    }
+    return this.#acquire(workId, checked)
+  }
+
+  async #acquire(workId: string, { wait, signal, timeoutMs }: CheckedAcquireOptions): Promise<Lease<S>> {
     if (this.closed) throw new LeaserClosedError()
-    signal?.throwIfAborted()
+    if (signal?.aborted) throw signal.reason
 
     const { timers, retry, random } = this.#ctx
     const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
@@ -354,7 +400,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * left to expire) and `run` rejects with `fn`'s error unchanged. If the lease was lost before `fn`
    * settled (or the release found it taken over), `run` rejects with a {@link LeaseLostError} whatever
    * `fn` did: `reason` and `cause` describe the loss, and `callbackError` holds `fn`'s error if it
-   * threw. `fn` should watch `lease.signal` to stop early.
+   * threw. `fn` should watch `lease.signal` to stop early. Its options are checked (and read once)
+   * as `acquire`'s are: a bad one rejects with `InvalidArgumentError` before any store call.
    *
    * ```ts
    * await leaser.run('job-7', async (lease) => {
@@ -371,11 +418,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     options: RunOptions = {},
   ): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn must be a function')
-    const { onError = 'release', ...acquireOptions } = options
+    validateId('workId', workId)
+    // Read once, here: acquire gets what was checked, not the caller's object a second time.
+    const fields = readFields('options', options, RUN_OPTIONS)
+    const onError = fields.onError ?? 'release'
     if (onError !== 'release' && onError !== 'expire') {
-      throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${String(onError)}`)
+      throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${describeValue(onError)}`)
     }
-    const lease = await this.acquire(workId, acquireOptions)
+    const lease = await this.#acquire(workId, checkAcquireOptions(fields))
     let done!: () => void
     this.#running.set(
       lease,
@@ -434,7 +484,15 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    */
   close(options: CloseOptions = {}): Promise<void> {
     if (this.#closing) return this.#closing
-    const timeoutMs = checkNumber('timeoutMs', options.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
+    let timeoutMs: number
+    try {
+      const fields = readFields('options', options, ['timeoutMs'])
+      timeoutMs = checkNumber('timeoutMs', fields.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
+    } catch (error) {
+      // Rejected, not thrown: `process.once('SIGTERM', () => void leaser.close(...))` would make a
+      // throw an uncaught exception. Nothing changed: the Leaser stays open, to be closed again.
+      return Promise.reject(error)
+    }
     this.#closeCancel.abort(new LeaserClosedError())
     const leases = [...this.#leases]
     for (const lease of leases) lease[closeLease]()

@@ -1,8 +1,34 @@
-import { type Backend, isInvalidArgumentError, isLeaseHeldError, raceAbort } from '@worklease/spec'
+import { MemoryBackend } from '@worklease/memory'
+import {
+  type Backend,
+  type BackendCapabilities,
+  isInvalidArgumentError,
+  isLeaseHeldError,
+  raceAbort,
+} from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { defaultHolderId, Leaser } from '../src/index.js'
+import { defaultHolderId, Leaser, systemTimers } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
 import { setup, TTL, track } from './setup.js'
+
+const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+
+/**
+ * The capabilities of a test's own backend, which forwards only the operations every backend has:
+ * declaring the optional ones too would be refused, as nothing could serve them.
+ */
+const requiredOnly = ({
+  clock,
+  maxStateBytes,
+  crossConnectionAtomic,
+  reportsHolder,
+}: BackendCapabilities) => ({
+  clock,
+  maxStateBytes,
+  crossConnectionAtomic,
+  reportsHolder,
+})
 
 describe('acquire', () => {
   test('returns a lease with the record, token and a live signal', async () => {
@@ -145,7 +171,7 @@ describe('acquire', () => {
     let slowCalls = 1
     // A client that ignores the signal: the first acquire lands at 110 ms, after we gave up at 100.
     const slow: Backend = {
-      capabilities: memory.capabilities,
+      capabilities: requiredOnly(memory.capabilities),
       acquire: async (workId, holderId, ttlMs) => {
         if (slowCalls-- > 0) await time.sleep(110)
         return memory.acquire(workId, holderId, ttlMs)
@@ -179,7 +205,7 @@ describe('acquire', () => {
     let slowCalls = 1
     const landed: bigint[] = []
     const abortable: Backend = {
-      capabilities: memory.capabilities,
+      capabilities: requiredOnly(memory.capabilities),
       acquire: (workId, holderId, ttlMs, options) => {
         const statement = (async () => {
           if (slowCalls-- > 0) await time.sleep(110)
@@ -218,6 +244,39 @@ describe('acquire', () => {
     await expect(leaser.acquire('job', { timeoutMs: -1 })).rejects.toSatisfy(isInvalidArgumentError)
     expect(backend.calls.acquire).toBe(0)
   })
+
+  test("wait must be true or false: 'false' is INVALID_ARGUMENT, not a wait that polls forever", async () => {
+    const { leaser, backend, other, time } = setup()
+    await other.acquire('job', 'worker-b', TTL)
+    for (const wait of ['false', 1, null]) {
+      const acquiring = track(leaser.acquire('job', { wait: wait as never }))
+      await time.advance(200)
+      expect(acquiring.settled).toBe(true)
+      expect(acquiring.error).toSatisfy(isInvalidArgumentError)
+    }
+    expect(backend.calls.acquire).toBe(0)
+  })
+
+  test('a signal that is not an AbortSignal is INVALID_ARGUMENT, checked as a backend checks its own', async () => {
+    const { leaser, backend } = setup()
+    const notSignals = [
+      {},
+      'abc',
+      null,
+      { aborted: false, throwIfAborted() {} },
+      { aborted: false, addEventListener() {} },
+    ]
+    for (const signal of notSignals) {
+      await expect(leaser.acquire('job', { signal: signal as never })).rejects.toSatisfy(
+        isInvalidArgumentError,
+      )
+    }
+    expect(backend.calls.acquire).toBe(0)
+    // A live AbortSignal is still followed.
+    const controller = new AbortController()
+    const lease = await leaser.acquire('job', { signal: controller.signal })
+    expect(lease.held).toBe(true)
+  })
 })
 
 describe('options', () => {
@@ -248,5 +307,80 @@ describe('options', () => {
     expect(bad({ retry: { initialDelayMs: 100, maxDelayMs: 10 } })).toThrow(/maxDelayMs/)
     expect(bad({ renewJitter: 2 })).toThrow(/renewJitter/)
     expect(() => new Leaser({ backend: {} as never, ttlMs: TTL })).toThrow(/backend/)
+  })
+
+  test('retry and timers that are not of their shape are INVALID_ARGUMENT at construction', () => {
+    const { backend } = setup()
+    const bad = (options: object) => () => new Leaser({ backend, ttlMs: TTL, ...options })
+    for (const retry of ['fast', 5, true, { initialDelayMs: '50' }, { maxAttempts: 1.5 }]) {
+      expect(bad({ retry })).toThrow(INVALID)
+    }
+    const { now, setTimeout, clearTimeout } = systemTimers
+    for (const timers of [{}, 'system', { now, setTimeout }, { now, setTimeout, clearTimeout, wallNow: 5 }]) {
+      expect(bad({ timers })).toThrow(INVALID)
+    }
+    // Left out, a field takes its default, as every other option does.
+    expect(bad({ retry: { initialDelayMs: undefined, maxAttempts: 3 } })).not.toThrow()
+    expect(bad({ timers: { now, setTimeout, clearTimeout } })).not.toThrow()
+  })
+
+  test('timers are read once: a getter that answers differently later changes nothing', async () => {
+    const time = new ManualTime()
+    let reads = 0
+    const timers = {
+      get now() {
+        reads++
+        return reads === 1 ? () => time.now() : undefined
+      },
+      setTimeout: (callback: () => void, ms: number) => time.setTimeout(callback, ms),
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const leaser = new Leaser({
+      backend: new MemoryBackend({ clock: time.wall }),
+      ttlMs: TTL,
+      timers: timers as never,
+    })
+    const lease = await leaser.acquire('job')
+    expect(lease.held).toBe(true)
+    expect(reads).toBe(1)
+  })
+
+  test('a backend must have what the contract requires, and capabilities', async () => {
+    const memory = new MemoryBackend()
+    const required = {
+      capabilities: requiredOnly(memory.capabilities),
+      acquire: (...args: Parameters<Backend['acquire']>) => memory.acquire(...args),
+      renew: (...args: Parameters<Backend['renew']>) => memory.renew(...args),
+      checkpoint: (...args: Parameters<Backend['checkpoint']>) => memory.checkpoint(...args),
+      release: (...args: Parameters<Backend['release']>) => memory.release(...args),
+      readCheckpoint: (...args: Parameters<Backend['readCheckpoint']>) => memory.readCheckpoint(...args),
+    }
+    const leaser = (backend: object) => () => new Leaser({ backend: backend as never, ttlMs: TTL })
+    expect(leaser(required)).not.toThrow()
+    // Without one, each of its calls would fail with a TypeError, retried as a store failure until
+    // the lease was lost.
+    for (const missing of ['renew', 'checkpoint', 'release', 'readCheckpoint', 'acquire'] as const) {
+      const { [missing]: _, ...partial } = required
+      expect(leaser(partial), missing).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT', message: expect.stringContaining(missing) }),
+      )
+    }
+    for (const capabilities of [undefined, null, 'all']) {
+      expect(leaser({ ...required, capabilities })).toThrow(INVALID)
+    }
+    const renewMany = memory.renewMany.bind(memory)
+    const batching = (maxRecords: unknown) => ({
+      ...required,
+      renewMany,
+      capabilities: { ...required.capabilities, renewMany: { maxRecords } },
+    })
+    for (const maxRecords of [0, Number.NaN, '100'])
+      expect(leaser(batching(maxRecords))).toThrow(/maxRecords/)
+    expect(leaser(batching(100))).not.toThrow()
+    // An optional operation declared but not there (a wrapper forwarding the capabilities) is not used.
+    const forwarding = new Leaser({ backend: { ...required, capabilities: memory.capabilities }, ttlMs: TTL })
+    const lease = await forwarding.acquire('job')
+    expect(await lease.readCheckpoint()).toEqual({ state: null, bytes: null, cleanHandoff: true })
+    await forwarding.close()
   })
 })

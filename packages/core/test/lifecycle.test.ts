@@ -1,5 +1,5 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import { type CallOptions, isLeaseHeldError } from '@worklease/spec'
+import { type CallOptions, isInvalidArgumentError, isLeaseHeldError } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import {
@@ -12,6 +12,8 @@ import {
   systemTimers,
 } from '../src/index.js'
 import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
+
+const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
 describe('run', () => {
   test('acquires, calls, releases on success and resolves with the result', async () => {
@@ -143,6 +145,41 @@ describe('run', () => {
     await time.advance(300)
     expect(isLeaseHeldError(running.error)).toBe(true)
   })
+
+  test('options that are not an object are INVALID_ARGUMENT, as for acquire, before any store call', async () => {
+    const { leaser, backend } = setup()
+    await expect(leaser.acquire('job', null as never)).rejects.toSatisfy(isInvalidArgumentError)
+    for (const options of [null, 'wait', 5]) {
+      await expect(leaser.run('job', async () => 1, options as never)).rejects.toSatisfy(
+        isInvalidArgumentError,
+      )
+    }
+    expect(backend.calls.acquire).toBe(0)
+  })
+
+  test('options are read once each, inherited ones too, as acquire reads them', async () => {
+    const { time, leaser, other } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    const reads: Record<string, number> = {}
+    class Options {
+      get wait() {
+        reads.wait = (reads.wait ?? 0) + 1
+        return true
+      }
+      get timeoutMs() {
+        reads.timeoutMs = (reads.timeoutMs ?? 0) + 1
+        return 300
+      }
+      get onError() {
+        reads.onError = (reads.onError ?? 0) + 1
+        return 'release' as const
+      }
+    }
+    const running = track(leaser.run('job', () => 'never', new Options()))
+    await time.advance(300)
+    expect(isLeaseHeldError(running.error)).toBe(true)
+    expect(reads).toEqual({ wait: 1, timeoutMs: 1, onError: 1 })
+  })
 })
 
 describe('await using', () => {
@@ -194,6 +231,22 @@ describe('await using', () => {
 })
 
 describe('close', () => {
+  test('options it cannot use reject (never throw) and leave the Leaser open', async () => {
+    const { time, leaser } = setup()
+    for (const options of [{ timeoutMs: Number.NaN }, { timeoutMs: -1 }, null]) {
+      let closing: Promise<void> | undefined
+      expect(() => {
+        closing = leaser.close(options as never)
+      }).not.toThrow()
+      await expect(closing).rejects.toSatisfy(isInvalidArgumentError)
+      expect(leaser.closed).toBe(false)
+    }
+    const lease = await leaser.acquire('job')
+    expect(lease.held).toBe(true)
+    await time.until(leaser.close())
+    expect(lease.held).toBe(false)
+  })
+
   test('releases every held lease, rejects waiters and later acquires', async () => {
     const { time, leaser, other, backend, named } = setup()
     const a = await leaser.acquire('a')
@@ -402,6 +455,15 @@ describe('observability', () => {
     leaser.off('acquired', listener)
     await leaser.acquire('c')
     expect(seen).toEqual(['a'])
+  })
+
+  test('on() refuses a listener that is not a function, or an event there is none of', () => {
+    const { leaser } = setup()
+    // Accepted, such a listener would throw at every event, each an uncaught exception.
+    for (const listener of [undefined, null, 'log', {}]) {
+      expect(() => leaser.on('lost', listener as never)).toThrow(INVALID)
+    }
+    expect(() => leaser.on('lsot' as never, () => undefined)).toThrow(INVALID)
   })
 
   test('listeners added or removed during an event take effect from the next one; one added twice hears once', async () => {

@@ -442,7 +442,7 @@ describe('ordering', () => {
   test('checkpoint validates the state before any round trip', async () => {
     const { backend, leaser } = setup()
     const lease = await leaser.acquire('job')
-    expect(() => lease.checkpoint('text' as unknown as Uint8Array)).toThrow(/Uint8Array/)
+    await expect(lease.checkpoint('text' as unknown as Uint8Array)).rejects.toThrow(/Uint8Array/)
     expect(backend.calls.checkpoint).toBe(0)
     expect(lease.held).toBe(true)
   })
