@@ -54,6 +54,21 @@ export function checkFunction<F extends (...args: never[]) => unknown>(name: str
 }
 
 /**
+ * @internal A source of randomness for jitter, checked to be a function, whose every answer is kept in
+ * [0, 1): NaN reached a timer as a 1 ms delay (a wait that asked the store every millisecond), and a
+ * value out of range made delays negative or longer than their cap. Such an answer counts as 0.5, the
+ * mean of a fair source, rather than an edge: 0 would make every backoff delay 0.
+ */
+export function checkRandom(name: string, value: unknown): () => number {
+  const random = checkFunction<() => number>(name, value)
+  if (random === Math.random) return random
+  return () => {
+    const answer = random()
+    return answer >= 0 && answer < 1 ? answer : 0.5
+  }
+}
+
+/**
  * @internal Reads `keys` of an options object once each, in that order: what the caller's object
  * answers later (a getter, a Proxy, a change after the call) can no longer differ from what was
  * checked. Inherited properties count, as they do for destructuring. A getter that throws is a bad

@@ -115,8 +115,8 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   timers?: Timers
   /**
-   * Randomness in [0, 1) for jitter. Default: `Math.random`. Must be a function (checked when the
-   * pool is constructed). One that throws while the pool schedules its next rebalance is reported
+   * Randomness in [0, 1) for jitter; an answer outside it (NaN too) counts as 0.5. Default:
+   * `Math.random`. Must be a function (checked when the pool is constructed). One that throws while the pool schedules its next rebalance is reported
    * as `rebalanceFailed` and that look comes a whole interval on; one that throws in a unit's
    * backoff (or done-mark retry) ends that run: its error is rethrown on the next tick, as a
    * throwing listener's is, and the unit is released unmarked, to be taken again later.

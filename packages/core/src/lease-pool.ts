@@ -1,7 +1,15 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
 import { InvalidArgumentError, isInvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
 import { keepProcessAlive, sharedAbortController, sleep } from './abortable.js'
-import { checkNumber, resolveRetry } from './check-option.js'
+import {
+  checkFunction,
+  checkInteger,
+  checkNumber,
+  checkRandom,
+  checkTimers,
+  describeValue,
+  resolveRetry,
+} from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
@@ -86,38 +94,6 @@ const isIterableObject = (value: unknown): value is Iterable<unknown> =>
   typeof value === 'object' &&
   value !== null &&
   typeof (value as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function'
-
-/** How a message names a value of the wrong type. */
-const kindOf = (value: unknown): string =>
-  value === null ? 'null' : typeof value === 'function' ? 'a function' : typeof value
-
-/**
- * The pool's clocks and timers, checked, each function read once and bound to the object it came
- * from (a class's methods keep their `this`): what the object answers later cannot differ from what
- * was checked. Local, as check-option.ts has no check for a Timers: without one, a missing function
- * surfaced only at the first rebalance, and stopped the loop.
- */
-function checkTimers(name: string, timers: unknown): Timers {
-  if (timers === systemTimers) return systemTimers
-  if (typeof timers !== 'object' || timers === null) {
-    throw new InvalidArgumentError(`${name} must be an object, got ${kindOf(timers)}`)
-  }
-  const { now, wallNow, setTimeout, clearTimeout } = timers as Partial<Record<keyof Timers, unknown>>
-  const bound = <F extends (...args: never[]) => unknown>(field: string, value: unknown): F => {
-    if (typeof value !== 'function') {
-      throw new InvalidArgumentError(`${name}.${field} must be a function, got ${kindOf(value)}`)
-    }
-    return value.bind(timers) as F
-  }
-  const checked: Timers = {
-    now: bound<Timers['now']>('now', now),
-    setTimeout: bound<Timers['setTimeout']>('setTimeout', setTimeout),
-    clearTimeout: bound<Timers['clearTimeout']>('clearTimeout', clearTimeout),
-  }
-  // Optional: absent means the monotonic clock alone, so no stand-in for it.
-  if (wallNow !== undefined) checked.wallNow = bound<() => number>('wallNow', wallNow)
-  return Object.freeze(checked)
-}
 
 /**
  * The unit ids of one read of `units`, each once, in order. An id must be a string and, with the
@@ -214,23 +190,19 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         `options.group must be 1-100 letters, digits or ._:-, got ${JSON.stringify(group)}`,
       )
     }
-    if (typeof handler !== 'function') throw new InvalidArgumentError('options.handler must be a function')
+    checkFunction('options.handler', handler)
     if (typeof units !== 'function' && !isIterableObject(units)) {
       throw new InvalidArgumentError(
         'options.units must be an iterable of unit ids or a function returning one',
       )
     }
-    const planner = options.planner ?? planFairShare
-    if (typeof planner !== 'function') throw new InvalidArgumentError('options.planner must be a function')
+    const planner = checkFunction<typeof planFairShare>('options.planner', options.planner ?? planFairShare)
     // Each option is read once: a getter answering differently later cannot slip past its check.
     const intervalMs = options.rebalanceIntervalMs
     const maxMoves = options.maxMovesPerRebalance
     const handlerRetry = options.handlerRetry
     const timers = checkTimers('options.timers', options.timers ?? systemTimers)
-    const random = options.random ?? Math.random
-    if (typeof random !== 'function') {
-      throw new InvalidArgumentError(`options.random must be a function, got ${kindOf(random)}`)
-    }
+    const random = checkRandom('options.random', options.random ?? Math.random)
     const keys = poolKeys(group)
     validateId('the member workId', keys.member(leaser.holderId))
     this.group = group
@@ -242,7 +214,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       2_147_483_647,
     )
     this.#maxMoves =
-      maxMoves === undefined ? undefined : checkNumber('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
+      maxMoves === undefined ? undefined : checkInteger('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
     this.#handlerRetry = resolveRetry(handlerRetry, 'handlerRetry', HANDLER_RETRY)
     this.#options = { leaser, handler, planner, timers, random }
     // Last, once every other option passed: a one-shot iterable (a generator) is spent by this read.
@@ -273,7 +245,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   on(listener: (event: PoolEvent) => void): () => void {
     if (typeof listener !== 'function') {
       throw new InvalidArgumentError(
-        `listener must be a function (one listener gets every pool event), got ${kindOf(listener)}`,
+        `listener must be a function (one listener gets every pool event), got ${describeValue(listener)}`,
       )
     }
     this.#listeners.add(listener)
@@ -443,7 +415,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const answer: unknown = await source()
     if (!isIterableObject(answer)) {
       throw new InvalidArgumentError(
-        `options.units() must return an iterable of unit ids, got ${kindOf(answer)}`,
+        `options.units() must return an iterable of unit ids, got ${describeValue(answer)}`,
       )
     }
     return readUnitIds(answer, this.#keys, 'options.units()', (unit, error) => {

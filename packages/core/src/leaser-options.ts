@@ -112,7 +112,8 @@ export interface LeaserOptions<S = Uint8Array> {
    */
   timers?: Timers
   /**
-   * Source of randomness in [0, 1) for jitter. Default: `Math.random`.
+   * Source of randomness in [0, 1) for jitter; an answer outside it (NaN too) counts as 0.5.
+   * Default: `Math.random`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 1_000, random: () => 0.5 })

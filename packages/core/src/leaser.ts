@@ -18,6 +18,7 @@ import {
   checkCodec,
   checkFunction,
   checkNumber,
+  checkRandom,
   checkSignal,
   checkTimers,
   describeValue,
@@ -206,7 +207,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       1,
       2_147_483_647,
     )
-    const random = checkFunction<() => number>('options.random', options.random ?? Math.random)
+    const random = checkRandom('options.random', options.random ?? Math.random)
     const retry = resolveRetry(options.retry)
     const timers = checkTimers('options.timers', options.timers ?? systemTimers)
     const codec = checkCodec<S>('options.codec', options.codec ?? bytesCodec)

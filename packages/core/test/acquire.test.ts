@@ -238,6 +238,17 @@ describe('acquire', () => {
     expect((await acquired.readCheckpoint()).cleanHandoff).toBe(true)
   })
 
+  test('a random that answers outside [0, 1) cannot make a wait poll without pause', async () => {
+    // NaN reached setTimeout as a 1 ms delay: a waiting acquire asked the store again every millisecond.
+    for (const answer of [Number.NaN, -1, 7]) {
+      const { time, leaser, other, backend } = setup({ random: () => answer })
+      await other.acquire('job', 'worker-b', 60_000)
+      track(leaser.acquire('job', { wait: true }))
+      await time.advance(1_000)
+      expect(backend.calls.acquire, `random() = ${answer}`).toBeLessThanOrEqual(12)
+    }
+  })
+
   test('validates its input', async () => {
     const { leaser, backend } = setup()
     await expect(leaser.acquire('')).rejects.toSatisfy(isInvalidArgumentError)

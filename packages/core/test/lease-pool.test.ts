@@ -475,6 +475,29 @@ describe('LeasePool listeners', () => {
     await time.until(pool.close())
   })
 
+  test('a random that answers NaN or out of [0, 1) cannot make the loop spin', async () => {
+    for (const answer of [Number.NaN, -5, 3]) {
+      const { time, leaser } = setup()
+      let reads = 0
+      const pool = new LeasePool({
+        leaser,
+        group: 'g',
+        units: () => {
+          reads++
+          return ['u1']
+        },
+        timers: time,
+        random: () => answer,
+        handler: untilAborted,
+      })
+      await time.until(pool.start())
+      await time.advance(10 * INTERVAL)
+      // One look per 0.8..1 interval at most, whatever random says; NaN made it one per millisecond.
+      expect(reads, `random() = ${answer}`).toBeLessThanOrEqual(14)
+      await time.until(pool.close())
+    }
+  })
+
   test('a random that throws while the loop schedules its next rebalance does not stop the loop', async () => {
     const { time, leaser } = setup()
     let reads = 0
