@@ -1,7 +1,6 @@
 import { MemoryBackend } from '@worklease/memory'
 import {
   type Backend,
-  type BackendCapabilities,
   isInvalidArgumentError,
   isLeaseHeldError,
   raceAbort,
@@ -10,25 +9,9 @@ import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { defaultHolderId, Leaser, systemTimers } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { setup, TTL, track } from './setup.js'
+import { requiredOnly, setup, TTL, track } from './setup.js'
 
 const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
-
-/**
- * The capabilities of a test's own backend, which forwards only the operations every backend has:
- * declaring the optional ones too would be refused, as nothing could serve them.
- */
-const requiredOnly = ({
-  clock,
-  maxStateBytes,
-  crossConnectionAtomic,
-  reportsHolder,
-}: BackendCapabilities) => ({
-  clock,
-  maxStateBytes,
-  crossConnectionAtomic,
-  reportsHolder,
-})
 
 describe('acquire', () => {
   test('returns a lease with the record, token and a live signal', async () => {

@@ -1,7 +1,6 @@
 import { MemoryBackend } from '@worklease/memory'
 import {
   type Backend,
-  type BackendCapabilities,
   type CallOptions,
   createLeaseRecord,
   isLeaseHeldError,
@@ -12,7 +11,7 @@ import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { collectUnhandledRejections, DEADLINE, setup, TTL, track } from './setup.js'
+import { collectUnhandledRejections, DEADLINE, requiredOnly, setup, TTL, track } from './setup.js'
 
 /**
  * A Leaser over a hand-made backend: attempts abandoned at 100 ms, and random() = 0.5, so backoffs are
@@ -28,22 +27,6 @@ function quickLeaser(backend: Backend, time: ManualTime): Leaser {
     random: () => 0.5,
   })
 }
-
-/**
- * The capabilities of a test's own backend, which forwards only the operations every backend has:
- * declaring the optional ones too would be refused, as nothing could serve them.
- */
-const requiredOnly = ({
-  clock,
-  maxStateBytes,
-  crossConnectionAtomic,
-  reportsHolder,
-}: BackendCapabilities) => ({
-  clock,
-  maxStateBytes,
-  crossConnectionAtomic,
-  reportsHolder,
-})
 
 /** Unhandled rejections seen during one test. */
 const unhandled = collectUnhandledRejections()

@@ -103,3 +103,19 @@ export function collectUnhandledRejections(): unknown[] {
   })
   return unhandled
 }
+
+/**
+ * The capabilities of a test's own backend, which forwards only the operations every backend has: it
+ * declares none of the optional ones it could not serve.
+ */
+export const requiredOnly = ({
+  clock,
+  maxStateBytes,
+  crossConnectionAtomic,
+  reportsHolder,
+}: BackendCapabilities): BackendCapabilities => ({
+  clock,
+  maxStateBytes,
+  crossConnectionAtomic,
+  reportsHolder,
+})
