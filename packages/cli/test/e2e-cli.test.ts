@@ -1,10 +1,5 @@
-import { execFile, execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { promisify } from 'node:util'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ANSI, CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
+import { ANSI, CLI, cli, isOneLine, openTestStore, type TestStore, TMUX, TmuxServer } from './e2e/harness.js'
 
 describe('worklease, whatever the store', () => {
   test.each([[[]], [['list']], [['show']], [['watch']], [['revoke']]])(
@@ -39,59 +34,36 @@ describe('worklease, whatever the store', () => {
   })
 })
 
-const run = promisify(execFile)
-const tmux = (() => {
-  try {
-    return execFileSync('which', ['tmux'], { encoding: 'utf8' }).trim() || undefined
-  } catch {
-    return undefined
-  }
-})()
-if (!tmux)
+if (!TMUX)
   console.warn('[worklease cli] skipping the TTY view of watch: tmux is not installed (apt-get install tmux)')
 
 /**
  * `watch` on a real terminal: tmux gives it a pty of a known size, and capture-pane reads the screen
  * as a person would see it (escapes rendered, not printed).
  */
-describe.skipIf(!tmux)('worklease watch on a terminal (tmux)', () => {
+describe.skipIf(!TMUX)('worklease watch on a terminal (tmux)', () => {
   let store: TestStore
-  let dir: string
-  let socket: string
-  const tmuxCall = (...args: string[]) =>
-    run(tmux as string, ['-S', socket, '-f', '/dev/null', ...args], {
-      // The pane's environment: no NO_COLOR or FORCE_COLOR from the shell that runs the tests.
-      env: cleanEnv(),
-    })
-  const screen = async () => (await tmuxCall('capture-pane', '-p', '-t', 'watch')).stdout
-
-  async function waitForScreen(predicate: (text: string) => boolean): Promise<string> {
-    const deadline = Date.now() + 15_000
-    let text = ''
-    while (Date.now() < deadline) {
-      text = await screen().catch(() => '')
-      if (predicate(text)) return text
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    throw new Error(`the screen never showed what was expected:\n${text}`)
-  }
+  let tmux: TmuxServer
+  const waitForScreen = (predicate: (text: string) => boolean) => tmux.until('watch', predicate)
 
   beforeAll(async () => {
     store = await openTestStore('sqlite')
-    dir = mkdtempSync(join(tmpdir(), 'worklease-tmux-'))
-    socket = join(dir, 'tmux.sock')
+    tmux = new TmuxServer()
     await store.backend.acquire('job-1', 'worker-a', 120_000)
     await store.backend.release(await store.backend.acquire('job-2', 'worker-b', 120_000))
-    const command = [process.execPath, CLI, 'watch', 'job-', ...store.args, '--interval', '200']
-      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
-      .join(' ')
-    // The pane stays after the command ends, so a crash is on the screen for the assertion to show.
-    await tmuxCall('new-session', '-d', '-s', 'watch', '-x', '120', '-y', '20', `${command}; sleep 60`)
+    await tmux.start('watch', { x: 120, y: 20 }, [
+      process.execPath,
+      CLI,
+      'watch',
+      'job-',
+      ...store.args,
+      '--interval',
+      '200',
+    ])
   })
   afterAll(async () => {
-    if (socket) await tmuxCall('kill-server').catch(() => undefined)
+    await tmux?.close()
     await store?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   test('draws a live table and redraws it when a lease changes', async () => {
@@ -110,6 +82,6 @@ describe.skipIf(!tmux)('worklease watch on a terminal (tmux)', () => {
     // Redrawn in place: the header appears once, not once per read.
     expect(second.match(/worklease watch/g)).toHaveLength(1)
     // On a terminal, and without NO_COLOR, it is in colour (the piped tests check the opposite).
-    expect((await tmuxCall('capture-pane', '-p', '-e', '-t', 'watch')).stdout).toMatch(ANSI)
+    expect(await tmux.screen('watch', { escapes: true })).toMatch(ANSI)
   })
 })

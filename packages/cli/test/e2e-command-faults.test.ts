@@ -1,12 +1,20 @@
-import { execFile, execFileSync, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { execFile } from 'node:child_process'
 import { promisify } from 'node:util'
 import { isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { CLI, cleanEnv, cli, isOneLine, openTestStore, type TestStore } from './e2e/harness.js'
+import {
+  CLI,
+  cleanEnv,
+  cli,
+  isOneLine,
+  openTestStore,
+  shellQuote,
+  spawnCli,
+  type TestStore,
+  TMUX,
+  TmuxServer,
+} from './e2e/harness.js'
 
 const TTL = 600_000
 /** Node's timers hold at most 2^31-1 ms; a longer delay is silently cut to 1 ms. */
@@ -53,9 +61,6 @@ describe('worklease commands on sqlite: faults found in review', () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
   })
 
-  const shellQuote = (words: readonly string[]) =>
-    words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
-
   test.each([
     [['list', 'pipe-']],
     [['list', 'pipe-', '--json']],
@@ -71,23 +76,16 @@ describe('worklease commands on sqlite: faults found in review', () => {
   })
 
   test('watch notices a reader that went away while it waited, at its next change line', async () => {
-    const child = spawn(process.execPath, [CLI, 'watch', 'pipe-', '--interval', '100', ...store.args], {
-      env: cleanEnv(),
-    })
-    let stderr = ''
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
-    await new Promise((resolve) => child.stdout.once('data', resolve))
-    child.stdout.destroy()
+    const watch = spawnCli(['watch', 'pipe-', '--interval', '100', ...store.args])
+    await new Promise((resolve) => watch.child.stdout.once('data', resolve))
+    watch.child.stdout.destroy()
     await store.backend.acquire('pipe-late', 'w', TTL)
     const code = await Promise.race([
-      closed,
+      watch.exited,
       new Promise((resolve) => setTimeout(resolve, 10_000, 'still running')),
     ])
-    if (code === 'still running') child.kill()
-    expect({ code, stderr }).toEqual({ code: 0, stderr: '' })
+    if (code === 'still running') watch.child.kill()
+    expect({ code, stderr: watch.stderr() }).toEqual({ code: 0, stderr: '' })
   })
 
   test('watch reads every lease by default: a fleet above 1000 shows no live lease as removed', async () => {
@@ -144,19 +142,10 @@ describe('worklease commands on sqlite: faults found in review', () => {
 
   /** Runs a watch, calls `during` once its first round is out, and collects everything it wrote. */
   async function watchWhile(args: readonly string[], during: () => Promise<unknown>) {
-    const child = spawn(process.execPath, [CLI, ...args], { env: cleanEnv() })
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    const closed = new Promise<number | null>((resolve) => child.on('close', resolve))
-    await new Promise((resolve) => child.stdout.once('data', resolve))
+    const watch = spawnCli(args)
+    await new Promise((resolve) => watch.child.stdout.once('data', resolve))
     await during()
-    return { code: await closed, stdout, stderr }
+    return { code: await watch.exited, stdout: watch.stdout(), stderr: watch.stderr() }
   }
 
   describe('watch --limit N watches the first N leases, and says so', () => {
@@ -191,63 +180,34 @@ describe('worklease commands on sqlite: faults found in review', () => {
   })
 })
 
-const tmux = (() => {
-  try {
-    return execFileSync('which', ['tmux'], { encoding: 'utf8' }).trim() || undefined
-  } catch {
-    return undefined
-  }
-})()
-if (!tmux)
+if (!TMUX)
   console.warn(
     '[worklease cli] skipping the revoke prompt tests: tmux is not installed (apt-get install tmux)',
   )
 
 /** revoke's question on a real terminal: a tmux pane is the operator, capture-pane their screen. */
-describe.skipIf(!tmux)('worklease revoke and watch on a terminal (tmux)', () => {
+describe.skipIf(!TMUX)('worklease revoke and watch on a terminal (tmux)', () => {
   let store: TestStore
-  let dir: string
-  let socket: string
-  const tmuxCall = (...args: string[]) =>
-    promisify(execFile)(tmux as string, ['-S', socket, '-f', '/dev/null', ...args], { env: cleanEnv() })
+  let tmux: TmuxServer
   beforeAll(async () => {
     store = await openTestStore('sqlite')
-    dir = mkdtempSync(join(tmpdir(), 'worklease-revoke-tmux-'))
-    socket = join(dir, 'tmux.sock')
+    tmux = new TmuxServer()
   })
   afterAll(async () => {
-    await tmuxCall('kill-server').catch(() => undefined)
+    await tmux?.close()
     await store?.close()
-    if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
   /** Starts `worklease revoke <args>` in a pane of its own; the pane prints EXIT=<code> at the end. */
   async function revokeInPane(session: string, args: readonly string[]) {
-    const command = [process.execPath, CLI, 'revoke', ...args, ...store.args]
-      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
-      .join(' ')
-    await tmuxCall(
-      'new-session',
-      '-d',
-      '-s',
+    await tmux.start(
       session,
-      '-x',
-      '200',
-      '-y',
-      '12',
-      `${command}; echo EXIT=$?; sleep 60`,
+      { x: 200, y: 12 },
+      [process.execPath, CLI, 'revoke', ...args, ...store.args],
+      'echo EXIT=$?',
     )
-    const until = async (pattern: RegExp) => {
-      const deadline = Date.now() + 15_000
-      let text = ''
-      while (Date.now() < deadline) {
-        text = (await tmuxCall('capture-pane', '-p', '-t', session)).stdout
-        if (pattern.test(text)) return text
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
-      throw new Error(`the screen never matched ${pattern}:\n${text}`)
-    }
-    const keys = (...keys: string[]) => tmuxCall('send-keys', '-t', session, ...keys)
+    const until = (pattern: RegExp) => tmux.until(session, (text) => pattern.test(text))
+    const keys = (...keys: string[]) => tmux.keys(session, ...keys)
     return { until, keys }
   }
 
@@ -307,7 +267,7 @@ describe.skipIf(!tmux)('worklease revoke and watch on a terminal (tmux)', () => 
 
   test('watch --limit on a terminal says in its header that it shows the first N', async () => {
     for (const id of ['tty-1', 'tty-2', 'tty-3']) await store.backend.acquire(id, 'worker', TTL)
-    const command = [
+    await tmux.start('tty', { x: 200, y: 12 }, [
       process.execPath,
       CLI,
       'watch',
@@ -317,16 +277,8 @@ describe.skipIf(!tmux)('worklease revoke and watch on a terminal (tmux)', () => 
       '--interval',
       '200',
       ...store.args,
-    ]
-      .map((word) => `'${word.replaceAll("'", "'\\''")}'`)
-      .join(' ')
-    await tmuxCall('new-session', '-d', '-s', 'tty', '-x', '200', '-y', '12', `${command}; sleep 60`)
-    const deadline = Date.now() + 15_000
-    let screen = ''
-    while (Date.now() < deadline && !screen.includes('tty-2')) {
-      screen = (await tmuxCall('capture-pane', '-p', '-t', 'tty')).stdout
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
+    ])
+    const screen = await tmux.until('tty', (text) => text.includes('tty-2'))
     expect(screen.split('\n')[0]).toMatch(/ {2}first 2 leases, 2 held$/)
     expect(screen).not.toMatch(/tty-3/)
   })

@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process'
+import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import net from 'node:net'
 import { MongoClient } from 'mongodb'
@@ -12,6 +12,7 @@ import {
   isOneLine,
   openTestStore,
   POSTGRES_URL,
+  spawnCli,
   type TestStore,
 } from './e2e/harness.js'
 
@@ -192,27 +193,25 @@ describe.skipIf(!ON_POSTGRES)('watch on postgres survives a dropped idle connect
   test('pg_terminate_backend between two reads: no crash, the next read reconnects', async () => {
     const applicationName = `worklease-watch-${randomBytes(4).toString('hex')}`
     const url = `${POSTGRES_URL}?application_name=${applicationName}`
-    const child = spawn(
-      process.execPath,
-      [CLI, 'watch', '--store', url, '--table', store.table, '--interval', '2000', '--count', '3', '--json'],
-      { env: cleanEnv() },
-    )
-    let stdout = ''
-    let stderr = ''
-    child.stdout.on('data', (chunk) => {
-      stdout += chunk
-    })
-    child.stderr.on('data', (chunk) => {
-      stderr += chunk
-    })
-    const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+    const watch = spawnCli([
+      'watch',
+      '--store',
+      url,
+      '--table',
+      store.table,
+      '--interval',
+      '2000',
+      '--count',
+      '3',
+      '--json',
+    ])
 
     const admin = new pg.Client({ connectionString: POSTGRES_URL })
     await admin.connect()
     try {
       // Wait for the first read, then end the watcher's connection while it sits idle in the pool.
       const deadline = Date.now() + 10_000
-      while (!stdout.includes('invoice-1') && Date.now() < deadline) {
+      while (!watch.stdout().includes('invoice-1') && Date.now() < deadline) {
         await new Promise((resolve) => setTimeout(resolve, 50))
       }
       const { rows } = await admin.query<{ terminated: boolean }>(
@@ -226,10 +225,12 @@ describe.skipIf(!ON_POSTGRES)('watch on postgres survives a dropped idle connect
     }
     await store.backend.acquire('invoice-2', 'worker-b', TTL)
 
-    const code = await exited
-    expect(stderr).toBe('')
+    const code = await watch.exited
+    expect(watch.stderr()).toBe('')
     expect(code).toBe(0)
     // The read after the drop saw the lease taken meanwhile: it reconnected.
-    expect(stdout).toMatch(/"change":"added".*"workId":"invoice-2"|"workId":"invoice-2".*"change":"added"/)
+    expect(watch.stdout()).toMatch(
+      /"change":"added".*"workId":"invoice-2"|"workId":"invoice-2".*"change":"added"/,
+    )
   }, 30_000)
 })

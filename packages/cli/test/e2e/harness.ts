@@ -1,9 +1,10 @@
-import { execFile } from 'node:child_process'
+import { type ChildProcessWithoutNullStreams, execFile, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
 import { createLeaseTable, dropLeaseTable, KyselyBackend, type LeaseDialect } from '@worklease/kysely'
 import Database from 'better-sqlite3'
 import { Kysely, MysqlDialect, PostgresDialect, SqliteDialect } from 'kysely'
@@ -47,6 +48,93 @@ export function cli(args: readonly string[], env: NodeJS.ProcessEnv = cleanEnv()
     )
     child.stdin?.end()
   })
+}
+
+/** A command line still running: its child, what it wrote so far, and its exit code once it ends. */
+export interface RunningCli {
+  readonly child: ChildProcessWithoutNullStreams
+  stdout(): string
+  stderr(): string
+  readonly exited: Promise<number | null>
+}
+
+/** Starts `node dist/cli.js ...args` and keeps what it writes, for commands that run on (watch). */
+export function spawnCli(args: readonly string[], env: NodeJS.ProcessEnv = cleanEnv()): RunningCli {
+  const child = spawn(process.execPath, [CLI, ...args], { env })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk) => {
+    stdout += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    stderr += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { child, stdout: () => stdout, stderr: () => stderr, exited }
+}
+
+/** Words as one POSIX shell command line. */
+export const shellQuote = (words: readonly string[]): string =>
+  words.map((word) => `'${word.replaceAll("'", "'\\''")}'`).join(' ')
+
+/** Where tmux is, or undefined: the terminal tests then skip, saying so. */
+export const TMUX = (() => {
+  try {
+    return execFileSync('which', ['tmux'], { encoding: 'utf8' }).trim() || undefined
+  } catch {
+    return undefined
+  }
+})()
+
+/**
+ * A tmux server of the test's own, whose panes are terminals of a known size: capture-pane reads a
+ * screen as a person sees it (escapes rendered, not printed). Panes get the clean environment.
+ */
+export class TmuxServer {
+  readonly #dir = mkdtempSync(join(tmpdir(), 'worklease-tmux-'))
+  readonly #socket = join(this.#dir, 'tmux.sock')
+
+  call(...args: string[]): Promise<{ stdout: string }> {
+    return promisify(execFile)(TMUX as string, ['-S', this.#socket, '-f', '/dev/null', ...args], {
+      env: cleanEnv(),
+    })
+  }
+
+  /** Runs `words` in a new pane; the pane stays 60 s after, so what a crash wrote stays on screen. */
+  async start(
+    session: string,
+    size: { x: number; y: number },
+    words: readonly string[],
+    then = '',
+  ): Promise<void> {
+    const command = `${shellQuote(words)}${then ? `; ${then}` : ''}; sleep 60`
+    await this.call('new-session', '-d', '-s', session, '-x', String(size.x), '-y', String(size.y), command)
+  }
+
+  async screen(session: string, { escapes = false } = {}): Promise<string> {
+    return (await this.call('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', session)).stdout
+  }
+
+  /** The screen once it satisfies `predicate`, within 15 s. */
+  async until(session: string, predicate: (text: string) => boolean): Promise<string> {
+    const deadline = Date.now() + 15_000
+    let text = ''
+    while (Date.now() < deadline) {
+      text = await this.screen(session).catch(() => '')
+      if (predicate(text)) return text
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    throw new Error(`the screen never showed what was expected:\n${text}`)
+  }
+
+  keys(session: string, ...keys: string[]): Promise<unknown> {
+    return this.call('send-keys', '-t', session, ...keys)
+  }
+
+  async close(): Promise<void> {
+    await this.call('kill-server').catch(() => undefined)
+    rmSync(this.#dir, { recursive: true, force: true })
+  }
 }
 
 /** A store the tests own: a database handle, a backend on a table of its own, and its --store URL. */
