@@ -8,10 +8,10 @@ import {
   type ListOptions,
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
-import { collectUnhandledRejections, INTERVAL, setup, TTL } from './setup.js'
+import { collectUncaughtExceptions, collectUnhandledRejections, INTERVAL, setup, TTL } from './setup.js'
 
 /** Counts the checkpoints and releases in flight at once: a member's own store work on a give-up. */
 class HandBackCounter extends ForwardingBackend {
@@ -348,24 +348,6 @@ describe('LeasePool', () => {
     await time.until(Promise.all([giverLeaser.close(), b.close()]))
   }, 30_000)
 })
-
-/**
- * Errors thrown on a later tick during one test: how a pool reports a listener that threw. Listening
- * here also tells Vitest they are handled (it reports an uncaught exception only when nobody else
- * listens), so call it inside the describe whose tests expect them.
- */
-function collectUncaughtExceptions(): unknown[] {
-  const thrown: unknown[] = []
-  const onThrown = (error: unknown) => thrown.push(error)
-  beforeEach(() => {
-    thrown.length = 0
-    process.on('uncaughtException', onThrown)
-  })
-  afterEach(() => {
-    process.off('uncaughtException', onThrown)
-  })
-  return thrown
-}
 
 const refused = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 

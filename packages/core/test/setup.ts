@@ -92,16 +92,29 @@ export const text = (state: Uint8Array | null) => (state === null ? null : new T
 
 /** The unhandled rejections of the current test, emptied before each; call once, at a file's top level. */
 export function collectUnhandledRejections(): unknown[] {
-  const unhandled: unknown[] = []
-  const onUnhandled = (reason: unknown) => unhandled.push(reason)
+  return collectProcessEvents('unhandledRejection')
+}
+
+/**
+ * Errors thrown on a later tick during one test: how a pool or a Leaser reports a listener that threw.
+ * Listening here also tells Vitest they are handled (it reports an uncaught exception only when nobody
+ * else listens), so call it inside the describe whose tests expect them.
+ */
+export function collectUncaughtExceptions(): unknown[] {
+  return collectProcessEvents('uncaughtException')
+}
+
+function collectProcessEvents(event: 'unhandledRejection' | 'uncaughtException'): unknown[] {
+  const seen: unknown[] = []
+  const onEvent = (error: unknown) => seen.push(error)
   beforeEach(() => {
-    unhandled.length = 0
-    process.on('unhandledRejection', onUnhandled)
+    seen.length = 0
+    process.on(event, onEvent)
   })
   afterEach(() => {
-    process.off('unhandledRejection', onUnhandled)
+    process.off(event, onEvent)
   })
-  return unhandled
+  return seen
 }
 
 /**
