@@ -17,7 +17,7 @@ import type { LeasePoolOptions } from './lease-pool-options.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
-import { systemTimers, type Timers } from './timers.js'
+import { systemTimers } from './timers.js'
 import { type UnitEnd, UnitRunner } from './unit-runner.js'
 
 const GROUP = /^[A-Za-z0-9._:-]{1,100}$/

@@ -16,7 +16,6 @@ import {
   checkBackend,
   checkBoolean,
   checkCodec,
-  checkFunction,
   checkNumber,
   checkRandom,
   checkSignal,

@@ -1,10 +1,5 @@
 import { MemoryBackend } from '@worklease/memory'
-import {
-  type Backend,
-  isInvalidArgumentError,
-  isLeaseHeldError,
-  raceAbort,
-} from '@worklease/spec'
+import { type Backend, isInvalidArgumentError, isLeaseHeldError, raceAbort } from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { defaultHolderId, Leaser, systemTimers } from '../src/index.js'
