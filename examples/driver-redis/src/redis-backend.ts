@@ -9,6 +9,7 @@ import {
   compareWorkIds,
   createLeaseRecord,
   FencedError,
+  InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseListing,
@@ -70,7 +71,10 @@ export interface RedisBackendOptions {
   client: RedisScriptClient
   /**
    * Prepended to every workId to make its key. Default: `'worklease:'`. Give each application (or
-   * each test) its own prefix to keep their leases apart in one database.
+   * each test) its own prefix to keep their leases apart in one database. Use this option, not the
+   * client's own `keyPrefix`: the constructor refuses a client with one (`InvalidArgumentError`),
+   * because ioredis prefixes a script's keys but not its arguments, and `list` could not find the
+   * leases.
    *
    * ```ts
    * const backend = new RedisBackend({ client, keyPrefix: 'billing:leases:' })
@@ -157,6 +161,7 @@ export class RedisBackend implements Backend {
   constructor(options: RedisBackendOptions) {
     const { client } = options
     refuseResendingClient(client)
+    refusePrefixingClient(client)
     this.#keyPrefix = options.keyPrefix ?? 'worklease:'
     this.#listIndex = options.listIndex ?? !client.isCluster
     if (this.#listIndex && client.isCluster && !hasHashTag(this.#keyPrefix)) {
@@ -456,6 +461,24 @@ function refuseResendingClient(client: RedisScriptClient): void {
         `succeeded could come back FENCED. Use ${fix}.`,
     )
   }
+}
+
+/**
+ * Throws unless the client leaves keys as they are. ioredis prepends its own `keyPrefix` to a script's
+ * KEYS but not to its ARGV, and the list script builds each lease's key from its arguments (the keys
+ * are not known before the index is read): with a client prefix, `list` would find no lease at all.
+ */
+function refusePrefixingClient(client: RedisScriptClient): void {
+  const { options } = client
+  // A Cluster copies redisOptions.keyPrefix to its own options; both are read for a structural client.
+  const clientPrefix = options?.keyPrefix || options?.redisOptions?.keyPrefix
+  if (clientPrefix === undefined || clientPrefix.length === 0) return
+  throw new InvalidArgumentError(
+    `worklease redis: the client has its own keyPrefix (${JSON.stringify(String(clientPrefix))}), ` +
+      "which ioredis adds to a script's keys but not to its arguments, so list would find no lease. " +
+      "Give the prefix to RedisBackend's own keyPrefix option instead: new RedisBackend({ client, " +
+      "keyPrefix: 'app:worklease:' }), with a client that has none (client.duplicate({ keyPrefix: '' })).",
+  )
 }
 
 /** Whether every key with this prefix has the same hash tag, so Redis Cluster puts them in one slot. */

@@ -17,11 +17,18 @@ export interface RedisScriptClient {
    * call sends one command: EVAL with the script's body the first time on a connection, EVALSHA after.
    */
   defineCommand(name: string, definition: { lua: string; numberOfKeys?: number; readOnly?: boolean }): void
-  /** ioredis's options; the backend refuses a client that would resend a command whose reply was lost. */
+  /**
+   * ioredis's options; the backend refuses a client that would resend a command whose reply was lost,
+   * and one with its own `keyPrefix` (give the prefix to the backend's `keyPrefix` option instead).
+   */
   readonly options?: {
     readonly autoResendUnfulfilledCommands?: boolean
     readonly retryDelayOnFailover?: number
-    readonly redisOptions?: { readonly autoResendUnfulfilledCommands?: boolean }
+    readonly keyPrefix?: string | Buffer
+    readonly redisOptions?: {
+      readonly autoResendUnfulfilledCommands?: boolean
+      readonly keyPrefix?: string | Buffer
+    }
   }
   /** True on an ioredis `Cluster`. */
   readonly isCluster?: boolean

@@ -1,4 +1,10 @@
-import { isWorkleaseError, type LeaseRecord, MAX_FENCING_TOKEN, TokensExhaustedError } from '@worklease/spec'
+import {
+  InvalidArgumentError,
+  isWorkleaseError,
+  type LeaseRecord,
+  MAX_FENCING_TOKEN,
+  TokensExhaustedError,
+} from '@worklease/spec'
 import { Cluster, Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
@@ -388,6 +394,51 @@ describe('a command whose reply was lost is never sent twice', () => {
     } finally {
       client.disconnect()
       await proxy.close()
+    }
+  })
+})
+
+// ioredis adds its own keyPrefix to a script's KEYS but not to its ARGV, and the list script builds
+// the lease keys from ARGV: with both prefixes, list found none of the leases acquire had written.
+describe('a client with its own keyPrefix', () => {
+  test('the constructor refuses it with INVALID_ARGUMENT, naming the driver keyPrefix option', async () => {
+    harness = await createHarness()
+    const prefixed = await connect(undefined, { keyPrefix: `${harness.keyPrefix}client:` })
+    const safeCluster = {
+      lazyConnect: true,
+      retryDelayOnFailover: 0,
+      redisOptions: { maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false },
+    }
+    const cluster = new Cluster([], { ...safeCluster, keyPrefix: 'app:' })
+    const clusterByNode = new Cluster([], {
+      ...safeCluster,
+      redisOptions: { ...safeCluster.redisOptions, keyPrefix: 'app:' },
+    })
+    try {
+      for (const client of [prefixed, cluster, clusterByNode]) {
+        const error = (() => {
+          try {
+            new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+          } catch (caught) {
+            return caught
+          }
+        })()
+        expect(error).toBeInstanceOf(InvalidArgumentError)
+        expect(String(error)).toMatch(/RedisBackend's own keyPrefix option/)
+      }
+      // An empty keyPrefix is no prefix (ioredis ignores it).
+      const unprefixed = await connect(undefined, { keyPrefix: '' })
+      try {
+        const backend = new RedisBackend({ client: unprefixed, keyPrefix: harness.keyPrefix })
+        await backend.acquire('w', 'holder-a', TTL)
+        expect((await backend.list()).leases.map((lease) => lease.workId)).toEqual(['w'])
+      } finally {
+        unprefixed.disconnect()
+      }
+    } finally {
+      prefixed.disconnect()
+      cluster.disconnect()
+      clusterByNode.disconnect()
     }
   })
 })
