@@ -19,6 +19,13 @@
 //
 // Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED',
 // 'EXPIRED' or 'EXHAUSTED'. Errors of the store are Redis error replies.
+//
+// An error reply means nothing was written. Redis does not undo a script's writes when it fails
+// later, so every script makes all its reads and checks (where WRONGTYPE, a malformed hash or a bad
+// argument would fail it) before its first write, and no write after the first can fail: it only
+// goes to a hash the script has just read, and Redis refuses a script's writes (out of memory, a
+// read-only replica) only until its first one has run. Only ACQUIRE and RENEW_MANY write more than
+// once, and each says how it keeps to this.
 
 // `now` is Redis's own clock (TIME: seconds and microseconds), so callers' clocks never matter.
 // Epoch milliseconds (about 1.8e12) are exact in a Lua double, and so is now + ttl (ttl < 2^31).
@@ -75,12 +82,16 @@ if f[1] then
   if f[4] == '1' then clean = '1' else clean = '0' end
 end
 local expires = int(now + tonumber(ARGV[3]))
-redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
-  'clean', clean, 'seq', '0')
 -- On every acquire, not only the first: a lease stored before the index existed, or whose index key
 -- was deleted, joins it here. A mark in the hash cannot skip this: it outlives the index it marks.
--- (A ZADD of a member already there with score 0 changes nothing: one dict lookup.)
+-- (A ZADD of a member already there with score 0 changes nothing: one dict lookup.) Before the HSET:
+-- the ZADD is the one write that can fail (WRONGTYPE when the index key holds something else), and
+-- as the first write its failure leaves nothing written. The HSET cannot fail after it: HMGET showed
+-- the key is a hash or absent, and Redis refuses a script's writes (OOM, read-only replica) only
+-- until its first one has run.
 if KEYS[2] then redis.call('ZADD', KEYS[2], 0, ARGV[1]) end
+redis.call('HSET', key, 'token', token, 'holder', ARGV[2], 'expires', expires, 'released', '0',
+  'clean', clean, 'seq', '0')
 -- HGET answers false for a missing state, which the reply carries as nil (it does not end the array).
 if ARGV[4] == '1' then return {'OK', token, expires, clean, redis.call('HGET', key, 'state')} end
 return {'OK', token, expires}
@@ -119,12 +130,14 @@ return {'OK'}
 /**
  * KEYS = the lease keys; ARGV = holderId, ttlMs, then one token per key. Each lease judged as RENEW
  * judges it, at one "now"; returns {'OK', outcome...} with 'R' (renewed), 'E' (expired) or 'F'
- * (fenced) per key, in KEYS order.
+ * (fenced) per key, in KEYS order. Every key is read before any is written: a key of another type
+ * (WRONGTYPE) fails the batch before it has renewed a single lease.
  */
 export const RENEW_MANY = `${PRELUDE}
 local now = now_ms()
 local ttl = tonumber(ARGV[2])
 local out = {'OK'}
+local extend = {}
 for i, key in ipairs(KEYS) do
   local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
   if not is_holder(f, ARGV[i + 2], ARGV[1]) then
@@ -132,10 +145,11 @@ for i, key in ipairs(KEYS) do
   elseif tonumber(f[3]) <= now then
     out[i + 1] = 'E'
   else
-    if now + ttl > tonumber(f[3]) then redis.call('HSET', key, 'expires', int(now + ttl)) end
+    if now + ttl > tonumber(f[3]) then extend[#extend + 1] = key end
     out[i + 1] = 'R'
   end
 end
+for _, key in ipairs(extend) do redis.call('HSET', key, 'expires', int(now + ttl)) end
 return out
 `
 

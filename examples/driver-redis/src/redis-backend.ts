@@ -53,8 +53,8 @@ export interface RedisBackendOptions {
    * caller's decision. `maxRetriesPerRequest: 0` makes a call whose connection dropped reject at
    * once (with `autoResendUnfulfilledCommands: false` alone it would wait for the caller's signal).
    * Commands queued while disconnected (`enableOfflineQueue`) never reached Redis, so sending them
-   * later is harmless, and so is `reconnectOnError`'s resend: every script writes only at its end,
-   * so an error reply means nothing was written.
+   * later is harmless, and so is `reconnectOnError`'s resend: every script reads and checks before its
+   * first write, and no write after the first can fail, so an error reply means nothing was written.
    *
    * ```ts
    * const client = new Redis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', {

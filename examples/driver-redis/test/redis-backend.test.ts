@@ -442,3 +442,42 @@ describe('a client with its own keyPrefix', () => {
     }
   })
 })
+
+// Every script makes its checks and its reads before its first write, so an error reply (which
+// ioredis's reconnectOnError may resend, and which a caller takes for "not done") wrote nothing.
+describe('a script that fails has written nothing', () => {
+  test('an acquire whose list index key has another type (WRONGTYPE) leaves the lease untouched', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    // The index key holds something else: e.g. another backend's lease whose workId nests prefixes.
+    await harness.admin.hset(harness.keyPrefix, 'x', '1')
+    await seed('seeded', 5n)
+    const before = await harness.admin.hgetall(`${harness.keyPrefix}seeded`)
+    for (const acquire of [
+      (workId: string) => backend.acquire(workId, 'holder-a', TTL),
+      (workId: string) => backend.acquireWithCheckpoint(workId, 'holder-a', TTL),
+    ]) {
+      for (const workId of ['new', 'seeded']) {
+        const error = await acquire(workId).catch((caught: unknown) => caught)
+        expect(isWorkleaseError(error)).toBe(false)
+        expect(String(error)).toMatch(/WRONGTYPE/)
+      }
+      expect(await harness.admin.hgetall(`${harness.keyPrefix}new`)).toEqual({})
+      expect(await harness.admin.hgetall(`${harness.keyPrefix}seeded`)).toEqual(before)
+    }
+  })
+
+  test('a renewMany with one key of another type renews none of the batch', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const a = await backend.acquire('a', 'holder', TTL)
+    const b = await backend.acquire('b', 'holder', TTL)
+    const before = await harness.admin.hget(`${harness.keyPrefix}a`, 'expires')
+    await harness.admin.del(`${harness.keyPrefix}b`)
+    await harness.admin.set(`${harness.keyPrefix}b`, 'not a hash')
+    const error = await backend.renewMany([a, b], 10 * TTL).catch((caught: unknown) => caught)
+    expect(isWorkleaseError(error)).toBe(false)
+    expect(String(error)).toMatch(/WRONGTYPE/)
+    expect(await harness.admin.hget(`${harness.keyPrefix}a`, 'expires')).toBe(before)
+  })
+})
