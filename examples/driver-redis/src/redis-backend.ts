@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import {
   type AcquireArgs,
   type AcquiredWithCheckpoint,
@@ -110,24 +111,41 @@ const DEFAULT_MAX_STATE_BYTES = 16 * 1024 * 1024
 /** Leases per renewMany script call: it blocks the server while it runs, so keep it to a few ms. */
 const RENEW_MANY_MAX_RECORDS = 1_000
 
-// Command names this driver adds to the client; the version suffix keeps an older copy of the
-// driver on the same client from overwriting these scripts with different ones.
-// Acquire is defined twice, with one key (no index) and with two (the lease and the index).
+/**
+ * The name under which the driver defines a script on the client: `worklease`, the label, and the
+ * first 12 hex digits of the SHA-1 of the key count and the Lua source. ioredis keeps one script per
+ * name on a client (and with `enableAutoPipelining` runs whichever was defined last under it), so an
+ * older or newer copy of the driver sharing the client must never give another script this name. A
+ * name derived from the definition cannot be kept by mistake when the script changes.
+ */
+export function commandName(label: string, lua: string, numberOfKeys: number | undefined): string {
+  const hash = createHash('sha1')
+    .update(`${numberOfKeys ?? 'dynamic'}\n${lua}`)
+    .digest('hex')
+  return `worklease${label}${hash.slice(0, 12)}`
+}
+
+function command(label: string, lua: string, numberOfKeys: number | undefined) {
+  return [commandName(label, lua, numberOfKeys), lua, numberOfKeys] as const
+}
+
+// Computed once, at module load. Acquire is defined twice, with one key (no index) and with two (the
+// lease and the index).
 const COMMANDS = {
-  acquire: ['workleaseAcquireV5', ACQUIRE, 1],
-  acquireIndexed: ['workleaseAcquireIndexedV5', ACQUIRE, 2],
+  acquire: command('Acquire', ACQUIRE, 1),
+  acquireIndexed: command('AcquireIndexed', ACQUIRE, 2),
   // The same scripts, answering in Buffers: the state comes back as bytes.
-  acquireRead: ['workleaseAcquireV5', ACQUIRE, 1],
-  acquireReadIndexed: ['workleaseAcquireIndexedV5', ACQUIRE, 2],
-  checkpoint: ['workleaseCheckpointV1', CHECKPOINT, 1],
-  renew: ['workleaseRenewV1', RENEW, 1],
+  acquireRead: command('Acquire', ACQUIRE, 1),
+  acquireReadIndexed: command('AcquireIndexed', ACQUIRE, 2),
+  checkpoint: command('Checkpoint', CHECKPOINT, 1),
+  renew: command('Renew', RENEW, 1),
   // No fixed key count: the first argument says how many leases the batch holds.
-  renewMany: ['workleaseRenewManyV1', RENEW_MANY, undefined],
-  release: ['workleaseReleaseV2', RELEASE, 1],
-  readCheckpoint: ['workleaseReadCheckpointV1', READ_CHECKPOINT, 1],
-  list: ['workleaseListV1', LIST, 1],
-  revoke: ['workleaseRevokeV1', REVOKE, 1],
-} as const
+  renewMany: command('RenewMany', RENEW_MANY, undefined),
+  release: command('Release', RELEASE, 1),
+  readCheckpoint: command('ReadCheckpoint', READ_CHECKPOINT, 1),
+  list: command('List', LIST, 1),
+  revoke: command('Revoke', REVOKE, 1),
+}
 
 type Operation = keyof typeof COMMANDS
 

@@ -8,6 +8,8 @@ import {
 import { Cluster, Redis } from 'ioredis'
 import { afterEach, describe, expect, test } from 'vitest'
 import { RedisBackend } from '../src/index.js'
+import * as scripts from '../src/lua-scripts.js'
+import { commandName } from '../src/redis-backend.js'
 import { lossyProxy } from './lossy-proxy.js'
 import {
   connect,
@@ -480,4 +482,84 @@ describe('a script that fails has written nothing', () => {
     expect(String(error)).toMatch(/WRONGTYPE/)
     expect(await harness.admin.hget(`${harness.keyPrefix}a`, 'expires')).toBe(before)
   })
+})
+
+// CHECKPOINT as the first version of this driver defined it (no sequence, no max rule), under the
+// name that version gave it and the current driver kept while its body changed.
+const OLD_CHECKPOINT = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function int(n)
+  return string.format('%.0f', n)
+end
+local function is_holder(f, token, holder)
+  return f[1] == token and f[2] == holder and f[4] ~= '1'
+end
+
+local key = KEYS[1]
+local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
+if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
+redis.call('HSET', key, 'state', ARGV[4], 'expires', int(now_ms() + tonumber(ARGV[3])))
+return {'OK'}
+`
+
+// With enableAutoPipelining, ioredis finds a script by its command name on the client, so another copy
+// of the driver that defines a different script under the same name replaces this one's.
+describe('script command names', () => {
+  test('each name ends in a hash of its definition: two different definitions never share one', async () => {
+    harness = await createHarness()
+    const client = await connect()
+    const defined: Array<{ name: string; definition: string }> = []
+    const define = client.defineCommand.bind(client)
+    client.defineCommand = (name, definition) => {
+      defined.push({ name, definition: `${definition.numberOfKeys}\n${definition.lua}` })
+      define(name, definition)
+    }
+    try {
+      new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+    } finally {
+      client.disconnect()
+    }
+    expect(defined.length).toBeGreaterThan(0)
+    for (const { name } of defined) expect(name).toMatch(/^worklease[A-Za-z]+[0-9a-f]{12}$/)
+    for (const x of defined) {
+      for (const y of defined) expect(x.name === y.name).toBe(x.definition === y.definition)
+    }
+    // The scheme itself: a changed body or key count is a new name; the same definition the same one.
+    expect(commandName('Checkpoint', OLD_CHECKPOINT, 1)).not.toBe(
+      commandName('Checkpoint', scripts.CHECKPOINT, 1),
+    )
+    expect(commandName('Acquire', scripts.ACQUIRE, 1)).not.toBe(commandName('Acquire', scripts.ACQUIRE, 2))
+    expect(commandName('Renew', `${scripts.RENEW} `, 1)).not.toBe(commandName('Renew', scripts.RENEW, 1))
+    expect(commandName('Renew', scripts.RENEW, 1)).toBe(commandName('Renew', scripts.RENEW, 1))
+  })
+
+  for (const enableAutoPipelining of [false, true]) {
+    test(`an older copy of the driver on the same client cannot replace checkpoint (autopipelining ${enableAutoPipelining})`, async () => {
+      harness = await createHarness()
+      const client = await connect(undefined, { enableAutoPipelining })
+      try {
+        const backend = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+        const record = await backend.acquire('w', 'holder-a', TTL)
+        const state = async () => new TextDecoder().decode((await backend.readCheckpoint(record)).state!)
+        // What an older copy's constructor does on the shared client: under the name it used then ...
+        client.defineCommand('workleaseCheckpointV1', { lua: OLD_CHECKPOINT, numberOfKeys: 1 })
+        await backend.checkpoint(record, bytes('new'), TTL, { sequence: 2 })
+        await backend.checkpoint(record, bytes('old'), TTL, { sequence: 1 })
+        expect(await state()).toBe('new')
+        // ... and under the name this scheme gives its body.
+        client.defineCommand(commandName('Checkpoint', OLD_CHECKPOINT, 1), {
+          lua: OLD_CHECKPOINT,
+          numberOfKeys: 1,
+        })
+        await backend.checkpoint(record, bytes('newer'), TTL, { sequence: 4 })
+        await backend.checkpoint(record, bytes('older'), TTL, { sequence: 3 })
+        expect(await state()).toBe('newer')
+      } finally {
+        client.disconnect()
+      }
+    })
+  }
 })
