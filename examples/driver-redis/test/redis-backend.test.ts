@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import {
   InvalidArgumentError,
   isWorkleaseError,
@@ -562,4 +563,54 @@ describe('script command names', () => {
       }
     })
   }
+})
+
+// The Lua docs/writing-a-driver.md prints, checked against the driver's own scripts.
+describe('docs/writing-a-driver.md', () => {
+  const guide = readFileSync(new URL('../../../docs/writing-a-driver.md', import.meta.url), 'utf8')
+  const blocks = [...guide.matchAll(/```lua\n([\s\S]*?)```/g)].map((match) => match[1]!)
+  const real = Object.entries(scripts as Record<string, unknown>).filter(
+    (entry): entry is [string, string] => typeof entry[1] === 'string',
+  )
+
+  test('every Lua block of the guide is part of a real script, verbatim', async () => {
+    harness = await createHarness() // only for afterEach to close
+    expect(blocks.length).toBeGreaterThan(0)
+    for (const block of blocks) {
+      expect(real.find(([, lua]) => lua.includes(block))?.[0], block).toBeDefined()
+    }
+  })
+
+  test("the guide's renew never moves a live lease's expiry earlier", async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const renew = blocks.find((block) => block.includes("'EXPIRED'"))
+    expect(renew).toBeDefined()
+    // The helpers every script starts with, as the guide names them.
+    const helpers = `
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function int(n)
+  return string.format('%.0f', n)
+end
+local function is_holder(f, token, holder)
+  return f[1] == token and f[2] == holder and f[4] ~= '1'
+end
+`
+    const key = `${harness.keyPrefix}w`
+    const record = await backend.acquire('w', 'holder-a', 10 * TTL)
+    const before = Number(await harness.admin.hget(key, 'expires'))
+    const reply = await harness.admin.eval(
+      `${helpers}${renew}`,
+      1,
+      key,
+      record.fencingToken.toString(),
+      record.holderId,
+      '1000',
+    )
+    expect(reply).toEqual(['OK'])
+    expect(Number(await harness.admin.hget(key, 'expires'))).toBe(before)
+  })
 })
