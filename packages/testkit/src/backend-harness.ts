@@ -52,6 +52,19 @@ export interface BackendHarness {
    */
   seedToken?(workId: string, token: bigint): Promise<void>
   /**
+   * Makes the next round trip to the store fail before it reaches the store, with the error the
+   * store's client throws for a broken connection (not a `WorkleaseError`). The case that checks that
+   * a failure of the store is passed on as such, never disguised as `FENCED` or another lease outcome,
+   * needs it; without it that case is skipped with that reason.
+   *
+   * ```ts
+   * let failNext = false
+   * // in the harness's command hook: if (failNext) { failNext = false; throw new Error('ECONNRESET') }
+   * failNextCall: () => { failNext = true },
+   * ```
+   */
+  failNextCall?(): void
+  /**
    * Round trips a successful acquire takes on this store when it is more than one by design, as on
    * MySQL, which has no `INSERT ... RETURNING` (the upsert, then a read of the expiry). Default: 1.
    */

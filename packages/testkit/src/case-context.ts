@@ -87,6 +87,11 @@ export class CaseContext {
     await this.harness.seedToken!(workId, token)
   }
 
+  /** The harness's `failNextCall` (cases that call it check `failsCalls` first). */
+  failNextCall(): void {
+    this.harness.failNextCall!()
+  }
+
   roundTrips(): number | undefined {
     return this.harness.roundTrips?.()
   }

@@ -8,6 +8,7 @@ import {
   createLeaseRecord,
   FencedError,
   isLeaseHeldError,
+  isTokensExhaustedError,
   isWorkleaseError,
   LeaseHeldError,
   type LeasePage,
@@ -18,6 +19,12 @@ import {
 import type { BackendFactory } from './backend-harness.js'
 import { forge, LONG_TTL_MS } from './case-context.js'
 import { LATE_HOLDER_READ_CASE } from './groups/acquire-cases.js'
+import {
+  WITH_CHECKPOINT_CEILING_CASE,
+  WITH_CHECKPOINT_REVOKE_CASE,
+} from './groups/acquire-with-checkpoint-cases.js'
+import { STORE_FAILURE_CASE } from './groups/renew-cases.js'
+import { REVOKED_LISTING_CASE } from './groups/revoke-cases.js'
 import type { GroupName } from './suite-case.js'
 
 /**
@@ -175,7 +182,6 @@ function acquireErrorMutant(name: string, change: (error: unknown) => unknown): 
   )
 }
 
-/** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
 /** A mutant whose listings show every released lease expiring at `expiry(page)`. */
 function releasedListingMutant(name: string, expiry: (page: LeasePage) => Date): Mutant {
   return {
@@ -197,6 +203,27 @@ function releasedListingMutant(name: string, expiry: (page: LeasePage) => Date):
   }
 }
 
+/** A mutant whose listings show each lease as `change` makes it. */
+function listingMutant(
+  name: string,
+  change: (lease: LeasePage['leases'][number]) => LeasePage['leases'][number],
+): Mutant {
+  return {
+    ...mutant(
+      name,
+      'list',
+      class extends ForwardingBackend {
+        override async list(options?: ListOptions) {
+          const page = await super.list(options)
+          return { ...page, leases: page.leases.map(change) }
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  }
+}
+
+/** A mutant whose acquireWithCheckpoint takes the lease right but changes the read it returns. */
 function checkpointMutant(name: string, change: (read: CheckpointRead) => CheckpointRead): Mutant {
   return acquireWithCheckpointMutant(name, async (backend, ...args) => {
     const taken = await backend.acquireWithCheckpoint!(...args)
@@ -386,6 +413,136 @@ export const mutants: readonly Mutant[] = [
     },
     true,
   ),
+  {
+    // As a driver whose list "tidies up" what it reads: it takes over and releases the expired leases
+    // it lists, so their next holder is told the handoff was clean.
+    ...mutant(
+      'list releases the expired leases it lists',
+      'list',
+      class extends ForwardingBackend {
+        override async list(options?: ListOptions) {
+          const page = await super.list(options)
+          for (const lease of page.leases) {
+            if (!lease.free || lease.released) continue
+            const taken = await this.inner.acquire(lease.workId, lease.holderId || 'tidy', LONG_TTL_MS)
+            await this.inner.release(taken).catch(() => undefined)
+          }
+          return page
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  },
+  listingMutant('list shows no holder for a released lease', (lease) =>
+    lease.released ? Object.freeze({ ...lease, holderId: '' }) : lease,
+  ),
+  {
+    ...listingMutant('list shows a revoked lease as released', (lease) =>
+      lease.holderId === '' && !lease.released ? Object.freeze({ ...lease, released: true }) : lease,
+    ),
+    caughtBy: 'revoke',
+    // Only a backend that both revokes and lists can show it.
+    caughtOnlyBy: REVOKED_LISTING_CASE,
+  },
+  {
+    // As a driver that fences an expired holder on revoke though the lease was already free.
+    ...mutant(
+      'revoke of an expired lease returns false but fences its holder',
+      'revoke',
+      class extends ForwardingBackend {
+        override async revoke(workId: string, options?: CallOptions) {
+          const ended = await super.revoke(workId, options)
+          if (!ended) {
+            const taken = await this.inner.acquire(workId, 'revoker', 1).catch(() => undefined)
+            if (taken) await this.inner.release(taken).catch(() => undefined)
+          }
+          return ended
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  },
+  mutant(
+    'checkpoint takes a sequence that is not a positive integer as none given',
+    'badInput',
+    class extends ForwardingBackend {
+      override checkpoint(
+        record: LeaseRecord,
+        state: Uint8Array,
+        ttlMs: number,
+        options?: CheckpointOptions,
+      ) {
+        const sequence = options?.sequence
+        if (sequence === undefined || (Number.isSafeInteger(sequence) && sequence >= 1))
+          return super.checkpoint(record, state, ttlMs, options)
+        return super.checkpoint(
+          record,
+          state,
+          ttlMs,
+          options?.signal ? { signal: options.signal } : undefined,
+        )
+      }
+    },
+  ),
+  {
+    ...acquireWithCheckpointMutant(
+      'acquireWithCheckpoint at the token ceiling says LEASE_HELD',
+      async (backend, ...args) => {
+        try {
+          return await backend.acquireWithCheckpoint!(...args)
+        } catch (error) {
+          throw isTokensExhaustedError(error) ? new LeaseHeldError(undefined, { cause: error }) : error
+        }
+      },
+    ),
+    // Only a harness that can store the largest token reaches the ceiling.
+    caughtOnlyBy: WITH_CHECKPOINT_CEILING_CASE,
+  },
+  {
+    // As a driver that reads the handoff from a "released" flag a revoke never set.
+    ...mutant(
+      'acquireWithCheckpoint reports a clean handoff after a revoke',
+      'acquireWithCheckpoint',
+      class extends ForwardingBackend {
+        readonly #revoked = new Set<string>()
+        override async revoke(workId: string, options?: CallOptions) {
+          const ended = await super.revoke(workId, options)
+          if (ended) this.#revoked.add(workId)
+          return ended
+        }
+        override async acquireWithCheckpoint(
+          workId: string,
+          holderId: string,
+          ttlMs: number,
+          options?: CallOptions,
+        ) {
+          const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+          if (!this.#revoked.delete(workId)) return taken
+          return { ...taken, checkpoint: { ...taken.checkpoint, cleanHandoff: true } }
+        }
+      },
+    ),
+    // Only a backend that revokes has revoked leases.
+    caughtOnlyBy: WITH_CHECKPOINT_REVOKE_CASE,
+  },
+  {
+    // As a driver that maps every error of its client it does not recognise to FENCED.
+    ...mutant(
+      'renew reports a failure of the store as FENCED',
+      'renew',
+      class extends ForwardingBackend {
+        override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+          try {
+            await super.renew(record, ttlMs, options)
+          } catch (error) {
+            if (isWorkleaseError(error) || options?.signal?.aborted) throw error
+            throw new FencedError(undefined, { cause: error })
+          }
+        }
+      },
+    ),
+    caughtOnlyBy: STORE_FAILURE_CASE,
+  },
 ]
 
 /** `factory` with every backend it opens wrapped by `mutant`. */

@@ -33,6 +33,8 @@ export interface SupportContext {
   readonly countsRoundTrips: boolean
   /** The harness has `seedToken()`. */
   readonly seedsTokens: boolean
+  /** The harness has `failNextCall()`. */
+  readonly failsCalls?: boolean
 }
 
 /** One case as a group defines it: what it needs and what it checks. */

@@ -88,6 +88,7 @@ export function bindCase(group: GroupName, definition: CaseDefinition, factory: 
         const reason = definition.unsupported?.(context.capabilities, {
           countsRoundTrips: typeof harness.roundTrips === 'function',
           seedsTokens: typeof harness.seedToken === 'function',
+          failsCalls: typeof harness.failNextCall === 'function',
         })
         if (reason !== undefined) return { status: 'skipped', reason }
         await definition.run(context)

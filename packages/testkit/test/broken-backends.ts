@@ -8,15 +8,18 @@ import {
   FencedError,
   isLeaseHeldError,
   isTokensExhaustedError,
+  isWorkleaseError,
   LeaseHeldError,
   type LeaseRecord,
   type ListOptions,
   type RenewOutcome,
+  validateCheckpointArgs,
+  validateId,
   validateRenewArgs,
   validateRenewManyArgs,
 } from '@worklease/spec'
 import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
-import { memorySeedToken } from './memory-harness.js'
+import { memoryFailNextCall, memorySeedToken } from './memory-harness.js'
 
 /**
  * A MemoryBackend with one rule broken. Each subclass overrides one operation the way a plausible
@@ -38,6 +41,8 @@ class Flawed extends ForwardingBackend {
 function forceFree(lease: StoredLease | undefined): void {
   if (lease) lease.released = true
 }
+
+const isObject = (o: unknown): o is Record<string, unknown> => typeof o === 'object' && o !== null
 
 type BrokenBackendClass = new (store: MemoryStore, clock: Clock) => Backend
 
@@ -348,6 +353,181 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  'list returning a cursor on a full last page': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      const limit = (isObject(options) ? options.limit : undefined) ?? 100
+      if (page.cursor === undefined && page.leases.length === limit) {
+        return { ...page, cursor: page.leases.at(-1)!.workId }
+      }
+      return page
+    }
+  },
+  'list defaulting to 20 leases a page': class extends Flawed {
+    override list(options?: ListOptions) {
+      if (options === undefined) return super.list({ limit: 20 })
+      if (isObject(options) && options.limit === undefined) return super.list({ ...options, limit: 20 })
+      return super.list(options)
+    }
+  },
+  'list releasing the expired leases it lists': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      for (const listed of page.leases) {
+        const lease = this.lease(listed.workId)
+        if (lease && listed.free && !lease.released) lease.released = true
+      }
+      return page
+    }
+  },
+  'list showing a revoked lease as released': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      return { ...page, leases: page.leases.map((l) => (l.holderId === '' ? { ...l, released: true } : l)) }
+    }
+  },
+  'release clearing the holderId': class extends Flawed {
+    override async release(record: LeaseRecord, options?: CallOptions) {
+      await super.release(record, options)
+      const lease = this.lease(record.workId)
+      if (lease?.released) lease.holderId = ''
+    }
+  },
+  'revoke of an expired lease fencing its holder': class extends Flawed {
+    override async revoke(workId: string, options?: CallOptions) {
+      const ended = await super.revoke(workId, options)
+      const lease = this.lease(workId)
+      if (!ended && lease && !lease.released) lease.holderId = ''
+      return ended
+    }
+  },
+  'revoke as a read, then the write': class extends Flawed {
+    override async revoke(workId: string, options?: CallOptions) {
+      validateId('workId', workId)
+      await this.inner.list!({ prefix: workId, limit: 1 })
+      return super.revoke(workId, options)
+    }
+  },
+  'list ignoring an aborted signal': class extends Flawed {
+    override list(options?: ListOptions) {
+      if (isObject(options) && 'signal' in options) {
+        const { signal: _signal, ...rest } = options
+        return super.list(rest)
+      }
+      return super.list(options)
+    }
+  },
+  'revoke ignoring its options': class extends Flawed {
+    override revoke(workId: string) {
+      return super.revoke(workId)
+    }
+  },
+  'list leaving a listener on the signal': class extends Flawed {
+    override list(options?: ListOptions) {
+      if (isObject(options) && options.signal instanceof AbortSignal)
+        options.signal.addEventListener('abort', () => undefined)
+      return super.list(options)
+    }
+  },
+  'acquireWithCheckpoint at the token ceiling saying LEASE_HELD': class extends Flawed {
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      try {
+        return await super.acquireWithCheckpoint(w, h, t, o)
+      } catch (error) {
+        if (isTokensExhaustedError(error)) throw new LeaseHeldError()
+        throw error
+      }
+    }
+  },
+  "acquireWithCheckpoint's LEASE_HELD giving expiresInMs in seconds": class extends Flawed {
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      try {
+        return await super.acquireWithCheckpoint(w, h, t, o)
+      } catch (error) {
+        if (isLeaseHeldError(error) && error.holder) {
+          const { holder } = error
+          throw new LeaseHeldError(undefined, {
+            holder: { ...holder, expiresInMs: Math.round(holder.expiresInMs / 1000) },
+          })
+        }
+        throw error
+      }
+    }
+  },
+  'renewMany reading each record again after validating it': class extends Flawed {
+    override renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const again = records.map((r) => ({
+        workId: r.workId,
+        holderId: r.holderId,
+        fencingToken: r.fencingToken,
+        expiresAt: r.expiresAt,
+      }))
+      return super.renewMany(again, ttlMs, options)
+    }
+  },
+  'renewMany spending a round trip per refused record': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const outcomes: RenewOutcome[] = await super.renewMany(args.records, ttlMs, options)
+      for (const [i, outcome] of outcomes.entries())
+        if (outcome !== 'renewed') await this.inner.readCheckpoint(args.records[i]!).catch(() => undefined)
+      return outcomes
+    }
+  },
+  'checkpoint taking a bad sequence as none given': class extends Flawed {
+    override checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+      if (isObject(options) && 'sequence' in options) {
+        const s = options.sequence
+        if (!(typeof s === 'number' && Number.isSafeInteger(s) && s >= 1)) {
+          const { sequence: _s, ...rest } = options
+          return super.checkpoint(record, state, ttlMs, rest)
+        }
+      }
+      return super.checkpoint(record, state, ttlMs, options)
+    }
+  },
+  'checkpoint with a lower sequence not extending the lease': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
+      const lease = this.lease(args.record.workId)
+      const expiry = lease?.expiresAtMs
+      const stored = lease?.checkpointSequence ?? 0
+      await super.checkpoint(args.record, args.state, args.ttlMs, {
+        sequence: args.sequence,
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+      if (lease && expiry !== undefined && args.sequence < stored) lease.expiresAtMs = expiry
+    }
+  },
+  'acquireWithCheckpoint reporting a clean handoff after a revoke': class extends Flawed {
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      const previous = typeof w === 'string' ? this.lease(w) : undefined
+      const revoked = previous !== undefined && !previous.released && previous.holderId === ''
+      const taken = await super.acquireWithCheckpoint(w, h, t, o)
+      return revoked ? { ...taken, checkpoint: { ...taken.checkpoint, cleanHandoff: true } } : taken
+    }
+  },
+  'renewMany accepting options that are not an object': class extends Flawed {
+    override renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      return super.renewMany(records, ttlMs, isObject(options) ? options : undefined)
+    }
+  },
+  'renew reporting a failure of the store as FENCED': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.renew(record, ttlMs, options)
+      } catch (error) {
+        if (isWorkleaseError(error) || options?.signal?.aborted) throw error
+        throw new FencedError(undefined, { cause: error })
+      }
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -388,6 +568,25 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'renewMany as one renew per record': 'renewMany',
   'renewMany matching workIds case-insensitively': 'renewMany',
   'renewMany accepting records of two holders': 'renewMany',
+  'list returning a cursor on a full last page': 'list',
+  'list defaulting to 20 leases a page': 'list',
+  'list releasing the expired leases it lists': 'list',
+  'list showing a revoked lease as released': 'revoke',
+  'release clearing the holderId': 'list',
+  'revoke of an expired lease fencing its holder': 'revoke',
+  'revoke as a read, then the write': 'revoke',
+  'list ignoring an aborted signal': 'list',
+  'revoke ignoring its options': 'revoke',
+  'list leaving a listener on the signal': 'list',
+  'acquireWithCheckpoint at the token ceiling saying LEASE_HELD': 'acquireWithCheckpoint',
+  "acquireWithCheckpoint's LEASE_HELD giving expiresInMs in seconds": 'acquireWithCheckpoint',
+  'renewMany reading each record again after validating it': 'renewMany',
+  'renewMany spending a round trip per refused record': 'renewMany',
+  'checkpoint taking a bad sequence as none given': 'badInput',
+  'checkpoint with a lower sequence not extending the lease': 'checkpoint',
+  'acquireWithCheckpoint reporting a clean handoff after a revoke': 'acquireWithCheckpoint',
+  'renewMany accepting options that are not an object': 'renewMany',
+  'renew reporting a failure of the store as FENCED': 'renew',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */
@@ -406,6 +605,7 @@ export const brokenBackends: readonly BrokenBackend[] = Object.entries(broken).m
       open: ({ clock }) => new Backend(store, clock),
       roundTrips: () => store.operations,
       seedToken: memorySeedToken(store),
+      failNextCall: memoryFailNextCall(store),
       close: async () => {},
     }
   },

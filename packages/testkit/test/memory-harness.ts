@@ -16,12 +16,38 @@ export const memorySeedToken =
     })
   }
 
+/**
+ * `BackendHarness.failNextCall` for a MemoryStore: every operation of a MemoryBackend counts itself
+ * in `store.operations` before it reads or writes a lease, so the next count throws instead, as a
+ * store's client throws for a broken connection.
+ */
+export function memoryFailNextCall(store: MemoryStore): () => void {
+  let operations = store.operations
+  let failNext = false
+  Object.defineProperty(store, 'operations', {
+    configurable: true,
+    enumerable: true,
+    get: () => operations,
+    set: (value: number) => {
+      if (failNext) {
+        failNext = false
+        throw Object.assign(new Error('connection reset (injected by the harness)'), { code: 'ECONNRESET' })
+      }
+      operations = value
+    },
+  })
+  return () => {
+    failNext = true
+  }
+}
+
 export const memoryFactory: BackendFactory = () => {
   const store = new MemoryStore()
   return {
     open: ({ clock }) => new MemoryBackend({ store, clock }),
     roundTrips: () => store.operations,
     seedToken: memorySeedToken(store),
+    failNextCall: memoryFailNextCall(store),
     close: async () => {},
   }
 }

@@ -1,5 +1,5 @@
 import type { AcquiredWithCheckpoint, BackendCapabilities } from '@worklease/spec'
-import { isLeaseHeldError } from '@worklease/spec'
+import { isLeaseHeldError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
@@ -13,6 +13,25 @@ const needsIt = (caps: BackendCapabilities) =>
 const needsItCounted = (caps: BackendCapabilities, support: SupportContext) =>
   needsIt(caps) ??
   (support.countsRoundTrips ? undefined : 'the harness does not count round trips (no roundTrips())')
+
+const needsItSeeded = (caps: BackendCapabilities, support: SupportContext) =>
+  needsIt(caps) ??
+  (support.seedsTokens ? undefined : 'the harness cannot store a token directly (no seedToken())')
+
+const needsItAndRevoke = (caps: BackendCapabilities) =>
+  needsIt(caps) ?? (caps.revoke ? undefined : 'the backend cannot revoke leases (capabilities.revoke)')
+
+const needsItAndHolder = (caps: BackendCapabilities) =>
+  needsIt(caps) ??
+  (caps.reportsHolder ? undefined : 'the backend does not report the holder (capabilities.reportsHolder)')
+
+/** The name of the token-ceiling case: mutants that only it can see name it. */
+export const WITH_CHECKPOINT_CEILING_CASE =
+  'at the token ceiling it is TOKENS_EXHAUSTED, as acquire says it, and changes nothing'
+
+/** The name of the case that takes over a revoked lease: mutants that only it can see name it. */
+export const WITH_CHECKPOINT_REVOKE_CASE =
+  'after a revoke it returns the state kept and an unclean handoff, like readCheckpoint'
 
 function take(c: CaseContext, workId: string, holderId: string, ttlMs = LONG_TTL_MS) {
   check(
@@ -186,6 +205,73 @@ export const acquireWithCheckpointCases: CaseDefinition[] = [
       const resumed = await count('holder-b')
       checkEqual(resumed.trips, acquireTrips, 'acquireWithCheckpoint of a released lease with a state')
       checkBytes(resumed.taken.checkpoint.state, bytes('resume here'), 'state')
+    },
+  },
+  {
+    name: WITH_CHECKPOINT_CEILING_CASE,
+    unsupported: needsItSeeded,
+    async run(c) {
+      const workId = c.workId()
+      await c.seedToken(workId, MAX_FENCING_TOKEN)
+      for (const holderId of ['holder-a', 'holder-b']) {
+        const error = await rejection(() => take(c, workId, holderId), `acquireWithCheckpoint by ${holderId}`)
+        check(
+          isWorkleaseError(error, 'TOKENS_EXHAUSTED'),
+          `acquireWithCheckpoint at MAX_FENCING_TOKEN: expected TOKENS_EXHAUSTED, got ${show(error)}`,
+        )
+      }
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-a', LONG_TTL_MS),
+        'TOKENS_EXHAUSTED',
+        'acquire after the refused acquireWithCheckpoint',
+      )
+    },
+  },
+  {
+    name: "its LEASE_HELD names the holder as acquire's does: holderId, token, expiresAt and expiresInMs",
+    unsupported: needsItAndHolder,
+    async run(c) {
+      const workId = c.workId()
+      const held = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const error = await rejection(
+        () => take(c, workId, 'holder-b'),
+        'acquireWithCheckpoint of a held lease',
+      )
+      check(isLeaseHeldError(error), `expected LEASE_HELD, got ${show(error)}`)
+      const { holder } = error
+      check(
+        holder !== undefined,
+        'LeaseHeldError.holder is missing though capabilities.reportsHolder is true',
+      )
+      checkEqual(holder.holderId, 'holder-a', 'holder.holderId')
+      checkEqual(holder.fencingToken, held.fencingToken, 'holder.fencingToken')
+      check(holder.expiresAt instanceof Date, 'holder.expiresAt must be a Date')
+      if (c.clientClock) {
+        checkEqual(holder.expiresAt.getTime(), held.expiresAt.getTime(), 'holder.expiresAt')
+        checkEqual(holder.expiresInMs, LONG_TTL_MS, 'holder.expiresInMs')
+      } else {
+        const drift = Math.abs(holder.expiresAt.getTime() - held.expiresAt.getTime())
+        check(drift <= 5_000, `holder.expiresAt is ${drift} ms off the record's`)
+        check(
+          holder.expiresInMs > LONG_TTL_MS - 10_000 && holder.expiresInMs <= LONG_TTL_MS + 5_000,
+          `holder.expiresInMs ${holder.expiresInMs} is not what is left of a ${LONG_TTL_MS} ms lease just taken`,
+        )
+      }
+    },
+  },
+  {
+    name: WITH_CHECKPOINT_REVOKE_CASE,
+    unsupported: needsItAndRevoke,
+    async run(c) {
+      const workId = c.workId()
+      const wedged = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(wedged, bytes('progress'), LONG_TTL_MS)
+      checkEqual(await c.backend.revoke!(workId), true, 'revoke of a live lease')
+      const taken = await take(c, workId, 'holder-b')
+      checkEqual(taken.record.fencingToken, 2n, 'token after revoke')
+      checkBytes(taken.checkpoint.state, bytes('progress'), 'state after revoke')
+      checkEqual(taken.checkpoint.cleanHandoff, false, 'cleanHandoff after revoke')
+      await checkAgreesWithRead(c, taken, 'after revoke')
     },
   },
 ]

@@ -290,6 +290,29 @@ export const badInputCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a checkpoint sequence that is not a positive safe integer is INVALID_ARGUMENT',
+    async run(c) {
+      const f = await fixture(c)
+      const b = c.backend as unknown as Loose
+      const bad: ReadonlyArray<[string, unknown]> = [
+        ['0', 0],
+        ['-1', -1],
+        ['1.5', 1.5],
+        ['NaN', Number.NaN],
+        ['2^53', 2 ** 53],
+        ['a numeric string', '7'],
+        ['a bigint', 7n],
+        ['null', null],
+      ]
+      for (const [label, sequence] of bad) {
+        await checkInvalid(c, `checkpoint with options.sequence ${label}`, () =>
+          b.checkpoint(f.held, bytes('bad sequence'), LONG_TTL_MS, { sequence }),
+        )
+      }
+      await checkUntouched(c, f)
+    },
+  },
+  {
     name: "an already-aborted signal throws the signal's reason before any round trip",
     async run(c) {
       const f = await fixture(c)

@@ -215,6 +215,24 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a checkpoint with a lower sequence keeps the later state but still extends the lease',
+    async run(c) {
+      const workId = c.workId()
+      const ttl = c.clientClock ? 1_000 : 2_000
+      const record = await c.backend.acquire(workId, 'holder-a', ttl)
+      await c.backend.checkpoint(record, bytes('sent second'), ttl, { sequence: 20 })
+      await c.elapse(ttl * 0.6)
+      await c.backend.checkpoint(record, bytes('sent first, landed late'), ttl, { sequence: 10 })
+      await c.elapse(ttl * 0.6)
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after a lower-sequence checkpoint extended the lease',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), 'state')
+    },
+  },
+  {
     name: 'acquire starts a lease with no sequence: a successor stores any sequence',
     async run(c) {
       const workId = c.workId()

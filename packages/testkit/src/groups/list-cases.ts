@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import type { BackendCapabilities, LeaseListing, LeasePage, ListOptions } from '@worklease/spec'
 import { isWorkleaseError } from '@worklease/spec'
 import { check, checkEqual, rejection, show } from '../assertions.js'
@@ -174,6 +175,105 @@ export const listCases: CaseDefinition[] = [
       checkIds(second.leases, [`${p}c`, `${p}c0`, `${p}d`], 'second page')
       checkEqual(second.leases[2]!.released, true, 'd released between pages')
       checkEqual(second.cursor, undefined, 'cursor of the last page')
+    },
+  },
+  {
+    name: 'a full last page has no cursor: the page that ends the listing says so even at limit',
+    unsupported: needsList,
+    async run(c) {
+      for (const id of ['a', 'b', 'c']) await c.backend.acquire(`${c.prefix}${id}`, 'holder-a', LONG_TTL_MS)
+      const full = await list(c, { prefix: c.prefix, limit: 3 })
+      checkIds(
+        full.leases,
+        [`${c.prefix}a`, `${c.prefix}b`, `${c.prefix}c`],
+        'a page of exactly limit leases',
+      )
+      checkEqual(full.cursor, undefined, 'cursor of a last page holding exactly limit leases')
+      const first = await list(c, { prefix: c.prefix, limit: 2 })
+      check(first.cursor !== undefined, 'a cursor after the first of two pages')
+      const last = await list(c, { prefix: c.prefix, limit: 1, cursor: first.cursor })
+      checkIds(last.leases, [`${c.prefix}c`], 'a last page of one')
+      checkEqual(last.cursor, undefined, 'cursor of a last page of one at limit 1')
+    },
+  },
+  {
+    name: 'list pages 100 leases when no limit is given',
+    unsupported: needsList,
+    timeoutMs: 120_000,
+    async run(c) {
+      const expected: string[] = []
+      for (let i = 0; i < 101; i++) expected.push(`${c.prefix}${String(i).padStart(3, '0')}`)
+      for (const id of expected) await c.backend.acquire(id, 'holder-a', LONG_TTL_MS)
+      const first = await list(c, { prefix: c.prefix })
+      checkIds(first.leases, expected.slice(0, 100), 'the first page without a limit')
+      check(first.cursor !== undefined, 'a cursor after the first 100 of 101 leases')
+      const second = await list(c, { prefix: c.prefix, cursor: first.cursor })
+      checkIds(second.leases, expected.slice(100), 'the second page without a limit')
+      checkEqual(second.cursor, undefined, 'cursor of the last page')
+    },
+  },
+  {
+    name: 'list changes no lease: an expired lease it listed is still an unclean handoff at its token',
+    unsupported: needsList,
+    async run(c) {
+      const workId = `${c.prefix}expired`
+      const crashed = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(crashed, bytes('half done'), SHORT_TTL_MS)
+      await c.expire()
+      for (let i = 0; i < 2; i++) {
+        const [listed] = (await list(c, { prefix: c.prefix })).leases
+        checkEqual(listed?.workId, workId, `listing ${i + 1}: workId`)
+        checkEqual(listed?.released, false, `listing ${i + 1}: an expired lease is not released`)
+        checkEqual(listed?.free, true, `listing ${i + 1}: free`)
+        checkEqual(listed?.fencingToken, 1n, `listing ${i + 1}: fencingToken`)
+      }
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'token of the successor after listings')
+      const read = await c.backend.readCheckpoint(next)
+      checkEqual(read.cleanHandoff, false, 'cleanHandoff after a crash that was only listed')
+      checkEqual(new TextDecoder().decode(read.state!), 'half done', 'state')
+    },
+  },
+  {
+    name: 'an ended lease is listed with its last holder: released and expired leases keep their holderId',
+    unsupported: needsList,
+    async run(c) {
+      await c.backend.release(await c.backend.acquire(`${c.prefix}released`, 'holder-b', LONG_TTL_MS))
+      await c.backend.acquire(`${c.prefix}expired`, 'holder-c', SHORT_TTL_MS)
+      await c.expire()
+      const [expired, released] = (await list(c, { prefix: c.prefix })).leases
+      checkEqual(expired?.holderId, 'holder-c', 'holderId of an expired lease')
+      checkEqual(released?.workId, `${c.prefix}released`, 'workId')
+      checkEqual(released?.holderId, 'holder-b', 'holderId of a released lease (its last holder)')
+    },
+  },
+  {
+    name: 'list takes a signal: an aborted one throws its reason before any round trip, a live one keeps no listener',
+    unsupported: needsList,
+    async run(c) {
+      await c.backend.acquire(`${c.prefix}x`, 'holder-a', LONG_TTL_MS)
+      const reason = new Error('caller gave up')
+      const before = c.roundTrips()
+      const error = await rejection(
+        () => list(c, { prefix: c.prefix, signal: AbortSignal.abort(reason) }),
+        'list with an aborted signal',
+      )
+      check(
+        error === reason,
+        `list with an aborted signal must throw the signal's reason, got ${show(error)}`,
+      )
+      checkEqual(c.roundTrips(), before, 'list with an aborted signal: round trips')
+      const { signal } = new AbortController()
+      await Promise.all([
+        list(c, { prefix: c.prefix, signal }),
+        list(c, { prefix: c.prefix, limit: 1, signal }),
+      ])
+      checkIds(
+        (await list(c, { prefix: c.prefix, signal })).leases,
+        [`${c.prefix}x`],
+        'list with a live signal',
+      )
+      checkEqual(getEventListeners(signal, 'abort').length, 0, "the signal's abort listeners after list")
     },
   },
   {

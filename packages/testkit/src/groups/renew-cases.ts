@@ -1,6 +1,12 @@
-import { checkEqual, checkRejects } from '../assertions.js'
+import { isWorkleaseError } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
-import type { CaseDefinition } from '../suite-case.js'
+import type { CaseDefinition, SupportContext } from '../suite-case.js'
+import { bytes } from './shared.js'
+
+/** The name of the store-failure case: the mutant that only it can see names it. */
+export const STORE_FAILURE_CASE =
+  'a failure of the store is passed on as the client threw it, never as FENCED or another lease outcome'
 
 export const renewCases: CaseDefinition[] = [
   {
@@ -140,6 +146,39 @@ export const renewCases: CaseDefinition[] = [
         () => c.backend.renew(forge(record, { workId: c.workId('never') }), LONG_TTL_MS),
         'FENCED',
         'unknown workId',
+      )
+    },
+  },
+  {
+    name: STORE_FAILURE_CASE,
+    unsupported: (_caps, { failsCalls }: SupportContext) =>
+      failsCalls ? undefined : 'the harness cannot make a call to the store fail (no failNextCall())',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('kept'), LONG_TTL_MS)
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ['renew', () => c.backend.renew(record, LONG_TTL_MS)],
+        ['checkpoint', () => c.backend.checkpoint(record, bytes('lost'), LONG_TTL_MS)],
+        ['readCheckpoint', () => c.backend.readCheckpoint(record)],
+        ['release', () => c.backend.release(record)],
+        ['acquire of a new workId', () => c.backend.acquire(c.workId('new'), 'holder-b', LONG_TTL_MS)],
+        ['acquire of the held lease', () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)],
+      ]
+      for (const [name, call] of calls) {
+        c.failNextCall()
+        const error = await rejection(call, `${name} when the store fails`)
+        check(
+          !isWorkleaseError(error),
+          `${name} when the store fails: expected the store's own error, got ${show(error)}`,
+        )
+      }
+      await c.backend.renew(record, LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('kept'), 'state after the failures')
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'the lease after the failures',
       )
     },
   },

@@ -2,10 +2,14 @@ import type { Backend, BackendCapabilities, LeaseRecord, RenewOutcome } from '@w
 import { isWorkleaseError } from '@worklease/spec'
 import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
-import type { CaseDefinition } from '../suite-case.js'
+import type { CaseDefinition, SupportContext } from '../suite-case.js'
 
 const needsRenewMany = (caps: BackendCapabilities) =>
   caps.renewMany ? undefined : 'the backend cannot renew many leases in one call (capabilities.renewMany)'
+
+const needsRenewManyCounted = (caps: BackendCapabilities, support: SupportContext) =>
+  needsRenewMany(caps) ??
+  (support.countsRoundTrips ? undefined : 'the harness does not count round trips (roundTrips)')
 
 type RenewMany = (records: unknown, ttlMs: unknown, options?: unknown) => Promise<RenewOutcome[]>
 
@@ -354,6 +358,84 @@ export const renewManyCases: CaseDefinition[] = [
         checkEqual(show(outcomes), show(['renewed', 'renewed']), 'renewMany(a list whose reads differ)')
         checkEqual(reads, 1, 'reads of an element of the list')
       }
+    },
+  },
+  {
+    name: "renewMany reads each record once: one that turns into another holder's after validation renews nobody",
+    unsupported: needsRenewMany,
+    async run(c) {
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
+      // The intruder's stale record validates; every later read of it answers the victim's values.
+      const intruder = await c.backend.acquire(c.workId('intruder'), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(intruder)
+      const victim = await c.backend.acquire(c.workId('victim'), 'holder-a', ttl)
+      const reads = new Map<string, number>()
+      const shifting = {} as LeaseRecord
+      for (const key of ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const) {
+        Object.defineProperty(shifting, key, {
+          enumerable: true,
+          get() {
+            const n = (reads.get(key) ?? 0) + 1
+            reads.set(key, n)
+            return n === 1 ? intruder[key] : victim[key]
+          },
+        })
+      }
+      const outcomes = await renewManyOf(c.backend)([shifting], LONG_TTL_MS).catch((error: unknown) => error)
+      if (!isWorkleaseError(outcomes, 'INVALID_ARGUMENT')) {
+        checkEqual(show(outcomes), show(['fenced']), "renewMany of a stale record that turns into another's")
+      }
+      await c.expire(ttl)
+      await checkFree(c, victim.workId, 'the victim after renewMany of a shape-shifting record')
+    },
+  },
+  {
+    name: 'renewMany with refused records takes at most one more round trip, however many are refused',
+    unsupported: needsRenewManyCounted,
+    async run(c) {
+      const held = await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS)
+      const refused: LeaseRecord[] = []
+      for (let i = 0; i < 3; i++) {
+        const record = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
+        await c.backend.release(record)
+        refused.push(record)
+      }
+      refused.push(forge(held, { workId: c.workId('never') }))
+      const before = c.roundTrips()!
+      await checkOutcomes(
+        c,
+        [refused[0]!, held, ...refused.slice(1)],
+        LONG_TTL_MS,
+        ['fenced', 'renewed', 'fenced', 'fenced', 'fenced'],
+        'a batch with four refused records',
+      )
+      const trips = c.roundTrips()! - before
+      check(trips >= 1 && trips <= 2, `renewMany with refused records: ${trips} round trips, expected 1..2`)
+    },
+  },
+  {
+    name: 'renewMany options that are not an object, or a signal that is not an AbortSignal, are INVALID_ARGUMENT',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
+      const record = await c.backend.acquire(c.workId(), 'holder-a', ttl)
+      const bad: Array<[string, unknown]> = [
+        ['a string', 'fast'],
+        ['a number', 7],
+        ['null', null],
+        ['a signal that is not an AbortSignal', { signal: { aborted: false } }],
+      ]
+      for (const [label, options] of bad) {
+        const before = c.roundTrips()
+        await checkRejects(
+          () => renewManyOf(c.backend)([record], LONG_TTL_MS, options),
+          'INVALID_ARGUMENT',
+          `renewMany with options ${label}`,
+        )
+        checkEqual(c.roundTrips(), before, `round trips of renewMany with options ${label}`)
+      }
+      await c.expire(ttl)
+      await checkFree(c, record.workId, 'a lease after renewMany calls with bad options')
     },
   },
 ]
