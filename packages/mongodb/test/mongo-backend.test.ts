@@ -5,7 +5,7 @@ import {
   type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { BSON, MongoClient, MongoServerError } from 'mongodb'
+import { BSON, MongoClient, MongoNetworkError, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
 import { prefixUpperBound } from '../src/prefix-range.js'
@@ -476,6 +476,21 @@ describe('storage', () => {
     expect(error).toBeInstanceOf(TypeError)
     expect(isWorkleaseError(error)).toBe(false)
     expect((error as Error).cause).toBeInstanceOf(MongoServerError)
+  })
+
+  test("the harness's failNextCall fails one operation before its command is sent, as a reset connection", async () => {
+    const { harness, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 10_000)
+    harness.failNextCall!()
+    const error = await caught(backend.renew(record, 10_000))
+    expect(error).toBeInstanceOf(MongoNetworkError)
+    // Never sent; the failure was one operation only, also for a cursor's first read.
+    expect(harness.commands()).toEqual(['findAndModify'])
+    await backend.renew(record, 10_000)
+    harness.failNextCall!()
+    expect(await caught(backend.list())).toBeInstanceOf(MongoNetworkError)
+    expect(harness.commands()).toEqual(['findAndModify', 'update'])
+    expect((await backend.list()).leases).toHaveLength(1)
   })
 })
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { BackendFactory, BackendHarness } from '@worklease/testkit'
-import { type Collection, type Document, MongoClient } from 'mongodb'
+import { type Collection, type Document, MongoClient, MongoNetworkError } from 'mongodb'
 import { inject } from 'vitest'
 import { createLeaseCollection, MongoBackend, type MongoBackendOptions } from '../src/index.js'
 
@@ -48,6 +48,98 @@ export function countingClient(): { client: MongoClient; commands: () => string[
   return { client, commands: () => seen }
 }
 
+// The Collection methods that send a command and return its promise, and those that return a cursor
+// whose first read sends one. Every other property (names, options, sync helpers) passes through.
+const PROMISE_OPERATIONS = new Set([
+  'findOneAndUpdate',
+  'findOneAndReplace',
+  'findOneAndDelete',
+  'findOne',
+  'updateOne',
+  'updateMany',
+  'replaceOne',
+  'insertOne',
+  'insertMany',
+  'deleteOne',
+  'deleteMany',
+  'bulkWrite',
+  'countDocuments',
+  'estimatedDocumentCount',
+  'distinct',
+])
+const CURSOR_OPERATIONS = new Set(['find', 'aggregate'])
+const CURSOR_READS = new Set(['toArray', 'next', 'tryNext', 'hasNext', 'forEach'])
+
+/**
+ * What the driver throws when the connection under a command drops (a reset socket becomes a
+ * `MongoNetworkError` with the socket's error as its cause), and its retry, if any, fails too.
+ */
+export function droppedConnectionError(): MongoNetworkError {
+  const cause = Object.assign(new Error('read ECONNRESET'), {
+    code: 'ECONNRESET',
+    errno: -104,
+    syscall: 'read',
+  })
+  return new MongoNetworkError('read ECONNRESET (injected by the test harness)', { cause })
+}
+
+/**
+ * `BackendHarness.failNextCall` for MongoDB: `wrap` gives each backend its collection behind a Proxy;
+ * after `failNextCall()`, the next operation on any wrapped collection rejects with
+ * {@link droppedConnectionError} without calling the driver, so no command is sent (and none is
+ * counted). A cursor method fails at its first read, where the driver would send the command.
+ */
+export function commandFailer(): {
+  wrap<T extends object>(collection: T): T
+  failNextCall(): void
+} {
+  let failNext = false
+  const take = (): boolean => {
+    const fail = failNext
+    failNext = false
+    return fail
+  }
+  const failingCursor = <C extends object>(cursor: C): C => {
+    let failed = false
+    return new Proxy(cursor, {
+      get(target, property) {
+        const value = Reflect.get(target, property, target)
+        if (typeof value !== 'function') return value
+        if (failed || !CURSOR_READS.has(String(property))) return value.bind(target)
+        return () => {
+          // The cursor never sends its command, so it holds nothing on the server to close.
+          failed = true
+          return Promise.reject(droppedConnectionError())
+        }
+      },
+    })
+  }
+  return {
+    wrap: (collection) =>
+      new Proxy(collection, {
+        get(target, property) {
+          const value = Reflect.get(target, property, target)
+          if (typeof value !== 'function') return value
+          const name = String(property)
+          if (PROMISE_OPERATIONS.has(name)) {
+            return (...args: unknown[]) =>
+              take() ? Promise.reject(droppedConnectionError()) : value.apply(target, args)
+          }
+          if (CURSOR_OPERATIONS.has(name)) {
+            return (...args: unknown[]) => {
+              const cursor = value.apply(target, args)
+              return take() ? failingCursor(cursor) : cursor
+            }
+          }
+          return value.bind(target)
+        },
+      }),
+    failNextCall: () => {
+      failNext = true
+    },
+  }
+}
+
 export interface MongoHarness extends BackendHarness {
   /** The case's collection, over an unmonitored client: for inspecting and arranging documents. */
   readonly collection: Collection<Document>
@@ -65,13 +157,14 @@ export function mongoHarnessFactory(extra: Partial<MongoBackendOptions> = {}): (
     const name = `lease_${randomUUID().replaceAll('-', '')}`
     const { collection } = await createLeaseCollection(admin.db(TEST_DATABASE), { collection: name })
     const opened: { client: MongoClient; commands: () => string[] }[] = []
+    const failer = commandFailer()
     return {
       collection,
       open: ({ clock }) => {
         const counting = countingClient()
         opened.push(counting)
         return new MongoBackend({
-          collection: counting.client.db(TEST_DATABASE).collection(name),
+          collection: failer.wrap(counting.client.db(TEST_DATABASE).collection(name)),
           clock,
           ...serverOptions,
           ...extra,
@@ -89,6 +182,7 @@ export function mongoHarnessFactory(extra: Partial<MongoBackendOptions> = {}): (
           releasedToken: token,
         })
       },
+      failNextCall: failer.failNextCall,
       roundTrips: () => opened.reduce((sum, { commands }) => sum + commands().length, 0),
       commands: () => opened.flatMap(({ commands }) => commands()),
       close: async () => {
