@@ -326,6 +326,19 @@ describe('DynamoBackend on a real server', () => {
     expect((error as Error).name).toBe('ResourceNotFoundException')
   })
 
+  test("the harness's failNextCall fails one request before it is sent, as a reset connection", async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    const sent = table.roundTrips()
+    table.failNextCall!()
+    const error = await backend.renew(record, 10_000).catch((e: unknown) => e)
+    expect(error).toMatchObject({ name: 'TimeoutError', code: 'ECONNRESET' })
+    // Never sent: not counted, and the lease is as it was; the failure was one request only.
+    expect(table.roundTrips()).toBe(sent)
+    await backend.renew(record, 10_000)
+    expect(table.roundTrips()).toBe(sent + 1)
+  })
+
   test('options are checked at construction', () => {
     const client = table.admin
     expect(() => new DynamoBackend({ client, table: 't', maxStateBytes: 400 * 1024 })).toThrow(

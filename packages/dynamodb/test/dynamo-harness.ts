@@ -45,6 +45,47 @@ export function countRequests(client: DynamoDBClient, onRequest: (target: string
   )
 }
 
+/**
+ * What the SDK's Node HTTP handler rejects with when the connection under a request is reset: the
+ * socket's error, renamed `TimeoutError` (the name the SDK gives ECONNRESET, EPIPE and ETIMEDOUT).
+ */
+export function droppedConnectionError(): Error {
+  return Object.assign(new Error('read ECONNRESET (injected by the test harness)'), {
+    name: 'TimeoutError',
+    code: 'ECONNRESET',
+    errno: -104,
+    syscall: 'read',
+  })
+}
+
+/**
+ * `BackendHarness.failNextCall` for DynamoDB: `install(client)` adds a middleware in the
+ * `finalizeRequest` step, after signing and just before the HTTP handler, where a dropped connection
+ * fails; after `failNextCall()`, the next request of any installed client throws
+ * {@link droppedConnectionError} there instead of being sent. Install it before
+ * {@link countRequests}, so the request that never left is not counted. Inside the SDK's retry step
+ * like a real network error, so it reaches the caller only for a command sent as a single attempt,
+ * as the backend sends each of its own.
+ */
+export function requestFailer(): { install(client: DynamoDBClient): void; failNextCall(): void } {
+  let failNext = false
+  return {
+    install(client) {
+      client.middlewareStack.add(
+        (next) => (args) => {
+          if (!failNext) return next(args)
+          failNext = false
+          return Promise.reject(droppedConnectionError())
+        },
+        { step: 'finalizeRequest', priority: 'low', name: 'worklease-test-fail-next-request' },
+      )
+    },
+    failNextCall: () => {
+      failNext = true
+    },
+  }
+}
+
 export const uniqueTableName = (): string => `worklease-test-${randomUUID()}`
 
 /** A table of its own, plus clients opened over it; `roundTrips()` counts their requests. */
@@ -78,11 +119,13 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
   const clients: DynamoDBClient[] = []
   const byCommand: Record<string, number> = {}
   let total = 0
+  const failer = requestFailer()
   return {
     tableName,
     admin,
     open({ clock }, overrides = {}) {
       const client = newClient()
+      failer.install(client)
       countRequests(client, (name) => {
         total++
         byCommand[name] = (byCommand[name] ?? 0) + 1
@@ -117,6 +160,7 @@ export async function createTestTable(options: { partitionKey?: string } = {}): 
         }),
       )
     },
+    failNextCall: failer.failNextCall,
     roundTrips: () => total,
     requests: () => ({ ...byCommand }),
     async close() {
