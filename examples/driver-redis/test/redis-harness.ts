@@ -36,6 +36,21 @@ export function countCommands(client: Redis, onCommand: (name: string) => void):
   }
 }
 
+/**
+ * Makes the commands `client` sends fail, unsent, while `takeFailure()` says so: rejected as ioredis
+ * rejects a command once its connection has closed (its `sendCommand` on an ended connection), with
+ * the client's own "Connection is closed." error. Wraps `sendCommand` as {@link countCommands} does,
+ * so apply it after that: a refused command is not counted.
+ */
+export function failCommands(client: Redis, takeFailure: () => boolean): void {
+  const send = client.sendCommand.bind(client)
+  client.sendCommand = (command, stream) => {
+    if (!takeFailure()) return send(command, stream)
+    command.reject(new Error('Connection is closed.'))
+    return command.promise
+  }
+}
+
 /** A command as MONITOR reports it: the client that sent it (`lua` inside a script) and its arguments. */
 export interface MonitoredCommand {
   readonly source: string
@@ -108,6 +123,12 @@ export async function createHarness(): Promise<RedisTestHarness> {
   const clients: Redis[] = []
   const byName: Record<string, number> = {}
   let total = 0
+  let failNext = false
+  const takeFailure = () => {
+    const fail = failNext
+    failNext = false
+    return fail
+  }
   return {
     keyPrefix,
     admin,
@@ -118,9 +139,13 @@ export async function createHarness(): Promise<RedisTestHarness> {
         total++
         byName[name] = (byName[name] ?? 0) + 1
       })
+      failCommands(client, takeFailure)
       return new RedisBackend({ client, keyPrefix, ...overrides })
     },
     roundTrips: () => total,
+    failNextCall: () => {
+      failNext = true
+    },
     commands: () => ({ ...byName }),
     // A released lease at `token`, written by hand through the admin client (outside the count).
     async seedToken(workId, token) {
