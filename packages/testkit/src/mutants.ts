@@ -184,29 +184,15 @@ function acquireErrorMutant(name: string, change: (error: unknown) => unknown): 
 
 /** A mutant whose listings show every released lease expiring at `expiry(page)`. */
 function releasedListingMutant(name: string, expiry: (page: LeasePage) => Date): Mutant {
-  return {
-    ...mutant(
-      name,
-      'list',
-      class extends ForwardingBackend {
-        override async list(options?: ListOptions) {
-          const page = await super.list(options)
-          const expiresAt = expiry(page)
-          const leases = page.leases.map((lease) =>
-            lease.released ? Object.freeze({ ...lease, expiresAt }) : lease,
-          )
-          return { ...page, leases }
-        }
-      },
-    ),
-    needsOptionalOperation: true,
-  }
+  return listingMutant(name, (lease, page) =>
+    lease.released ? Object.freeze({ ...lease, expiresAt: expiry(page) }) : lease,
+  )
 }
 
 /** A mutant whose listings show each lease as `change` makes it. */
 function listingMutant(
   name: string,
-  change: (lease: LeasePage['leases'][number]) => LeasePage['leases'][number],
+  change: (lease: LeasePage['leases'][number], page: LeasePage) => LeasePage['leases'][number],
 ): Mutant {
   return {
     ...mutant(
@@ -215,7 +201,7 @@ function listingMutant(
       class extends ForwardingBackend {
         override async list(options?: ListOptions) {
           const page = await super.list(options)
-          return { ...page, leases: page.leases.map(change) }
+          return { ...page, leases: page.leases.map((lease) => change(lease, page)) }
         }
       },
     ),
