@@ -455,6 +455,14 @@ describe('storage', () => {
     await backend.checkpoint(record, state, 10_000)
     const read = await backend.readCheckpoint(record)
     expect(read.state?.byteLength).toBe(LARGEST_STATE)
+    if (ferretdb1) {
+      // FerretDB 1.x stores documents in PostgreSQL or SQLite and does not refuse one a byte over
+      // MongoDB's 16 MiB, so it cannot show the bound is tight; FerretDB 2 and MongoDB do.
+      console.warn(
+        `[worklease mongodb] not checked on FerretDB ${ferretdbVersion}: one byte over the bound refused`,
+      )
+      return
+    }
     // One byte more and the document would pass the server's limit: the bound is tight.
     const oneMore = { $set: { state: new Uint8Array(LARGEST_STATE + 1) } }
     await expect(harness.collection.updateOne({ _id: LONGEST_ID as never }, oneMore)).rejects.toThrow()
