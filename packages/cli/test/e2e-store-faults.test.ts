@@ -33,6 +33,14 @@ const MONGODB_URL = (
 const DIALECTS = process.env.WORKLEASE_DIALECTS?.split(',').map((name) => name.trim())
 const ON_POSTGRES = !DIALECTS || DIALECTS.includes('postgres')
 const ON_MONGODB = !DIALECTS || DIALECTS.includes('mongodb')
+if (!ON_POSTGRES) {
+  console.warn(
+    '[worklease cli] skipping the postgres store-fault tests: postgres is not in WORKLEASE_DIALECTS',
+  )
+}
+if (!ON_MONGODB) {
+  console.warn('[worklease cli] skipping the MongoDB store-fault tests: mongodb is not in WORKLEASE_DIALECTS')
+}
 
 /** Like the harness's cli(), with a longer leash: a run that hangs is killed and reported as code -1. */
 function cliWithin(
