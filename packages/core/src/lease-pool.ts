@@ -298,14 +298,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       await this.#starting?.catch(() => undefined)
       await this.#ticking
       for (const runner of this.#runners.values()) runner.stop()
-      let timer: NodeJS.Timeout | undefined
+      const { timers } = this.#options
+      let timer: unknown
       await Promise.race([
         Promise.allSettled(this.#finishing),
-        new Promise((resolve) => {
-          timer = setTimeout(resolve, limit)
+        new Promise<void>((resolve) => {
+          timer = timers.setTimeout(() => resolve(), limit)
         }),
       ])
-      clearTimeout(timer)
+      timers.clearTimeout(timer)
       await this.#membership?.release().catch(() => undefined)
       this.#letProcessExit?.()
     })()

@@ -637,6 +637,30 @@ describe('LeasePool input', () => {
     expect(leaser.leases).toEqual([])
   })
 
+  test("close()'s timeout runs on the pool's timers: a handler that never returns stops waiting in fake time", async () => {
+    const { time, leaser, store } = setup()
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      // Ignores its signal: close() waits out timeoutMs, then releases the membership anyway.
+      handler: () => new Promise<void>(() => undefined),
+    })
+    await time.until(pool.start())
+    const closing = pool.close({ timeoutMs: 10_000 })
+    const waited = await time.until(closing, 20_000, 1_000)
+    await expect(Promise.race([closing.then(() => 'closed'), time.flush().then(() => 'open')])).resolves.toBe(
+      'closed',
+    )
+    expect(waited).toBeGreaterThanOrEqual(10_000)
+    expect(waited).toBeLessThan(20_000)
+    // The handler still runs: its unit stays held, the membership is given back.
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    expect(store.leases.get('g/m/worker-a')?.released).toBe(true)
+  })
+
   test('maxMovesPerRebalance is read once', async () => {
     const { time, leaser, store } = setup()
     let reads = 0
