@@ -18,16 +18,16 @@ import {
   type ListOptions,
   MAX_FENCING_TOKEN,
   type RenewOutcome,
+  type RevokeOptions,
   systemClock,
   TokensExhaustedError,
   validateAcquireArgs,
-  validateCallOptions,
   validateCheckpointArgs,
-  validateId,
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import { MemoryStore, type StoredLease } from './memory-store.js'
 
@@ -225,13 +225,14 @@ export class MemoryBackend implements Backend {
     return { leases, now: new Date(now), ...(workIds.length > limit ? { cursor: page.at(-1)! } : {}) }
   }
 
-  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
-    validateId('workId', workId)
-    validateCallOptions(options)
+  async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
+    const args = validateRevokeArgs(workId, options)
     this.store.operations++
-    const lease = this.store.leases.get(workId)
+    const lease = this.store.leases.get(args.workId)
     const now = this.#clock.now()
     if (!lease || lease.released || lease.expiresAtMs <= now) return false
+    // Only the tenure the caller named, when it named one: a later holder's lease is not its to end.
+    if (args.fencingToken !== undefined && lease.fencingToken !== args.fencingToken) return false
     lease.holderId = REVOKED_HOLDER
     lease.expiresAtMs = now - 1
     return true

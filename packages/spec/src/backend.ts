@@ -3,6 +3,7 @@ import type { CallOptions, CheckpointOptions } from './call-options.js'
 import type { LeasePage, ListOptions } from './lease-listing.js'
 import type { LeaseRecord } from './lease-record.js'
 import type { RenewOutcome } from './renew-outcome.js'
+import type { RevokeOptions } from './revoke-options.js'
 
 /** What {@link Backend.readCheckpoint} returns. */
 export interface CheckpointRead {
@@ -146,13 +147,28 @@ export interface Backend {
    * `cleanHandoff: false` (the holder did not finish cleanly); the checkpointed state is kept. A lease
    * that is already free is left as it is. `list` shows a revoked lease expired, not released, with
    * holderId `''` (no holder can have that id, so no record matches it again).
-   * @returns whether a live lease was ended.
+   *
+   * With `options.fencingToken` ({@link RevokeOptions}) it ends only that tenure: a live lease whose
+   * stored token equals it. Any other state (a later token after a takeover, a token not yet handed
+   * out, a lease released, expired or never taken) returns `false` and changes nothing. An operator
+   * who looked at the lease first passes the token they saw, so a holder that took over since is
+   * never the one revoked. Without it, whoever holds the lease when the write lands is revoked.
+   *
+   * One round trip on every path, with or without the token: the token is part of the one
+   * conditional write (a predicate of the `UPDATE`, the filter, the condition expression, the
+   * script's check), never a read followed by a write. Before any round trip (nothing changes then),
+   * it throws `InvalidArgumentError` for a bad workId, options that are not an object, and a
+   * `fencingToken` that is not a bigint in `1n..MAX_FENCING_TOKEN`; the options are read once
+   * (`validateRevokeArgs`), so a getter answering differently on a second read cannot reach the store.
+   * @returns whether a live lease (of that token, when given) was ended.
    *
    * ```ts
    * if (await backend.revoke('invoice-42')) console.log('revoked; the next holder reconciles')
+   * // Only the tenure an operator saw: false if worker-a's token-7 lease ended or was taken over.
+   * await backend.revoke('invoice-42', { fencingToken: 7n })
    * ```
    */
-  revoke?(workId: string, options?: CallOptions): Promise<boolean>
+  revoke?(workId: string, options?: RevokeOptions): Promise<boolean>
 
   /**
    * Optional (`capabilities.renewMany`): renews many leases of one holder in one round trip, for a

@@ -25,6 +25,7 @@ export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'
 export type { LeaseRecord } from './lease-record.js'
 export { raceAbort } from './race-abort.js'
 export type { RenewOutcome } from './renew-outcome.js'
+export type { RevokeOptions } from './revoke-options.js'
 export {
   type AcquireArgs,
   type CheckpointArgs,
@@ -39,6 +40,7 @@ export {
   type RecordArgs,
   type RenewArgs,
   type RenewManyArgs,
+  type RevokeArgs,
   type StateCopyOptions,
   type ValidatedCallOptions,
   validateAcquireArgs,
@@ -52,6 +54,7 @@ export {
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
   validateState,
   validateTtl,
 } from './validation.js'

@@ -203,32 +203,35 @@ export interface ValidatedCallOptions {
  * never reaches the store. Returns the options read once.
  */
 export function validateCallOptions(options: unknown): ValidatedCallOptions {
-  const { signal } = validateOptions(options, false)
+  const { signal } = validateOptions(options, undefined)
   return signal === undefined ? {} : { signal }
 }
 
+/** The option a validator reads besides the signal: checkpoint's sequence, revoke's fencingToken. */
+type ExtraOption = 'sequence' | 'fencingToken'
+
 /**
- * Reads `options.signal` (and `options.sequence`) once each, in that order, and checks the signal.
- * Written out rather than with readOnce and a rest pattern: every call of every backend comes
+ * Reads `options.signal` (and `options[extra]`, if asked) once each, in that order, and checks the
+ * signal. Written out rather than with readOnce and a rest pattern: every call of every backend comes
  * through here, and the runner always passes a signal.
  */
 function validateOptions(
   options: unknown,
-  withSequence: boolean,
-): { readonly signal?: AbortSignal; readonly sequence?: unknown } {
+  extra: ExtraOption | undefined,
+): { readonly signal?: AbortSignal; readonly extra?: unknown } {
   if (options === undefined) return {}
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
   }
   let signal: unknown
-  let sequence: unknown
+  let value: unknown
   try {
     signal = (options as { signal?: unknown }).signal
-    if (withSequence) sequence = (options as { sequence?: unknown }).sequence
+    if (extra !== undefined) value = (options as Record<ExtraOption, unknown>)[extra]
   } catch (error) {
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
-  if (signal === undefined) return { sequence }
+  if (signal === undefined) return { extra: value }
   if (
     typeof signal !== 'object' ||
     signal === null ||
@@ -238,7 +241,7 @@ function validateOptions(
     throw new InvalidArgumentError('options.signal must be an AbortSignal')
   }
   ;(signal as AbortSignal).throwIfAborted()
-  return { signal: signal as AbortSignal, sequence }
+  return { signal: signal as AbortSignal, extra: value }
 }
 
 /** What {@link validateAcquireArgs} returns: the arguments, read once. */
@@ -258,7 +261,7 @@ export function validateAcquireArgs(
   validateId('workId', workId)
   validateId('holderId', holderId)
   validateTtl(ttlMs)
-  const { signal } = validateOptions(options, false)
+  const { signal } = validateOptions(options, undefined)
   return signal === undefined ? { workId, holderId, ttlMs } : { workId, holderId, ttlMs, signal }
 }
 
@@ -313,7 +316,7 @@ export function validateCheckpointArgs(
   const snapshot = validateRecord(record)
   const bytes = validateState(state, maxStateBytes, copy)
   validateTtl(ttlMs)
-  const { signal, sequence = nextCheckpointSequence() } = validateOptions(options, true)
+  const { signal, extra: sequence = nextCheckpointSequence() } = validateOptions(options, 'sequence')
   validateCheckpointSequence(sequence)
   return signal === undefined
     ? { record: snapshot, state: bytes, ttlMs, sequence }
@@ -324,7 +327,7 @@ export function validateCheckpointArgs(
 export function validateRenewArgs(record: unknown, ttlMs: unknown, options: unknown): RenewArgs {
   const snapshot = validateRecord(record)
   validateTtl(ttlMs)
-  const { signal } = validateOptions(options, false)
+  const { signal } = validateOptions(options, undefined)
   return signal === undefined ? { record: snapshot, ttlMs } : { record: snapshot, ttlMs, signal }
 }
 
@@ -395,8 +398,33 @@ export function validateRenewManyArgs(
 /** Everything {@link Backend.release} and {@link Backend.readCheckpoint} must check before their round trip. */
 export function validateRecordArgs(record: unknown, options: unknown): RecordArgs {
   const snapshot = validateRecord(record)
-  const { signal } = validateOptions(options, false)
+  const { signal } = validateOptions(options, undefined)
   return signal === undefined ? { record: snapshot } : { record: snapshot, signal }
+}
+
+/** What {@link validateRevokeArgs} returns: the workId and the options, read once. */
+export interface RevokeArgs extends ValidatedCallOptions {
+  readonly workId: string
+  /** `options.fencingToken`: revoke only the live lease stored at this token. Absent: whoever holds it. */
+  readonly fencingToken?: bigint
+}
+
+/**
+ * Everything `Backend.revoke` must check before its round trip: the workId, and the options read
+ * once (`signal`, then `fencingToken`, a bigint in `1n..`{@link MAX_FENCING_TOKEN} when given). A
+ * backend puts the snapshot's token, never `options.fencingToken` read again, into its one
+ * conditional write.
+ *
+ * ```ts
+ * const { workId: id, fencingToken, signal } = validateRevokeArgs(workId, options)
+ * ```
+ */
+export function validateRevokeArgs(workId: unknown, options: unknown): RevokeArgs {
+  validateId('workId', workId)
+  const { signal, extra: fencingToken } = validateOptions(options, 'fencingToken')
+  if (fencingToken === undefined) return signal === undefined ? { workId } : { workId, signal }
+  validateFencingToken(fencingToken, 'options.fencingToken')
+  return signal === undefined ? { workId, fencingToken } : { workId, fencingToken, signal }
 }
 
 /**

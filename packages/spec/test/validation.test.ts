@@ -11,6 +11,7 @@ import {
   validateRecord,
   validateRecordArgs,
   validateRenewArgs,
+  validateRevokeArgs,
   validateState,
   validateTtl,
 } from '../src/index.js'
@@ -213,6 +214,58 @@ describe('checkpoint sequences', () => {
     const record = createLeaseRecord('w', 'h', 1n, Date.now())
     expect(() => validateCheckpointArgs(record, new Uint8Array(1), 10, 8, { sequence })).toThrow(
       expect.objectContaining(invalid),
+    )
+  })
+})
+
+describe('validateRevokeArgs', () => {
+  test('a workId alone, or with a signal and an expected token in 1n..MAX_FENCING_TOKEN', () => {
+    expect(validateRevokeArgs('w', undefined)).toEqual({ workId: 'w' })
+    expect(validateRevokeArgs('w', {})).toEqual({ workId: 'w' })
+    expect(validateRevokeArgs('w', { fencingToken: 1n })).toEqual({ workId: 'w', fencingToken: 1n })
+    const { signal } = new AbortController()
+    expect(validateRevokeArgs('w', { signal, fencingToken: MAX_FENCING_TOKEN })).toEqual({
+      workId: 'w',
+      fencingToken: MAX_FENCING_TOKEN,
+      signal,
+    })
+  })
+  test.each([0n, -1n, MAX_FENCING_TOKEN + 1n, 1, '1', null, { valueOf: () => 1n }])(
+    'rejects fencingToken %s',
+    (fencingToken) => {
+      expect(() => validateRevokeArgs('w', { fencingToken })).toThrow(
+        expect.objectContaining({ ...invalid, message: expect.stringContaining('options.fencingToken') }),
+      )
+    },
+  )
+  test('rejects a bad workId and options that are not an object', () => {
+    expect(() => validateRevokeArgs('', { fencingToken: 1n })).toThrow(expect.objectContaining(invalid))
+    expect(() => validateRevokeArgs('w', 'now')).toThrow(expect.objectContaining(invalid))
+  })
+  test('the options are read once: a token getter cannot show the store another token', () => {
+    let reads = 0
+    const options = {
+      get fencingToken() {
+        reads++
+        return reads === 1 ? 7n : undefined
+      },
+    }
+    const args = validateRevokeArgs('w', options)
+    expect(args.fencingToken).toBe(7n)
+    expect(reads).toBe(1)
+  })
+  test('a getter that throws is bad input; an aborted signal throws its reason first', () => {
+    const throwing = {
+      get fencingToken(): bigint {
+        throw new Error('gone')
+      },
+    }
+    expect(() => validateRevokeArgs('w', throwing)).toThrow(
+      expect.objectContaining({ ...invalid, message: 'options could not be read' }),
+    )
+    const reason = new Error('stop')
+    expect(() => validateRevokeArgs('w', { signal: AbortSignal.abort(reason), fencingToken: 0n })).toThrow(
+      reason,
     )
   })
 })

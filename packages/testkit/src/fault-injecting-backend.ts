@@ -8,6 +8,7 @@ import type {
   LeaseRecord,
   ListOptions,
   RenewOutcome,
+  RevokeOptions,
 } from '@worklease/spec'
 
 /**
@@ -251,7 +252,7 @@ export class FaultInjectingBackend implements Backend {
   }
 
   /** Passed straight through, like {@link list}. */
-  revoke(workId: string, options?: CallOptions): Promise<boolean> {
+  revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     if (!this.inner.revoke) return Promise.reject(new TypeError('the inner backend cannot revoke'))
     return this.inner.revoke(workId, options)
   }

@@ -15,6 +15,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   type RenewOutcome,
+  type RevokeOptions,
 } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
 import { forge, LONG_TTL_MS } from './case-context.js'
@@ -107,7 +108,7 @@ export class ForwardingBackend implements Backend {
     if (!this.inner.list) return Promise.reject(new TypeError('the inner backend cannot list'))
     return this.inner.list(options)
   }
-  revoke(workId: string, options?: CallOptions): Promise<boolean> {
+  revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     if (!this.inner.revoke) return Promise.reject(new TypeError('the inner backend cannot revoke'))
     return this.inner.revoke(workId, options)
   }
@@ -443,6 +444,21 @@ export const mutants: readonly Mutant[] = [
             if (taken) await this.inner.release(taken).catch(() => undefined)
           }
           return ended
+        }
+      },
+    ),
+    needsOptionalOperation: true,
+  },
+  {
+    // As a driver written before revoke took an expected token: it validates the options as call
+    // options and ends whoever holds the lease, the holder that took over since the operator looked.
+    ...mutant(
+      'revoke ignores options.fencingToken',
+      'revoke',
+      class extends ForwardingBackend {
+        override revoke(workId: string, options?: RevokeOptions) {
+          if (typeof options !== 'object' || options === null) return super.revoke(workId, options)
+          return super.revoke(workId, options.signal === undefined ? {} : { signal: options.signal })
         }
       },
     ),

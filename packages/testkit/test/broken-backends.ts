@@ -13,10 +13,12 @@ import {
   type LeaseRecord,
   type ListOptions,
   type RenewOutcome,
+  type RevokeOptions,
   validateCheckpointArgs,
   validateId,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import { type BackendFactory, ForwardingBackend, type GroupName } from '../src/index.js'
 import { memoryFailNextCall, memorySeedToken } from './memory-harness.js'
@@ -422,6 +424,34 @@ const broken: Record<string, BrokenBackendClass> = {
       return super.revoke(workId)
     }
   },
+  'revoke ignoring its fencingToken': class extends Flawed {
+    override revoke(workId: string, options?: RevokeOptions) {
+      const { signal } = validateRevokeArgs(workId, options)
+      return super.revoke(workId, signal ? { signal } : undefined)
+    }
+  },
+  'revoke reading its fencingToken again for the write': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      validateRevokeArgs(workId, options)
+      this.store.operations++
+      const lease = this.lease(workId)
+      const expected = options?.fencingToken
+      if (!lease || lease.released || lease.expiresAtMs <= this.clock.now()) return false
+      if (expected !== undefined && lease.fencingToken !== expected) return false
+      lease.holderId = ''
+      lease.expiresAtMs = this.clock.now() - 1
+      return true
+    }
+  },
+  'revoke comparing the token in a read before the write': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const { fencingToken, signal } = validateRevokeArgs(workId, options)
+      if (fencingToken === undefined) return super.revoke(workId, options)
+      const { leases } = await this.inner.list!({ prefix: workId, limit: 1 })
+      if (leases.find((l) => l.workId === workId)?.fencingToken !== fencingToken) return false
+      return super.revoke(workId, signal ? { signal } : undefined)
+    }
+  },
   'list leaving a listener on the signal': class extends Flawed {
     override list(options?: ListOptions) {
       if (isObject(options) && options.signal instanceof AbortSignal)
@@ -577,6 +607,9 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'revoke as a read, then the write': 'revoke',
   'list ignoring an aborted signal': 'list',
   'revoke ignoring its options': 'revoke',
+  'revoke ignoring its fencingToken': 'revoke',
+  'revoke reading its fencingToken again for the write': 'revoke',
+  'revoke comparing the token in a read before the write': 'revoke',
   'list leaving a listener on the signal': 'list',
   'acquireWithCheckpoint at the token ceiling saying LEASE_HELD': 'acquireWithCheckpoint',
   "acquireWithCheckpoint's LEASE_HELD giving expiresInMs in seconds": 'acquireWithCheckpoint',

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events'
-import type { BackendCapabilities } from '@worklease/spec'
-import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
+import { type BackendCapabilities, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, outcome, rejection, show } from '../assertions.js'
 import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -15,6 +15,9 @@ const needsRevokeCounted = (caps: BackendCapabilities, support: SupportContext) 
   needsRevoke(caps) ??
   (support.countsRoundTrips ? undefined : 'the harness does not count round trips (no roundTrips())')
 
+const needsRevokeSeeded = (caps: BackendCapabilities, support: SupportContext) =>
+  needsRevoke(caps) ?? (support.seedsTokens ? undefined : 'the harness cannot seed a token (no seedToken())')
+
 /** The name of the case that lists a revoked lease: mutants that only it can see name it. */
 export const REVOKED_LISTING_CASE = "list shows a revoked lease expired, not released, with holderId ''"
 
@@ -22,6 +25,33 @@ function revoke(c: CaseContext, workId: string, options?: unknown): Promise<bool
   check(typeof c.backend.revoke === 'function', 'capabilities.revoke is true but backend.revoke is missing')
   const loose = c.backend as unknown as { revoke(id: string, options?: unknown): Promise<boolean> }
   return options === undefined ? loose.revoke(workId) : loose.revoke(workId, options)
+}
+
+/**
+ * The holder of `record` still has its lease, as if no revoke had been asked: it renews, checkpoints
+ * and reads its state, and nobody else can take the lease.
+ */
+async function checkStillHeld(c: CaseContext, record: LeaseRecord, what: string): Promise<void> {
+  const renewed = await outcome(() => c.backend.renew(record, LONG_TTL_MS))
+  checkEqual(renewed, 'ok', `${what}: renew by the holder (token ${record.fencingToken})`)
+  await c.backend.checkpoint(record, bytes(`after ${what}`), LONG_TTL_MS)
+  checkBytes((await c.backend.readCheckpoint(record)).state, bytes(`after ${what}`), `${what}: state`)
+  await checkRejects(
+    () => c.backend.acquire(record.workId, 'holder-z', LONG_TTL_MS),
+    'LEASE_HELD',
+    `${what}: acquire by another holder`,
+  )
+}
+
+/** Options whose `fencingToken` answers `first` on its first read and `later` on every other. */
+function shiftingToken(first: unknown, later: unknown): { options: object; reads: () => number } {
+  let reads = 0
+  const options = {}
+  Object.defineProperty(options, 'fencingToken', {
+    enumerable: true,
+    get: () => (++reads === 1 ? first : later),
+  })
+  return { options, reads: () => reads }
 }
 
 export const revokeCases: CaseDefinition[] = [
@@ -69,6 +99,117 @@ export const revokeCases: CaseDefinition[] = [
       await c.expire()
       checkEqual(await revoke(c, expiredId), false, 'revoke of an expired lease')
       await c.backend.renew(expired, LONG_TTL_MS).catch(() => undefined)
+    },
+  },
+  {
+    name: 'revoke with the current fencingToken ends the lease, as revoke without one does',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      // Token 2, so that a driver comparing with anything but the stored token is seen.
+      await c.backend.release(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
+      const wedged = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      await c.backend.checkpoint(wedged, bytes('progress'), LONG_TTL_MS)
+      checkEqual(
+        await revoke(c, workId, { fencingToken: 2n }),
+        true,
+        'revoke with the current token (2n) of a live lease',
+      )
+      await checkRejects(() => c.backend.renew(wedged, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: 2n }),
+        false,
+        'a second revoke with the same token (the lease is already ended)',
+      )
+      const next = await c.backend.acquire(workId, 'holder-c', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 3n, 'token after revoke')
+      const read = await c.backend.readCheckpoint(next)
+      checkEqual(read.cleanHandoff, false, 'cleanHandoff after revoke')
+      checkBytes(read.state, bytes('progress'), 'state after revoke')
+    },
+  },
+  {
+    name: 'revoke with a stale or future fencingToken returns false and changes nothing: the holder keeps renewing',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      // The lease the operator looked at (token 1) crashed, and holder-b took it over (token 2).
+      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      await c.backend.checkpoint(holder, bytes('mine'), LONG_TTL_MS)
+      for (const [label, fencingToken] of [
+        ['the stale token 1n (before the takeover)', looked.fencingToken],
+        ['the future token 3n', 3n],
+        ['the largest token', MAX_FENCING_TOKEN],
+      ] as const) {
+        checkEqual(await revoke(c, workId, { fencingToken }), false, `revoke with ${label}`)
+        await checkStillHeld(c, holder, `revoke with ${label}`)
+      }
+      const read = await c.backend.readCheckpoint(holder)
+      checkEqual(read.cleanHandoff, false, 'cleanHandoff of the takeover, unchanged')
+      // The refused revokes left the lease live, at its token: the current token still ends it.
+      checkEqual(await revoke(c, workId, { fencingToken: 2n }), true, 'revoke with the current token')
+    },
+  },
+  {
+    name: 'revoke with a fencingToken of a free lease (released, expired or never taken) returns false and changes nothing',
+    unsupported: needsRevoke,
+    async run(c) {
+      const neverId = c.workId('never')
+      checkEqual(await revoke(c, neverId, { fencingToken: 1n }), false, 'revoke of an unknown workId')
+      const first = await c.backend.acquire(neverId, 'holder-a', LONG_TTL_MS)
+      checkEqual(first.fencingToken, 1n, 'first token of a workId only a revoke named')
+      checkEqual((await c.backend.readCheckpoint(first)).cleanHandoff, true, 'its cleanHandoff')
+
+      const releasedId = c.workId('released')
+      const released = await c.backend.acquire(releasedId, 'holder-a', LONG_TTL_MS)
+      await c.backend.release(released)
+      checkEqual(
+        await revoke(c, releasedId, { fencingToken: released.fencingToken }),
+        false,
+        'revoke of a released lease with its token',
+      )
+      const next = await c.backend.acquire(releasedId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'token after a revoke that did nothing')
+      checkEqual((await c.backend.readCheckpoint(next)).cleanHandoff, true, 'cleanHandoff kept')
+
+      const expiredId = c.workId('expired')
+      const expired = await c.backend.acquire(expiredId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(expired, bytes('before'), SHORT_TTL_MS)
+      await c.expire()
+      checkEqual(
+        await revoke(c, expiredId, { fencingToken: expired.fencingToken }),
+        false,
+        'revoke of an expired lease with its token',
+      )
+      // An expired lease nobody took is revived by its holder's checkpoint, then renewed.
+      const revived = await outcome(() => c.backend.checkpoint(expired, bytes('after'), LONG_TTL_MS))
+      checkEqual(revived, 'ok', 'checkpoint by the holder of the expired lease the revoke left alone')
+      await checkStillHeld(c, expired, 'revoke of an expired lease with its token')
+    },
+  },
+  {
+    name: 'revoke with the largest token ends a lease held at MAX_FENCING_TOKEN; one below does not',
+    unsupported: needsRevokeSeeded,
+    async run(c) {
+      const workId = c.workId()
+      await c.seedToken(workId, MAX_FENCING_TOKEN - 1n)
+      const last = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      checkEqual(last.fencingToken, MAX_FENCING_TOKEN, 'the largest token')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: MAX_FENCING_TOKEN - 1n }),
+        false,
+        'revoke with MAX_FENCING_TOKEN - 1n (equal to it as a double)',
+      )
+      await checkStillHeld(c, last, 'revoke with MAX_FENCING_TOKEN - 1n')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: MAX_FENCING_TOKEN }),
+        true,
+        'revoke with MAX_FENCING_TOKEN',
+      )
+      await checkRejects(() => c.backend.renew(last, LONG_TTL_MS), 'FENCED', 'renew after revoke')
     },
   },
   {
@@ -178,6 +319,93 @@ export const revokeCases: CaseDefinition[] = [
       const { signal } = new AbortController()
       checkEqual(await revoke(c, workId, { signal }), true, 'revoke with a live signal')
       checkEqual(getEventListeners(signal, 'abort').length, 0, "the signal's abort listeners after revoke")
+    },
+  },
+  {
+    name: 'revoke with a fencingToken is one round trip, whether it ends the lease or not',
+    unsupported: needsRevokeCounted,
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await revoke(c, c.workId('warm-up'), { fencingToken: 1n })
+      for (const [label, fencingToken, expected] of [
+        ['a stale token', record.fencingToken + 1n, false],
+        ['the current token', record.fencingToken, true],
+        ['the token of the lease it just ended', record.fencingToken, false],
+      ] as const) {
+        const before = c.roundTrips()!
+        checkEqual(await revoke(c, workId, { fencingToken }), expected, `revoke with ${label}`)
+        checkEqual(c.roundTrips()! - before, 1, `round trips of revoke with ${label}`)
+      }
+    },
+  },
+  {
+    name: 'revoke checks options.fencingToken: not a bigint in 1n..MAX_FENCING_TOKEN is INVALID_ARGUMENT before any round trip, and changes nothing',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const throwing = {}
+      Object.defineProperty(throwing, 'fencingToken', {
+        get() {
+          throw new Error('no token today')
+        },
+      })
+      const bad: Array<[string, unknown]> = [
+        ['the number 1', { fencingToken: 1 }],
+        ["the string '1'", { fencingToken: '1' }],
+        ['null', { fencingToken: null }],
+        ['0n', { fencingToken: 0n }],
+        ['-1n', { fencingToken: -1n }],
+        ['MAX_FENCING_TOKEN + 1n', { fencingToken: MAX_FENCING_TOKEN + 1n }],
+        ['2n ** 64n + 1n (1n as an unsigned 64-bit integer)', { fencingToken: 2n ** 64n + 1n }],
+        ['an object that stringifies to 1', { fencingToken: { toString: () => '1', valueOf: () => 1n } }],
+        ['a getter that throws', throwing],
+      ]
+      for (const [label, options] of bad) {
+        const before = c.roundTrips()
+        await checkRejects(
+          () => revoke(c, workId, options),
+          'INVALID_ARGUMENT',
+          `revoke with fencingToken ${label}`,
+        )
+        checkEqual(c.roundTrips(), before, `revoke with fencingToken ${label}: round trips`)
+      }
+      await checkStillHeld(c, record, 'revokes with a bad fencingToken')
+    },
+  },
+  {
+    name: 'revoke reads options.fencingToken once: a token that changes after validation ends nothing it did not name',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      // Validation sees the stale token; a driver that read the option again would send the current
+      // one, or none (revoke whoever holds it).
+      for (const [label, later] of [
+        ['the current token', holder.fencingToken],
+        ['undefined', undefined],
+      ] as const) {
+        const { options, reads } = shiftingToken(looked.fencingToken, later)
+        checkEqual(
+          await revoke(c, workId, options),
+          false,
+          `revoke with a fencingToken read as ${looked.fencingToken}n, then as ${label}`,
+        )
+        checkEqual(reads(), 1, `reads of options.fencingToken (then ${label})`)
+        await checkStillHeld(c, holder, `revoke with a fencingToken turning into ${label}`)
+      }
+      // And the other way: validation sees the current token, which the revoke must act on.
+      const { options, reads } = shiftingToken(holder.fencingToken, looked.fencingToken)
+      checkEqual(
+        await revoke(c, workId, options),
+        true,
+        `revoke with a fencingToken read as ${holder.fencingToken}n, then as ${looked.fencingToken}n`,
+      )
+      checkEqual(reads(), 1, 'reads of options.fencingToken')
+      await checkRejects(() => c.backend.renew(holder, LONG_TTL_MS), 'FENCED', 'renew after revoke')
     },
   },
 ]
