@@ -386,7 +386,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     } finally {
       call.done = true
       // Found (a late success, or our own holder) but not handed out: nobody will renew it.
-      if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found.record)
+      if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found)
       else if (!call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
       dispose()
       letGo()
@@ -474,7 +474,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    *    their own and the successor sees `cleanHandoff: false`.
    *
    * Within the same `timeoutMs` it also waits for the acquire attempts it cut short: one that took
-   * the lease after all is released before `close()` resolves.
+   * the lease after all is released before `close()` resolves (or left to expire, if it took the lease
+   * from a crashed holder: released, it would hide that crash from the successor).
    *
    * Keeps the process alive until it settles. Idempotent.
    *
@@ -571,7 +572,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     // of this acquire may be taking the lease anew (at a larger token) once it expired.
     const { timers, ttlMs, safetyMarginMs } = this.#ctx
     if (call.done || new LocalDeadline(timers, ttlMs - safetyMarginMs, found.start).remaining() <= 0) {
-      this.#releaseOrphan(call.workId, found.record)
+      this.#releaseOrphan(call.workId, found)
       return
     }
     const waiting = call.found === undefined
@@ -593,11 +594,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const token = found.record.fencingToken
     if (token === kept.record.fencingToken) return
     if (token < kept.record.fencingToken) {
-      this.#releaseOrphan(call.workId, found.record)
+      this.#releaseOrphan(call.workId, found)
       return
     }
     call.found = found
-    this.#releaseOrphan(call.workId, kept.record)
+    this.#releaseOrphan(call.workId, kept)
   }
 
   /**
@@ -672,27 +673,41 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
     invoke(() => this.backend.acquire(call.workId, this.holderId, this.ttlMs)).then(
       (record) => {
-        this.#releaseOrphan(call.workId, record)
+        this.#releaseOrphan(call.workId, { record })
         this.#settled()
       },
       (error: unknown) => {
         const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
-        if (found) this.#releaseOrphan(call.workId, found.record)
+        if (found) this.#releaseOrphan(call.workId, found)
         this.#settled()
       },
     )
   }
 
   /**
-   * Releases a lease nobody will use, best effort and bounded like every other store call. Not one
-   * this Leaser handed out: overlapping acquires of one workId can both come to know one token.
+   * Frees a lease nobody will use, best effort and bounded like every other store call. Not one this
+   * Leaser handed out: overlapping acquires of one workId can both come to know one token.
+   *
+   * Released only after a clean handoff: a release marks the lease ended cleanly, and after a crash
+   * that would tell the successor the crashed holder finished its step, though nobody ran since. So
+   * a lease taken from a crash is left to expire, and the successor sees `cleanHandoff: false` a ttl
+   * later. Where the acquire brought no checkpoint, one read tells which it is.
    */
-  #releaseOrphan(workId: string, record: LeaseRecord): void {
+  #releaseOrphan(workId: string, { record, checkpoint }: Taken): void {
     if (this.#handedOut(workId, record.fencingToken)) return
     this.#retire(workId, record.fencingToken)
+    if (checkpoint?.cleanHandoff === false) return
     this.#unawaited++
     const settled = () => this.#settled()
-    this.#ctx.callSignals.call((signal) => this.backend.release(record, { signal })).then(settled, settled)
+    const { callSignals } = this.#ctx
+    const release = () => callSignals.call((signal) => this.backend.release(record, { signal }))
+    const freed =
+      checkpoint === undefined
+        ? callSignals
+            .call((signal) => this.backend.readCheckpoint(record, { signal }))
+            .then((read) => (read.cleanHandoff === true ? release() : undefined))
+        : release()
+    freed.then(settled, settled)
   }
 
   /** One of the calls counted in {@link #unawaited} settled. */

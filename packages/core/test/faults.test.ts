@@ -343,6 +343,79 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
   })
 
+  describe('a lease nobody will use, taken after a crash, is left to expire: the crash stays unclean', () => {
+    /** The predecessor checkpointed 'page 3' and crashed: its lease expired, never released. */
+    async function afterACrash(setupOptions: Parameters<typeof setup>[0] = {}) {
+      const fixture = setup(setupOptions)
+      const crashed = await fixture.other.acquire('job', 'worker-c', TTL)
+      await fixture.other.checkpoint(crashed, new TextEncoder().encode('page 3'), TTL)
+      await fixture.time.advance(TTL + 1)
+      return fixture
+    }
+
+    /** What the successor reads once the orphan's ttl is over: the crash, not a clean handoff. */
+    async function successorReads({ time, other, store }: Awaited<ReturnType<typeof afterACrash>>) {
+      expect(store.leases.get('job')?.released).toBe(false)
+      await time.advance(TTL + 1)
+      const { record, checkpoint } = await other.acquireWithCheckpoint('job', 'worker-b', TTL)
+      return { token: record.fencingToken, ...checkpoint }
+    }
+    const crashRead = { token: 3n, state: new TextEncoder().encode('page 3'), cleanHandoff: false }
+
+    test('an attempt the caller gave up on lands late (its checkpoint said unclean)', async () => {
+      const fixture = await afterACrash()
+      fixture.backend.setReplyLatency(50, 'acquire')
+      const controller = new AbortController()
+      const acquiring = track(fixture.leaser.acquire('job', { signal: controller.signal }))
+      await fixture.time.advance(10)
+      controller.abort(new Error('no longer wanted'))
+      await fixture.time.advance(100)
+      expect((acquiring.error as Error).message).toBe('no longer wanted')
+      expect(fixture.backend.calls.release).toBe(0)
+      expect(await successorReads(fixture)).toEqual(crashRead)
+    })
+
+    test('an attempt close() cut short lands late', async () => {
+      const fixture = await afterACrash()
+      fixture.backend.setReplyLatency(50, 'acquire')
+      const acquiring = track(fixture.leaser.acquire('job'))
+      await fixture.time.advance(1)
+      const closing = track(fixture.leaser.close())
+      await fixture.time.advance(100)
+      expect(acquiring.rejected).toBe(true)
+      expect(closing.settled).toBe(true)
+      expect(await successorReads(fixture)).toEqual(crashRead)
+    })
+
+    test('a lost reply found again through LEASE_HELD (no checkpoint came with it: read, then kept)', async () => {
+      const fixture = await afterACrash()
+      fixture.backend.setReplyLatency(50, 'acquire')
+      fixture.backend.loseNextReplies('acquire')
+      const controller = new AbortController()
+      const acquiring = track(fixture.leaser.acquire('job', { signal: controller.signal }))
+      await fixture.time.advance(10)
+      controller.abort(new Error('no longer wanted'))
+      await fixture.time.advance(300)
+      expect((acquiring.error as Error).message).toBe('no longer wanted')
+      expect(fixture.backend.calls.acquire).toBe(2)
+      expect(fixture.backend.calls.release).toBe(0)
+      expect(await successorReads(fixture)).toEqual(crashRead)
+    })
+
+    test('without acquireWithCheckpoint, a late attempt is read before it is released or kept', async () => {
+      const fixture = await afterACrash({ prefetchCheckpoint: false })
+      fixture.backend.setReplyLatency(50, 'acquire')
+      const controller = new AbortController()
+      track(fixture.leaser.acquire('job', { signal: controller.signal }))
+      await fixture.time.advance(10)
+      controller.abort(new Error('no longer wanted'))
+      await fixture.time.advance(100)
+      expect(fixture.backend.calls.readCheckpoint).toBe(1)
+      expect(fixture.backend.calls.release).toBe(0)
+      expect(await successorReads(fixture)).toEqual(crashRead)
+    })
+  })
+
   test('a lease this Leaser holds, or abandoned, is never adopted twice (leases are not reentrant)', async () => {
     const { time, leaser, backend } = setup()
     const held = await leaser.acquire('held')
