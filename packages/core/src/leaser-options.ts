@@ -91,7 +91,7 @@ export interface LeaserOptions<S = Uint8Array> {
    * Backoff for transient store errors and for polling a held lease with `wait`. A waiter learns of a
    * release by polling: with this policy, but never sleeping past the current lease's expiry when the
    * backend reports it (`capabilities.reportsHolder`), so a crashed holder is taken over right at its
-   * ttl (plus up to 50 ms of jitter) and a released lease within one poll interval. Each field is
+   * ttl (plus up to 25 ms of jitter) and a released lease within one poll interval. Each field is
    * checked like the other millisecond options, and one left out takes its default.
    *
    * ```ts

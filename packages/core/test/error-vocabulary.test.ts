@@ -17,6 +17,30 @@ describe('one error vocabulary', () => {
     expect(isWorkleaseError(lease.lossError, ErrorCode.LEASE_LOST)).toBe(true)
   })
 
+  test('what is not a lease outcome carries no lease code: a store that never answers, an undecodable checkpoint', async () => {
+    const { leaser, backend, time, memory } = setup({ callTimeoutMs: 20, retry: { maxAttempts: 2 } })
+    backend.setDown(true, 'hang')
+    const acquiring = leaser.acquire('job').catch((error: unknown) => error)
+    await time.until(acquiring)
+    const timedOut = await acquiring
+    expect(timedOut).toBeInstanceOf(DOMException)
+    expect(timedOut).toMatchObject({ name: 'TimeoutError' })
+    expect(isWorkleaseError(timedOut)).toBe(false)
+    backend.setDown(false)
+
+    const record = await memory.acquire('json', 'writer', 1_000)
+    await memory.checkpoint(record, bytes('not json'), 1_000)
+    await memory.release(record)
+    const reader = new core.Leaser({ backend: memory, ttlMs: 1_000, timers: time, codec: core.jsonCodec() })
+    const reading = reader.run('json', (lease) => lease.readCheckpoint()).catch((error: unknown) => error)
+    await time.until(reading)
+    const undecodable = await reading
+    expect(undecodable).toBeInstanceOf(TypeError)
+    expect((undecodable as TypeError).cause).toBeInstanceOf(SyntaxError)
+    expect(isWorkleaseError(undecodable)).toBe(false)
+    await time.until(reader.close())
+  })
+
   test('core re-exports the guards and the code list, so one package is enough', () => {
     for (const name of [
       'ErrorCode',
