@@ -119,11 +119,12 @@ export interface FencedUpsert<DB = any, T extends string = string> {
    */
   key: FenceRow<DB, T>
   /**
-   * The other columns to write, inserted or updated. The fence column is added by the fence. No column
-   * may appear twice among `key`, `values` and the fence column, in any case (SQLite and MySQL fold a
-   * column name's case) or through a plugin that renames columns (`CamelCasePlugin`): such a write is
-   * refused before anything is sent, since the database would take one of the two values and might
-   * judge the fence by the caller's.
+   * The other columns to write, inserted or updated. The fence column is written by the fence: under its
+   * exact name in `values` (a whole row passed as it is) it is left out, and the token written. No other
+   * column may appear twice among `key`, `values` and the fence column, in any case (SQLite and MySQL
+   * fold a column name's case) or through a plugin that renames columns (`CamelCasePlugin`): such a
+   * write is refused before anything is sent, since the database would take one of the two values and
+   * might judge the fence by the caller's.
    *
    * ```ts
    * await fence.upsert({ table: 'orders', key: { id: 7 }, values: { total: 42, status: 'paid' }, token })

@@ -283,6 +283,18 @@ for (const target of TARGETS) {
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 9', token: 9n })
     })
 
+    test("upsert: the fence column under its exact name in values is the fence's: left out, the token written", async () => {
+      // A whole row passed as it is may carry the column; what it holds is never the fence's value.
+      await seed('order-1', 'from 5', 5n)
+      const write = { table: storage.table, key: { id: 'order-1' }, token: 7n }
+      expect(await fence.upsert({ ...write, values: { total: 'from 7', fencing_token: 999 } })).toBe(true)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 7', token: 7n })
+      expect(
+        await fence.upsert({ ...write, token: 6n, values: { total: 'stale 6', fencing_token: 999 } }),
+      ).toBe(false)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 7', token: 7n })
+    })
+
     test('names that are not plain identifiers are refused before any statement, never escaped', async () => {
       const before = statements
       for (const column of ['fencing_token"; --', 'fencing token', '', 'a.b']) {
