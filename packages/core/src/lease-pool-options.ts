@@ -8,7 +8,8 @@ import type { PoolHandler } from './unit-runner.js'
 export interface LeasePoolOptions<S = Uint8Array> {
   /**
    * The runner this member holds its leases with; its holderId is the member's identity and its
-   * backend must have the `list` capability (every first-party driver does).
+   * backend must have the `list` capability (every first-party driver does; `DynamoBackend` once given
+   * its `listIndex`).
    *
    * ```ts
    * const pool = new LeasePool({ leaser: new Leaser({ backend, ttlMs: 30_000 }), group: 'imports', units, handler })
