@@ -18,6 +18,15 @@ import {
 } from './reduce-run.js'
 import { forkWorker, inProcessWorker, type WorkerHandle } from './worker-handles.js'
 
+/** Waits for `promise`, or `ms` at most. */
+export async function within(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms)
+  })
+  await Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
+
 /** A line for the log (plain output) or the live view's recent events. */
 export interface LogLine {
   at: number
@@ -210,14 +219,16 @@ export class Coordinator {
       handle.send({ type: 'finish' })
     }
     const exits = Promise.all(live.map((worker) => this.#handles.get(worker.name)!.exited))
-    const grace = new Promise((resolve) => setTimeout(resolve, this.#options.ttlMs + 5_000))
-    await Promise.race([exits, grace])
-    for (const worker of live) {
-      const status = this.state.workers[worker.name]!.status
-      if (status !== 'exited' && status !== 'failed' && status !== 'stopped') {
-        this.#handles.get(worker.name)!.kill()
-      }
+    const graceMs = this.#options.ttlMs + 5_000
+    await within(exits, graceMs)
+    const hung = liveWorkers(this.state).filter((worker) => live.some((each) => each.name === worker.name))
+    for (const worker of hung) {
+      // Recorded before the kill, so the outcome run() returns has it whenever the exit report lands.
+      this.#dispatch({ type: 'forceKilled', worker: worker.name, graceMs })
+      this.#handles.get(worker.name)!.kill()
     }
+    // SIGKILL is not refused: wait for those exits (bounded) so no worker outlives the run.
+    await within(Promise.all(hung.map((worker) => this.#handles.get(worker.name)!.exited)), 5_000)
     clearInterval(this.#ticker)
     this.#resolveDone()
   }

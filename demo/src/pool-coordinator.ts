@@ -1,6 +1,6 @@
 import { fork } from 'node:child_process'
 import { performance } from 'node:perf_hooks'
-import type { LogLine } from './coordinator.js'
+import { type LogLine, within } from './coordinator.js'
 import { initialPoolState } from './initial-pool-state.js'
 import type { DemoOptions } from './options.js'
 import type { PoolCoordinatorMessage, PoolWorkerConfig, PoolWorkerEvent } from './pool-protocol.js'
@@ -204,9 +204,17 @@ export class PoolCoordinator {
     })
     const live = [...this.#children.values()]
     for (const child of live) child.send({ type: 'finish' })
-    const grace = new Promise((resolve) => setTimeout(resolve, this.#options.ttlMs + 5_000))
-    await Promise.race([Promise.all(live.map((child) => child.exited)), grace])
-    for (const child of live) child.signal('SIGKILL')
+    const graceMs = this.#options.ttlMs + 5_000
+    await within(Promise.all(live.map((child) => child.exited)), graceMs)
+    // A child leaves #children when its exit is reported: the ones left hung.
+    const hung = live.filter((child) => this.#children.has(child.name))
+    for (const child of hung) {
+      // Recorded before the kill, so the outcome run() returns has it whenever the exit report lands.
+      this.#dispatch({ type: 'forceKilled', worker: child.name, graceMs })
+      child.signal('SIGKILL')
+    }
+    // SIGKILL is not refused: wait for those exits (bounded) so no worker outlives the run.
+    await within(Promise.all(hung.map((child) => child.exited)), 5_000)
     this.#resolveDone()
   }
 

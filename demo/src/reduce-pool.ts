@@ -69,6 +69,8 @@ export type PoolAction =
       readonly expected: boolean
       readonly stderr?: string
     }
+  /** The coordinator SIGKILLs a worker that had not exited `graceMs` after it was told to finish. */
+  | { readonly type: 'forceKilled'; readonly worker: string; readonly graceMs: number }
 
 /** A line for the log: `important` ones also show in the live view's recent events. */
 export interface PoolLine {
@@ -133,8 +135,22 @@ export function reducePool(state: PoolState, action: PoolAction): { state: PoolS
         lines,
       }
     }
+    case 'forceKilled': {
+      if (!worker || ['left', 'killed', 'exited', 'failed'].includes(worker.status)) return { state, lines }
+      const failure = `${worker.name} did not exit within ${action.graceMs} ms of being told to finish: SIGKILLed`
+      log(failure, true)
+      return {
+        state: {
+          ...state,
+          failures: [...state.failures, failure],
+          workers: setWorker({ ...worker, status: 'failed' }),
+        },
+        lines,
+      }
+    }
     case 'exited': {
-      if (!worker || worker.status === 'killed') return { state, lines }
+      // A struck worker's exit is expected; a force-killed one's failure is already recorded.
+      if (!worker || worker.status === 'killed' || worker.status === 'failed') return { state, lines }
       let status: PoolWorkerStatus = 'exited'
       let failures = state.failures
       if (worker.status === 'leaving') {

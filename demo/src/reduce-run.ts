@@ -104,6 +104,8 @@ export type RunAction =
       readonly stderr?: string
     }
   | { readonly type: 'finishing'; readonly timedOut: boolean }
+  /** The coordinator SIGKILLs a worker that had not exited `graceMs` after it was told to finish. */
+  | { readonly type: 'forceKilled'; readonly worker: string; readonly graceMs: number }
 
 /** The I/O a state change asks of the coordinator. */
 export type RunEffect =
@@ -210,6 +212,8 @@ export function reduceRun(state: RunState, action: RunAction): RunStep {
       return ticked(state, action.at)
     case 'exited':
       return exited(state, action)
+    case 'forceKilled':
+      return forceKilled(state, action)
     case 'finishing':
       return {
         state: { ...state, finishing: true },
@@ -474,9 +478,24 @@ function ticked(state: RunState, at: number): RunStep {
   }
 }
 
+/** A worker that hung instead of finishing: a failure of the run, recorded before the kill lands. */
+function forceKilled(state: RunState, action: Extract<RunAction, { type: 'forceKilled' }>): RunStep {
+  const worker = state.workers[action.worker]
+  if (!worker || LEFT.includes(worker.status)) return { state, lines: [], effects: [] }
+  const { item: _item, token: _token, step: _step, ...rest } = worker
+  const failure = `${worker.name} did not exit within ${action.graceMs} ms of being told to finish: SIGKILLed`
+  return {
+    state: { ...withWorker(state, { ...rest, status: 'failed' }), failures: [...state.failures, failure] },
+    lines: [{ text: failure, important: true }],
+    effects: [],
+  }
+}
+
 function exited(state: RunState, action: Extract<RunAction, { type: 'exited' }>): RunStep {
   const worker = state.workers[action.worker]
-  if (!worker || worker.status === 'killed') return { state, lines: [], effects: [] }
+  // A struck worker's exit is expected; a force-killed one's failure is already recorded.
+  if (!worker || worker.status === 'killed' || worker.status === 'failed')
+    return { state, lines: [], effects: [] }
   const lines: RunLine[] = []
   const effects: RunEffect[] = []
   const { item: _item, token: _token, step: _step, ...rest } = worker

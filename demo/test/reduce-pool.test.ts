@@ -92,6 +92,16 @@ describe('reducePool', () => {
     expect(state.failures).toEqual(['w1 exited unexpectedly (code 1):\nboom'])
   })
 
+  test('a worker force-killed at the finish is one failure, recorded before its exit arrives', () => {
+    const { state } = run([
+      { type: 'spawned', worker: 'w1' },
+      { type: 'forceKilled', worker: 'w1', graceMs: 6_500 },
+      { type: 'exited', worker: 'w1', code: null, signal: 'SIGKILL', expected: true },
+    ])
+    expect(state.workers.w1!.status).toBe('failed')
+    expect(state.failures).toEqual(['w1 did not exit within 6500 ms of being told to finish: SIGKILLed'])
+  })
+
   test('does not change the state it was given', () => {
     const before: PoolState = initialPoolState(['a'], 3)
     const frozen = JSON.stringify(before, (_k, v) => (typeof v === 'bigint' ? String(v) : v))

@@ -183,6 +183,20 @@ describe('reduceRun', () => {
     expect(effects).toEqual([{ type: 'replace', worker: 'w1' }])
   })
 
+  test('a worker force-killed at the finish is one failure, recorded before its exit arrives', () => {
+    const { state, lines } = run([
+      { type: 'spawned', worker: 'w1' },
+      { type: 'finishing', timedOut: false },
+      { type: 'forceKilled', worker: 'w1', graceMs: 6_500 },
+    ])
+    expect(state.workers.w1!.status).toBe('failed')
+    expect(state.failures).toEqual(['w1 did not exit within 6500 ms of being told to finish: SIGKILLed'])
+    expect(lines).toContain('w1 did not exit within 6500 ms of being told to finish: SIGKILLed')
+    const after = reduceRun(state, { type: 'exited', worker: 'w1', code: null, signal: 'SIGKILL' })
+    expect(after.state.failures).toEqual(state.failures)
+    expect(after.effects).toEqual([])
+  })
+
   test('does not change the state it was given', () => {
     const before = fresh([{ action: 'crash', atProgress: 0 }])
     const frozen = json(before)
