@@ -115,11 +115,13 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
   const crashed = outcome.changes.find((change) => change.action === 'crash')
   checks.push({
     name: 'joining workers took items by consent',
-    pass: joined.length > 0 && joined.every((worker) => worker.taken > 0),
+    pass: joined.length > 0 && joined.every((worker) => worker.consentTaken > 0),
     detail:
       joined.length === 0
         ? 'no worker joined (the run ended first)'
-        : joined.map((worker) => `${worker.name} took ${worker.taken}`).join(', '),
+        : joined
+            .map((worker) => `${worker.name} took ${worker.consentTaken} by consent (${worker.taken} in all)`)
+            .join(', '),
   })
   checks.push({
     name: 'every consent handoff clean',

@@ -14,6 +14,11 @@ export interface PoolWorkerState {
   readonly items: readonly string[]
   /** Items it took over the run. */
   readonly taken: number
+  /**
+   * Of those, the ones it took by consent: an item another worker had run and gave back (a clean
+   * handoff). Not a fresh item, nor one taken after its holder's lease expired (cleanHandoff false).
+   */
+  readonly consentTaken: number
 }
 
 export interface PoolItemState {
@@ -96,6 +101,7 @@ export function reducePool(state: PoolState, action: PoolAction): { state: PoolS
         status: 'starting',
         items: [],
         taken: 0,
+        consentTaken: 0,
         ...(action.role ? { role: action.role } : {}),
       }
       log(`${action.worker} started${action.role ? ' and joins the pool' : ''}`, action.role !== undefined)
@@ -205,6 +211,7 @@ function reduceReport(
         ...worker,
         items: [...without(worker.items, event.item), event.item],
         taken: worker.taken + 1,
+        consentTaken: worker.consentTaken + (moved && event.cleanHandoff ? 1 : 0),
       }
       const nextItem: PoolItemState = {
         ...item,
