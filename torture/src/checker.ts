@@ -49,6 +49,18 @@ const provesValid = (op: Op): boolean =>
   op.op !== 'acquire' && (op.outcome === 'ok' || (op.outcome === 'fail' && op.code === 'LEASE_EXPIRED'))
 
 const isAcquireOk = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'ok'
+const compareTokens = (x: bigint, y: bigint): number => (x < y ? -1 : x > y ? 1 : 0)
+/** The index of the first of the ascending `tokens` that is >= `token`. */
+function firstAtLeast(tokens: readonly bigint[], token: bigint): number {
+  let lo = 0
+  let hi = tokens.length
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1
+    if (tokens[mid]! < token) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
 const isAcquireInfo = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'info'
 const mayHaveHappened = (op: Op): boolean => op.outcome === 'ok' || op.outcome === 'info'
 /** An op that may have set the expiry of its token: its acquire, or a renew or checkpoint that may have landed. */
@@ -206,7 +218,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     list.push(op)
     opsByToken.set(op.token, list)
   }
-  const tokens = [...opsByToken.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+  const tokens = [...opsByToken.keys()].sort(compareTokens)
   // For each token t: the earliest-completing op that proves a later token exists (an ok acquire of a
   // later token, or a record op that proved a later record valid), and the earliest invocation of an
   // ok acquire of a later token. Suffix minima over tokens, largest first.
@@ -232,7 +244,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   const firstInfoAcquire = acquiresInfo.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
   const hidden: { from: number; to: number; above: bigint }[] = []
   {
-    const known = [...byToken.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    const known = [...byToken.keys()].sort(compareTokens)
     let missing = 0
     let below: Op | undefined
     let belowToken = 0n
@@ -375,6 +387,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     list.push(c)
     okByToken.set(c.token!, list)
   }
+  // Loops below go over the tokens that occur, never over every value in between: a token may be huge.
+  const okTokens = [...okByToken.keys()].sort(compareTokens)
   const cleanByToken = new Map<bigint, Op>()
   for (const r of ops) {
     if (!isRead(r)) continue
@@ -405,8 +419,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     // of the source's own lease, one sent after it (the contract's checkpoint order).
     const from = source?.token ?? 0n
     const writer = source?.attempts.find((c) => c.outcome === 'ok') ?? source?.attempts[0]
-    for (let u = from; u <= t; u++) {
-      for (const c2 of okByToken.get(u) ?? []) {
+    for (let k = firstAtLeast(okTokens, from); k < okTokens.length && okTokens[k]! <= t; k++) {
+      for (const c2 of okByToken.get(okTokens[k]!)!) {
         if (c2.value === r.read) continue
         const beforeRead = c2.token! < t || c2.complete < r.invoke
         if (!beforeRead) continue
@@ -482,6 +496,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   //     call began (superseded, released, or expired by the latest expiry anything that may have
   //     landed could have set), or by a token a lost acquire may have taken (the windows above).
   // Ok acquires by invocation with the running maximum token, to find the last possible holder.
+  const acquiredTokens = [...byToken.keys()].sort(compareTokens)
   const prefixMax: Op[] = []
   for (const a of byInvoke) {
     const m = prefixMax[prefixMax.length - 1]
@@ -503,13 +518,14 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       continue
     }
     // The tokens that may have held it: the last one, and the ones before it that were not certainly
-    // superseded before the call began.
+    // superseded before the call began. A token no acknowledged acquire names is a hidden one, whose
+    // window (above) did not reach this call.
     let why: { message: string; ops: Op[] } | undefined
-    for (let u = last.token!; u >= 1n; u--) {
+    for (let k = firstAtLeast(acquiredTokens, last.token! + 1n) - 1; k >= 0; k--) {
+      const u = acquiredTokens[k]!
       const superseded = laterProof.get(u)
       if (u < last.token! && superseded && superseded.complete < a.invoke) break
-      const acquired = byToken.get(u)
-      if (!acquired) continue // a hidden token: its window did not reach this call
+      const acquired = byToken.get(u)!
       const same = opsByToken.get(u)!
       const release = same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke)
       if (release) {

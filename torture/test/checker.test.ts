@@ -461,6 +461,23 @@ describe('checker', () => {
     ])
   })
 
+  // A broken store may hand out any token. The checks loop over the tokens that occur, never over
+  // every value below one (which took forever at 2^62: the runs' own timeout, not this one, ended it).
+  test('a huge token is checked at once', { timeout: 5_000 }, () => {
+    const big = 2n ** 62n
+    const read = [
+      op('acquire', { holder: 'A', token: big, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('readCheckpoint', { holder: 'A', token: big, invoke: 2, complete: 3, read: null, clean: false }),
+    ]
+    expect(checks(read)).toEqual(['token-gap'])
+    const held = [
+      op('acquire', { holder: 'A', token: big, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('release', { holder: 'A', token: big, invoke: 2, complete: 3 }),
+      op('acquire', { holder: 'B', invoke: 4, complete: 5, outcome: 'fail', code: 'LEASE_HELD' }),
+    ]
+    expect(checks(held)).toEqual(['held-when-free', 'token-gap'])
+  })
+
   test('a violation prints the history slice around it, involved ops marked', () => {
     const ops = bad.find(([name]) => name === 'stale-read')![1]()
     const [violation] = checkHistory(ops)
