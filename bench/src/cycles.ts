@@ -5,6 +5,11 @@ import { type LeaseOps, LostLeaseError } from './lease-ops.js'
 const clock = () => performance.now()
 const untimed = () => 0
 
+/** How many cycles each worker times from its start ... */
+export const TIMED_FIRST = 1000
+/** ... and after that one cycle in this many (which then stands for this many). */
+export const SAMPLE_EVERY = 16
+
 export const OPERATIONS = ['acquire', 'checkpoint', 'renew', 'release'] as const
 export type Operation = (typeof OPERATIONS)[number]
 
@@ -36,8 +41,17 @@ export interface CycleRun {
    * them: two workers both "won" the same workId.
    */
   readonly lost: number
-  /** Per-operation latencies of the completed cycles (each worker's first 1,000, then every 16th), in ms. */
+  /**
+   * Per-operation latencies of the timed completed cycles, in ms: each worker times its first
+   * {@link TIMED_FIRST} cycles, then one in {@link SAMPLE_EVERY}.
+   */
   readonly latencies: Record<Operation, number[]>
+  /**
+   * How many cycles each timed one stands for (same index as in `latencies`): 1 for the first
+   * {@link TIMED_FIRST}, then {@link SAMPLE_EVERY}. Quantiles weigh the samples by it
+   * (`weightedQuantile` in stats.ts), so they estimate the distribution over every completed cycle.
+   */
+  readonly latencyWeights: number[]
   readonly roundTrips: number
 }
 
@@ -52,6 +66,7 @@ export interface CycleRun {
  */
 export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: CycleLoad): Promise<CycleRun> {
   const latencies: Record<Operation, number[]> = { acquire: [], checkpoint: [], renew: [], release: [] }
+  const latencyWeights: number[] = []
   let cycles = 0
   let held = 0
   let lost = 0
@@ -65,8 +80,10 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
       const id = slice > 0 ? index * slice + (n % slice) : (index + n) % load.workIds
       const workId = `${load.prefix}-${id}`
       // In-process stores run a cycle in about a microsecond, where reading the clock five times would
-      // be a visible share of it: after a worker's first 1,000 cycles only every 16th is timed.
-      const timed = n < 1000 || n % 16 === 0
+      // be a visible share of it: after a worker's first 1,000 cycles only every 16th is timed, and
+      // counts for the 16 (this one and the next 15).
+      const weight = n < TIMED_FIRST ? 1 : (n - TIMED_FIRST) % SAMPLE_EVERY === 0 ? SAMPLE_EVERY : 0
+      const timed = weight > 0
       const now = timed ? clock : untimed
       const t0 = now()
       let lease: unknown
@@ -104,6 +121,7 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
       latencies.checkpoint.push(t2 - t1)
       latencies.renew.push(t3 - t2)
       latencies.release.push(t4 - t3)
+      latencyWeights.push(weight)
     }
   }
   await Promise.all(Array.from({ length: load.concurrency }, (_, index) => worker(index)))
@@ -113,6 +131,7 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
     held,
     lost,
     latencies,
+    latencyWeights,
     roundTrips: roundTrips() - tripsBefore,
   }
 }

@@ -1,5 +1,5 @@
 import { type CycleRun, OPERATIONS, type Operation, runCycles } from './cycles.js'
-import { quantile, round, type Spread, spread } from './stats.js'
+import { round, type Spread, spread, weightedQuantile } from './stats.js'
 import type { Session } from './target.js'
 import { workleaseOps } from './worklease-ops.js'
 
@@ -16,7 +16,10 @@ export interface ThroughputSettings {
 export interface SideResult {
   /** Completed cycles per second over the repetitions. */
   readonly cyclesPerSecond: Spread
-  /** Latency of each operation in ms, over every completed cycle of every repetition. */
+  /**
+   * Latency of each operation in ms over every completed cycle of every repetition, estimated from
+   * the timed ones: each worker's first 1,000 cycles, then every 16th counting for 16 (see `CycleRun`).
+   */
   readonly latencyMs: Record<Operation, { readonly p50: number; readonly p99: number }>
   /** Round trips sent per completed cycle (held retries included). */
   readonly roundTripsPerCycle: number
@@ -37,11 +40,16 @@ export interface CellResult {
 
 const collectGarbage: () => void = (globalThis as { gc?: () => void }).gc ?? (() => undefined)
 
-function summarize(runs: readonly CycleRun[]): SideResult {
+/** One side of a cell over its repetitions. */
+export function summarize(runs: readonly CycleRun[]): SideResult {
   const latencyMs = {} as Record<Operation, { p50: number; p99: number }>
+  const weights = runs.flatMap((run) => run.latencyWeights)
   for (const operation of OPERATIONS) {
     const all = runs.flatMap((run) => run.latencies[operation])
-    latencyMs[operation] = { p50: round(quantile(all, 0.5)), p99: round(quantile(all, 0.99)) }
+    latencyMs[operation] = {
+      p50: round(weightedQuantile(all, weights, 0.5)),
+      p99: round(weightedQuantile(all, weights, 0.99)),
+    }
   }
   const cycles = runs.reduce((sum, run) => sum + run.cycles, 0)
   const rate = spread(runs.map((run) => (run.cycles * 1000) / run.elapsedMs))
