@@ -55,7 +55,9 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  else dynalite started here)
   --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
                  --quick: 500, DynamoDB 100, and no PostgreSQL 18 unless named)
-  --out          directory for latest.json and latest.md (default: bench/results)`
+  --out          directory for latest.json and latest.md (default: bench/results)
+
+  A flag's value follows it (--out DIR) or is joined to it at the first '=' (--out=DIR).`
 
 /** Parses `pnpm bench` arguments; throws with the usage text on anything unknown. */
 export function parseOptions(argv: readonly string[]): BenchOptions {
@@ -84,12 +86,29 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     return known.filter((name) => names.includes(name))
   }
   for (let index = 0; index < argv.length; index++) {
-    const [flag, inline] = argv[index]!.split('=', 2) as [string, string | undefined]
-    const value = () => inline ?? argv[++index]
+    const arg = argv[index]!
+    // --flag=value: split at the first '=' only (a directory may contain one).
+    const equals = arg.startsWith('--') ? arg.indexOf('=') : -1
+    const flag = equals === -1 ? arg : arg.slice(0, equals)
+    const inline = equals === -1 ? undefined : arg.slice(equals + 1)
+    // The flag's value: inline, else the next argument unless that is missing or another flag.
+    const value = (): string => {
+      const given = inline ?? argv[index + 1]
+      if (given === undefined || given === '' || (inline === undefined && given.startsWith('--')))
+        throw new Error(`${flag} needs a value${given ? `, got ${given}` : ''}\n${USAGE}`)
+      if (inline === undefined) index++
+      return given
+    }
+    // A flag without a value refuses one: --quick=no must not mean --quick.
+    const noValue = () => {
+      if (inline !== undefined) throw new Error(`${flag} takes no value, got ${arg}\n${USAGE}`)
+    }
     switch (flag) {
       case '--':
+        noValue()
         break
       case '--quick':
+        noValue()
         quick = true
         break
       case '--backends':
@@ -132,6 +151,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
         break
       case '--help':
       case '-h':
+        noValue()
         console.log(USAGE)
         process.exit(0)
         break

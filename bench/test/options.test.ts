@@ -1,0 +1,36 @@
+import { describe, expect, test } from 'vitest'
+import { parseOptions } from '../src/options.js'
+
+describe('parseOptions', () => {
+  test('a flag that takes a value refuses to go without one', () => {
+    expect(() => parseOptions(['--quick', '--out'])).toThrow(/^--out needs a value/)
+    expect(() => parseOptions(['--out='])).toThrow(/^--out needs a value/)
+    expect(() => parseOptions(['--backends'])).toThrow(/^--backends needs a value/)
+  })
+
+  test('a flag that takes a value does not take the next flag as its value', () => {
+    expect(() => parseOptions(['--out', '--quick'])).toThrow(/^--out needs a value, got --quick/)
+    expect(() => parseOptions(['--pool-ttl', '--quick'])).toThrow(/^--pool-ttl needs a value, got --quick/)
+  })
+
+  test('--flag=value splits at the first "=" only', () => {
+    expect(parseOptions(['--out=/tmp/run=1']).outDir).toBe('/tmp/run=1')
+    expect(parseOptions(['--out', '/tmp/run=1']).outDir).toBe('/tmp/run=1')
+    expect(parseOptions(['--backends=memory,sqlite']).backends).toEqual(['memory', 'sqlite'])
+  })
+
+  test('a boolean flag refuses an inline value', () => {
+    expect(() => parseOptions(['--quick=no'])).toThrow(/^--quick takes no value, got --quick=no/)
+    expect(() => parseOptions(['--quick=yes'])).toThrow(/^--quick takes no value/)
+    expect(parseOptions(['--quick']).quick).toBe(true)
+  })
+
+  test('unknown flags and names are refused', () => {
+    expect(() => parseOptions(['--quik'])).toThrow(/unknown argument --quik/)
+    expect(() => parseOptions(['--backends', 'oracle'])).toThrow(/unknown oracle/)
+  })
+
+  test('--quick without --pool: pool sqlite only', () => {
+    expect(parseOptions(['--quick']).pool).toEqual(['sqlite'])
+  })
+})
