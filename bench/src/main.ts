@@ -13,7 +13,7 @@ import { measureContention } from './contention.js'
 import { isFerretdb1 } from './is-ferretdb1.js'
 import { measureListScale } from './list-scale.js'
 import { describeMachine } from './machine.js'
-import { parseOptions } from './options.js'
+import { batchRenewalTargets, parseOptions } from './options.js'
 import { openDynamoSides } from './peers/dynamo-peers.js'
 import { measurePeerStore, type PeerSettings, type PeerStore, type PeerStoreResult } from './peers/peers.js'
 import { openRedisSides } from './peers/redis-peers.js'
@@ -332,12 +332,7 @@ const batchRenewalServer = async (
     }
   }
 }
-// --quick keeps within its 5 minutes: one PostgreSQL (15) unless --batch-renewal names postgres18.
-const batchRenewalTargets =
-  options.quick && !process.argv.some((arg) => arg.startsWith('--batch-renewal'))
-    ? options.batchRenewal.filter((target) => target !== 'postgres18')
-    : options.batchRenewal
-for (const target of batchRenewalTargets) {
+for (const target of batchRenewalTargets(options)) {
   const leases =
     options.batchRenewalLeases ??
     (target === 'dynamodb' ? (options.quick ? 100 : 10_000) : options.quick ? 500 : 100_000)

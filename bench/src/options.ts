@@ -21,6 +21,8 @@ export interface BenchOptions {
   readonly poolTtlMs: number
   /** Where one process holds many leases with batch renewal and without. */
   readonly batchRenewal: readonly BatchRenewalTarget[]
+  /** Whether `--batch-renewal` was given (else `batchRenewal` is the default: all). */
+  readonly batchRenewalNamed: boolean
   /** How many (default 100,000; DynamoDB 10,000). */
   readonly batchRenewalLeases: number | undefined
   /** Where latest.json and latest.md go. */
@@ -69,6 +71,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
   let pool: PoolStoreName[] | undefined
   let poolTtlMs = 6_000
   let batchRenewal: BatchRenewalTarget[] = [...BATCH_RENEWAL_TARGETS]
+  let batchRenewalNamed = false
   let batchRenewalLeases: number | undefined
   let outDir: string | undefined
   const list = (value: string | undefined) =>
@@ -138,6 +141,7 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
       }
       case '--batch-renewal':
         batchRenewal = pick(flag, BATCH_RENEWAL_TARGETS, value())
+        batchRenewalNamed = true
         break
       case '--batch-renewal-leases': {
         const n = Number(value())
@@ -170,7 +174,20 @@ export function parseOptions(argv: readonly string[]): BenchOptions {
     pool,
     poolTtlMs,
     batchRenewal,
+    batchRenewalNamed,
     batchRenewalLeases,
     outDir,
   }
+}
+
+/**
+ * The batch renewal section's targets. `--quick` keeps within its 5 minutes: PostgreSQL 18 only
+ * when `--batch-renewal` is given (and names it, or all).
+ */
+export function batchRenewalTargets(
+  options: Pick<BenchOptions, 'quick' | 'batchRenewal' | 'batchRenewalNamed'>,
+): BatchRenewalTarget[] {
+  return options.quick && !options.batchRenewalNamed
+    ? options.batchRenewal.filter((target) => target !== 'postgres18')
+    : [...options.batchRenewal]
 }

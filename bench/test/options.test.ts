@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { parseOptions } from '../src/options.js'
+import { batchRenewalTargets, parseOptions } from '../src/options.js'
 
 describe('parseOptions', () => {
   test('a flag that takes a value refuses to go without one', () => {
@@ -32,5 +32,34 @@ describe('parseOptions', () => {
 
   test('--quick without --pool: pool sqlite only', () => {
     expect(parseOptions(['--quick']).pool).toEqual(['sqlite'])
+  })
+})
+
+describe('batchRenewalTargets', () => {
+  const targets = (argv: string[]) => batchRenewalTargets(parseOptions(argv))
+
+  test('--quick leaves PostgreSQL 18 out unless --batch-renewal is given', () => {
+    expect(targets(['--quick'])).toEqual(['postgres', 'ferretdb', 'dynamodb'])
+    // --batch-renewal-leases is not --batch-renewal.
+    expect(targets(['--quick', '--batch-renewal-leases', '5'])).toEqual(['postgres', 'ferretdb', 'dynamodb'])
+    expect(targets(['--quick', '--batch-renewal-leases=5'])).toEqual(['postgres', 'ferretdb', 'dynamodb'])
+  })
+
+  test('--batch-renewal decides when given, and a full run takes all of them', () => {
+    expect(targets(['--quick', '--batch-renewal', 'postgres18'])).toEqual(['postgres18'])
+    expect(targets(['--quick', '--batch-renewal=all'])).toEqual([
+      'postgres',
+      'postgres18',
+      'ferretdb',
+      'dynamodb',
+    ])
+    expect(targets(['--quick', '--batch-renewal', 'postgres,ferretdb'])).toEqual(['postgres', 'ferretdb'])
+    expect(targets([])).toEqual(['postgres', 'postgres18', 'ferretdb', 'dynamodb'])
+    expect(targets(['--batch-renewal-leases', '5'])).toEqual([
+      'postgres',
+      'postgres18',
+      'ferretdb',
+      'dynamodb',
+    ])
   })
 })
