@@ -170,12 +170,32 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   const acquiresOk = ops.filter(isAcquireOk)
   const acquiresInfo = ops.filter(isAcquireInfo)
 
-  // 1. Every ok acquire got its own token.
+  // 1. Every ok acquire got its own token. A record op the store acknowledged proves an acquire of its
+  //    token by its holder (stores match both), acknowledged or not: a second holder of a token is a
+  //    second acquire that got it. `proof`: per token, the earliest-completing op that proves it.
   const byToken = new Map<bigint, Op>()
   for (const a of acquiresOk) {
     const other = byToken.get(a.token!)
     if (other) add('duplicate-token', `two acquires both got token ${a.token}`, [other, a])
     else byToken.set(a.token!, a)
+  }
+  const proof = new Map<bigint, Op>()
+  {
+    const shared = new Set<bigint>()
+    for (const x of ops.filter(provesValid).sort((x, y) => x.complete - y.complete)) {
+      const t = x.token!
+      const first = proof.get(t)
+      if (!first) proof.set(t, x)
+      const holder = byToken.get(t) ?? first
+      if (holder && holder.holder !== x.holder && !shared.has(t)) {
+        shared.add(t)
+        add(
+          'duplicate-token',
+          `token ${t} was held by ${holder.holder} and by ${x.holder}: two acquires got it, one with its reply lost`,
+          [holder, x],
+        )
+      }
+    }
   }
 
   // 2. Tokens increase in real-time order: an acquire that began after another ended has a larger token.
@@ -219,47 +239,63 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     opsByToken.set(op.token, list)
   }
   const tokens = [...opsByToken.keys()].sort(compareTokens)
+  // The known tokens: those an acknowledged acquire got, and those only a record op proves, whose
+  // acquire was one of the lost ones below. Per token, the earliest-completing op that proves it
+  // exists; and the earliest moment it may have been taken (its acquire's invocation; for a proven
+  // one, the first lost acquire's).
+  const firstInfoAcquire = acquiresInfo.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
+  const evidence = new Map<bigint, Op>()
+  for (const x of [...acquiresOk, ...proof.values()]) {
+    const seen = evidence.get(x.token!)
+    if (!seen || x.complete < seen.complete) evidence.set(x.token!, x)
+  }
+  const known = [...evidence.keys()].sort(compareTokens)
+  const takenFrom = (t: bigint): number => {
+    const acquired = byToken.get(t)
+    if (acquired) return acquired.invoke
+    return firstInfoAcquire < evidence.get(t)!.complete ? firstInfoAcquire : Number.NEGATIVE_INFINITY
+  }
+  const provenOnly = known.filter((t) => !byToken.has(t)).length
   // For each token t: the earliest-completing op that proves a later token exists (an ok acquire of a
-  // later token, or a record op that proved a later record valid), and the earliest invocation of an
-  // ok acquire of a later token. Suffix minima over tokens, largest first.
+  // later token, or a record op that proved a later record valid), and the earliest moment a later
+  // token may have been taken. Suffix minima over tokens, largest first.
   const laterProof = new Map<bigint, Op | undefined>()
-  const laterAcquireInvoke = new Map<bigint, number>()
-  let proof: Op | undefined
-  let acquireInvoke = Number.POSITIVE_INFINITY
+  const laterTaken = new Map<bigint, number>()
+  let firstProof: Op | undefined
+  let taken = Number.POSITIVE_INFINITY
   for (let k = tokens.length - 1; k >= 0; k--) {
     const t = tokens[k]!
-    laterProof.set(t, proof)
-    laterAcquireInvoke.set(t, acquireInvoke)
-    for (const op of opsByToken.get(t)!) {
-      if ((isAcquireOk(op) || provesValid(op)) && (!proof || op.complete < proof.complete)) proof = op
-      if (isAcquireOk(op)) acquireInvoke = Math.min(acquireInvoke, op.invoke)
-    }
+    laterProof.set(t, firstProof)
+    laterTaken.set(t, taken)
+    const e = evidence.get(t)
+    if (!e) continue
+    if (!firstProof || e.complete < firstProof.complete) firstProof = e
+    taken = Math.min(taken, takenFrom(t))
   }
   // Acquires whose reply was lost may each have taken one token that nobody saw, at one moment after
   // their invocation, holding the lease from then until that token's lease ended (nobody had its
   // record, so only its ttl or a successor ended it). A hidden token lies where a token is missing:
-  // between two known ones k < m, taken after k's acquire began and before m's returned; or, if there
-  // are more lost acquires than missing tokens, after the largest known token. Each place is a window
-  // in which a hidden lease may have existed; outside them, a lost acquire explains nothing.
-  const firstInfoAcquire = acquiresInfo.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
+  // between two known ones k < m, taken after k may have been taken and before m certainly existed;
+  // or, if there are more lost acquires than missing and proven-only tokens, after the largest known
+  // token. Each place is a window in which a hidden lease may have existed; outside them, a lost
+  // acquire explains nothing.
   const hidden: { from: number; to: number; above: bigint }[] = []
   {
-    const known = [...byToken.keys()].sort(compareTokens)
-    let missing = 0
-    let below: Op | undefined
+    let missing = 0n
+    let belowFrom = Number.NEGATIVE_INFINITY
     let belowToken = 0n
     for (const t of known) {
       if (t > belowToken + 1n) {
-        missing += Number(t - belowToken - 1n)
-        const from = Math.max(below ? below.invoke : Number.NEGATIVE_INFINITY, firstInfoAcquire)
-        const to = byToken.get(t)!.complete
+        missing += t - belowToken - 1n
+        const from = Math.max(belowFrom, firstInfoAcquire)
+        const to = evidence.get(t)!.complete
         if (from < to) hidden.push({ from, to, above: belowToken })
       }
-      below = byToken.get(t)
+      belowFrom = takenFrom(t)
       belowToken = t
     }
-    if (acquiresInfo.length > missing) {
-      const from = Math.max(below ? below.invoke : Number.NEGATIVE_INFINITY, firstInfoAcquire)
+    if (BigInt(acquiresInfo.length) > missing + BigInt(provenOnly)) {
+      const from = Math.max(belowFrom, firstInfoAcquire)
       hidden.push({ from, to: Number.POSITIVE_INFINITY, above: belowToken })
     }
   }
@@ -286,9 +322,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     for (const r of same) {
       if (r.op === 'release' && r.outcome === 'ok' && (!end || r.complete < end.complete)) end = r
     }
-    // The earliest moment something may have ended it: an acquire of a later token, a lost acquire
-    // that may have taken the token right after t, or a release of t that may have landed.
-    let mayEnd = Math.min(laterAcquireInvoke.get(t)!, hiddenAbove.get(t)?.from ?? Number.POSITIVE_INFINITY)
+    // The earliest moment something may have ended it: an acquire of a later known token (acknowledged
+    // or proven), a lost acquire that may have taken a missing token right after t, or a release of t
+    // that may have landed.
+    let mayEnd = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? Number.POSITIVE_INFINITY)
     for (const r of same) if (r.op === 'release' && mayHaveHappened(r)) mayEnd = Math.min(mayEnd, r.invoke)
     const mayBeReleased = (before: number) =>
       same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)
@@ -495,42 +532,48 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   //     whose acquire began before the call ended and whose lease had not certainly ended when the
   //     call began (superseded, released, or expired by the latest expiry anything that may have
   //     landed could have set), or by a token a lost acquire may have taken (the windows above).
-  // Ok acquires by invocation with the running maximum token, to find the last possible holder.
-  const acquiredTokens = [...byToken.keys()].sort(compareTokens)
-  const prefixMax: Op[] = []
-  for (const a of byInvoke) {
+  // Known tokens by the earliest moment each may have been taken, with the running maximum token, to
+  // find the last possible holder.
+  const byTaken = known.map((t) => ({ t, from: takenFrom(t) })).sort((x, y) => x.from - y.from)
+  const prefixMax: bigint[] = []
+  for (const { t } of byTaken) {
     const m = prefixMax[prefixMax.length - 1]
-    prefixMax.push(m && m.token! > a.token! ? m : a)
+    prefixMax.push(m !== undefined && m > t ? m : t)
   }
   for (const a of ops) {
     if (a.op !== 'acquire' || a.outcome !== 'fail' || a.code !== 'LEASE_HELD') continue
     if (mayBeHidden(a.invoke, a.complete)) continue
     let lo = 0
-    let hi = byInvoke.length
+    let hi = byTaken.length
     while (lo < hi) {
       const mid = (lo + hi) >> 1
-      if (byInvoke[mid]!.invoke < a.complete) lo = mid + 1
+      if (byTaken[mid]!.from < a.complete) lo = mid + 1
       else hi = mid
     }
     const last = lo > 0 ? prefixMax[lo - 1] : undefined
-    if (!last) {
+    if (last === undefined) {
       add('held-when-free', 'LEASE_HELD for a workId nobody had acquired', [a])
       continue
     }
     // The tokens that may have held it: the last one, and the ones before it that were not certainly
-    // superseded before the call began. A token no acknowledged acquire names is a hidden one, whose
-    // window (above) did not reach this call.
+    // superseded before the call began. A missing token is a hidden one, whose window (above) did not
+    // reach this call.
     let why: { message: string; ops: Op[] } | undefined
-    for (let k = firstAtLeast(acquiredTokens, last.token! + 1n) - 1; k >= 0; k--) {
-      const u = acquiredTokens[k]!
+    for (let k = firstAtLeast(known, last + 1n) - 1; k >= 0; k--) {
+      const u = known[k]!
+      if (!(takenFrom(u) < a.complete)) continue
       const superseded = laterProof.get(u)
-      if (u < last.token! && superseded && superseded.complete < a.invoke) break
-      const acquired = byToken.get(u)!
+      if (u < last && superseded && superseded.complete < a.invoke) break
       const same = opsByToken.get(u)!
       const release = same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke)
       if (release) {
-        why ??= { message: `token ${u} had been released`, ops: [acquired, release] }
+        why ??= { message: `token ${u} had been released`, ops: [evidence.get(u)!, release] }
         continue
+      }
+      // Only a lost acquire took it: nothing bounds the expiry that acquire set.
+      if (!byToken.has(u)) {
+        why = undefined
+        break
       }
       const latest = latestExpiry(same, a.complete)
       if (latest + tolerance <= nowLo(a)) {

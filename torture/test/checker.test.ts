@@ -442,6 +442,71 @@ describe('checker', () => {
     expect(checkHistory(ops)).toEqual([])
   })
 
+  // An acquire whose reply was lost may have taken a token nobody was told about, and its holder may
+  // still use it: a Leaser finds its own lease through LEASE_HELD and renews it. A record op the store
+  // acknowledged proves its token was acquired, by its holder (stores match holder and token), whether
+  // or not that acquire was acknowledged. Found by review (2026-12-03): the checks counted a token as
+  // existing only if an acquire of it was acknowledged.
+  const hiddenTokens: [string, CheckName, () => Op[]][] = [
+    [
+      'two holders use one token, one of them after an acquire whose reply was lost',
+      'duplicate-token',
+      () => [
+        op('acquire', { holder: 'X', invoke: 0, outcome: 'info', ttl: 1_000 }),
+        op('acquire', { holder: 'B', token: 1, invoke: 5, complete: 6, ttl: 1_000 }),
+        // X's renew of token 1 is acknowledged: X's acquire got token 1 as well as B's.
+        op('renew', { holder: 'X', token: 1, invoke: 20, complete: 21, ttl: 1_000 }),
+        op('renew', { holder: 'B', token: 1, invoke: 30, complete: 31, ttl: 1_000 }),
+      ],
+    ],
+  ]
+
+  test.each(hiddenTokens)('caught: %s (%s)', (_name, check, history) => {
+    expect(checks(history())).toEqual([check])
+  })
+
+  test('a token only a lost acquire took ends, and holds, a lease like any other', () => {
+    const found = (ops: Op[]) => checkHistory(ops).map((v) => `${v.check}: ${v.message}`)
+    // A's acquire timed out but landed (token 1); A found its lease and renewed it (expiry ~111). B's
+    // acquire at 500 landed too (token 2), its reply lost: A's renew at 600 is rightly FENCED.
+    const fenced = [
+      op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 100 }),
+      op('renew', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 100 }),
+      op('acquire', { holder: 'B', invoke: 500, outcome: 'info', ttl: 100 }),
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke: 600,
+        complete: 601,
+        ttl: 100,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+    ]
+    expect(found(fenced)).toEqual([])
+    // The same with token 3 acknowledged much later: B took token 2 in between.
+    expect(
+      found([...fenced, op('acquire', { holder: 'C', token: 3, invoke: 2_000, complete: 2_001, ttl: 100 })]),
+    ).toEqual([])
+    // A's token acknowledged, B's known from B's acknowledged renew: B ended A's lease, B holds it.
+    const successor = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+      op('acquire', { holder: 'B', invoke: 500, outcome: 'info', ttl: 1_000 }),
+      op('renew', { holder: 'B', token: 2, invoke: 520, complete: 521, ttl: 1_000 }),
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke: 600,
+        complete: 601,
+        ttl: 100,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+      op('acquire', { holder: 'C', invoke: 610, complete: 611, outcome: 'fail', code: 'LEASE_HELD' }),
+    ]
+    expect(found(successor)).toEqual([])
+  })
+
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
     const ops = [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),
