@@ -13,7 +13,7 @@ import { measureContention } from './contention.js'
 import { isFerretdb1 } from './is-ferretdb1.js'
 import { measureListScale } from './list-scale.js'
 import { describeMachine } from './machine.js'
-import { batchRenewalTargets, parseOptions } from './options.js'
+import { batchRenewalTargets, outDirOf, parseOptions } from './options.js'
 import { openDynamoSides } from './peers/dynamo-peers.js'
 import { measurePeerStore, type PeerSettings, type PeerStore, type PeerStoreResult } from './peers/peers.js'
 import { openRedisSides } from './peers/redis-peers.js'
@@ -397,7 +397,7 @@ const results: BenchResults = {
   ...(batchRenewal.length > 0 ? { batchRenewal } : {}),
 }
 const markdown = renderMarkdown(results)
-const outDir = options.outDir ?? fileURLToPath(new URL('../results/', import.meta.url))
+const outDir = outDirOf(options) ?? fileURLToPath(new URL('../results/', import.meta.url))
 mkdirSync(outDir, { recursive: true })
 writeFileSync(join(outDir, 'latest.json'), `${JSON.stringify(results, null, 2)}\n`)
 writeFileSync(join(outDir, 'latest.md'), markdown)

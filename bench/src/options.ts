@@ -1,3 +1,4 @@
+import { resolve } from 'node:path'
 import { BATCH_RENEWAL_TARGETS, type BatchRenewalTarget } from './batch-renewal.js'
 import { PEER_STORES, type PeerStore } from './peers/peers.js'
 import { POOL_STORES, type PoolStoreName } from './pool/pool-stores.js'
@@ -25,7 +26,7 @@ export interface BenchOptions {
   readonly batchRenewalNamed: boolean
   /** How many (default 100,000; DynamoDB 10,000). */
   readonly batchRenewalLeases: number | undefined
-  /** Where latest.json and latest.md go. */
+  /** Where latest.json and latest.md go, as given (see {@link outDirOf}). */
   readonly outDir: string | undefined
 }
 
@@ -57,7 +58,8 @@ const USAGE = `usage: pnpm bench [--quick] [--backends memory,sqlite,postgres,ma
                  else dynalite started here)
   --batch-renewal-leases  how many (default 100,000, DynamoDB 10,000, the per-lease baseline 10,000;
                  --quick: 500, DynamoDB 100, and no PostgreSQL 18 unless named)
-  --out          directory for latest.json and latest.md (default: bench/results)
+  --out          directory for latest.json and latest.md (default: bench/results); a relative one is
+                 relative to the directory pnpm bench was run from
 
   A flag's value follows it (--out DIR) or is joined to it at the first '=' (--out=DIR).`
 
@@ -190,4 +192,17 @@ export function batchRenewalTargets(
   return options.quick && !options.batchRenewalNamed
     ? options.batchRenewal.filter((target) => target !== 'postgres18')
     : [...options.batchRenewal]
+}
+
+/**
+ * Where `--out` points, absolute; `undefined` without it. `pnpm bench` runs in bench/ (pnpm --filter
+ * runs a package's script in its directory) and sets INIT_CWD to the directory it was run from: a
+ * relative `--out` is taken from there, else (run directly) from the working directory.
+ */
+export function outDirOf(
+  options: Pick<BenchOptions, 'outDir'>,
+  env: { readonly INIT_CWD?: string | undefined } = process.env,
+  cwd: string = process.cwd(),
+): string | undefined {
+  return options.outDir === undefined ? undefined : resolve(env.INIT_CWD || cwd, options.outDir)
 }

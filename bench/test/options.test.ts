@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { batchRenewalTargets, parseOptions } from '../src/options.js'
+import { batchRenewalTargets, outDirOf, parseOptions } from '../src/options.js'
 
 describe('parseOptions', () => {
   test('a flag that takes a value refuses to go without one', () => {
@@ -61,5 +61,21 @@ describe('batchRenewalTargets', () => {
       'ferretdb',
       'dynamodb',
     ])
+  })
+})
+
+describe('outDirOf', () => {
+  test('--out is relative to where pnpm was run (INIT_CWD), not bench/', () => {
+    const options = parseOptions(['--out', 'tmp/run'])
+    expect(outDirOf(options, { INIT_CWD: '/work/main' }, '/work/main/bench')).toBe('/work/main/tmp/run')
+    expect(outDirOf(parseOptions(['--out', '/abs']), { INIT_CWD: '/x' }, '/y')).toBe('/abs')
+  })
+
+  test('without INIT_CWD (run directly, not through pnpm) it is relative to the working directory', () => {
+    expect(outDirOf(parseOptions(['--out', 'r']), {}, '/work/main/bench')).toBe('/work/main/bench/r')
+  })
+
+  test('without --out: undefined (main.ts writes bench/results)', () => {
+    expect(outDirOf(parseOptions([]), { INIT_CWD: '/x' }, '/y')).toBeUndefined()
   })
 })
