@@ -19,16 +19,16 @@ import {
   leaseHeldBy,
   MAX_FENCING_TOKEN,
   type RenewOutcome,
+  type RevokeOptions,
   raceAbort,
   TokensExhaustedError,
   validateAcquireArgs,
-  validateCallOptions,
   validateCheckpointArgs,
-  validateId,
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely'
 import {
@@ -446,11 +446,13 @@ export class KyselyBackend implements Backend {
     }
   }
 
-  /** Ends a live lease from outside, in one UPDATE; `false` when the lease was already free. */
-  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
-    validateId('workId', workId)
-    const { signal } = validateCallOptions(options)
-    const result = await this.#run(this.#statements.revoke(workId), signal)
+  /**
+   * Ends a live lease from outside, in one UPDATE; `false` when the lease was already free, or (with
+   * `options.fencingToken`) stored at another token: the token is a predicate of that UPDATE.
+   */
+  async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
+    const { fencingToken, signal } = validateRevokeArgs(workId, options)
+    const result = await this.#run(this.#statements.revoke(workId, fencingToken?.toString()), signal)
     return affected(result) > 0n
   }
 

@@ -524,14 +524,29 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}`
 
   /**
    * Ends a live lease from outside: no holder (no valid holderId is empty, so no record matches it
-   * again) and expired just now; not released, so the next holder sees an unclean handoff.
+   * again) and expired just now; not released, so the next holder sees an unclean handoff. With
+   * `token`, only the lease stored at that token: the comparison is a predicate of the same UPDATE,
+   * so a takeover can never land between the check and the write. (With or without it is a
+   * different text, so a different cached shape.)
    */
-  revoke(workId: string): CompiledQuery<unknown> {
-    return this.#cache.bind(
-      'revoke',
-      [this.#id(''), this.#id(workId)],
-      (nobody, work) => sql`UPDATE ${this.#table} SET holder = ${nobody}, expires_at = ${this.#now} - 1
+  revoke(workId: string, token?: string): CompiledQuery<unknown> {
+    if (token === undefined) {
+      return this.#cache.bind(
+        'revoke',
+        [this.#id(''), this.#id(workId)],
+        (nobody, work) => sql`UPDATE ${this.#table} SET holder = ${nobody}, expires_at = ${this.#now} - 1
 WHERE work_id = ${work} AND released = ${this.#false} AND expires_at > ${this.#now}`,
+      )
+    }
+    return this.#cache.bind(
+      'revoke:token',
+      [this.#id(''), this.#id(workId), token],
+      (
+        nobody,
+        work,
+        expected,
+      ) => sql`UPDATE ${this.#table} SET holder = ${nobody}, expires_at = ${this.#now} - 1
+WHERE work_id = ${work} AND token = ${this.#token(expected)} AND released = ${this.#false} AND expires_at > ${this.#now}`,
     )
   }
 }

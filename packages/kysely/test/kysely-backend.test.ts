@@ -65,6 +65,35 @@ for (const target of TARGETS) {
       ).toBe(0)
     })
 
+    test('revoke is one statement with or without an expected token, on every path', async () => {
+      const a = h.open()
+      const operator = h.open()
+      const held = await a.acquire('revoked', 'a', HOUR)
+      await a.acquire('kept', 'a', HOUR)
+      // Each shape once, so a later count is the statement alone.
+      await operator.revoke('warm-up')
+      await operator.revoke('warm-up', { fencingToken: 1n })
+      const revoke = async (workId: string, fencingToken?: bigint) => {
+        let revoked: boolean | undefined
+        const count = await statements(async () => {
+          revoked = await operator.revoke(workId, fencingToken === undefined ? undefined : { fencingToken })
+        })
+        return { revoked, count }
+      }
+      expect(await revoke('kept', 2n)).toEqual({ revoked: false, count: 1 })
+      expect(await revoke('kept', MAX_FENCING_TOKEN)).toEqual({ revoked: false, count: 1 })
+      expect(await revoke('never', 1n)).toEqual({ revoked: false, count: 1 })
+      expect(await revoke('revoked', held.fencingToken)).toEqual({ revoked: true, count: 1 })
+      expect(await revoke('revoked', held.fencingToken)).toEqual({ revoked: false, count: 1 })
+      // The two shapes are cached apart: a revoke without a token after one with is unconditional.
+      expect(await revoke('kept')).toEqual({ revoked: true, count: 1 })
+      expect(
+        await statements(async () =>
+          expect(await code(operator.revoke('kept', { fencingToken: 0n }))).toBe('INVALID_ARGUMENT'),
+        ),
+      ).toBe(0)
+    })
+
     test('renewMany: one statement when all are renewed, one more read when some were refused; a store failure throws', async () => {
       const a = h.open()
       const held = [await a.acquire('batch-1', 'a', HOUR), await a.acquire('batch-2', 'a', HOUR)]
