@@ -13,8 +13,9 @@ export type HistoryEntry =
  * write it accepted, in order. Both guards are one conditional UPDATE of the item's row, which every
  * one of the three databases applies atomically, so no read-then-write can let a stale token in.
  *
- * - `claim`: a new holder registers its token before it reads the checkpoint; from then on, writes
- *   from any older token are refused, even before the new holder writes anything.
+ * - `claim`: a new holder registers its token after it reads the checkpoint and before its first
+ *   write; from then on, writes from any older token are refused, even before the new holder writes
+ *   anything.
  * - `write`: lands only if its token is >= the fence.
  *
  * With `fence: false` (the demo's `--no-fence` negative control) writes skip the token check.
