@@ -496,33 +496,74 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   }
 
   // 9. No takeover before the previous lease expired by the store's clock. The acquire A of token t
-  //    read "now" <= A.complete (+ A's offset); each extender L of token t-1 (its acquire, a renew or a
-  //    checkpoint) set expiry from a "now" >= L.invoke (+ L's offset). Skipped if t-1 may have been
-  //    released, the one thing that moves an expiry back.
+  //    read "now" <= A.complete (+ A's offset); each extender L of the lease before (its acquire, a
+  //    renew or a checkpoint) set expiry from a "now" >= L.invoke (+ L's offset). The lease before is
+  //    that of the nearest lower token k with an acknowledged extender to bound its expiry (an
+  //    acknowledged renew or checkpoint bounds it whether or not its acquire was seen); if tokens lie
+  //    between, lost acquires took them, the first after k ended, before A returned, on its own clock.
+  //    A token only a record op proves was taken by a lost acquire before that op returned. Skipped if
+  //    k may have been released, the one thing that moves an expiry back.
   //    early-takeover (either rule): the last extender to land set the expiry, so take the smallest
   //    bound over every one that may have landed and is not certainly followed by an acknowledged one.
   //    expiry-moved-back (the max rule): every acknowledged extender counts, whatever landed after it.
-  for (const a of acquiresOk) {
-    const prev = a.token! - 1n
-    if (prev < 1n) continue
-    const previous = opsByToken.get(prev) ?? []
-    if (!previous.some(isAcquireOk)) continue
-    if (previous.some((e) => e.op === 'release' && mayHaveHappened(e) && e.invoke < a.complete)) continue
-    const seen = nowHi(a)
+  const bounded = tokens.filter((t) => opsByToken.get(t)!.some((e) => e.outcome === 'ok' && mayExtend(e)))
+  // Lost acquires by invocation, with the running largest clock offset: the "now" a hidden acquire read.
+  const lost = [...acquiresInfo].sort((x, y) => x.invoke - y.invoke)
+  const lostOffset: number[] = []
+  for (const l of lost) {
+    lostOffset.push(
+      Math.max(lostOffset.at(-1) ?? Number.NEGATIVE_INFINITY, l.offsetAtInvoke, l.offsetAtComplete),
+    )
+  }
+  /** The latest "now" a lost acquire that landed by `by` can have read. */
+  const hiddenNow = (by: number): number => {
+    let lo = 0
+    let hi = lost.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (lost[mid]!.invoke < by) lo = mid + 1
+      else hi = mid
+    }
+    return lo > 0 ? by + lostOffset[lo - 1]! : Number.NEGATIVE_INFINITY
+  }
+  const takers = [
+    ...acquiresOk.map((a) => ({ t: a.token!, by: a.complete, seen: nowHi(a), op: a, lost: false })),
+    ...known
+      .filter((t) => !byToken.has(t))
+      .map((t) => {
+        const p = evidence.get(t)!
+        const seen = hiddenNow(p.complete)
+        return { t, by: p.complete, seen: Number.isFinite(seen) ? seen : nowHi(p), op: p, lost: true }
+      }),
+  ]
+  for (const { t, by, seen: seenSelf, op: a, lost: hiddenTaker } of takers) {
+    const k = firstAtLeast(bounded, t) - 1
+    if (k < 0) continue
+    const prev = bounded[k]!
+    const previous = opsByToken.get(prev)!
+    if (previous.some((e) => e.op === 'release' && mayHaveHappened(e) && e.invoke < by)) continue
+    const seen = prev === t - 1n ? seenSelf : Math.max(seenSelf, hiddenNow(by))
     // An acknowledged extender invoked before A returned landed before A took over, or it was itself
     // acknowledged on a superseded record.
-    const last = earliestExpiryLastWins(previous, a.complete, () => true)
-    const max = earliestExpiryMax(previous, (e) => e.invoke < a.complete)
+    const last = earliestExpiryLastWins(previous, by, () => true)
+    const max = earliestExpiryMax(previous, (e) => e.invoke < by)
+    const how =
+      (hiddenTaker ? ` (by an acquire whose reply was lost; ${a.op} of token ${t} acknowledged)` : '') +
+      (prev + 1n === t - 1n
+        ? ` (token ${prev + 1n} went to an acquire whose reply was lost)`
+        : prev < t - 1n
+          ? ` (tokens ${prev + 1n}..${t - 1n} went to acquires whose reply was lost)`
+          : '')
     if (last.by && seen < last.at - tolerance) {
       add(
         'early-takeover',
-        `token ${a.token} was acquired ${(last.at - seen).toFixed(1)} ms before token ${prev}'s lease could have expired`,
+        `token ${t} was acquired ${(last.at - seen).toFixed(1)} ms before token ${prev}'s lease could have expired${how}`,
         [last.by, a],
       )
     } else if (max.by && seen < max.at - tolerance) {
       add(
         'expiry-moved-back',
-        `token ${a.token} was acquired ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} of token ${prev} had set`,
+        `token ${t} was acquired ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} of token ${prev} had set${how}`,
         [max.by, a],
       )
     }

@@ -459,6 +459,34 @@ describe('checker', () => {
         op('renew', { holder: 'B', token: 1, invoke: 30, complete: 31, ttl: 1_000 }),
       ],
     ],
+    [
+      'a takeover of a live lease, the token between them taken by a lost acquire',
+      'early-takeover',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('acquire', { holder: 'X', invoke: 10, outcome: 'info', ttl: 1_000 }),
+        // Token 2 (X's, if anyone's) came after token 1 ended, and before token 3 at 101 < 1000.
+        op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 1_000 }),
+      ],
+    ],
+    [
+      'a takeover of a live token only a lost acquire took, its acknowledged renew bounding the expiry',
+      'early-takeover',
+      () => [
+        op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 1_000 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 100, complete: 101, ttl: 1_000 }),
+      ],
+    ],
+    [
+      "a takeover of a live lease by a lost acquire, proven by its holder's acknowledged renew",
+      'early-takeover',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('acquire', { holder: 'B', invoke: 10, outcome: 'info', ttl: 1_000 }),
+        op('renew', { holder: 'B', token: 2, invoke: 20, complete: 21, ttl: 1_000 }),
+      ],
+    ],
   ]
 
   test.each(hiddenTokens)('caught: %s (%s)', (_name, check, history) => {
@@ -505,6 +533,21 @@ describe('checker', () => {
       op('acquire', { holder: 'C', invoke: 610, complete: 611, outcome: 'fail', code: 'LEASE_HELD' }),
     ]
     expect(found(successor)).toEqual([])
+    // A takeover over a lost acquire's token is judged on the clock that acquire may have read: X's
+    // runs 1.5 s ahead, so X may have taken token 2 at 10 and B token 3 at 101.
+    const skewed = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('acquire', { holder: 'X', invoke: 10, outcome: 'info', ttl: 50, offsetAtInvoke: 1_500 }),
+      op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 1_000 }),
+    ]
+    expect(found(skewed)).toEqual([])
+    // A renew whose reply was lost may never have landed: the lost acquire set the expiry, when is unknown.
+    const unbounded = [
+      op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 1_000 }),
+      op('renew', { holder: 'A', token: 1, invoke: 10, outcome: 'info', ttl: 1_000 }),
+      op('acquire', { holder: 'B', token: 2, invoke: 100, complete: 101, ttl: 1_000 }),
+    ]
+    expect(found(unbounded)).toEqual([])
   })
 
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
