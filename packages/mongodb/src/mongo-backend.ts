@@ -20,17 +20,17 @@ import {
   MAX_FENCING_TOKEN,
   MAX_ID_LENGTH,
   type RenewOutcome,
+  type RevokeOptions,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
-  validateCallOptions,
   validateCheckpointArgs,
-  validateId,
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import type { LeaseCollection, LeaseDocumentLike } from './lease-collection.js'
 import { prefixUpperBound } from './prefix-range.js'
@@ -496,16 +496,18 @@ export class MongoBackend implements Backend {
    * One `update`: a live lease (not released, not expired on this backend's clock) gets holderId `''`
    * and an expiry of now − 1. Every operation of the old record filters on its holderId, so they all
    * answer FENCED; the next acquire finds the lease expired, increments the token and, since
-   * `releasedToken` is left alone, reports an unclean handoff. The state stays.
+   * `releasedToken` is left alone, reports an unclean handoff. The state stays. With
+   * `options.fencingToken` the filter also names the token, so only that tenure can match.
    */
-  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
-    validateId('workId', workId)
-    const validated = validateCallOptions(options)
+  async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
+    const args = validateRevokeArgs(workId, options)
     const now = this.#clock.now()
+    const filter: LeaseDocumentLike = { _id: args.workId, released: false, expiresAt: { $gt: new Date(now) } }
+    if (args.fencingToken !== undefined) filter.fencingToken = args.fencingToken
     const result = await this.#collection.updateOne(
-      { _id: workId, released: false, expiresAt: { $gt: new Date(now) } },
+      filter,
       { $set: { holderId: REVOKED_HOLDER, expiresAt: new Date(now - 1) } },
-      writeOptions(validated),
+      writeOptions(args),
     )
     return result.matchedCount === 1
   }

@@ -178,6 +178,39 @@ describe('list and revoke', () => {
     expect(revoked).toMatchObject({ holderId: '', released: false })
   })
 
+  test('a revoke with an expected token is one update whose filter names the token, on every path', async () => {
+    const { harness, backend, clock } = await setup()
+    const held = await backend.acquire('job', 'a', 10_000)
+    const before = harness.roundTrips!()
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken + 1n })).toBe(false)
+    expect(await backend.revoke('never', { fencingToken: 1n })).toBe(false)
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken })).toBe(true)
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken })).toBe(false)
+    expect(harness.commands().slice(before)).toEqual(['update', 'update', 'update', 'update'])
+    const filters: unknown[] = []
+    const spying = new MongoBackend({
+      collection: {
+        findOneAndUpdate: () => Promise.reject(new Error('unused')),
+        updateOne: async (filter) => {
+          filters.push(filter)
+          return { matchedCount: 0 }
+        },
+        findOne: () => Promise.reject(new Error('unused')),
+        find: () => ({ toArray: () => Promise.reject(new Error('unused')) }),
+      },
+      clock,
+    })
+    await spying.revoke('job', { fencingToken: 2n ** 62n + 1n })
+    expect(filters).toEqual([
+      {
+        _id: 'job',
+        released: false,
+        expiresAt: { $gt: new Date(clock.now()) },
+        fencingToken: 2n ** 62n + 1n,
+      },
+    ])
+  })
+
   test('list asks for the size of the state, or for the state only when told the server cannot', async () => {
     const clock = { now: () => 1_700_000_000_000 }
     const projections: unknown[] = []
