@@ -315,6 +315,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     return lo > 0 && hiddenReach[lo - 1]! > from
   }
 
+  // Per token, the op whose return proves its lease certainly ended: a later token's, or its release.
+  const ended = new Map<bigint, Op>()
   for (const t of tokens) {
     const same = opsByToken.get(t)!
     // When the lease of token t certainly ended: superseded, or released by an acknowledged release.
@@ -322,6 +324,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     for (const r of same) {
       if (r.op === 'release' && r.outcome === 'ok' && (!end || r.complete < end.complete)) end = r
     }
+    if (end) ended.set(t, end)
     // The earliest moment something may have ended it: an acquire of a later known token (acknowledged
     // or proven), a lost acquire that may have taken a missing token right after t, or a release of t
     // that may have landed.
@@ -407,14 +410,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // 7. Reads: the state is the last checkpoint that landed; a failed one is never visible. A value is
   //    one checkpoint of one lease, which the Leaser may send more than once (a retry after a store
   //    error): it was sent first at its first invocation, and may have landed until the last
-  //    completion of any attempt that may have landed. A lease's holder is one process sending one
-  //    call after another, so the order of first invocations is the order the holder sent them.
+  //    completion of any attempt that may have landed. An attempt whose reply was lost may have
+  //    landed only if it was sent before its lease certainly ended (taken over or released): after
+  //    that the store fences it. A lease's holder is one process sending one call after another, so
+  //    the order of first invocations is the order the holder sent them.
   const sent = new Map<string, { token: bigint; first: number; lastLanding: number; attempts: Op[] }>()
+  const sentAfterEnd = (c: Op): Op | undefined => {
+    const end = ended.get(c.token!)
+    return c.outcome === 'info' && end && c.invoke > end.complete ? end : undefined
+  }
   for (const c of ops) {
     if (c.op !== 'checkpoint' || c.value === null) continue
     const s = sent.get(c.value) ?? { token: c.token!, first: c.invoke, lastLanding: -Infinity, attempts: [] }
     s.first = Math.min(s.first, c.invoke)
-    if (mayHaveHappened(c)) s.lastLanding = Math.max(s.lastLanding, c.complete)
+    if (mayHaveHappened(c) && !sentAfterEnd(c)) s.lastLanding = Math.max(s.lastLanding, c.complete)
     s.attempts.push(c)
     sent.set(c.value, s)
   }
@@ -437,11 +446,17 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         continue
       }
       if (source.lastLanding === -Infinity) {
-        add(
-          'failed-checkpoint-visible',
-          `read the state of a checkpoint that failed with ${source.attempts.map((c) => c.code).join(', ')}`,
-          [...source.attempts, r],
-        )
+        const failed = source.attempts.filter((c) => c.outcome === 'fail').map((c) => c.code)
+        const ends = [...new Set(source.attempts.map(sentAfterEnd).filter((e) => e !== undefined))]
+        const what = [
+          ...(failed.length > 0 ? [`failed with ${failed.join(', ')}`] : []),
+          ...(ends.length > 0 ? [`was sent after token ${source.token}'s lease had ended`] : []),
+        ]
+        add('failed-checkpoint-visible', `read the state of a checkpoint that ${what.join(' or ')}`, [
+          ...source.attempts,
+          ...ends,
+          r,
+        ])
         continue
       }
       if (source.token > t || source.first > r.complete) {

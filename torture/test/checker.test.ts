@@ -493,6 +493,38 @@ describe('checker', () => {
     expect(checks(history())).toEqual([check])
   })
 
+  // An op whose reply was lost may have landed at any time after it began, but not before, and not on
+  // a lease that had certainly ended when it began: then it explains nothing (found by review,
+  // 2026-12-03).
+  const tooLate: [string, CheckName, () => Op[]][] = [
+    [
+      "the successor reads a checkpoint its lease's holder sent after the takeover",
+      'failed-checkpoint-visible',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51, ttl: 1_000 }),
+        // Sent after token 2 was acknowledged: the store had to fence it.
+        op('checkpoint', { holder: 'A', token: 1, value: 'late', invoke: 60, outcome: 'info', ttl: 10 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 70, complete: 71, read: 'late', clean: false }),
+      ],
+    ],
+    [
+      'the successor reads a checkpoint sent after its own acknowledged release',
+      'failed-checkpoint-visible',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('release', { holder: 'A', token: 1, invoke: 7, complete: 8 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'ghost', invoke: 9, outcome: 'info' }),
+        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21, ttl: 1_000 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 22, complete: 23, read: 'ghost', clean: true }),
+      ],
+    ],
+  ]
+
+  test.each(tooLate)('caught: %s (%s)', (_name, check, history) => {
+    expect(checks(history())).toEqual([check])
+  })
+
   test('a token only a lost acquire took ends, and holds, a lease like any other', () => {
     const found = (ops: Op[]) => checkHistory(ops).map((v) => `${v.check}: ${v.message}`)
     // A's acquire timed out but landed (token 1); A found its lease and renewed it (expiry ~111). B's
