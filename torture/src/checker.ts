@@ -497,8 +497,15 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       const previous = (opsByToken.get(t - 1n) ?? []).filter((e) => e.op === 'release')
       if (t === 1n && !r.clean)
         add('clean-handoff', 'token 1 (no previous lease) read cleanHandoff false', [r])
-      if (t > 1n && r.clean && !previous.some(mayHaveHappened)) {
-        add('clean-handoff', `cleanHandoff true but token ${t - 1n} was never released`, [...previous, r])
+      // The store sets it as token t is acquired: a release that began after t certainly existed
+      // (after this read returned, at the latest) found t-1 superseded and changed nothing.
+      const taken = evidence.get(t)?.complete ?? r.complete
+      if (t > 1n && r.clean && !previous.some((e) => mayHaveHappened(e) && e.invoke < taken)) {
+        add(
+          'clean-handoff',
+          `cleanHandoff true but token ${t - 1n} was not released before token ${t} was acquired`,
+          [...previous, r],
+        )
       }
       if (r.clean === false && previous.some((e) => e.outcome === 'ok')) {
         add('clean-handoff', `cleanHandoff false but token ${t - 1n} was released`, [...previous, r])

@@ -519,6 +519,16 @@ describe('checker', () => {
         op('readCheckpoint', { holder: 'B', token: 2, invoke: 22, complete: 23, read: 'ghost', clean: true }),
       ],
     ],
+    [
+      'cleanHandoff true after an expiry, "explained" by a release sent after the read returned',
+      'clean-handoff',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51, ttl: 1_000 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 52, complete: 53, read: null, clean: true }),
+        op('release', { holder: 'A', token: 1, invoke: 60, outcome: 'info' }),
+      ],
+    ],
   ]
 
   test.each(tooLate)('caught: %s (%s)', (_name, check, history) => {
