@@ -213,23 +213,6 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
-  // 3. Tokens are consecutive; a missing one must have gone to an acquire whose reply was lost.
-  if (acquiresOk.length > 0) {
-    // Not Math.max: tokens are bigints.
-    let max = 0n
-    for (const a of acquiresOk) if (a.token! > max) max = a.token!
-    const missing: bigint[] = []
-    for (let t = 1n; t <= max && missing.length <= acquiresInfo.length; t++)
-      if (!byToken.has(t)) missing.push(t)
-    if (missing.length > acquiresInfo.length) {
-      add(
-        'token-gap',
-        `tokens ${missing.slice(0, 5).join(', ')}... were never handed out, more than the ${acquiresInfo.length} indeterminate acquires can explain`,
-        byInvoke.slice(0, 5),
-      )
-    }
-  }
-
   // Every op that carries a token, by token.
   const opsByToken = new Map<bigint, Op[]>()
   for (const op of ops) {
@@ -255,7 +238,6 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     if (acquired) return acquired.invoke
     return firstInfoAcquire < evidence.get(t)!.complete ? firstInfoAcquire : Number.NEGATIVE_INFINITY
   }
-  const provenOnly = known.filter((t) => !byToken.has(t)).length
   // For each token t: the earliest-completing op that proves a later token exists (an ok acquire of a
   // later token, or a record op that proved a later record valid), and the earliest moment a later
   // token may have been taken. Suffix minima over tokens, largest first.
@@ -272,6 +254,69 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     if (!firstProof || e.complete < firstProof.complete) firstProof = e
     taken = Math.min(taken, takenFrom(t))
   }
+  // 3. Tokens are consecutive: a token no acknowledged acquire got (missing, or only a record op proves
+  //    it) went to an acquire whose reply was lost, one each, which began before a larger token
+  //    certainly existed (an acquire that began after another returned got a larger token); it may
+  //    have landed any time after it began. Slots by that deadline, filled in its order from the lost
+  //    acquires begun before it: the most tokens they can explain. The ones left over may have taken
+  //    tokens after the largest known one.
+  const lost = [...acquiresInfo].sort((x, y) => x.invoke - y.invoke)
+  const lostBefore = (time: number): number => {
+    let lo = 0
+    let hi = lost.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (lost[mid]!.invoke < time) lo = mid + 1
+      else hi = mid
+    }
+    return lo
+  }
+  let spare = BigInt(lost.length)
+  {
+    const slots: { first: bigint; last: bigint; deadline: number; around: Op[] }[] = []
+    let deadline = Number.POSITIVE_INFINITY
+    let above: Op | undefined
+    for (let k = known.length - 1; k >= 0; k--) {
+      const t = known[k]!
+      const e = evidence.get(t)!
+      if (e.complete < deadline) {
+        deadline = e.complete
+        above = e
+      }
+      if (!byToken.has(t)) slots.push({ first: t, last: t, deadline, around: [e] })
+      const below = k > 0 ? known[k - 1]! : 0n
+      if (t > below + 1n) {
+        const around = k > 0 ? [evidence.get(below)!, above!] : [above!]
+        slots.push({ first: below + 1n, last: t - 1n, deadline, around })
+      }
+    }
+    slots.sort((x, y) => x.deadline - y.deadline)
+    let used = 0n
+    const unexplained: typeof slots = []
+    let count = 0n
+    for (const slot of slots) {
+      const size = slot.last - slot.first + 1n
+      const available = BigInt(lostBefore(slot.deadline)) - used
+      const take = available < size ? available : size
+      used += take
+      if (take < size) {
+        unexplained.push(slot)
+        count += size - take
+      }
+    }
+    spare -= used
+    if (unexplained.length > 0) {
+      const which = unexplained
+        .sort((x, y) => compareTokens(x.first, y.first))
+        .slice(0, 5)
+        .map((x) => (x.first === x.last ? `${x.first}` : `${x.first}..${x.last}`))
+      add(
+        'token-gap',
+        `${count} skipped token(s) (${which.join(', ')}${unexplained.length > 5 ? ', ...' : ''}) went to no acquire: more than the ${lost.length} indeterminate acquires can explain (one can have taken a token only if it began before a larger one was handed out)`,
+        [...new Set(unexplained.slice(0, 2).flatMap((x) => x.around))],
+      )
+    }
+  }
   // Acquires whose reply was lost may each have taken one token that nobody saw, at one moment after
   // their invocation, holding the lease from then until that token's lease ended (nobody had its
   // record, so only its ttl or a successor ended it). A hidden token lies where a token is missing:
@@ -281,12 +326,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // acquire explains nothing.
   const hidden: { from: number; to: number; above: bigint }[] = []
   {
-    let missing = 0n
     let belowFrom = Number.NEGATIVE_INFINITY
     let belowToken = 0n
     for (const t of known) {
       if (t > belowToken + 1n) {
-        missing += t - belowToken - 1n
         const from = Math.max(belowFrom, firstInfoAcquire)
         const to = evidence.get(t)!.complete
         if (from < to) hidden.push({ from, to, above: belowToken })
@@ -294,7 +337,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       belowFrom = takenFrom(t)
       belowToken = t
     }
-    if (BigInt(acquiresInfo.length) > missing + BigInt(provenOnly)) {
+    if (spare > 0n) {
       const from = Math.max(belowFrom, firstInfoAcquire)
       hidden.push({ from, to: Number.POSITIVE_INFINITY, above: belowToken })
     }
@@ -529,8 +572,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   //    bound over every one that may have landed and is not certainly followed by an acknowledged one.
   //    expiry-moved-back (the max rule): every acknowledged extender counts, whatever landed after it.
   const bounded = tokens.filter((t) => opsByToken.get(t)!.some((e) => e.outcome === 'ok' && mayExtend(e)))
-  // Lost acquires by invocation, with the running largest clock offset: the "now" a hidden acquire read.
-  const lost = [...acquiresInfo].sort((x, y) => x.invoke - y.invoke)
+  // The running largest clock offset of the lost acquires by invocation: the "now" a hidden acquire read.
   const lostOffset: number[] = []
   for (const l of lost) {
     lostOffset.push(
@@ -539,14 +581,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   }
   /** The latest "now" a lost acquire that landed by `by` can have read. */
   const hiddenNow = (by: number): number => {
-    let lo = 0
-    let hi = lost.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (lost[mid]!.invoke < by) lo = mid + 1
-      else hi = mid
-    }
-    return lo > 0 ? by + lostOffset[lo - 1]! : Number.NEGATIVE_INFINITY
+    const n = lostBefore(by)
+    return n > 0 ? by + lostOffset[n - 1]! : Number.NEGATIVE_INFINITY
   }
   const takers = [
     ...acquiresOk.map((a) => ({ t: a.token!, by: a.complete, seen: nowHi(a), op: a, lost: false })),

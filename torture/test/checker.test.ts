@@ -529,6 +529,16 @@ describe('checker', () => {
         op('release', { holder: 'A', token: 1, invoke: 60, outcome: 'info' }),
       ],
     ],
+    [
+      'a skipped token "explained" by a lost acquire that began after the token above it was acknowledged',
+      'token-gap',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
+        // Began after token 3 was handed out: it can only have taken token 4 or later.
+        op('acquire', { holder: 'X', invoke: 200, outcome: 'info', ttl: 10 }),
+      ],
+    ],
   ]
 
   test.each(tooLate)('caught: %s (%s)', (_name, check, history) => {
