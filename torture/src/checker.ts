@@ -49,6 +49,32 @@ const provesValid = (op: Op): boolean =>
   op.op !== 'acquire' && (op.outcome === 'ok' || (op.outcome === 'fail' && op.code === 'LEASE_EXPIRED'))
 
 const isAcquireOk = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'ok'
+/**
+ * An op whose return proves its token had been acquired: an acknowledged acquire, or a record op that
+ * proved its record valid (its holder's acquire may have lost its reply; the Leaser finds its own
+ * lease through LEASE_HELD and uses it).
+ */
+export const provesAcquired = (op: Op): boolean => isAcquireOk(op) || provesValid(op)
+
+/** How a successor's proof reads in a message: "B's acquire of token 2 was acknowledged". */
+export const describeSuccessor = (op: Op): string =>
+  `${op.holder}'s ${op.op} of token ${op.token} was ${op.outcome === 'ok' ? 'acknowledged' : `answered ${op.code}`}` +
+  (op.op === 'acquire' ? '' : " (its acquire's reply was lost)")
+
+/**
+ * The largest clock offset the acquire behind a successor's proof can have read: the acquire's own, or,
+ * for a token only a record op proves, that op's and those of its holder's acquires on the workId
+ * whose reply was lost, begun before it returned.
+ */
+export function successorOffset(successor: Op, lostAcquires: readonly Op[]): number {
+  let offset = Math.max(successor.offsetAtInvoke, successor.offsetAtComplete)
+  if (successor.op === 'acquire') return offset
+  for (const a of lostAcquires) {
+    if (a.holder === successor.holder && a.invoke < successor.complete)
+      offset = Math.max(offset, a.offsetAtInvoke, a.offsetAtComplete)
+  }
+  return offset
+}
 const compareTokens = (x: bigint, y: bigint): number => (x < y ? -1 : x > y ? 1 : 0)
 /** The index of the first of the ascending `tokens` that is >= `token`. */
 function firstAtLeast(tokens: readonly bigint[], token: bigint): number {

@@ -1,4 +1,4 @@
-import type { Violation } from './checker.js'
+import { describeSuccessor, provesAcquired, successorOffset, type Violation } from './checker.js'
 import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
 
@@ -35,12 +35,14 @@ const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
 /** One unit's store history, indexed for the pool checks. */
 class UnitHistory {
   readonly byToken = new Map<bigint, Op[]>()
+  readonly lostAcquires: Op[] = []
   /** Per checkpoint value: its token, first invocation, and whether an attempt was acknowledged or may have landed. */
   readonly sent = new Map<string, { token: bigint; first: number; acked: boolean; mayHaveLanded: boolean }>()
   #tokens: bigint[] = []
   #earliestFrom: (Op | undefined)[] = []
 
   add(op: Op): void {
+    if (op.op === 'acquire' && op.outcome === 'info') this.lostAcquires.push(op)
     if (op.token !== null) {
       const list = this.byToken.get(op.token) ?? []
       list.push(op)
@@ -66,13 +68,16 @@ class UnitHistory {
     this.#earliestFrom = new Array(this.#tokens.length)
     for (let k = this.#tokens.length - 1; k >= 0; k--) {
       for (const op of this.byToken.get(this.#tokens[k]!)!) {
-        if (isAcquireOk(op) && (!earliest || op.complete < earliest.complete)) earliest = op
+        if (provesAcquired(op) && (!earliest || op.complete < earliest.complete)) earliest = op
       }
       this.#earliestFrom[k] = earliest
     }
   }
 
-  /** The earliest-acknowledged acquire of any token >= `token`. */
+  /**
+   * The earliest-completing op that proves a token >= `token` had been acquired: its acknowledged
+   * acquire, or a record op the store acknowledged on it (the acquire's reply lost).
+   */
   successorFrom(token: bigint): Op | undefined {
     let lo = 0
     let hi = this.#tokens.length
@@ -236,7 +241,7 @@ export function checkPool(
         if (op.outcome === 'fail' || op.invoke > successor.complete) continue
         holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
       }
-      const skew = Math.max(successor.offsetAtInvoke, successor.offsetAtComplete) - holderOffset
+      const skew = successorOffset(successor, history.lostAcquires) - holderOffset
       if (skew > end.margin - tolerance) {
         summary.overlapsBeyondMargin++
         continue
@@ -246,7 +251,7 @@ export function checkPool(
     violations.push({
       check: 'pool-overlap',
       workId: end.w,
-      message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - successor.complete).toFixed(1)} ms after ${successor.holder}'s acquire of token ${successor.token} was acknowledged`,
+      message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - successor.complete).toFixed(1)} ms after ${describeSuccessor(successor)}`,
       ops: [...(acquire ? [acquire] : []), successor],
     })
   }

@@ -1,4 +1,4 @@
-import type { Violation } from './checker.js'
+import { describeSuccessor, provesAcquired, successorOffset, type Violation } from './checker.js'
 import type { Op } from './history.js'
 import type { RunnerLine, RunOutcome } from './runner-workload.js'
 
@@ -62,9 +62,10 @@ export function checkRunner(
   for (const op of ops) {
     let index = byWork.get(op.workId)
     if (!index) {
-      index = { byToken: new Map(), successorAfter: () => undefined }
+      index = { byToken: new Map(), lostAcquires: [], successorAfter: () => undefined }
       byWork.set(op.workId, index)
     }
+    if (op.op === 'acquire' && op.outcome === 'info') index.lostAcquires.push(op)
     if (op.token === null) continue
     const list = index.byToken.get(op.token) ?? []
     list.push(op)
@@ -89,22 +90,28 @@ export function checkRunner(
   return { violations, summary }
 }
 
-/** One workId's ops by token, and the first-acknowledged acquire of a token at least a given one. */
+/**
+ * One workId's ops by token, its acquires whose reply was lost, and the first proof that a token at
+ * least a given one had been acquired.
+ */
 interface WorkIndex {
   byToken: Map<bigint, Op[]>
+  lostAcquires: Op[]
   successorAfter: (token: bigint) => Op | undefined
 }
 
-const isAcquireOk = (op: Op) => op.op === 'acquire' && op.outcome === 'ok'
-
-/** Suffix minima over tokens: for each token t, the earliest-completing ok acquire of a token >= t. */
+/**
+ * Suffix minima over tokens: for each token t, the earliest-completing op that proves a token >= t had
+ * been acquired: its acknowledged acquire, or a record op the store acknowledged on it (the acquire's
+ * reply lost).
+ */
 function successors(byToken: Map<bigint, Op[]>): (token: bigint) => Op | undefined {
   const tokens = [...byToken.keys()].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
   const from: (Op | undefined)[] = new Array(tokens.length)
   let earliest: Op | undefined
   for (let k = tokens.length - 1; k >= 0; k--) {
     for (const op of byToken.get(tokens[k]!)!) {
-      if (isAcquireOk(op) && (!earliest || op.complete < earliest.complete)) earliest = op
+      if (provesAcquired(op) && (!earliest || op.complete < earliest.complete)) earliest = op
     }
     from[k] = earliest
   }
@@ -147,7 +154,7 @@ function wrongBelief(
       if (op.outcome === 'fail' || op.invoke > successor.complete) continue
       holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
     }
-    const skew = Math.max(successor.offsetAtInvoke, successor.offsetAtComplete) - holderOffset
+    const skew = successorOffset(successor, index.lostAcquires) - holderOffset
     if (skew > belief.margin - tolerance) return 'beyond-margin'
   }
   return {
@@ -155,8 +162,7 @@ function wrongBelief(
     workId: belief.w,
     message:
       `lease.held was true for ${belief.h} (token ${token}, ttl ${belief.ttl}, margin ${belief.margin}) at ` +
-      `t=${belief.t.toFixed(1)}, ${(belief.t - successor.complete).toFixed(1)} ms after ${successor.holder}'s ` +
-      `acquire of token ${successor.token} was acknowledged`,
+      `t=${belief.t.toFixed(1)}, ${(belief.t - successor.complete).toFixed(1)} ms after ${describeSuccessor(successor)}`,
     ops: last ? [last, successor] : [successor],
   }
 }

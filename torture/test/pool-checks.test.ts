@@ -109,6 +109,40 @@ describe('pool checks', () => {
       expect(checks(poolLines, ops)).toEqual(['pool-overlap'])
     })
 
+    test('a successor whose acquire lost its reply counts once the store acknowledged its checkpoint', () => {
+      // B's acquire at 500 landed unseen (token 2); B's Leaser found its lease, and B's checkpoint
+      // under token 2 was acknowledged at 522. A is told held at 600 and works on (found by review).
+      const ops = [
+        op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
+        op('readCheckpoint', {
+          workId: W,
+          holder: 'A',
+          token: 1,
+          invoke: 3,
+          complete: 4,
+          read: null,
+          clean: true,
+        }),
+        op('acquire', { workId: W, holder: 'B', invoke: 500, outcome: 'info', ttl: 400 }),
+        op('checkpoint', {
+          workId: W,
+          holder: 'B',
+          token: 2,
+          value: 'B#2.0',
+          invoke: 520,
+          complete: 522,
+          ttl: 400,
+        }),
+      ]
+      expect(checkHistory(ops)).toEqual([])
+      const poolLines: PoolLine[] = [
+        { e: 'read', h: 'A', w: W, tok: '1', t: 3, read: null, clean: true },
+        step('A', 1, 600),
+      ]
+      expect(checks(poolLines, ops)).toEqual(['pool-overlap'])
+      expect(checks([poolLines[0]!, step('A', 1, 540)], ops)).toEqual([])
+    })
+
     test('client clock: skew beyond the margin is counted apart, within it a violation', () => {
       const ahead = store().map((o) =>
         o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,

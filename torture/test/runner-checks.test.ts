@@ -1,4 +1,5 @@
 import { describe, expect, test } from 'vitest'
+import { checkHistory } from '../src/checker.js'
 import type { Op } from '../src/history.js'
 import { checkRunner } from '../src/runner-checks.js'
 import type { RunnerLine } from '../src/runner-workload.js'
@@ -60,6 +61,28 @@ describe('runner checks', () => {
     const { violations } = checkRunner([belief(200)], history(), { clientClock: false })
     expect(violations.map((v) => v.check)).toEqual(['held-after-takeover'])
     expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}`)).toEqual(['A:renew', 'B:acquire'])
+  })
+
+  test("a successor whose acquire lost its reply counts once the store acknowledged its holder's use of the token", () => {
+    // B's acquire at 150 timed out but landed (token 2); B's Leaser found its lease and renewed it,
+    // acknowledged at 172. A's Leaser still says held at 250: a broken deadline (found by review).
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 100 }),
+      op('acquire', { holder: 'B', invoke: 150, outcome: 'info', ttl: 100 }),
+      op('renew', { holder: 'B', token: 2, invoke: 170, complete: 172, ttl: 100 }),
+    ]
+    expect(checkHistory(ops)).toEqual([])
+    const { violations } = checkRunner([belief(250)], ops, { clientClock: false })
+    expect(violations.map((v) => `${v.check}: ${v.message}`)).toEqual([
+      "held-after-takeover: lease.held was true for A (token 1, ttl 100, margin 10) at t=250.0, 78.0 ms after B's renew of token 2 was acknowledged (its acquire's reply was lost)",
+    ])
+    // Until that renew returned, nothing proved the takeover.
+    expect(checks([belief(160)], ops)).toEqual([])
+    // On a client clock, the lost acquire's clock is the one that judged A's lease expired.
+    const ahead = ops.map((o) => (o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500 } : o))
+    const beyond = checkRunner([belief(250)], ahead, { clientClock: true })
+    expect(beyond.violations).toEqual([])
+    expect(beyond.summary.wrongBeliefsBeyondMargin).toBe(1)
   })
 
   test('a takeover still in flight when held was asked proves nothing', () => {
