@@ -29,17 +29,17 @@ import {
   MAX_FENCING_TOKEN,
   type RecordArgs,
   type RenewOutcome,
+  type RevokeOptions,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
-  validateCallOptions,
   validateCheckpointArgs,
-  validateId,
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import {
@@ -620,26 +620,36 @@ export class DynamoBackend implements Backend {
    * One conditional `UpdateItem`: a live lease (not released, not expired on this backend's clock)
    * gets holderId `''` and an expiry of now − 1. The old record's validity condition names its
    * holder, so it is FENCED everywhere; the next acquire finds the lease expired and copies
-   * `released` (false) into cleanHandoff. The state stays.
+   * `released` (false) into cleanHandoff. The state stays. With `options.fencingToken` the condition
+   * also names the token, so only that tenure can pass it.
    */
-  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
-    validateId('workId', workId)
-    const args = validateCallOptions(options)
+  async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
+    const args = validateRevokeArgs(workId, options)
     const now = this.#clock.now()
+    const expected = args.fencingToken
     try {
       await this.#send(
         new UpdateItemCommand({
           TableName: this.#tableName,
-          Key: this.#key(workId),
+          Key: this.#key(args.workId),
           UpdateExpression: 'SET #hld = :revoked, #exp = :past',
           // A missing item fails it too: a comparison with a missing attribute is false.
-          ConditionExpression: '#rel = :false AND #exp > :now',
-          ExpressionAttributeNames: { '#hld': Attr.holder, '#exp': Attr.expiresAt, '#rel': Attr.released },
+          ConditionExpression:
+            expected === undefined
+              ? '#rel = :false AND #exp > :now'
+              : '#rel = :false AND #exp > :now AND #tok = :tok',
+          ExpressionAttributeNames: {
+            '#hld': Attr.holder,
+            '#exp': Attr.expiresAt,
+            '#rel': Attr.released,
+            ...(expected === undefined ? {} : { '#tok': Attr.token }),
+          },
           ExpressionAttributeValues: {
             ':revoked': { S: REVOKED_HOLDER },
             ':past': num(now - 1),
             ':now': num(now),
             ':false': FALSE,
+            ...(expected === undefined ? {} : { ':tok': num(expected) }),
           },
         }),
         args,

@@ -395,6 +395,37 @@ describe('list and revoke', () => {
     expect(Item).toMatchObject({ holderId: { S: '' }, released: { BOOL: false }, listKey: { S: 'lease' } })
   })
 
+  test('a revoke with an expected token is one conditional UpdateItem on every path; tokens compared exactly', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    const held = await backend.acquire('job', 'h', 10_000)
+    const before = table.requests()
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken + 1n })).toBe(false)
+    expect(await backend.revoke('never', { fencingToken: 1n })).toBe(false)
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken })).toBe(true)
+    expect(await backend.revoke('job', { fencingToken: held.fencingToken })).toBe(false)
+    const after = table.requests()
+    expect(after.UpdateItemCommand! - before.UpdateItemCommand!).toBe(4)
+    expect(after.GetItemCommand).toBe(before.GetItemCommand)
+    expect(after.QueryCommand).toBe(before.QueryCommand)
+    // A token above 2^53 goes out as its decimal text: one below it is another token.
+    const big = 2n ** 62n + 1n
+    await table.admin.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: {
+          workId: { S: 'big' },
+          fencingToken: { N: String(big) },
+          holderId: { S: 'h' },
+          expiresAt: { N: String(clock.now() + 10_000) },
+          released: { BOOL: false },
+        },
+      }),
+    )
+    expect(await backend.revoke('big', { fencingToken: big - 1n })).toBe(false)
+    expect(await backend.revoke('big', { fencingToken: big })).toBe(true)
+  })
+
   test('a cursor outside the prefix: before it starts at the first lease, after it sends nothing', async () => {
     const backend = table.open({ clock: manualClock() })
     for (const id of ['job-1', 'job-2', 'k']) await backend.acquire(id, 'h', 10_000)
