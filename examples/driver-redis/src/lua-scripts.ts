@@ -206,14 +206,20 @@ return out
 
 // Only a live lease: its holder becomes '' (no valid holderId is empty, so is_holder never holds
 // again: FENCED everywhere) and it expires now. released stays '0', so the next acquire records an
-// unclean handoff; the token and the state are left for it.
-/** KEYS[1] = lease key. Returns {'OK'} if a live lease was ended, else {'FREE'}. */
+// unclean handoff; the token and the state are left for it. An expected token is compared as the
+// decimal string it is stored as, in the same script: a takeover cannot land between check and write.
+/**
+ * KEYS[1] = lease key; ARGV[1] = the expected token, or '' for whoever holds the lease. Returns
+ * {'OK'} if a live lease was ended, {'FENCED'} if a live lease has another token, else {'FREE'}.
+ */
 export const REVOKE = `${PRELUDE}
 local key = KEYS[1]
+local expected = ARGV[1] or ''
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 if not f[1] or f[4] == '1' then return {'FREE'} end
 local now = now_ms()
 if tonumber(f[3]) <= now then return {'FREE'} end
+if expected ~= '' and f[1] ~= expected then return {'FENCED'} end
 redis.call('HSET', key, 'holder', '', 'expires', int(now - 1))
 return {'OK'}
 `

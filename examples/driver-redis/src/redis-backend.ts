@@ -18,17 +18,17 @@ import {
   type LeaseRecord,
   type ListOptions,
   type RenewOutcome,
+  type RevokeOptions,
   raceAbort,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
-  validateCallOptions,
   validateCheckpointArgs,
-  validateId,
   validateListArgs,
   validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
+  validateRevokeArgs,
 } from '@worklease/spec'
 import {
   ACQUIRE,
@@ -415,11 +415,15 @@ export class RedisBackend implements Backend {
     return { leases, now: new Date(now), ...(next === '' ? {} : { cursor: next }) }
   }
 
-  /** One script call: a live lease gets holder '' and expires now, on Redis's clock. */
-  async revoke(workId: string, options?: CallOptions): Promise<boolean> {
-    validateId('workId', workId)
-    const args = validateCallOptions(options)
-    const reply = await this.#call('revoke', args, [this.#key(workId)])
+  /**
+   * One script call: a live lease gets holder '' and expires now, on Redis's clock. With
+   * `options.fencingToken`, only if its token is that one (an exact decimal string, compared by the
+   * script).
+   */
+  async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
+    const args = validateRevokeArgs(workId, options)
+    const expected = args.fencingToken === undefined ? '' : args.fencingToken.toString()
+    const reply = await this.#call('revoke', args, [this.#key(args.workId)], expected)
     return reply.status === 'OK'
   }
 

@@ -214,6 +214,33 @@ describe('list and revoke', () => {
     expect(fields).toMatchObject({ holder: '', released: '0', token: '1' })
   })
 
+  test('revoke with an expected token is one script call on every path; the token compared as its exact string', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('w', 'h', TTL)
+    const before = harness.roundTrips()
+    expect(await backend.revoke('w', { fencingToken: record.fencingToken + 1n })).toBe(false)
+    expect(await backend.revoke('never', { fencingToken: 1n })).toBe(false)
+    expect(await backend.revoke('w', { fencingToken: record.fencingToken })).toBe(true)
+    expect(await backend.revoke('w', { fencingToken: record.fencingToken })).toBe(false)
+    expect(harness.roundTrips() - before).toBe(4)
+    // 2^62 + 1 and 2^62 are one double in Lua: only the string comparison tells them apart.
+    const key = `${harness.keyPrefix}big`
+    const big = 2n ** 62n + 1n
+    await harness.admin.hset(key, {
+      token: String(big),
+      holder: 'h',
+      expires: String(Date.now() + TTL),
+      released: '0',
+      clean: '1',
+      seq: '0',
+    })
+    expect(await backend.revoke('big', { fencingToken: big - 1n })).toBe(false)
+    expect(await harness.admin.hget(key, 'holder')).toBe('h')
+    expect(await backend.revoke('big', { fencingToken: big })).toBe(true)
+    expect(await harness.admin.hget(key, 'holder')).toBe('')
+  })
+
   test('on a Cluster the list index is off unless the key prefix has a hash tag', async () => {
     harness = await createHarness() // afterEach closes it: not the previous case's again
     const safe = {
