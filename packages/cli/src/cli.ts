@@ -12,3 +12,7 @@ process.exitCode = await run(process.argv.slice(2), {
   stdin: process.stdin,
   env: process.env,
 })
+// The command is done and its output written (synchronously, on Linux, to files, pipes and terminals).
+// A store client left waiting on a call the command gave up on (a server that never answered) would
+// keep the process alive for ever: it gets a moment to close, then the process ends regardless.
+setTimeout(() => process.exit(), 1_000).unref()

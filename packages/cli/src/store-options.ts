@@ -1,9 +1,14 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Command } from 'commander'
+import { boundedStoreCalls } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 import type { Io } from './io.js'
 import { type OpenBackend, openBackend } from './open-backend.js'
 import { parseStoreUrl } from './store-url.js'
+
+/** How long closing the store may take once the command is done. */
+const CLOSE_TIMEOUT_MS = 1_000
 
 /** The options every command shares: where the leases are. */
 export interface StoreOptions {
@@ -36,8 +41,12 @@ export async function withStore<T>(
 ): Promise<T> {
   const store = await openStore(options, io)
   try {
-    return await body(store)
+    return await body({ ...store, backend: boundedStoreCalls(store.backend) })
   } finally {
-    await store.close().catch(() => undefined)
+    // A connection still waiting on a call given up on can keep close waiting too: not for ever.
+    await Promise.race([
+      store.close().catch(() => undefined),
+      sleep(CLOSE_TIMEOUT_MS, undefined, { ref: false }),
+    ])
   }
 }

@@ -188,6 +188,41 @@ describe('a server that accepts connections but never answers', () => {
   )
 })
 
+describe.skipIf(!ON_POSTGRES)('postgres up, never answering a query (a table locked)', () => {
+  let store: TestStore
+  beforeAll(async () => {
+    store = await openTestStore('postgres')
+    await store.backend.acquire('invoice-1', 'worker-a', TTL)
+  })
+  afterAll(async () => {
+    await store?.close()
+  })
+
+  test('list, show and watch give up after 10 s: exit 1 with one line, and the process ends', async () => {
+    // Another session holds the table (a migration, a stuck transaction): every read waits for it.
+    const admin = new pg.Client({ connectionString: POSTGRES_URL })
+    await admin.connect()
+    try {
+      await admin.query('BEGIN')
+      await admin.query(`LOCK TABLE ${store.table} IN ACCESS EXCLUSIVE MODE`)
+      const results = await Promise.all(
+        [['list'], ['show', 'invoice-1'], ['watch', '--count', '2']].map((args) =>
+          cliWithin(30_000, [...args, ...store.args]),
+        ),
+      )
+      for (const result of results) {
+        expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 1, stdout: '' })
+        expect(result.stderr).toMatch(/^worklease: the store failed: it did not answer within 10 s/)
+        expect(isOneLine(result.stderr)).toBe(true)
+        expect(result.elapsedMs).toBeLessThan(20_000)
+      }
+    } finally {
+      await admin.query('ROLLBACK').catch(() => undefined)
+      await admin.end()
+    }
+  }, 60_000)
+})
+
 describe.skipIf(!ON_POSTGRES)('watch on postgres survives a dropped idle connection', () => {
   let store: TestStore
   beforeAll(async () => {
