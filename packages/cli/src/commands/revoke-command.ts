@@ -1,5 +1,5 @@
 import { createInterface } from 'node:readline/promises'
-import type { Backend, LeaseListing } from '@worklease/spec'
+import type { Backend, LeaseListing, RevokeOptions } from '@worklease/spec'
 import { Command } from 'commander'
 import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
@@ -8,12 +8,12 @@ import { type Io, writeLine } from '../io.js'
 import { jsonLine, quoted, statusOf } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
 
-interface RevokeOptions extends StoreOptions {
+interface RevokeCommandOptions extends StoreOptions {
   yes?: boolean
   json?: boolean
 }
 
-function revokeOf(backend: Backend): (workId: string) => Promise<boolean> {
+function revokeOf(backend: Backend): (workId: string, options: RevokeOptions) => Promise<boolean> {
   if (!backend.capabilities.revoke || typeof backend.revoke !== 'function') {
     throw new CliError(
       'this store\'s driver cannot revoke leases (no "revoke" capability)',
@@ -72,7 +72,7 @@ export function revokeCommand(io: Io): Command {
     .argument('<workId>', 'the unit of work')
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--json', 'print {"workId","revoked","previous"} as JSON')
-    .action(async (workId: string, options: RevokeOptions) => {
+    .action(async (workId: string, options: RevokeCommandOptions) => {
       await withStore(options, io, async ({ backend, label }) => {
         const revoke = revokeOf(backend)
         let { lease } = await findLease(backend, workId)
@@ -83,8 +83,7 @@ export function revokeCommand(io: Io): Command {
             throw new CliError('not revoked', ExitCode.DECLINED)
           }
           // The answer can come minutes later, when another holder may have the lease: the "y"
-          // covers only the holder and token the question named. Backend.revoke takes no expected
-          // token, so a takeover between this read and the revoke call still goes unseen.
+          // covers only the holder and token the question named.
           ;({ lease } = await findLease(backend, workId))
           if (!sameTenure(asked, lease)) {
             throw new CliError(
@@ -94,7 +93,11 @@ export function revokeCommand(io: Io): Command {
             )
           }
         }
-        const revoked = await revoke(workId)
+        // Only the tenure read (and asked about): its token is part of the revoke's one conditional
+        // write, so a holder that takes over after this read is never the one ended. A lease that
+        // was not held has no tenure to end: nothing is sent, whoever may have taken it since.
+        const tenure = lease && statusOf(lease) === 'held' ? lease : undefined
+        const revoked = tenure ? await revoke(workId, { fencingToken: tenure.fencingToken }) : false
         if (options.json) {
           const previous = lease
             ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }
@@ -102,6 +105,21 @@ export function revokeCommand(io: Io): Command {
           writeLine(io.stdout, jsonLine({ workId, revoked, previous }))
         } else if (revoked) {
           writeLine(io.stdout, `revoked ${quoted(workId)}; the next holder gets an unclean handoff`)
+        }
+        if (!revoked && tenure) {
+          // The tenure ended before the revoke landed: say what the lease is now (a read for the
+          // message only: nothing was written).
+          const now = await findLease(backend, workId).then(
+            (found) => found.lease,
+            () => undefined,
+          )
+          if (now && statusOf(now) === 'held' && !sameTenure(tenure, now)) {
+            throw new CliError(
+              `not revoked: ${quoted(workId)} changed before the revoke reached the store: it is now ` +
+                `${describeLease(now)}, not ${describeLease(tenure)}`,
+              ExitCode.DECLINED,
+            )
+          }
         }
         if (!revoked)
           throw new CliError(`${quoted(workId)} was not held: nothing revoked`, ExitCode.NOT_FOUND)
