@@ -36,8 +36,15 @@ const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
 class UnitHistory {
   readonly byToken = new Map<bigint, Op[]>()
   readonly lostAcquires: Op[] = []
-  /** Per checkpoint value: its token, first invocation, and whether an attempt was acknowledged or may have landed. */
-  readonly sent = new Map<string, { token: bigint; first: number; acked: boolean; mayHaveLanded: boolean }>()
+  /**
+   * Per checkpoint value: its token, first invocation, its attempts, whether one was acknowledged, and
+   * (after `index`) whether one may have landed, or else the op that ended its lease before an
+   * attempt whose reply was lost was sent.
+   */
+  readonly sent = new Map<
+    string,
+    { token: bigint; first: number; attempts: Op[]; acked: boolean; mayHaveLanded: boolean; endedBy?: Op }
+  >()
   #tokens: bigint[] = []
   #earliestFrom: (Op | undefined)[] = []
 
@@ -52,12 +59,13 @@ class UnitHistory {
       const s = this.sent.get(op.value) ?? {
         token: op.token!,
         first: op.invoke,
+        attempts: [],
         acked: false,
         mayHaveLanded: false,
       }
       s.first = Math.min(s.first, op.invoke)
+      s.attempts.push(op)
       s.acked ||= op.outcome === 'ok'
-      s.mayHaveLanded ||= mayHaveLanded(op)
       this.sent.set(op.value, s)
     }
   }
@@ -71,6 +79,27 @@ class UnitHistory {
         if (provesAcquired(op) && (!earliest || op.complete < earliest.complete)) earliest = op
       }
       this.#earliestFrom[k] = earliest
+    }
+    // An attempt whose reply was lost may have landed only if it was sent before its lease certainly
+    // ended (a larger token proven, or its own release acknowledged): after that the store fenced it,
+    // as checker.ts rules for failed-checkpoint-visible.
+    const ended = new Map<bigint, Op | undefined>()
+    const endOf = (token: bigint): Op | undefined => {
+      if (ended.has(token)) return ended.get(token)
+      let end = this.successorFrom(token + 1n)
+      for (const r of this.byToken.get(token) ?? []) {
+        if (r.op === 'release' && r.outcome === 'ok' && (!end || r.complete < end.complete)) end = r
+      }
+      ended.set(token, end)
+      return end
+    }
+    for (const s of this.sent.values()) {
+      for (const c of s.attempts) {
+        if (!mayHaveLanded(c)) continue
+        const end = c.outcome === 'info' ? endOf(s.token) : undefined
+        if (end && c.invoke > end.complete) s.endedBy ??= end
+        else s.mayHaveLanded = true
+      }
     }
   }
 
@@ -113,7 +142,8 @@ class UnitHistory {
  *   members running it at once. On a client-clock backend, a yes after a takeover whose clock skew
  *   exceeded the Leaser's margin is counted apart, as for the runner's `held-after-takeover`.
  * - `pool-lost-checkpoint`: a handler's first read of its unit returns the newest acknowledged
- *   checkpoint of the earlier tokens (or one sent after it that may have landed): what a member saved
+ *   checkpoint of the earlier tokens (or one sent after it that may have landed, which one whose
+ *   reply was lost did only if it was sent before its lease certainly ended): what a member saved
  *   before it gave the unit up or crashed is what its successor resumes from.
  * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`
  *   and the lease ended released, not lost) is read by the next token with `cleanHandoff: true` and the
@@ -178,11 +208,20 @@ export function checkPool(
       const writer = history.byToken
         .get(newest.token)
         ?.find((op) => op.op === 'checkpoint' && op.value === newest.value && op.outcome === 'ok')
+      const fenced = source && !source.mayHaveLanded && source.endedBy
       violations.push({
         check: 'pool-lost-checkpoint',
         workId: line.w,
-        message: `${line.h} took token ${token} and read ${JSON.stringify(line.read)}, though token ${newest.token}'s checkpoint ${JSON.stringify(newest.value)} had been acknowledged`,
-        ops: [...(writer ? [writer] : []), ...readsOf(history, token, line.h)],
+        message:
+          `${line.h} took token ${token} and read ${JSON.stringify(line.read)}, though token ${newest.token}'s checkpoint ${JSON.stringify(newest.value)} had been acknowledged` +
+          (fenced
+            ? ` (${JSON.stringify(line.read)} was sent after token ${source.token}'s lease had ended)`
+            : ''),
+        ops: [
+          ...(writer ? [writer] : []),
+          ...(fenced ? [...source.attempts, source.endedBy!] : []),
+          ...readsOf(history, token, line.h),
+        ],
       })
       continue
     }

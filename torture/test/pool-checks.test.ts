@@ -173,6 +173,72 @@ describe('pool checks', () => {
       expect(checks(lines({ bRead: 'A#1.1' }), ops)).toEqual(['pool-lost-checkpoint'])
     })
 
+    // A checkpoint sent after its lease had certainly ended was fenced, whatever became of its reply,
+    // so it cannot be what the successor read instead of the newest acknowledged one (found by
+    // review, 2026-12-03; the store-level checks already rule so, checker.ts step 7).
+    test('a checkpoint sent after a takeover was acknowledged excuses nothing', () => {
+      // A crashed after A#1.0 (ttl 400); C's acquire of token 2 was acknowledged at 502. A's last
+      // checkpoint, sent at 505 on a paused clock, lost its reply: the store had to fence it.
+      const ops = (lateAt: number, acquired = { invoke: 500, complete: 502 }) => [
+        op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
+        op('checkpoint', {
+          workId: W,
+          holder: 'A',
+          token: 1,
+          value: 'A#1.0',
+          invoke: 10,
+          complete: 12,
+          ttl: 400,
+        }),
+        op('checkpoint', {
+          workId: W,
+          holder: 'A',
+          token: 1,
+          value: 'A#1.1',
+          invoke: lateAt,
+          outcome: 'info',
+        }),
+        op('acquire', { workId: W, holder: 'C', token: 2, ...acquired, ttl: 400 }),
+        op('readCheckpoint', {
+          workId: W,
+          holder: 'C',
+          token: 2,
+          invoke: acquired.complete + 1,
+          complete: acquired.complete + 2,
+          read: 'A#1.1',
+          clean: false,
+        }),
+      ]
+      const read = (t: number): PoolLine => ({
+        e: 'read',
+        h: 'C',
+        w: W,
+        tok: '2',
+        t,
+        read: 'A#1.1',
+        clean: false,
+      })
+      const found = checkPool([read(503)], ops(505), { clientClock: false }).violations
+      expect(found.map((v) => v.check)).toEqual(['pool-lost-checkpoint'])
+      expect(found[0]!.message).toContain('"A#1.1" was sent after token 1\'s lease had ended')
+      // The guard: sent at 450, after C's acquire began (440) but before it was acknowledged (1,000),
+      // it may have landed first (reviving the expired lease until 850, which C's acquire then found
+      // expired). That is a legitimate history, at every level.
+      const legit = ops(450, { invoke: 440, complete: 1_000 })
+      expect(checkHistory(legit)).toEqual([])
+      expect(checks([read(1_001)], legit)).toEqual([])
+    })
+
+    test("a checkpoint sent after its own lease's release was acknowledged excuses nothing", () => {
+      // A released token 1 (acknowledged at 32), then sent A#1.3 (its reply lost): fenced.
+      const ops = [
+        ...store({ bRead: 'A#1.3' }),
+        op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.3', invoke: 33, outcome: 'info' }),
+      ]
+      expect(checks(lines({ bRead: 'A#1.3' }), ops)).toEqual(['pool-lost-checkpoint'])
+      // Sent before the release began, it may have landed first: the existing guard above (28.5).
+    })
+
     test("after a crash too: the successor reads the crashed holder's last acknowledged checkpoint", () => {
       // A walks away (no release, no handoff line); C takes token 2 after the ttl and reads A#1.0.
       const ops = [
