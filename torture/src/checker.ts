@@ -103,12 +103,18 @@ const nowHi = (op: Op): number => op.complete + Math.max(op.offsetAtInvoke, op.o
 
 /**
  * The latest expiry the store can have had for a token, counting every extender that may have landed
- * before `before` (invoked earlier), `except` one op. A renew that landed after the expiry changed
- * nothing (LEASE_EXPIRED), so a lost renew can only add its ttl to an expiry its "now" was still
- * before; a checkpoint revives an expired lease nobody took over, so a lost one may land at any time.
+ * before `before` (invoked earlier), `except` one op, and `acquired`: the latest expiry a lost acquire
+ * that took the token can have set. A renew that landed after the expiry changed nothing
+ * (LEASE_EXPIRED), so a lost renew can only add its ttl to an expiry its "now" was still before; a
+ * checkpoint revives an expired lease nobody took over, so a lost one may land at any time.
  */
-function latestExpiry(same: readonly Op[], before: number, except?: Op): number {
-  let at = Number.NEGATIVE_INFINITY
+function latestExpiry(
+  same: readonly Op[],
+  before: number,
+  except?: Op,
+  acquired = Number.NEGATIVE_INFINITY,
+): number {
+  let at = acquired
   const lostRenews: Op[] = []
   for (const e of same) {
     if (e === except || !mayExtend(e) || !(e.invoke < before)) continue
@@ -259,6 +265,37 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     if (!seen || x.complete < seen.complete) evidence.set(x.token!, x)
   }
   const known = [...evidence.keys()].sort(compareTokens)
+  // The lost acquires that may have taken a token no acknowledged acquire got: those of the holder of
+  // its first proof (stores match holder and token) begun before that proof returned. The one that
+  // took it landed in between: its "now" was at least its start (+ its offset) and at most the proof's
+  // return (+ its offset), so it set an expiry between those + its ttl.
+  const lostByHolder = new Map<string, Op[]>()
+  for (const a of acquiresInfo) {
+    const list = lostByHolder.get(a.holder) ?? []
+    list.push(a)
+    lostByHolder.set(a.holder, list)
+  }
+  const lostTakers = new Map<bigint, Op[]>()
+  const lostTakersOf = (t: bigint): Op[] => {
+    let found = lostTakers.get(t)
+    if (found) return found
+    const p = evidence.get(t)
+    found =
+      !p || byToken.has(t)
+        ? []
+        : (lostByHolder.get(p.holder) ?? []).filter((a) => a.ttl !== null && a.invoke < p.complete)
+    lostTakers.set(t, found)
+    return found
+  }
+  /** The latest expiry the lost acquire that took `t` can have set (-Infinity: none took it). */
+  const lostAcquireLatest = (t: bigint): number => {
+    const p = evidence.get(t)
+    let at = Number.NEGATIVE_INFINITY
+    if (p)
+      for (const a of lostTakersOf(t))
+        at = Math.max(at, p.complete + Math.max(a.offsetAtInvoke, a.offsetAtComplete) + a.ttl!)
+    return at
+  }
   const takenFrom = (t: bigint): number => {
     const acquired = byToken.get(t)
     if (acquired) return acquired.invoke
@@ -419,11 +456,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       }
       if (x.op !== 'renew') continue
       // 11. A renew is acknowledged only before the expiry (a checkpoint may revive an expired lease;
-      //     a renew may not). Only for a token an acknowledged acquire names: one only an acquire with
-      //     an unknown outcome took has no bound on its expiry (that acquire landed at some moment
-      //     before the renew did, with its own "now"), so nothing here says it had expired.
-      if (x.outcome === 'ok' && byToken.has(t)) {
-        const latest = latestExpiry(same, x.complete, x)
+      //     a renew may not). For a token only a lost acquire took, that acquire landed before the
+      //     token's first proof returned: the latest expiry it can have set is that return (+ its
+      //     offset) + its ttl. (Its start would be a lower bound, the wrong direction here.)
+      const acquired = byToken.has(t) ? undefined : lostAcquireLatest(t)
+      if (x.outcome === 'ok' && (acquired === undefined || Number.isFinite(acquired))) {
+        const latest = latestExpiry(same, x.complete, x, acquired)
         if (nowLo(x) >= latest + tolerance) {
           add(
             'renewed-after-expiry',

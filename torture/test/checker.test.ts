@@ -602,6 +602,35 @@ describe('checker', () => {
     expect(found(unbounded)).toEqual([])
   })
 
+  // A token only record ops prove went to a lost acquire of its holder (stores match holder and
+  // token), begun before the first of those ops returned. That acquire landed in between, so it bounds
+  // the lease's expiry both ways: at most the proof's return (+ its offset) + its ttl, at least its
+  // start (+ its offset) + its ttl. Found by review (2026-12-03): both checks skipped such tokens.
+  describe('a lost acquire bounds the expiry of the token it took', () => {
+    // A's acquire lost its reply; A's read of token 1 returned at 11, so it landed before 11.
+    const taken = (ttl: number, offset = 0): Op[] => [
+      op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl, offsetAtInvoke: offset }),
+      op('readCheckpoint', { holder: 'A', token: 1, invoke: 10, complete: 11, read: null, clean: true }),
+    ]
+    const renewAt = (invoke: number) =>
+      op('renew', { holder: 'A', token: 1, invoke, complete: invoke + 1, ttl: 100 })
+
+    test("renewed-after-expiry: its latest expiry is the proof's return + its ttl", () => {
+      // Expired by 111 at the latest; a renew acknowledged from 300 on is a renewed-after-expiry.
+      const found = checkHistory([...taken(100), renewAt(300)])
+      expect(found.map((v) => v.check)).toEqual(['renewed-after-expiry'])
+      expect(found[0]!.message).toMatch(/^renew of token 1 was acknowledged 189\.0 ms after/)
+      // Guards, the same shape legitimately: within its ttl of the proof; a lost renew that may have
+      // landed before the expiry (adds its ttl: 211); a clock 300 ms ahead on the acquire (411); the
+      // renew itself the first proof (the acquire may have landed just before it).
+      expect(checkHistory([...taken(100), renewAt(100)])).toEqual([])
+      const lostRenew = op('renew', { holder: 'A', token: 1, invoke: 50, outcome: 'info', ttl: 100 })
+      expect(checkHistory([...taken(100), lostRenew, renewAt(200)])).toEqual([])
+      expect(checkHistory([...taken(100, 300), renewAt(300)])).toEqual([])
+      expect(checkHistory([taken(100)[0]!, renewAt(300)])).toEqual([])
+    })
+  })
+
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
     const ops = [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 200 }),
