@@ -141,9 +141,13 @@ function earliestExpiryLastWins(
   same: readonly Op[],
   to: number,
   landedBefore: (z: Op) => boolean,
+  lostAcquires: readonly Op[] = [],
 ): { at: number; by?: Op } {
-  const extenders = same.filter((e) => mayExtend(e) && e.invoke < to)
-  const acked = extenders.filter((e) => e.outcome === 'ok' && landedBefore(e))
+  const own = same.filter((e) => mayExtend(e) && e.invoke < to)
+  const acked = own.filter((e) => e.outcome === 'ok' && landedBefore(e))
+  // `lostAcquires`: those that may have taken the token, one of which did, with a bound of its start
+  // + ttl. It landed before any record op on its token could: an acknowledged one follows it.
+  const extenders = acked.length > 0 ? own : [...own, ...lostAcquires]
   let at = Number.POSITIVE_INFINITY
   let by: Op | undefined
   for (const l of extenders) {
@@ -159,11 +163,23 @@ function earliestExpiryLastWins(
 
 /**
  * The same under the max rule (renew and checkpoint set max(stored, now + ttl); only release moves
- * the expiry back): every acknowledged extender that landed before counts, whatever came after.
+ * the expiry back): every acknowledged extender that landed before counts, whatever came after; and
+ * the acquire of the token, if it was one of `lostAcquires` (which, unknown: the smallest bound).
  */
-function earliestExpiryMax(same: readonly Op[], landedBefore: (e: Op) => boolean): { at: number; by?: Op } {
+function earliestExpiryMax(
+  same: readonly Op[],
+  landedBefore: (e: Op) => boolean,
+  lostAcquires: readonly Op[] = [],
+): { at: number; by?: Op } {
   let at = Number.NEGATIVE_INFINITY
   let by: Op | undefined
+  for (const a of lostAcquires) {
+    const bound = nowLo(a) + a.ttl!
+    if (!by || bound < at) {
+      at = bound
+      by = a
+    }
+  }
   for (const e of same) {
     if (!mayExtend(e) || e.outcome !== 'ok' || !landedBefore(e)) continue
     const bound = nowLo(e) + e.ttl!
@@ -632,10 +648,18 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   //    between, lost acquires took them, the first after k ended, before A returned, on its own clock.
   //    A token only a record op proves was taken by a lost acquire before that op returned. Skipped if
   //    k may have been released, the one thing that moves an expiry back.
+  //    If k itself is such a token, that lost acquire (one of its holder's begun before k's first
+  //    proof returned, and before A returned: a later one got a token above t) is an extender too,
+  //    certainly landed, with a bound of its start (+ offset) + ttl: a LOWER bound of the expiry it
+  //    set, the direction a violation needs. Lost renews and checkpoints of k only enter the
+  //    old rule's minimum as extenders that may have landed last: they can lower that bound, never
+  //    raise it, as a lost reply proves nothing live.
   //    early-takeover (either rule): the last extender to land set the expiry, so take the smallest
   //    bound over every one that may have landed and is not certainly followed by an acknowledged one.
   //    expiry-moved-back (the max rule): every acknowledged extender counts, whatever landed after it.
-  const bounded = tokens.filter((t) => opsByToken.get(t)!.some((e) => e.outcome === 'ok' && mayExtend(e)))
+  const bounded = tokens.filter(
+    (t) => opsByToken.get(t)!.some((e) => e.outcome === 'ok' && mayExtend(e)) || lostTakersOf(t).length > 0,
+  )
   // The running largest clock offset of the lost acquires by invocation: the "now" a hidden acquire read.
   const lostOffset: number[] = []
   for (const l of lost) {
@@ -667,10 +691,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     const seen = prev === t - 1n ? seenSelf : Math.max(seenSelf, hiddenNow(by))
     // An acknowledged extender invoked before A returned landed before A took over, or it was itself
     // acknowledged on a superseded record.
-    const last = earliestExpiryLastWins(previous, by, () => true)
-    const max = earliestExpiryMax(previous, (e) => e.invoke < by)
+    const acquiredBy = lostTakersOf(prev).filter((l) => l.invoke < by)
+    const last = earliestExpiryLastWins(previous, by, () => true, acquiredBy)
+    const max = earliestExpiryMax(previous, (e) => e.invoke < by, acquiredBy)
     const how =
       (hiddenTaker ? ` (by an acquire whose reply was lost; ${a.op} of token ${t} acknowledged)` : '') +
+      (byToken.has(prev) ? '' : ` (token ${prev}'s acquire lost its reply)`) +
       (prev + 1n === t - 1n
         ? ` (token ${prev + 1n} went to an acquire whose reply was lost)`
         : prev < t - 1n
@@ -685,7 +711,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     } else if (max.by && seen < max.at - tolerance) {
       add(
         'expiry-moved-back',
-        `token ${t} was acquired ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} of token ${prev} had set${how}`,
+        `token ${t} was acquired ${(max.at - seen).toFixed(1)} ms before the expiry ${max.by.outcome === 'ok' ? `an acknowledged ${max.by.op}` : 'its acquire'} of token ${prev} had set${how}`,
         [max.by, a],
       )
     }

@@ -629,6 +629,39 @@ describe('checker', () => {
       expect(checkHistory([...taken(100, 300), renewAt(300)])).toEqual([])
       expect(checkHistory([taken(100)[0]!, renewAt(300)])).toEqual([])
     })
+
+    const takeover = (invoke: number) =>
+      op('acquire', { holder: 'B', token: 2, invoke, complete: invoke + 1, ttl: 1_000 })
+
+    test('early-takeover: its earliest expiry is its start + its ttl; lost extenders only lower it', () => {
+      // A's renew lost its reply too: nothing acknowledged extended token 1, yet its acquire's start
+      // bounds the expiry from below (0 + 1,000): B's takeover at 100 is early.
+      const lostRenew = (ttl: number) =>
+        op('renew', { holder: 'A', token: 1, invoke: 20, outcome: 'info', ttl })
+      const found = checkHistory([...taken(1_000), lostRenew(1_000), takeover(100)])
+      expect(found.map((v) => v.check)).toEqual(['early-takeover'])
+      expect(found[0]!.message).toBe(
+        "token 2 was acquired 899.0 ms before token 1's lease could have expired (token 1's acquire lost its reply)",
+      )
+      // The holder's own lost acquire decides, not another's with a shorter ttl.
+      const other = op('acquire', { holder: 'X', invoke: 0, outcome: 'info', ttl: 50 })
+      expect(checks([other, ...taken(1_000), takeover(100)])).toEqual(['early-takeover'])
+      // Guards: after the acquire's own bound (the lost renew may have landed, but a lost renew never
+      // proves the lease live longer); its clock 500 ms behind (expiry from 500); the renew's shorter
+      // ttl, which may have set the expiry to 270 under the old rule (under the max rule it may not:
+      // expiry-moved-back, the rule kept apart).
+      expect(checkHistory([...taken(1_000), lostRenew(1_000), takeover(1_100)])).toEqual([])
+      expect(checkHistory([...taken(1_000, -500), takeover(600)])).toEqual([])
+      expect(checks([...taken(1_000), lostRenew(250), takeover(300)])).toEqual(['expiry-moved-back'])
+      expect(checks([...taken(1_000), lostRenew(250), takeover(200)])).toEqual(['early-takeover'])
+      // The acquire landed before any record op on its token: an acknowledged renew follows it, and
+      // under the old rule decides alone (1,010 here, not the acquire's 50).
+      const renewed = [
+        op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 50 }),
+        op('renew', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 1_000 }),
+      ]
+      expect(checks([...renewed, takeover(100)])).toEqual(['early-takeover'])
+    })
   })
 
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
