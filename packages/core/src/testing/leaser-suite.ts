@@ -581,9 +581,14 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
         // After the reply: the lease expires a ttl after the store wrote it, which is before this. (Taken
         // before the call, the first query's connection set-up counted against the waiter.)
         const crashedAt = performance.now()
-        const rttStart = performance.now()
-        await assert.rejects(other.acquire(id, 'suite-probe', ttlMs), isLeaseHeldError)
-        const rttMs = performance.now() - rttStart
+        // The slowest of three round trips: one sample on a loaded machine (a store in a child process
+        // starved of CPU beside other suites) can be quicker than the waiter's later ones.
+        let rttMs = 0
+        for (let probe = 0; probe < 3; probe++) {
+          const rttStart = performance.now()
+          await assert.rejects(other.acquire(id, 'suite-probe', ttlMs), isLeaseHeldError)
+          rttMs = Math.max(rttMs, performance.now() - rttStart)
+        }
         // The default retry policy, whose backoff grows to 2 s, far past a short ttl, with its delays
         // near their caps (random 0.99): what a waiter's backoff does at its worst.
         const b = new Leaser(leaserOptions(await open(), 'suite-b', { retry: {}, random: () => 0.99 }))
