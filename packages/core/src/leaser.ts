@@ -737,6 +737,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   }
 
   #adopt({ record, start, checkpoint }: FoundLease, attempts: number): Lease<S> {
+    if (this.closed && checkpoint?.cleanHandoff !== true) {
+      // Nobody will use it: after a crash (or not known to follow a clean end) an orphan, left to
+      // expire or read first, so the successor still learns of the crash.
+      this.#releaseOrphan(record.workId, { record, checkpoint })
+      throw new LeaserClosedError()
+    }
     const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
     if (this.closed) {
       // Not among the leases close() releases: it waits for this release as for an orphan's.

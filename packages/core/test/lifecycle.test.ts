@@ -337,8 +337,14 @@ describe('close', () => {
    * close() is called between an acquire's reply and the moment that acquire takes its lease, which
    * the Leaser then releases; that release takes 100 ms (and gives up if its signal aborts).
    */
-  async function closeOnReply(closeOptions: { timeoutMs?: number } = {}) {
-    const { time, backend, store } = setup()
+  async function closeOnReply(closeOptions: { timeoutMs?: number } = {}, { afterCrash = false } = {}) {
+    const { time, backend, store, other } = setup()
+    if (afterCrash) {
+      // worker-c checkpointed 'page 3' and crashed: its lease expired, never released.
+      const crashed = await other.acquire('job', 'worker-c', TTL)
+      await other.checkpoint(crashed, bytes('page 3'), TTL)
+      await time.advance(TTL + 1)
+    }
     class CloseOnReply extends ForwardingBackend {
       override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
         const taken = this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)
@@ -359,8 +365,23 @@ describe('close', () => {
     const acquiring = track(leaser.acquire('job'))
     await time.advance(1)
     expect(isLeaserClosedError(acquiring.error)).toBe(true)
-    return { time, backend, store, leaser, lost }
+    return { time, backend, store, leaser, lost, other }
   }
+
+  test('an acquire whose reply came just before close took a crashed lease: left to expire, not released', async () => {
+    const { time, backend, store, leaser, other } = await closeOnReply({}, { afterCrash: true })
+    await time.until(leaser.close())
+    // Released, it would tell the successor that worker-c ended cleanly, though nobody ran since.
+    expect(backend.calls.release).toBe(0)
+    expect(store.leases.get('job')?.released).toBe(false)
+    await time.advance(TTL + 1)
+    const { record, checkpoint } = await other.acquireWithCheckpoint('job', 'worker-b', TTL)
+    expect([record.fencingToken, text(checkpoint.state), checkpoint.cleanHandoff]).toEqual([
+      3n,
+      'page 3',
+      false,
+    ])
+  })
 
   test('an acquire whose reply came just before close: close waits for the release of its lease', async () => {
     const { time, backend, store, leaser, lost } = await closeOnReply()
