@@ -507,7 +507,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
           inFlight--
         }
         if (this.#closed.signal.aborted) {
-          await lease.release()
+          await this.#handBackUnrun(lease)
           return
         }
         taken++
@@ -521,6 +521,20 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (failed) throw failed.reason
     const cut = timers.now() >= stopAt && next < attempts && taken < count
     return { taken, cut }
+  }
+
+  /**
+   * A unit taken as the pool closed, which nobody ran. Released only after a clean handoff: a release
+   * tells the next member that the last holder ended cleanly, and after a crash nobody has reconciled
+   * since. Otherwise left to expire, so the next member still reads `cleanHandoff: false`.
+   */
+  async #handBackUnrun(lease: Lease<S>): Promise<void> {
+    const clean = await lease.readCheckpoint().then(
+      (read) => read.cleanHandoff,
+      () => false,
+    )
+    if (clean) await lease.release()
+    else lease.abandon()
   }
 
   #run(unit: string, lease: Lease<S>): void {

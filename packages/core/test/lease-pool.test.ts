@@ -11,7 +11,16 @@ import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
-import { collectUncaughtExceptions, collectUnhandledRejections, INTERVAL, setup, TTL } from './setup.js'
+import {
+  bytes,
+  collectUncaughtExceptions,
+  collectUnhandledRejections,
+  INTERVAL,
+  setup,
+  TTL,
+  text,
+  track,
+} from './setup.js'
 
 /** Counts the checkpoints and releases in flight at once: a member's own store work on a give-up. */
 class HandBackCounter extends ForwardingBackend {
@@ -350,6 +359,64 @@ describe('LeasePool', () => {
 })
 
 const refused = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+
+describe('LeasePool closing mid-take', () => {
+  /** Calls `onUnitAcquire` as an acquire of unit u1 leaves for the store. */
+  class SeesUnitAcquires extends ForwardingBackend {
+    onUnitAcquire: (() => void) | undefined
+    override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      if (workId === 'g/u/u1') this.onUnitAcquire?.()
+      return super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+    }
+  }
+
+  test.each([
+    ['a crashed member', true],
+    ['a member that ended cleanly', false],
+  ])('a unit taken from %s as the pool closes: released only after a clean handoff', async (_, crashed) => {
+    let seen: SeesUnitAcquires | undefined
+    const { time, store, backend, leaser, other } = setup({
+      wrap: (memory) => {
+        seen = new SeesUnitAcquires(memory)
+        return seen
+      },
+    })
+    // worker-c ran u1 and checkpointed 'page 3', then crashed (its lease expired) or released it.
+    const before = await other.acquire('g/u/u1', 'worker-c', TTL)
+    await other.checkpoint(before, bytes('page 3'), TTL)
+    if (!crashed) await other.release(before)
+    await time.advance(TTL + 1)
+    backend.setLatency(50, 'acquire')
+    const pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: ['u1'],
+      timers: time,
+      random: () => 0.5,
+      handler: untilAborted,
+    })
+    let closing: Promise<void> | undefined
+    // SIGTERM while the take of u1 is on its way to the store.
+    seen!.onUnitAcquire = () => {
+      seen!.onUnitAcquire = undefined
+      closing = pool.close()
+    }
+    const starting = track(pool.start())
+    while (closing === undefined) await time.advance(5)
+    await time.until(closing)
+    await time.advance(100)
+    expect(starting.settled).toBe(true)
+    // Nobody ran u1 under token 2: after a crash, released, it would hide the crash from the next member.
+    expect(store.leases.get('g/u/u1')).toMatchObject({ fencingToken: 2n, released: !crashed })
+    await time.advance(TTL + 1)
+    const { record, checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+    expect([record.fencingToken, text(checkpoint.state), checkpoint.cleanHandoff]).toEqual([
+      3n,
+      'page 3',
+      !crashed,
+    ])
+  })
+})
 
 describe('LeasePool listeners', () => {
   const thrown = collectUncaughtExceptions()
