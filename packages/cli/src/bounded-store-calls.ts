@@ -9,6 +9,16 @@ import { ExitCode } from './exit-code.js'
  */
 export const STORE_CALL_TIMEOUT_MS = 10_000
 
+let gaveUp = false
+
+/**
+ * Whether a call was given up on: its store client may still be waiting for the reply, and would keep
+ * the process alive after the command is done.
+ */
+export function storeCallGivenUp(): boolean {
+  return gaveUp
+}
+
 /**
  * The backend the commands use: every call carries a signal that gives up after `timeoutMs`, and
  * giving up is a store failure (exit 1) that says so. The drivers stop waiting when the signal
@@ -21,6 +31,7 @@ export function boundedStoreCalls(backend: Backend, timeoutMs = STORE_CALL_TIMEO
       return await call(signal)
     } catch (error) {
       if (!signal.aborted || error !== signal.reason) throw error
+      gaveUp = true
       throw new CliError(
         `the store failed: it did not answer within ${timeoutMs / 1000} s${unanswered}`,
         ExitCode.STORE_FAILED,

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { storeCallGivenUp } from './bounded-store-calls.js'
 import { guardOutput } from './io.js'
 import { run } from './run.js'
 
@@ -12,7 +13,17 @@ process.exitCode = await run(process.argv.slice(2), {
   stdin: process.stdin,
   env: process.env,
 })
-// The command is done and its output written (synchronously, on Linux, to files, pipes and terminals).
 // A store client left waiting on a call the command gave up on (a server that never answered) would
-// keep the process alive for ever: it gets a moment to close, then the process ends regardless.
-setTimeout(() => process.exit(), 1_000).unref()
+// keep the process alive for ever. Once the output is out (a pipe read late, by a pager, holds it
+// back), it gets a moment more to close, then the process ends regardless.
+if (storeCallGivenUp()) {
+  await Promise.all([flushed(process.stdout), flushed(process.stderr)])
+  setTimeout(() => process.exit(), 1_000).unref()
+}
+
+/** Settles once everything written to `stream` so far has left the process (or it failed). */
+function flushed(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise((resolve) => {
+    stream.write('', () => resolve())
+  })
+}
