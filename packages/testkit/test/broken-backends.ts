@@ -452,6 +452,30 @@ const broken: Record<string, BrokenBackendClass> = {
       return super.revoke(workId, signal ? { signal } : undefined)
     }
   },
+  // The path taken when a live signal comes along (a race with the abort around another call) forgets
+  // the token: the CLI sends every revoke with both.
+  'revoke dropping its fencingToken when a signal comes with it': class extends Flawed {
+    override revoke(workId: string, options?: RevokeOptions) {
+      const { fencingToken, signal } = validateRevokeArgs(workId, options)
+      if (signal) return super.revoke(workId, { signal })
+      return super.revoke(workId, fencingToken === undefined ? undefined : { fencingToken })
+    }
+  },
+  // A statement cache keyed by 'revoke' alone: the shape compiled first serves every later call of
+  // this backend. The statement without the token has no placeholder for it, so the token is dropped;
+  // the one with it, sent with no token, compares the token with NULL and matches no lease.
+  'revoke whose first shape sticks (statement cache keyed without the token)': class extends Flawed {
+    #shape: 'plain' | 'token' | undefined
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const { fencingToken, signal } = validateRevokeArgs(workId, options)
+      this.#shape ??= fencingToken === undefined ? 'plain' : 'token'
+      if (this.#shape === 'plain') return super.revoke(workId, signal ? { signal } : undefined)
+      if (fencingToken !== undefined)
+        return super.revoke(workId, { fencingToken, ...(signal ? { signal } : {}) })
+      this.store.operations++
+      return false
+    }
+  },
   'list leaving a listener on the signal': class extends Flawed {
     override list(options?: ListOptions) {
       if (isObject(options) && options.signal instanceof AbortSignal)
@@ -610,6 +634,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'revoke ignoring its fencingToken': 'revoke',
   'revoke reading its fencingToken again for the write': 'revoke',
   'revoke comparing the token in a read before the write': 'revoke',
+  'revoke dropping its fencingToken when a signal comes with it': 'revoke',
+  'revoke whose first shape sticks (statement cache keyed without the token)': 'revoke',
   'list leaving a listener on the signal': 'list',
   'acquireWithCheckpoint at the token ceiling saying LEASE_HELD': 'acquireWithCheckpoint',
   "acquireWithCheckpoint's LEASE_HELD giving expiresInMs in seconds": 'acquireWithCheckpoint',

@@ -154,6 +154,119 @@ export const revokeCases: CaseDefinition[] = [
     },
   },
   {
+    // The CLI sends every revoke with both: a driver whose signal path forgets the token is seen here.
+    name: 'revoke with a fencingToken and a live signal (as the CLI sends it): a stale token returns false and the holder keeps renewing, the current one ends the lease',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      const { signal } = new AbortController()
+      for (const [label, fencingToken] of [
+        ['the stale token 1n (before the takeover)', looked.fencingToken],
+        ['the future token 3n', 3n],
+      ] as const) {
+        checkEqual(
+          await revoke(c, workId, { fencingToken, signal }),
+          false,
+          `revoke with ${label} and a live signal`,
+        )
+        await checkStillHeld(c, holder, `revoke with ${label} and a live signal`)
+      }
+      checkEqual(
+        await revoke(c, workId, { fencingToken: holder.fencingToken, signal }),
+        true,
+        'revoke with the current token (2n) and a live signal',
+      )
+      await checkRejects(() => c.backend.renew(holder, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: holder.fencingToken, signal }),
+        false,
+        'a second revoke with the same token and a live signal (the lease is already ended)',
+      )
+      checkEqual(
+        getEventListeners(signal, 'abort').length,
+        0,
+        "the signal's abort listeners after the revokes",
+      )
+    },
+  },
+  {
+    // A driver that caches one statement for both shapes (keyed without the token) would compile the
+    // one without the token first here and then drop every token it is given.
+    name: 'revoke without a fencingToken, then with one, on the same backend: the token revokes still compare it',
+    unsupported: needsRevoke,
+    async run(c) {
+      const plainId = c.workId('plain')
+      const plain = await c.backend.acquire(plainId, 'holder-a', LONG_TTL_MS)
+      checkEqual(
+        await revoke(c, plainId),
+        true,
+        "the backend's first revoke, without a token, of a live lease",
+      )
+      await checkRejects(() => c.backend.renew(plain, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+      const workId = c.workId()
+      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: looked.fencingToken }),
+        false,
+        'then revoke with the stale token 1n (before the takeover)',
+      )
+      await checkStillHeld(c, holder, 'revoke with the stale token after a revoke without one')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: holder.fencingToken }),
+        true,
+        'then revoke with the current token (2n)',
+      )
+      await checkRejects(() => c.backend.renew(holder, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+      // And without one again: whoever holds the lease.
+      const next = await c.backend.acquire(workId, 'holder-c', LONG_TTL_MS)
+      checkEqual(await revoke(c, workId), true, 'then revoke without a token of the next holder')
+      await checkRejects(() => c.backend.renew(next, LONG_TTL_MS), 'FENCED', 'renew after that revoke')
+    },
+  },
+  {
+    // The other order: the statement with the token compiled first must not serve a revoke without one.
+    name: 'revoke with a fencingToken, then without one, on the same backend: the revoke without one ends whoever holds the lease',
+    unsupported: needsRevoke,
+    async run(c) {
+      const workId = c.workId()
+      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: looked.fencingToken }),
+        false,
+        "the backend's first revoke, with the stale token 1n (before the takeover)",
+      )
+      await checkStillHeld(c, holder, 'the first revoke, with the stale token')
+      const plainId = c.workId('plain')
+      const plain = await c.backend.acquire(plainId, 'holder-a', LONG_TTL_MS)
+      checkEqual(await revoke(c, plainId), true, 'then revoke without a token of a live lease')
+      await checkRejects(() => c.backend.renew(plain, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+      checkEqual(await revoke(c, plainId), false, 'revoke without a token of the lease it just ended')
+      // And with a token again: the stale one is still refused, the current one ends the lease.
+      checkEqual(
+        await revoke(c, workId, { fencingToken: looked.fencingToken }),
+        false,
+        'then revoke with the stale token 1n again',
+      )
+      await checkStillHeld(c, holder, 'the stale token after a revoke without one')
+      checkEqual(
+        await revoke(c, workId, { fencingToken: holder.fencingToken }),
+        true,
+        'then revoke with the current token (2n)',
+      )
+      await checkRejects(() => c.backend.renew(holder, LONG_TTL_MS), 'FENCED', 'renew after revoke')
+    },
+  },
+  {
     name: 'revoke with a fencingToken of a free lease (released, expired or never taken) returns false and changes nothing',
     unsupported: needsRevoke,
     async run(c) {
@@ -322,19 +435,35 @@ export const revokeCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'revoke with a fencingToken is one round trip, whether it ends the lease or not',
+    name: 'revoke with a fencingToken is one round trip, whether it ends the lease or not, with a live signal too',
     unsupported: needsRevokeCounted,
     async run(c) {
       const workId = c.workId()
       const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const signalledId = c.workId('signalled')
+      const signalled = await c.backend.acquire(signalledId, 'holder-a', LONG_TTL_MS)
+      const { signal } = new AbortController()
       await revoke(c, c.workId('warm-up'), { fencingToken: 1n })
-      for (const [label, fencingToken, expected] of [
-        ['a stale token', record.fencingToken + 1n, false],
-        ['the current token', record.fencingToken, true],
-        ['the token of the lease it just ended', record.fencingToken, false],
+      await revoke(c, c.workId('warm-up'), { fencingToken: 1n, signal })
+      for (const [label, id, options, expected] of [
+        ['a stale token', workId, { fencingToken: record.fencingToken + 1n }, false],
+        ['the current token', workId, { fencingToken: record.fencingToken }, true],
+        ['the token of the lease it just ended', workId, { fencingToken: record.fencingToken }, false],
+        [
+          'a stale token and a live signal',
+          signalledId,
+          { fencingToken: signalled.fencingToken + 1n, signal },
+          false,
+        ],
+        [
+          'the current token and a live signal',
+          signalledId,
+          { fencingToken: signalled.fencingToken, signal },
+          true,
+        ],
       ] as const) {
         const before = c.roundTrips()!
-        checkEqual(await revoke(c, workId, { fencingToken }), expected, `revoke with ${label}`)
+        checkEqual(await revoke(c, id, options), expected, `revoke with ${label}`)
         checkEqual(c.roundTrips()! - before, 1, `round trips of revoke with ${label}`)
       }
     },
