@@ -43,6 +43,21 @@ async function checkStillHeld(c: CaseContext, record: LeaseRecord, what: string)
   )
 }
 
+/**
+ * The lease an operator looked at (holder-a, token 1) expired and holder-b took it over (token 2):
+ * the stale record and the current one, of a fresh workId.
+ */
+async function takenOver(
+  c: CaseContext,
+): Promise<{ workId: string; looked: LeaseRecord; holder: LeaseRecord }> {
+  const workId = c.workId()
+  const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+  await c.expire()
+  const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+  checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+  return { workId, looked, holder }
+}
+
 /** Options whose `fencingToken` answers `first` on its first read and `later` on every other. */
 function shiftingToken(first: unknown, later: unknown): { options: object; reads: () => number } {
   let reads = 0
@@ -132,12 +147,7 @@ export const revokeCases: CaseDefinition[] = [
     name: 'revoke with a stale or future fencingToken returns false and changes nothing: the holder keeps renewing',
     unsupported: needsRevoke,
     async run(c) {
-      const workId = c.workId()
-      // The lease the operator looked at (token 1) crashed, and holder-b took it over (token 2).
-      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
-      await c.expire()
-      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      const { workId, looked, holder } = await takenOver(c)
       await c.backend.checkpoint(holder, bytes('mine'), LONG_TTL_MS)
       for (const [label, fencingToken] of [
         ['the stale token 1n (before the takeover)', looked.fencingToken],
@@ -158,11 +168,7 @@ export const revokeCases: CaseDefinition[] = [
     name: 'revoke with a fencingToken and a live signal (as the CLI sends it): a stale token returns false and the holder keeps renewing, the current one ends the lease',
     unsupported: needsRevoke,
     async run(c) {
-      const workId = c.workId()
-      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
-      await c.expire()
-      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      const { workId, looked, holder } = await takenOver(c)
       const { signal } = new AbortController()
       for (const [label, fencingToken] of [
         ['the stale token 1n (before the takeover)', looked.fencingToken],
@@ -207,11 +213,7 @@ export const revokeCases: CaseDefinition[] = [
         "the backend's first revoke, without a token, of a live lease",
       )
       await checkRejects(() => c.backend.renew(plain, LONG_TTL_MS), 'FENCED', 'renew after revoke')
-      const workId = c.workId()
-      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
-      await c.expire()
-      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      const { workId, looked, holder } = await takenOver(c)
       checkEqual(
         await revoke(c, workId, { fencingToken: looked.fencingToken }),
         false,
@@ -235,11 +237,7 @@ export const revokeCases: CaseDefinition[] = [
     name: 'revoke with a fencingToken, then without one, on the same backend: the revoke without one ends whoever holds the lease',
     unsupported: needsRevoke,
     async run(c) {
-      const workId = c.workId()
-      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
-      await c.expire()
-      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      checkEqual(holder.fencingToken, 2n, 'token of the takeover')
+      const { workId, looked, holder } = await takenOver(c)
       checkEqual(
         await revoke(c, workId, { fencingToken: looked.fencingToken }),
         false,
@@ -507,10 +505,7 @@ export const revokeCases: CaseDefinition[] = [
     name: 'revoke reads options.fencingToken once: a token that changes after validation ends nothing it did not name',
     unsupported: needsRevoke,
     async run(c) {
-      const workId = c.workId()
-      const looked = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
-      await c.expire()
-      const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      const { workId, looked, holder } = await takenOver(c)
       // Validation sees the stale token; a driver that read the option again would send the current
       // one, or none (revoke whoever holds it).
       for (const [label, later] of [
