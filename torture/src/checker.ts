@@ -77,7 +77,7 @@ export function successorOffset(successor: Op, lostAcquires: readonly Op[]): num
 }
 const compareTokens = (x: bigint, y: bigint): number => (x < y ? -1 : x > y ? 1 : 0)
 /** The index of the first of the ascending `tokens` that is >= `token`. */
-function firstAtLeast(tokens: readonly bigint[], token: bigint): number {
+export function firstAtLeast(tokens: readonly bigint[], token: bigint): number {
   let lo = 0
   let hi = tokens.length
   while (lo < hi) {

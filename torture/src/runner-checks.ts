@@ -1,4 +1,10 @@
-import { describeSuccessor, provesAcquired, successorOffset, type Violation } from './checker.js'
+import {
+  describeSuccessor,
+  firstAtLeast,
+  provesAcquired,
+  successorOffset,
+  type Violation,
+} from './checker.js'
 import type { Op } from './history.js'
 import type { RunnerLine, RunOutcome } from './runner-workload.js'
 
@@ -115,16 +121,7 @@ function successors(byToken: Map<bigint, Op[]>): (token: bigint) => Op | undefin
     }
     from[k] = earliest
   }
-  return (token) => {
-    let lo = 0
-    let hi = tokens.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (tokens[mid]! < token) lo = mid + 1
-      else hi = mid
-    }
-    return from[lo]
-  }
+  return (token) => from[firstAtLeast(tokens, token)]
 }
 
 function wrongBelief(
