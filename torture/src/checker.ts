@@ -759,16 +759,26 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         why ??= { message: `token ${u} had been released`, ops: [evidence.get(u)!, release] }
         continue
       }
-      // Only a lost acquire took it: nothing bounds the expiry that acquire set.
-      if (!byToken.has(u)) {
+      // Only a lost acquire took it: it landed before the token's first proof returned, so it set at
+      // most that return (+ its offset) + its ttl, the latest expiry (as for renewed-after-expiry; its
+      // start would be a lower bound, the wrong direction here). None of its holder's: unbounded.
+      const acquired = byToken.has(u) ? undefined : lostAcquireLatest(u)
+      if (acquired !== undefined && !Number.isFinite(acquired)) {
         why = undefined
         break
       }
-      const latest = latestExpiry(same, a.complete)
+      const latest = latestExpiry(same, a.complete, undefined, acquired)
       if (latest + tolerance <= nowLo(a)) {
         why ??= {
-          message: `token ${u}'s lease had certainly expired ${(nowLo(a) - latest).toFixed(1)} ms before`,
-          ops: same.filter((e) => mayExtend(e) && e.invoke < a.complete),
+          message:
+            `token ${u}'s lease had certainly expired ${(nowLo(a) - latest).toFixed(1)} ms before` +
+            (acquired === undefined ? '' : ` (token ${u}'s acquire lost its reply)`),
+          ops: [
+            ...new Set([
+              ...(acquired === undefined ? [] : [...lostTakersOf(u), evidence.get(u)!]),
+              ...same.filter((e) => mayExtend(e) && e.invoke < a.complete),
+            ]),
+          ],
         }
         continue
       }

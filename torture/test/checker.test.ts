@@ -662,6 +662,55 @@ describe('checker', () => {
       ]
       expect(checks([...renewed, takeover(100)])).toEqual(['early-takeover'])
     })
+
+    // B's acquire answered LEASE_HELD; `offset`: B's clock.
+    const heldAt = (invoke: number, offset = 0) =>
+      op('acquire', {
+        holder: 'B',
+        invoke,
+        complete: invoke + 1,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+        offsetAtInvoke: offset,
+      })
+
+    test("held-when-free: its latest expiry is the proof's return + its ttl, extended by what may have landed", () => {
+      // Expired by 111 at the latest (the read's return + 100), nothing renewed it: a LEASE_HELD from
+      // 300 on is a held-when-free.
+      const found = checkHistory([...taken(100), heldAt(300)])
+      expect(found.map((v) => v.check)).toEqual(['held-when-free'])
+      expect(found[0]!.message).toBe(
+        "LEASE_HELD though token 1's lease had certainly expired 189.0 ms before (token 1's acquire lost its reply)",
+      )
+      // Guards, the same shape legitimately: within its ttl of the proof, and within the slack after it.
+      expect(checkHistory([...taken(100), heldAt(100)])).toEqual([])
+      expect(checkHistory([...taken(100), heldAt(120)])).toEqual([])
+      // A lost renew may have landed before that expiry and added its ttl (211); past that, flagged.
+      const lostRenew = op('renew', { holder: 'A', token: 1, invoke: 50, outcome: 'info', ttl: 100 })
+      expect(checkHistory([...taken(100), lostRenew, heldAt(200)])).toEqual([])
+      expect(checks([...taken(100), lostRenew, heldAt(230)])).toEqual(['held-when-free'])
+      // A lost checkpoint may revive it at any time.
+      const lostCheckpoint = op('checkpoint', {
+        holder: 'A',
+        token: 1,
+        value: 'A#1.0',
+        invoke: 50,
+        outcome: 'info',
+      })
+      expect(checkHistory([...taken(100), lostCheckpoint, heldAt(5_000)])).toEqual([])
+      // Clock offsets at the nemesis's bounds (+-400 ms): the acquire's clock ahead (expiry up to 511),
+      // B's behind (its "now" 400 ms earlier).
+      expect(checkHistory([...taken(100, 400), heldAt(500)])).toEqual([])
+      expect(checkHistory([...taken(100), heldAt(500, -400)])).toEqual([])
+      expect(checks([...taken(100, 400), heldAt(930, -400)])).toEqual(['held-when-free'])
+      // The acquire may land after the LEASE_HELD: the read at 200 proves it, up to 301.
+      const late = [
+        op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 100 }),
+        heldAt(250),
+        op('readCheckpoint', { holder: 'A', token: 1, invoke: 199, complete: 200, read: null, clean: true }),
+      ]
+      expect(checkHistory(late)).toEqual([])
+    })
   })
 
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
