@@ -11,7 +11,15 @@ import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { collectUnhandledRejections, DEADLINE, requiredOnly, setup, TTL, track } from './setup.js'
+import {
+  collectUnhandledRejections,
+  DEADLINE,
+  predecessorOf,
+  requiredOnly,
+  setup,
+  TTL,
+  track,
+} from './setup.js'
 
 /**
  * A Leaser over a hand-made backend: attempts abandoned at 100 ms, and random() = 0.5, so backoffs are
@@ -347,10 +355,18 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     /** The predecessor checkpointed 'page 3' and crashed: its lease expired, never released. */
     async function afterACrash(setupOptions: Parameters<typeof setup>[0] = {}) {
       const fixture = setup(setupOptions)
-      const crashed = await fixture.other.acquire('job', 'worker-c', TTL)
-      await fixture.other.checkpoint(crashed, new TextEncoder().encode('page 3'), TTL)
-      await fixture.time.advance(TTL + 1)
+      await predecessorOf(fixture, 'job')
       return fixture
+    }
+
+    /** An acquire of 'job' whose caller gives up after 10 ms; what it settled with `settleMs` later. */
+    async function givenUp(fixture: Awaited<ReturnType<typeof afterACrash>>, settleMs: number) {
+      const controller = new AbortController()
+      const acquiring = track(fixture.leaser.acquire('job', { signal: controller.signal }))
+      await fixture.time.advance(10)
+      controller.abort(new Error('no longer wanted'))
+      await fixture.time.advance(settleMs)
+      return acquiring
     }
 
     /** What the successor reads once the orphan's ttl is over: the crash, not a clean handoff. */
@@ -365,11 +381,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     test('an attempt the caller gave up on lands late (its checkpoint said unclean)', async () => {
       const fixture = await afterACrash()
       fixture.backend.setReplyLatency(50, 'acquire')
-      const controller = new AbortController()
-      const acquiring = track(fixture.leaser.acquire('job', { signal: controller.signal }))
-      await fixture.time.advance(10)
-      controller.abort(new Error('no longer wanted'))
-      await fixture.time.advance(100)
+      const acquiring = await givenUp(fixture, 100)
       expect((acquiring.error as Error).message).toBe('no longer wanted')
       expect(fixture.backend.calls.release).toBe(0)
       expect(await successorReads(fixture)).toEqual(crashRead)
@@ -391,11 +403,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
       const fixture = await afterACrash()
       fixture.backend.setReplyLatency(50, 'acquire')
       fixture.backend.loseNextReplies('acquire')
-      const controller = new AbortController()
-      const acquiring = track(fixture.leaser.acquire('job', { signal: controller.signal }))
-      await fixture.time.advance(10)
-      controller.abort(new Error('no longer wanted'))
-      await fixture.time.advance(300)
+      const acquiring = await givenUp(fixture, 300)
       expect((acquiring.error as Error).message).toBe('no longer wanted')
       expect(fixture.backend.calls.acquire).toBe(2)
       expect(fixture.backend.calls.release).toBe(0)
@@ -405,11 +413,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     test('without acquireWithCheckpoint, a late attempt is read before it is released or kept', async () => {
       const fixture = await afterACrash({ prefetchCheckpoint: false })
       fixture.backend.setReplyLatency(50, 'acquire')
-      const controller = new AbortController()
-      track(fixture.leaser.acquire('job', { signal: controller.signal }))
-      await fixture.time.advance(10)
-      controller.abort(new Error('no longer wanted'))
-      await fixture.time.advance(100)
+      await givenUp(fixture, 100)
       expect(fixture.backend.calls.readCheckpoint).toBe(1)
       expect(fixture.backend.calls.release).toBe(0)
       expect(await successorReads(fixture)).toEqual(crashRead)

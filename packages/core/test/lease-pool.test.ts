@@ -9,13 +9,13 @@ import {
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { LeasePool, Leaser, type PoolEvent } from '../src/index.js'
+import { LeasePool, type LeasePoolOptions, Leaser, type PoolEvent } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
 import {
-  bytes,
   collectUncaughtExceptions,
   collectUnhandledRejections,
   INTERVAL,
+  predecessorOf,
   setup,
   TTL,
   text,
@@ -71,19 +71,25 @@ const unhandled = collectUnhandledRejections()
 const untilAborted: ConstructorParameters<typeof LeasePool>[0]['handler'] = (_lease, unit) =>
   new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
 
+/** A pool of group 'g' on the test's fake time, jitter fixed: unit u1, held until aborted, unless told. */
+function testPool(leaser: Leaser, time: ManualTime, options: Partial<LeasePoolOptions> = {}): LeasePool {
+  return new LeasePool({
+    leaser,
+    group: 'g',
+    units: ['u1'],
+    timers: time,
+    random: () => 0.5,
+    handler: untilAborted,
+    ...options,
+  })
+}
+
 /** One member alone on a loaded store: every acquire takes 50 ms. */
 function loadedMember(unitCount: number) {
   const { time, backend, leaser } = setup()
   backend.setLatency(50, 'acquire')
   const units = Array.from({ length: unitCount }, (_, i) => `u${i}`)
-  const pool = new LeasePool({
-    leaser,
-    group: 'g',
-    units,
-    timers: time,
-    random: () => 0.5,
-    handler: untilAborted,
-  })
+  const pool = testPool(leaser, time, { units })
   return { time, pool }
 }
 
@@ -92,12 +98,8 @@ describe('LeasePool', () => {
     const { time, backend, leaser, named } = setup()
     let units: string[] = []
     const events: PoolEvent[] = []
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
+    const pool = testPool(leaser, time, {
       units: () => units,
-      timers: time,
-      random: () => 0.5,
       handler: (_lease, unit) =>
         new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
     })
@@ -153,12 +155,7 @@ describe('LeasePool', () => {
   test('a finished unit whose done mark never lands is released unmarked at close, not left renewing', async () => {
     const { time, leaser, backend, store } = setup()
     const events: PoolEvent[] = []
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
+    const pool = testPool(leaser, time, {
       handler: () => void backend.failNext('acquire', 1_000),
     })
     pool.on((event) => events.push(event))
@@ -382,19 +379,9 @@ describe('LeasePool closing mid-take', () => {
       },
     })
     // worker-c ran u1 and checkpointed 'page 3', then crashed (its lease expired) or released it.
-    const before = await other.acquire('g/u/u1', 'worker-c', TTL)
-    await other.checkpoint(before, bytes('page 3'), TTL)
-    if (!crashed) await other.release(before)
-    await time.advance(TTL + 1)
+    await predecessorOf({ other, time }, 'g/u/u1', { released: !crashed })
     backend.setLatency(50, 'acquire')
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
-    })
+    const pool = testPool(leaser, time)
     let closing: Promise<void> | undefined
     // SIGTERM while the take of u1 is on its way to the store.
     seen!.onUnitAcquire = () => {
@@ -424,12 +411,7 @@ describe('LeasePool listeners', () => {
 
   test("a listener that throws on 'done' leaves the unit marked and released, and the throw surfaces", async () => {
     const { time, leaser, store } = setup()
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
+    const pool = testPool(leaser, time, {
       handler: () => {},
     })
     pool.on((event) => {
@@ -449,14 +431,7 @@ describe('LeasePool listeners', () => {
 
   test("a listener that throws on 'taken' does not keep the unit from being released at close", async () => {
     const { time, leaser, store } = setup()
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
-    })
+    const pool = testPool(leaser, time)
     pool.on((event) => {
       if (event.type === 'taken') throw listenerBug
     })
@@ -472,12 +447,7 @@ describe('LeasePool listeners', () => {
   test("a listener that throws on 'handlerFailed' does not keep the unit's lease past close", async () => {
     const { time, leaser, store } = setup()
     let runs = 0
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
+    const pool = testPool(leaser, time, {
       handlerRetry: { initialDelayMs: 100, maxDelayMs: 100 },
       handler: () => {
         runs++
@@ -501,17 +471,12 @@ describe('LeasePool listeners', () => {
   test("a listener that throws on 'rebalanceFailed' does not stop the rebalance loop", async () => {
     const { time, leaser } = setup()
     let reads = 0
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
+    const pool = testPool(leaser, time, {
       units: () => {
         reads++
         if (reads === 2) throw new Error('unit source down once')
         return ['u1']
       },
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
     })
     pool.on((event) => {
       if (event.type === 'rebalanceFailed') throw listenerBug
@@ -637,13 +602,8 @@ describe('LeasePool input', () => {
       yield 'u2'
     }
     const events: PoolEvent[] = []
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
+    const pool = testPool(leaser, time, {
       units: ids(),
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
     })
     pool.on((event) => events.push(event))
     await time.until(pool.start())
@@ -658,13 +618,8 @@ describe('LeasePool input', () => {
     const { time, leaser, store } = setup()
     let answer: unknown = ['u1']
     const events: PoolEvent[] = []
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
+    const pool = testPool(leaser, time, {
       units: () => answer as string[],
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
     })
     pool.on((event) => events.push(event))
     await time.until(pool.start())
@@ -684,14 +639,7 @@ describe('LeasePool input', () => {
 
   test('close() with an invalid timeoutMs is refused and changes nothing: a later close works', async () => {
     const { time, leaser, store } = setup()
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
-      units: ['u1'],
-      timers: time,
-      random: () => 0.5,
-      handler: untilAborted,
-    })
+    const pool = testPool(leaser, time)
     await time.until(pool.start())
     await expect(pool.close({ timeoutMs: -1 })).rejects.toThrow(refused)
     await expect(pool.close({ timeoutMs: Number.NaN })).rejects.toThrow(refused)
@@ -769,12 +717,8 @@ describe('LeasePool input', () => {
     const { time, leaser, backend, store } = setup()
     const runs = new Map<string, number>()
     const events: PoolEvent[] = []
-    const pool = new LeasePool({
-      leaser,
-      group: 'g',
+    const pool = testPool(leaser, time, {
       units: () => ['a', 5 as unknown as string, 'x'.repeat(300), 'b'],
-      timers: time,
-      random: () => 0.5,
       handler: (_lease, unit) => {
         runs.set(unit.id, (runs.get(unit.id) ?? 0) + 1)
       },

@@ -11,7 +11,7 @@ import {
   leaserChannels,
   systemTimers,
 } from '../src/index.js'
-import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
+import { bytes, DEADLINE, INTERVAL, predecessorOf, setup, TTL, text, track } from './setup.js'
 
 const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
@@ -339,12 +339,7 @@ describe('close', () => {
    */
   async function closeOnReply(closeOptions: { timeoutMs?: number } = {}, { afterCrash = false } = {}) {
     const { time, backend, store, other } = setup()
-    if (afterCrash) {
-      // worker-c checkpointed 'page 3' and crashed: its lease expired, never released.
-      const crashed = await other.acquire('job', 'worker-c', TTL)
-      await other.checkpoint(crashed, bytes('page 3'), TTL)
-      await time.advance(TTL + 1)
-    }
+    if (afterCrash) await predecessorOf({ other, time }, 'job')
     class CloseOnReply extends ForwardingBackend {
       override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
         const taken = this.inner.acquireWithCheckpoint!(workId, holderId, ttlMs, options)

@@ -88,6 +88,21 @@ export function track<T>(promise: Promise<T>) {
 }
 
 export const bytes = (text: string) => new TextEncoder().encode(text)
+
+/**
+ * worker-c (through `other`) took `workId`, checkpointed 'page 3' and then crashed, its lease left to
+ * expire (or, with `released`, ended cleanly): the predecessor a takeover after it starts from.
+ */
+export async function predecessorOf(
+  { other, time }: Pick<ReturnType<typeof setup>, 'other' | 'time'>,
+  workId: string,
+  { released = false } = {},
+): Promise<void> {
+  const record = await other.acquire(workId, 'worker-c', TTL)
+  await other.checkpoint(record, bytes('page 3'), TTL)
+  if (released) await other.release(record)
+  await time.advance(TTL + 1)
+}
 export const text = (state: Uint8Array | null) => (state === null ? null : new TextDecoder().decode(state))
 
 /** The unhandled rejections of the current test, emptied before each; call once, at a file's top level. */
