@@ -188,7 +188,7 @@ describe('a server that accepts connections but never answers', () => {
   )
 })
 
-describe.skipIf(!ON_POSTGRES)('postgres up, never answering a query (a table locked)', () => {
+describe.skipIf(!ON_POSTGRES)('postgres after connecting: a table locked, a connection dropped', () => {
   let store: TestStore
   beforeAll(async () => {
     store = await openTestStore('postgres')
@@ -198,7 +198,7 @@ describe.skipIf(!ON_POSTGRES)('postgres up, never answering a query (a table loc
     await store?.close()
   })
 
-  test('list, show and watch give up after 10 s: exit 1 with one line, and the process ends', async () => {
+  test('a locked table: list, show and watch give up after 10 s: exit 1 with one line, and the process ends', async () => {
     // Another session holds the table (a migration, a stuck transaction): every read waits for it.
     const admin = new pg.Client({ connectionString: POSTGRES_URL })
     await admin.connect()
@@ -221,19 +221,8 @@ describe.skipIf(!ON_POSTGRES)('postgres up, never answering a query (a table loc
       await admin.end()
     }
   }, 60_000)
-})
 
-describe.skipIf(!ON_POSTGRES)('watch on postgres survives a dropped idle connection', () => {
-  let store: TestStore
-  beforeAll(async () => {
-    store = await openTestStore('postgres')
-    await store.backend.acquire('invoice-1', 'worker-a', TTL)
-  })
-  afterAll(async () => {
-    await store?.close()
-  })
-
-  test('pg_terminate_backend between two reads: no crash, the next read reconnects', async () => {
+  test('watch survives pg_terminate_backend between two reads: no crash, the next read reconnects', async () => {
     const applicationName = `worklease-watch-${randomBytes(4).toString('hex')}`
     const url = `${POSTGRES_URL}?application_name=${applicationName}`
     const watch = spawnCli([
