@@ -3,6 +3,7 @@
 import { expect, test, vi } from 'vitest'
 import type { CoordinatorMessage, WorkerConfig, WorkerEvent } from '../src/protocol.js'
 import type { WorkerExit, WorkerHandle } from '../src/worker-handles.js'
+import { FINISH_RUN, FINISH_RUN_ARGS } from './finish-run.js'
 
 vi.mock('../src/worker-handles.js', () => ({
   forkWorker(config: WorkerConfig, onEvent: (event: WorkerEvent) => void): WorkerHandle {
@@ -48,29 +49,8 @@ const { audit } = await import('../src/audit.js')
 const { parseOptions } = await import('../src/options.js')
 
 test('a worker SIGKILLed because it did not exit after finish fails "run finished, no worker failed"', async () => {
-  const demo = parseOptions([
-    '--workers',
-    '2',
-    '--items',
-    '1',
-    '--steps',
-    '2',
-    '--ttl',
-    '100',
-    '--step-ms',
-    '20',
-  ])
-  const coordinator = new Coordinator({
-    demo,
-    spec: {
-      backend: 'sqlite',
-      leaseTable: 'l',
-      outputTable: 'o',
-      downstream: { family: 'sqlite', file: ':memory:' },
-    },
-    items: ['item-01'],
-    onLine: () => undefined,
-  })
+  const demo = parseOptions([...FINISH_RUN_ARGS])
+  const coordinator = new Coordinator({ demo, ...FINISH_RUN })
   const outcome = await coordinator.run()
   expect(outcome.failures.map((failure) => failure.split('\n')[0])).toEqual([
     'w2 did not exit within 5100 ms of being told to finish: SIGKILLed',

@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events'
 import { expect, test, vi } from 'vitest'
 import type { PoolCoordinatorMessage, PoolWorkerEvent } from '../src/pool-protocol.js'
+import { FINISH_RUN, FINISH_RUN_ARGS } from './finish-run.js'
 
 vi.mock('node:child_process', () => {
   let forked = 0
@@ -55,30 +56,8 @@ const { PoolCoordinator } = await import('../src/pool-coordinator.js')
 const { parseOptions } = await import('../src/options.js')
 
 test('a pool worker SIGKILLed because it did not exit after finish is a failure in the outcome', async () => {
-  const demo = parseOptions([
-    '--pool',
-    '--workers',
-    '2',
-    '--items',
-    '1',
-    '--steps',
-    '2',
-    '--ttl',
-    '100',
-    '--step-ms',
-    '20',
-  ])
-  const coordinator = new PoolCoordinator({
-    demo,
-    spec: {
-      backend: 'sqlite',
-      leaseTable: 'l',
-      outputTable: 'o',
-      downstream: { family: 'sqlite', file: ':memory:' },
-    },
-    items: ['item-01'],
-    onLine: () => undefined,
-  })
+  const demo = parseOptions(['--pool', ...FINISH_RUN_ARGS])
+  const coordinator = new PoolCoordinator({ demo, ...FINISH_RUN })
   const outcome = await coordinator.run()
   expect(outcome.timedOut).toBe(false)
   expect(outcome.state.failures.map((failure) => failure.split('\n')[0])).toEqual([
