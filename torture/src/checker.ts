@@ -76,16 +76,23 @@ export function successorOffset(successor: Op, lostAcquires: readonly Op[]): num
   return offset
 }
 const compareTokens = (x: bigint, y: bigint): number => (x < y ? -1 : x > y ? 1 : 0)
-/** The index of the first of the ascending `tokens` that is >= `token`. */
-export function firstAtLeast(tokens: readonly bigint[], token: bigint): number {
+/**
+ * The first index in `0..length` where `before(index)` is false, for a `before` that is true up to
+ * some index and false from there on (a binary search over a sorted list).
+ */
+export function partitionPoint(length: number, before: (index: number) => boolean): number {
   let lo = 0
-  let hi = tokens.length
+  let hi = length
   while (lo < hi) {
     const mid = (lo + hi) >> 1
-    if (tokens[mid]! < token) lo = mid + 1
+    if (before(mid)) lo = mid + 1
     else hi = mid
   }
   return lo
+}
+/** The index of the first of the ascending `tokens` that is >= `token`. */
+export function firstAtLeast(tokens: readonly bigint[], token: bigint): number {
+  return partitionPoint(tokens.length, (index) => tokens[index]! < token)
 }
 const isAcquireInfo = (op: Op): boolean => op.op === 'acquire' && op.outcome === 'info'
 const mayHaveHappened = (op: Op): boolean => op.outcome === 'ok' || op.outcome === 'info'
@@ -340,16 +347,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   //    acquires begun before it: the most tokens they can explain. The ones left over may have taken
   //    tokens after the largest known one.
   const lost = [...acquiresInfo].sort((x, y) => x.invoke - y.invoke)
-  const lostBefore = (time: number): number => {
-    let lo = 0
-    let hi = lost.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (lost[mid]!.invoke < time) lo = mid + 1
-      else hi = mid
-    }
-    return lo
-  }
+  const lostBefore = (time: number): number =>
+    partitionPoint(lost.length, (index) => lost[index]!.invoke < time)
   let spare = BigInt(lost.length)
   {
     const slots: { first: bigint; last: bigint; deadline: number; around: Op[] }[] = []
@@ -427,13 +426,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   for (const w of hidden) hiddenReach.push(Math.max(hiddenReach[hiddenReach.length - 1] ?? -Infinity, w.to))
   /** Whether a hidden lease may have existed at some moment of (`from`, `to`). */
   const mayBeHidden = (from: number, to: number): boolean => {
-    let lo = 0
-    let hi = hidden.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (hidden[mid]!.from < to) lo = mid + 1
-      else hi = mid
-    }
+    const lo = partitionPoint(hidden.length, (index) => hidden[index]!.from < to)
     return lo > 0 && hiddenReach[lo - 1]! > from
   }
 
@@ -732,13 +725,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   for (const a of ops) {
     if (a.op !== 'acquire' || a.outcome !== 'fail' || a.code !== 'LEASE_HELD') continue
     if (mayBeHidden(a.invoke, a.complete)) continue
-    let lo = 0
-    let hi = byTaken.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (byTaken[mid]!.from < a.complete) lo = mid + 1
-      else hi = mid
-    }
+    const lo = partitionPoint(byTaken.length, (index) => byTaken[index]!.from < a.complete)
     const last = lo > 0 ? prefixMax[lo - 1] : undefined
     if (last === undefined) {
       add('held-when-free', 'LEASE_HELD for a workId nobody had acquired', [a])

@@ -1,4 +1,10 @@
-import { describeSuccessor, provesAcquired, successorOffset, type Violation } from './checker.js'
+import {
+  describeSuccessor,
+  firstAtLeast,
+  provesAcquired,
+  successorOffset,
+  type Violation,
+} from './checker.js'
 import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
 
@@ -108,14 +114,7 @@ class UnitHistory {
    * acquire, or a record op the store acknowledged on it (the acquire's reply lost).
    */
   successorFrom(token: bigint): Op | undefined {
-    let lo = 0
-    let hi = this.#tokens.length
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1
-      if (this.#tokens[mid]! < token) lo = mid + 1
-      else hi = mid
-    }
-    return this.#earliestFrom[lo]
+    return this.#earliestFrom[firstAtLeast(this.#tokens, token)]
   }
 
   /**
