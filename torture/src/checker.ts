@@ -480,21 +480,35 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         }
       }
       // 12. LEASE_EXPIRED only after the expiry. Under the old rule the last extender to land decides;
-      //     under the max rule every acknowledged one that landed before counts.
+      //     under the max rule every acknowledged one that landed before counts. For a token only a
+      //     lost acquire took, that acquire (its holder's, begun before the first proof returned; the
+      //     smallest bound if several may have) certainly landed before this renew, setting at least
+      //     its start (+ its offset) + ttl: a LOWER bound, the direction a violation needs (its latest
+      //     expiry would be unsound here). Lost renews and checkpoints only lower it, as for
+      //     early-takeover. None of its holder's and nothing acknowledged: no lower bound at all.
       if (x.outcome === 'fail' && x.code === 'LEASE_EXPIRED' && !mayBeReleased(x.complete)) {
         const seen = nowHi(x)
-        const last = earliestExpiryLastWins(same, x.complete, (z) => z.complete < x.invoke)
-        const max = earliestExpiryMax(same, (e) => e.complete < x.invoke)
+        const landed = (z: Op) => z.complete < x.invoke
+        const acquiredBy = byToken.has(t) ? [] : lostTakersOf(t)
+        const unknown =
+          !byToken.has(t) &&
+          acquiredBy.length === 0 &&
+          !same.some((z) => mayExtend(z) && z.outcome === 'ok' && landed(z))
+        const last = unknown
+          ? { at: Number.NEGATIVE_INFINITY }
+          : earliestExpiryLastWins(same, x.complete, landed, acquiredBy)
+        const max = earliestExpiryMax(same, landed, acquiredBy)
+        const how = byToken.has(t) ? '' : ` (token ${t}'s acquire lost its reply)`
         if (last.by && seen + tolerance < last.at) {
           add(
             'expired-while-live',
-            `renew of token ${t} answered LEASE_EXPIRED ${(last.at - seen).toFixed(1)} ms before its lease could have expired`,
+            `renew of token ${t} answered LEASE_EXPIRED ${(last.at - seen).toFixed(1)} ms before its lease could have expired${how}`,
             [last.by, x],
           )
         } else if (max.by && seen + tolerance < max.at) {
           add(
             'expiry-moved-back',
-            `renew of token ${t} answered LEASE_EXPIRED ${(max.at - seen).toFixed(1)} ms before the expiry an acknowledged ${max.by.op} had set`,
+            `renew of token ${t} answered LEASE_EXPIRED ${(max.at - seen).toFixed(1)} ms before the expiry ${max.by.outcome === 'ok' ? `an acknowledged ${max.by.op}` : 'its acquire'} had set${how}`,
             [max.by, x],
           )
         }

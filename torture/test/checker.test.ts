@@ -711,6 +711,46 @@ describe('checker', () => {
       ]
       expect(checkHistory(late)).toEqual([])
     })
+
+    const expiredAt = (invoke: number, offset = 0) =>
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke,
+        complete: invoke + 1,
+        outcome: 'fail',
+        code: 'LEASE_EXPIRED',
+        offsetAtInvoke: offset,
+      })
+
+    test('expired-while-live: its earliest expiry is its start + its ttl; lost extenders only lower it', () => {
+      // Token 1's lost acquire began at 0 with a ttl of 1,000: the lease was live until 1,000 at least.
+      const found = checkHistory([...taken(1_000), expiredAt(100)])
+      expect(found.map((v) => v.check)).toEqual(['expired-while-live'])
+      expect(found[0]!.message).toBe(
+        "renew of token 1 answered LEASE_EXPIRED 899.0 ms before its lease could have expired (token 1's acquire lost its reply)",
+      )
+      // The holder's shortest lost acquire decides (two may have taken it).
+      const shorter = op('acquire', { holder: 'A', invoke: 5, outcome: 'info', ttl: 50 })
+      expect(checkHistory([...taken(1_000), shorter, expiredAt(100)])).toEqual([])
+      // Guards: past the bound; a lost renew never raises it; a shorter lost renew may have set 270
+      // under the old rule (under the max rule it may not: expiry-moved-back, the rule kept apart).
+      expect(checkHistory([...taken(1_000), expiredAt(1_000)])).toEqual([])
+      const lostRenew = (ttl: number) =>
+        op('renew', { holder: 'A', token: 1, invoke: 20, outcome: 'info', ttl })
+      expect(checkHistory([...taken(1_000), lostRenew(1_000), expiredAt(1_100)])).toEqual([])
+      expect(checks([...taken(1_000), lostRenew(250), expiredAt(300)])).toEqual(['expiry-moved-back'])
+      expect(checks([...taken(1_000), lostRenew(250), expiredAt(200)])).toEqual(['expired-while-live'])
+      // A lost renew is no bound without the acquire: the acquire's ttl of 50 may have decided.
+      expect(checkHistory([...taken(50), lostRenew(1_000), expiredAt(100)])).toEqual([])
+      // Clock offsets at the nemesis's bounds: the acquire's clock 400 ms behind (live from 600 on),
+      // the renew's 400 ms ahead; flagged only before.
+      expect(checkHistory([...taken(1_000, -400), expiredAt(600)])).toEqual([])
+      expect(checkHistory([...taken(1_000, -400), expiredAt(200, 400)])).toEqual([])
+      expect(checks([...taken(1_000, -400), expiredAt(100, 400)])).toEqual(['expired-while-live'])
+      // The renew answered LEASE_EXPIRED is itself the first proof.
+      expect(checks([taken(1_000)[0]!, expiredAt(100)])).toEqual(['expired-while-live'])
+    })
   })
 
   test('expiry bounds: what may have landed can extend or revive a lease', () => {
