@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { inspect } from 'node:util'
 import {
   type Backend,
   type CallOptions,
@@ -72,6 +73,9 @@ export interface LeaserSuiteOptions {
    */
   ttlMs?: number
 }
+
+/** The Leaser's safety margin in this suite: wide, as real stores on a busy machine answer slowly at times. */
+const safetyMarginOf = (ttlMs: number) => Math.floor(ttlMs * 0.3)
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
@@ -247,8 +251,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
     backend,
     holderId,
     ttlMs: ttl,
-    // Wide margin and frequent renewals: real stores on a busy machine answer slowly at times.
-    safetyMarginMs: Math.floor(ttl * 0.3),
+    safetyMarginMs: safetyMarginOf(ttl),
     renewIntervalMs: Math.floor(ttl / 5),
     retry: { initialDelayMs: Math.max(1, Math.floor(ttl / 50)), maxDelayMs: Math.floor(ttl / 5) },
     ...extra,
@@ -420,25 +423,45 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
         const gate = new Gate(await open())
         const a = new Leaser(leaserOptions(gate, 'suite-a'))
         const other = await open()
+        // A loaded machine delays the abort's listener, or the successor's request, past the store's
+        // expiry: measured, so that only what the stall cannot explain fails the case.
+        const lag = monitorEventLoopDelay({ resolution: 10 })
+        lag.enable()
         try {
+          const acquireStartedAt = performance.now()
           const lease = await a.acquire(id)
           gate.hangRenews = true
-          const lost = new Promise<unknown>((resolve) =>
+          const lost = new Promise<{ atLoss: unknown; abortedAt: number; repliedAt: number }>((resolve) =>
             lease.signal.addEventListener('abort', () => {
               // Right at the local deadline the store must still refuse a successor.
-              resolve(
-                other.acquire(id, 'suite-b', ttlMs).then(
-                  (record) => record,
-                  (error: unknown) => error,
-                ),
-              )
+              const abortedAt = performance.now()
+              const answered = (atLoss: unknown) =>
+                resolve({ atLoss, abortedAt, repliedAt: performance.now() })
+              other.acquire(id, 'suite-b', ttlMs).then(answered, answered)
             }),
           )
-          const atLoss = await lost
-          assert.ok(
-            isLeaseHeldError(atLoss),
-            `a successor got in before the loss was declared: ${String(atLoss)}`,
-          )
+          const { atLoss, abortedAt, repliedAt } = await lost
+          lag.disable()
+          if (!isLeaseHeldError(atLoss)) {
+            // The store's expiry is at least a ttl after this process sent the acquire: a successor
+            // answered before then got in while the lease was live.
+            const earliestExpiry = acquireStartedAt + ttlMs
+            assert.ok(
+              repliedAt >= earliestExpiry,
+              `a successor got in ${Math.round(earliestExpiry - repliedAt)} ms before the lease could expire: ${inspect(atLoss)}`,
+            )
+            // Answered after that, the successor proves nothing; the loss must still have been due a
+            // good part of the safety margin before the expiry, the longest stall seen aside.
+            const stallMs = lag.max / 1e6 + 10
+            const dueBy = earliestExpiry - safetyMarginOf(ttlMs) / 2
+            assert.ok(
+              abortedAt - stallMs <= dueBy,
+              `the loss was declared ${Math.round(abortedAt - acquireStartedAt)} ms into a ${ttlMs} ms lease, due by ${Math.round(dueBy - acquireStartedAt)} (stall ${Math.round(stallMs)} ms), and a successor got in: ${inspect(atLoss)}`,
+            )
+            console.log(
+              `leaserSuite: the successor's acquire landed after the expiry (event-loop stall ${Math.round(stallMs)} ms, round trip ${Math.round(repliedAt - abortedAt)} ms); judged by when the loss was due instead`,
+            )
+          }
           assert.equal((lease.signal.reason as LeaseLostError).reason, 'deadline')
           gate.hangRenews = false
           const b = new Leaser(leaserOptions(other, 'suite-b'))
@@ -449,6 +472,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           assert.equal(gate.calls.acquire, 1, 'the lost holder never re-acquires')
           await b.close()
         } finally {
+          lag.disable()
           await a.close()
         }
       }),
