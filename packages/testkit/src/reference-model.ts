@@ -112,6 +112,20 @@ export class ReferenceModel {
     return { ok: true, value: undefined }
   }
 
+  /**
+   * Ends the live lease of `workId` as a crash would (the next holder's handoff is unclean), and only
+   * the tenure of `fencingToken` when one is named; a free lease, or another tenure, is left alone.
+   */
+  revoke(workId: string, fencingToken: bigint | undefined, now: number): boolean {
+    const lease = this.#leases.get(workId)
+    if (!lease || lease.released || lease.expiresAt <= now) return false
+    if (fencingToken !== undefined && lease.token !== fencingToken) return false
+    // No holderId is empty, so no record is valid for the revoked lease any more.
+    lease.holderId = ''
+    lease.expiresAt = now - 1
+    return true
+  }
+
   readCheckpoint(record: ModelRecord): ModelOutcome<ModelCheckpoint> {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }

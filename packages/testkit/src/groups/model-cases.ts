@@ -19,6 +19,8 @@ interface Model {
   readonly renewMany: boolean
   /** Whether the backend has acquireWithCheckpoint (capabilities.acquireWithCheckpoint). */
   readonly acquireWithCheckpoint: boolean
+  /** Whether the backend has revoke (capabilities.revoke). */
+  readonly revoke: boolean
 }
 
 interface Real {
@@ -206,6 +208,38 @@ class RenewMany implements fc.AsyncCommand<Model, Real> {
   }
 }
 
+/**
+ * An operator's revoke of a workId: of whoever holds it, or of the tenure of a token taken from a
+ * holder's record (possibly stale), one below or one above it.
+ */
+class Revoke implements fc.AsyncCommand<Model, Real> {
+  constructor(
+    readonly slot: number,
+    readonly named: { readonly holder: number; readonly offset: -1 | 0 | 1 } | null,
+  ) {}
+  check(m: Readonly<Model>): boolean {
+    return m.revoke
+  }
+  async run(m: Model, r: Real): Promise<void> {
+    const workId = r.workIds[this.slot]!
+    const fencingToken = this.#token(r)
+    const at = now(r)
+    const got = await r.backend.revoke!(workId, fencingToken === undefined ? undefined : { fencingToken })
+    checkEqual(got, m.reference.revoke(workId, fencingToken, at), `${this}`)
+  }
+  #token(r: Real): bigint | undefined {
+    if (!this.named) return undefined
+    const seen = r.records.get(key(this.named.holder, this.slot))?.fencingToken ?? 1n
+    const token = seen + BigInt(this.named.offset)
+    return token < 1n ? 1n : token
+  }
+  toString(): string {
+    if (!this.named) return `revoke(w${this.slot})`
+    const { holder, offset } = this.named
+    return `revoke(w${this.slot}, token of ${HOLDERS[holder]}${offset === 0 ? '' : offset > 0 ? ' + 1' : ' - 1'})`
+  }
+}
+
 class Elapse implements fc.AsyncCommand<Model, Real> {
   constructor(readonly ms: number) {}
   check(): boolean {
@@ -235,6 +269,12 @@ function commands(clientClock: boolean) {
     fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
     fc.tuple(holder, slot).map(([h, s]) => new Read(h, s)),
     fc.tuple(holder, ttl).map(([h, t]) => new RenewMany(h, t)),
+    fc
+      .tuple(
+        slot,
+        fc.option(fc.record({ holder, offset: fc.constantFrom(-1 as const, 0 as const, 1 as const) })),
+      )
+      .map(([s, named]) => new Revoke(s, named)),
   ]
   if (clientClock) all.push(fc.constantFrom(1, 99, 100, 500, 1_000).map((ms) => new Elapse(ms)))
   return fc.commands(all, { maxCommands: MAX_COMMANDS, size: 'max' })
@@ -254,6 +294,7 @@ export const modelCases: CaseDefinition[] = [
             known: new Set<string>(),
             renewMany: c.capabilities.renewMany !== undefined,
             acquireWithCheckpoint: c.capabilities.acquireWithCheckpoint === true,
+            revoke: c.capabilities.revoke === true,
           },
           real: { context: c, backend: c.backend, workIds, records: new Map<string, LeaseRecord>() },
         })
