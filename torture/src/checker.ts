@@ -310,6 +310,17 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     lostTakers.set(t, found)
     return found
   }
+  // A token no acknowledged acquire got, used by a holder none of whose lost acquires had begun when
+  // that use returned, came from no acquire: the store matched a holder it never handed the token to.
+  // (Counting, below, would let another holder's lost acquire explain it.)
+  for (const [t, p] of proof) {
+    if (byToken.has(t) || lostTakersOf(t).length > 0) continue
+    add(
+      'token-gap',
+      `token ${t} was used by ${p.holder} (its ${p.op} was acknowledged), but none of ${p.holder}'s acquires can have taken it: none began before that reply`,
+      [p],
+    )
+  }
   /** The latest expiry the lost acquire that took `t` can have set (-Infinity: none took it). */
   const lostAcquireLatest = (t: bigint): number => {
     const p = evidence.get(t)

@@ -539,6 +539,26 @@ describe('checker', () => {
         op('acquire', { holder: 'X', invoke: 200, outcome: 'info', ttl: 10 }),
       ],
     ],
+    [
+      "a token its holder used though none of its acquires can have taken it (another holder's was lost)",
+      'token-gap',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        // X's lost acquire may have taken token 2, but then token 2 is X's: stores match the holder.
+        op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 10 }),
+        op('renew', { holder: 'B', token: 2, invoke: 100, complete: 101, ttl: 10 }),
+      ],
+    ],
+    [
+      "a token its holder used before any of its acquires began (the holder's own began after)",
+      'token-gap',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 10 }),
+        op('checkpoint', { holder: 'B', token: 2, value: 'b', invoke: 100, complete: 101, ttl: 10 }),
+        op('acquire', { holder: 'B', invoke: 200, outcome: 'info', ttl: 10 }),
+      ],
+    ],
   ]
 
   test.each(tooLate)('caught: %s (%s)', (_name, check, history) => {
