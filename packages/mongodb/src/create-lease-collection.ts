@@ -5,11 +5,8 @@ import type { LeaseCollection } from './lease-collection.js'
 export interface LeaseDatabase<C extends LeaseCollection> {
   collection(name: string): C
   createCollection(name: string): Promise<unknown>
-  /** Only with `ifNotExists: false`, to look for the collection first. */
-  listCollections(
-    filter: { name: string },
-    options: { nameOnly: true },
-  ): { toArray(): Promise<readonly unknown[]> }
+  /** To look for the collection first, and read its default collation. */
+  listCollections(filter: { name: string }): { toArray(): Promise<readonly unknown[]> }
 }
 
 /** The collection name used when none is given. */
@@ -28,8 +25,8 @@ export interface LeaseCollectionOptions {
   /**
    * Leave an existing collection in place instead of failing. Default: `true`, so the helper is safe to
    * call at every start; `false` makes an existing collection an error with MongoDB's `NamespaceExists`
-   * code (48), at the cost of one `listCollections` first (MongoDB 7 and FerretDB 2 create nothing and
-   * report success for an existing collection).
+   * code (48) (MongoDB 7 and FerretDB 2 create nothing and report success for an existing collection,
+   * so the helper looks first either way).
    *
    * ```ts
    * await createLeaseCollection(client.db('app'), { ifNotExists: false }) // throws if it exists
@@ -59,6 +56,10 @@ const NAMESPACE_EXISTS = 48
  * needed. Shaped like every driver's set-up helper: `(client, options)`, the name in `collection`
  * (default `'worklease_leases'`), idempotent unless `ifNotExists: false`.
  *
+ * An existing collection must compare strings simply (binary): one whose default collation ignores
+ * case or accents would match `'Job'` for `'job'`, two workIds sharing one lease and its tokens. It
+ * is refused with `INVALID_ARGUMENT`, as the one `listCollections` this helper sends reports it.
+ *
  * Never put a TTL index on it and never delete its documents: the document is what keeps a workId's
  * fencing tokens increasing forever, and a deleted one would start again from 1.
  *
@@ -82,16 +83,37 @@ export async function createLeaseCollection<C extends LeaseCollection>(
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   // MongoDB 7 and FerretDB 2 answer `create` of an existing collection with success, so only a look
   // first can refuse it everywhere; the server's own NamespaceExists still covers a race with another.
-  if (!ifNotExists && (await db.listCollections({ name }, { nameOnly: true }).toArray()).length > 0) {
-    throw Object.assign(new Error(`collection ${name} already exists`), {
-      code: NAMESPACE_EXISTS,
-      codeName: 'NamespaceExists',
-    })
+  const [existing] = await db.listCollections({ name }).toArray()
+  if (existing !== undefined) {
+    if (!ifNotExists) {
+      throw Object.assign(new Error(`collection ${name} already exists`), {
+        code: NAMESPACE_EXISTS,
+        codeName: 'NamespaceExists',
+      })
+    }
+    refuseNonSimpleCollation(name, existing)
+    return { collection: db.collection(name) }
   }
   try {
     await db.createCollection(name)
   } catch (error) {
     if (!ifNotExists || (error as { code?: unknown } | null)?.code !== NAMESPACE_EXISTS) throw error
+    // Another process created it since the look: with its own options, so look again.
+    const [created] = await db.listCollections({ name }).toArray()
+    refuseNonSimpleCollation(name, created)
   }
   return { collection: db.collection(name) }
+}
+
+/**
+ * MongoDB lists a collection's default collation under `options.collation` (none, or locale
+ * `'simple'`, is binary comparison). FerretDB keeps no collation: it lists none.
+ */
+function refuseNonSimpleCollation(name: string, listed: unknown): void {
+  const collation = (listed as { options?: { collation?: { locale?: unknown; strength?: unknown } } })
+    ?.options?.collation
+  if (collation === undefined || collation === null || collation.locale === 'simple') return
+  throw new InvalidArgumentError(
+    `collection ${name} has a default collation (locale ${String(collation.locale)}, strength ${String(collation.strength)}): workIds it compares as equal, such as 'Job' and 'job', would share one lease; use a collection with the simple (binary) collation`,
+  )
 }

@@ -40,7 +40,9 @@ import { renewManyUpdate } from './renew-many-update.js'
 export interface MongoBackendOptions {
   /**
    * The collection holding one document per workId, usually made by `createLeaseCollection`. Give
-   * every process its own `MongoClient`; the collection may be shared by many backends.
+   * every process its own `MongoClient`; the collection may be shared by many backends. Its default
+   * collation must be the simple one (binary): `createLeaseCollection` refuses any other, which would
+   * give workIds differing only in case or accents one lease.
    *
    * ```ts
    * const backend = new MongoBackend({ collection: client.db('app').collection('worklease_leases') })

@@ -5,7 +5,7 @@ import {
   type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { BSON, MongoClient, MongoNetworkError, MongoServerError } from 'mongodb'
+import { BSON, type Db, MongoClient, MongoNetworkError, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
 import { prefixUpperBound } from '../src/prefix-range.js'
@@ -555,6 +555,53 @@ test('createLeaseCollection is idempotent', async () => {
   } finally {
     await client.close()
   }
+})
+
+describe('createLeaseCollection refuses a collection whose default collation is not simple', () => {
+  // FerretDB keeps no collation (it creates the collection, lists it without one, and refuses one on a
+  // find), and no genuine mongod can be had here: the real database answers, and the listing of the
+  // existing collection gets the `options.collation` MongoDB reports for a case-insensitive one.
+  const reporting = (db: Db, collation: Record<string, unknown> | undefined, sent: string[]) => ({
+    collection: (name: string) => db.collection(name),
+    createCollection: (name: string) => {
+      sent.push('create')
+      return db.createCollection(name)
+    },
+    listCollections: (filter: { name: string }) => ({
+      toArray: async () => {
+        sent.push('listCollections')
+        const listed = await db.listCollections(filter).toArray()
+        return collation === undefined
+          ? listed
+          : listed.map((c) => ({ ...c, options: { ...(c as { options?: object }).options, collation } }))
+      },
+    }),
+  })
+
+  test('case-insensitive: INVALID_ARGUMENT, nothing created; simple or none: accepted', async () => {
+    const client = new MongoClient(url)
+    try {
+      const db = client.db(TEST_DATABASE)
+      const name = `lease_collation_${Date.now()}`
+      await createLeaseCollection(db, { collection: name })
+      const sent: string[] = []
+      const insensitive = { locale: 'en', strength: 2 }
+      await expect(
+        createLeaseCollection(reporting(db, insensitive, sent), { collection: name }),
+      ).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringContaining("'Job' and 'job', would share one lease"),
+      })
+      expect(sent).toEqual(['listCollections'])
+      for (const collation of [{ locale: 'simple' }, undefined]) {
+        const { collection } = await createLeaseCollection(reporting(db, collation, []), { collection: name })
+        expect(collection.collectionName).toBe(name)
+      }
+      await db.collection(name).drop()
+    } finally {
+      await client.close()
+    }
+  })
 })
 
 describe('read preference and concerns are pinned on the operations', () => {
