@@ -368,28 +368,34 @@ export function validateRenewManyArgs(
     if (error instanceof InvalidArgumentError) throw error
     throw new InvalidArgumentError('records could not be read', { cause: error })
   }
-  const snapshots = items.map((item, i) => {
+  // Indexed loops over one array, validated in place: a renewMany of 1,000 records is a runner's
+  // every renewal, and an iterator's [index, value] pair a record was most of what this allocated.
+  const snapshots = items as LeaseRecord[]
+  for (let i = 0; i < snapshots.length; i++) {
     try {
-      return validateRecord(item)
+      snapshots[i] = validateRecord(snapshots[i])
     } catch (error) {
       if (error instanceof InvalidArgumentError) {
         throw new InvalidArgumentError(`records[${i}]: ${error.message}`, { cause: error })
       }
       throw error
     }
-  })
+  }
   const holderId = snapshots[0]?.holderId
   const seen = new Set<string>()
-  for (const [i, record] of snapshots.entries()) {
+  for (let i = 0; i < snapshots.length; i++) {
+    const record = snapshots[i]!
     if (record.holderId !== holderId) {
       throw new InvalidArgumentError(
         `records[${i}] is held by another holderId than records[0]: one call renews one holder's leases`,
       )
     }
-    if (seen.has(record.workId)) {
+    // One lookup, not has() then add(): a repeat leaves the size as it was.
+    const size = seen.size
+    seen.add(record.workId)
+    if (seen.size === size) {
       throw new InvalidArgumentError(`records[${i}] repeats workId ${JSON.stringify(record.workId)}`)
     }
-    seen.add(record.workId)
   }
   validateTtl(ttlMs)
   return { records: Object.freeze(snapshots), holderId, ttlMs, ...validateCallOptions(options) }
