@@ -26,27 +26,35 @@ export function renewManyUpdate(
 ): Promise<{ readonly matchedCount: number }> {
   const updateMany = collection.updateMany
   if (typeof updateMany !== 'function') throw new TypeError('the collection has no updateMany')
-  const byToken = groupByToken(records)
   const matched = { holderId, released: false, expiresAt: { $gt: new Date(now) } }
+  const workIds = workIdsOf(records)
   let filter: LeaseDocumentLike
-  if (byToken.size === 1) {
+  const fencingToken = records[0]?.fencingToken
+  if (records.every((record) => record.fencingToken === fencingToken)) {
     // One token (a batch of first leases, say): its clause alone is the filter, each workId sent once.
-    const [fencingToken, workIds] = byToken.entries().next().value as [bigint, string[]]
     filter = { _id: { $in: workIds }, fencingToken, ...matched }
   } else {
     const clauses: LeaseDocumentLike[] = []
-    for (const [fencingToken, workIds] of byToken) {
-      clauses.push({ fencingToken, _id: workIds.length === 1 ? workIds[0] : { $in: workIds } })
+    for (const [token, sharing] of groupByToken(records)) {
+      clauses.push({ fencingToken: token, _id: sharing.length === 1 ? sharing[0] : { $in: sharing } })
     }
     // The outer `$in` is what the `_id` index finds the batch by; the `$or` only filters what it found.
-    filter = { _id: { $in: records.map((record) => record.workId) }, ...matched, $or: clauses }
+    filter = { _id: { $in: workIds }, ...matched, $or: clauses }
   }
   return updateMany.call(collection, filter, { $max: { expiresAt: new Date(now + ttlMs) } }, options)
 }
 
+// Indexed loops: the records come frozen, and iterating a frozen array allocates a result a record.
+function workIdsOf(records: readonly LeaseRecord[]): string[] {
+  const workIds = new Array<string>(records.length)
+  for (let i = 0; i < records.length; i++) workIds[i] = records[i]!.workId
+  return workIds
+}
+
 function groupByToken(records: readonly LeaseRecord[]): Map<bigint, string[]> {
   const workIdsByToken = new Map<bigint, string[]>()
-  for (const { fencingToken, workId } of records) {
+  for (let i = 0; i < records.length; i++) {
+    const { fencingToken, workId } = records[i]!
     const workIds = workIdsByToken.get(fencingToken)
     if (workIds) workIds.push(workId)
     else workIdsByToken.set(fencingToken, [workId])
