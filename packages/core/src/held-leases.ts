@@ -10,11 +10,17 @@ interface Keyed {
  */
 export class HeldLeases<L extends Keyed> implements Iterable<L> {
   readonly #byWorkId = new Map<string, L[]>()
+  /** WorkIds more than one lease holds (one let go but still live in the store, and its successor). */
+  #shared = 0
 
   add(lease: L): void {
     const same = this.#byWorkId.get(lease.workId)
-    if (same) same.push(lease)
-    else this.#byWorkId.set(lease.workId, [lease])
+    if (same) {
+      same.push(lease)
+      if (same.length === 2) this.#shared++
+    } else {
+      this.#byWorkId.set(lease.workId, [lease])
+    }
   }
 
   delete(lease: L): void {
@@ -22,7 +28,15 @@ export class HeldLeases<L extends Keyed> implements Iterable<L> {
     const at = same?.indexOf(lease) ?? -1
     if (at < 0) return
     if (same!.length === 1) this.#byWorkId.delete(lease.workId)
-    else same!.splice(at, 1)
+    else {
+      same!.splice(at, 1)
+      if (same!.length === 1) this.#shared--
+    }
+  }
+
+  /** Whether some workId is held by more than one of these leases. */
+  get sharesWorkIds(): boolean {
+    return this.#shared > 0
   }
 
   /** Whether a lease of `workId` holds `token` or a later one. */

@@ -229,6 +229,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           timers,
           windowMs: Math.min(MAX_RENEW_BATCH_WINDOW_MS, Math.floor(renewIntervalMs / 10)),
           callTimeoutMs,
+          // Every lease whose renewal starts is live in the store, so among these.
+          mayRepeat: () => this.#leases.sharesWorkIds,
         })
       : undefined
     const callSignals = new CallSignals(timers, callTimeoutMs)

@@ -51,7 +51,7 @@ function scheduled(record: LeaseRecord) {
 }
 
 /** A schedule with 10 ms slots over a memory backend on a fake clock, `maxRecords` per renewMany. */
-function setup(maxRecords: number) {
+function setup(maxRecords: number, mayRepeat?: () => boolean) {
   const time = new ManualTime()
   const memory = new MemoryBackend({ clock: time.wall })
   const backend = new SmallBatches(memory, maxRecords)
@@ -60,6 +60,7 @@ function setup(maxRecords: number) {
     timers: time,
     windowMs: 10,
     callTimeoutMs: TTL,
+    ...(mayRepeat ? { mayRepeat } : {}),
   })
   return { time, memory, backend, schedule }
 }
@@ -92,5 +93,21 @@ describe('RenewalSchedule', () => {
     await time.advance(300)
     expect(backend.calls.map((workIds) => workIds.length)).toEqual([10, 10, 5])
     for (const lease of leases) expect(lease.outcome).toBe('renewed')
+  })
+
+  test('told no workId can repeat, it fills chunks in the order the leases fell due', async () => {
+    const { time, memory, backend, schedule } = setup(10, () => false)
+    const records = await Promise.all(
+      Array.from({ length: 25 }, (_, i) => memory.acquire(`job-${i}`, 'worker-a', TTL)),
+    )
+    await memory.release(records[3]!)
+    const leases = records.map(scheduled)
+    for (const lease of leases) lease.slotOf(schedule.at(lease, 300))
+    await time.advance(300)
+    expect(backend.calls).toEqual(
+      [0, 10, 20].map((from) => records.slice(from, from + 10).map((r) => r.workId)),
+    )
+    expect(isFencedError(leases[3]!.outcome)).toBe(true)
+    for (const [i, lease] of leases.entries()) if (i !== 3) expect(lease.outcome).toBe('renewed')
   })
 })
