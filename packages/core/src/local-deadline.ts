@@ -5,14 +5,20 @@ import type { Instant, Timers } from './timers.js'
  * successful acquire, renew or checkpoint + `ttl - safetyMargin`, on the monotonic clock and on the
  * wall clock, whichever runs out first. The backend's expiry is at least `start + ttl` for any call
  * that started at `start` and succeeded, so the margin is all that separates the two.
+ *
+ * Kept in whole milliseconds, rounded down (a lease ends up to a millisecond early, never late), the
+ * wall clock's counted from {@link WALL_ORIGIN}: V8 keeps a small integer in the object itself, but
+ * a fraction or a number the size of `Date.now()` in a heap object of its own, a new one each time
+ * it changes. At 100,000 leases that was a fifth of what renewing them allocated.
  */
 export class LocalDeadline {
   readonly #timers: Timers
   readonly #usableMs: number
   #mono = 0
-  /** Keeps moving while the host is suspended, unlike the monotonic clock. */
-  #wall = Number.POSITIVE_INFINITY
-  #lastSuccessStart = Number.NEGATIVE_INFINITY
+  /** Keeps moving while the host is suspended, unlike the monotonic clock; undefined without one. */
+  #wall: number | undefined
+  #lastSuccessStart = 0
+  #extended = false
 
   constructor(timers: Timers, usableMs: number, acquireStartedAt: Instant) {
     this.#timers = timers
@@ -20,7 +26,7 @@ export class LocalDeadline {
     this.extend(acquireStartedAt)
   }
 
-  /** Monotonic start of the last success that moved the deadline. */
+  /** Monotonic start of the last success that moved the deadline, in whole ms (rounded down). */
   get lastSuccessStart(): number {
     return this.#lastSuccessStart
   }
@@ -30,11 +36,13 @@ export class LocalDeadline {
    * counted for more (replies can arrive out of order once calls overlap).
    */
   extend(start: Instant): boolean {
-    if (start.mono < this.#lastSuccessStart) return false
-    this.#lastSuccessStart = start.mono
-    this.#mono = start.mono + this.#usableMs
+    const startMs = Math.floor(start.mono)
+    if (this.#extended && startMs < this.#lastSuccessStart) return false
+    this.#extended = true
+    this.#lastSuccessStart = startMs
+    this.#mono = Math.floor(start.mono + this.#usableMs)
     // A wall clock stepped back makes this later than it should be; the monotonic deadline still holds.
-    this.#wall = start.wall === undefined ? Number.POSITIVE_INFINITY : start.wall + this.#usableMs
+    this.#wall = start.wall === undefined ? undefined : Math.floor(start.wall + this.#usableMs) - WALL_ORIGIN
     return true
   }
 
@@ -44,9 +52,12 @@ export class LocalDeadline {
    */
   remaining(now?: Instant): number {
     const mono = this.#mono - (now === undefined ? this.#timers.now() : now.mono)
-    const wall = this.#timers.wallNow
-      ? this.#wall - (now?.wall ?? this.#timers.wallNow())
-      : Number.POSITIVE_INFINITY
-    return Math.min(mono, wall)
+    if (this.#wall === undefined) return mono
+    const wallNow = now === undefined ? this.#timers.wallNow?.() : now.wall
+    // Integer + integer first: exact, so the difference is as exact as the clock reading.
+    return wallNow === undefined ? mono : Math.min(mono, this.#wall + WALL_ORIGIN - wallNow)
   }
 }
+
+/** Where wall-clock deadlines are counted from: a recent moment keeps them small integers. */
+const WALL_ORIGIN = Date.now()
