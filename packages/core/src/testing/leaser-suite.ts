@@ -77,6 +77,8 @@ export interface LeaserSuiteOptions {
 /** The Leaser's safety margin in this suite: wide, as real stores on a busy machine answer slowly at times. */
 const safetyMarginOf = (ttlMs: number) => Math.floor(ttlMs * 0.3)
 
+/** How often the event-loop monitor samples; a bound that must not fail on a stall adds it too. */
+const STALL_RESOLUTION_MS = 10
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** A call that never answers: rejects with the signal's reason once it aborts. */
@@ -425,7 +427,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
         const other = await open()
         // A loaded machine delays the abort's listener, or the successor's request, past the store's
         // expiry: measured, so that only what the stall cannot explain fails the case.
-        const lag = monitorEventLoopDelay({ resolution: 10 })
+        const lag = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS })
         lag.enable()
         try {
           const acquireStartedAt = performance.now()
@@ -441,6 +443,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
             }),
           )
           const { atLoss, abortedAt, repliedAt } = await lost
+          // The stall that matters ended with the successor's reply (finally disables it again, harmlessly).
           lag.disable()
           if (!isLeaseHeldError(atLoss)) {
             // The store's expiry is at least a ttl after this process sent the acquire: a successor
@@ -452,7 +455,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
             )
             // Answered after that, the successor proves nothing; the loss must still have been due a
             // good part of the safety margin before the expiry, the longest stall seen aside.
-            const stallMs = lag.max / 1e6 + 10
+            const stallMs = lag.max / 1e6 + STALL_RESOLUTION_MS
             const dueBy = earliestExpiry - safetyMarginOf(ttlMs) / 2
             assert.ok(
               abortedAt - stallMs <= dueBy,
@@ -618,7 +621,7 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
         const b = new Leaser(leaserOptions(await open(), 'suite-b', { retry: {}, random: () => 0.99 }))
         // Timers fire late by however long this process's event loop was blocked (a loaded machine
         // runs other suites beside this one): measured, and added to the bound.
-        const lag = monitorEventLoopDelay({ resolution: 10 })
+        const lag = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS })
         lag.enable()
         try {
           const lease = await b.acquire(id, { wait: true, timeoutMs: ttlMs * 5 })
