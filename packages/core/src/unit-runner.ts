@@ -11,6 +11,9 @@ export interface PoolUnit {
    * Aborts when the pool wants the unit back (a rebalance gives it to another member, or the pool
    * closes) or the lease is lost. After a rebalance or close the lease is still held: checkpoint, then
    * return, and the successor sees a clean handoff. After a loss `lease.signal` has aborted too.
+   * Like `lease.signal`, reading it checks the lease's local deadline first: after a long pause or a
+   * host suspend it reports the loss before any timer has run (a signal kept in a variable is not
+   * checked again).
    */
   readonly signal: AbortSignal
 }
@@ -72,8 +75,18 @@ export class UnitRunner {
     handler: PoolHandler<any>,
     { policy, timers, random, onError }: ConstructorParameters<typeof UnitRunner>[3],
   ): Promise<UnitEnd> {
-    const signal = AbortSignal.any([this.#stop.signal, this.lease.signal])
-    const unit: PoolUnit = Object.freeze({ id: this.id, signal })
+    const lease = this.lease
+    const signal = AbortSignal.any([this.#stop.signal, lease.signal])
+    // Read through the lease each time, as `lease.signal` is: that read checks the local deadline
+    // first, so after a host suspend (the monotonic clock stood still, the store's did not) the unit's
+    // signal reports the loss at once, not when the next timer happens to run.
+    const unit: PoolUnit = Object.freeze({
+      id: this.id,
+      get signal() {
+        void lease.signal
+        return signal
+      },
+    })
     for (let attempt = 0; ; attempt++) {
       let failure: { error: unknown } | undefined
       try {

@@ -9,7 +9,14 @@ import {
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { LeasePool, type LeasePoolOptions, Leaser, type PoolEvent } from '../src/index.js'
+import {
+  type LeaseLostError,
+  LeasePool,
+  type LeasePoolOptions,
+  Leaser,
+  type PoolEvent,
+  type PoolUnit,
+} from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
 import {
   collectUncaughtExceptions,
@@ -124,6 +131,27 @@ describe('LeasePool', () => {
     expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['g/m/worker-a', 'g/u/u1'])
     const closing = pool.close()
     await time.until(closing)
+  })
+
+  test("after a host suspend past the ttl, reading a unit's signal reports the loss at once, as lease.signal does", async () => {
+    const { time, leaser, other } = setup()
+    const units: PoolUnit[] = []
+    const pool = testPool(leaser, time, {
+      handler: (lease, unit) => {
+        units.push(unit)
+        return untilAborted(lease, unit)
+      },
+    })
+    await time.until(pool.start())
+    expect(units).toHaveLength(1)
+    // The monotonic clock stands still, every wall clock moves on: the store lets a successor in
+    // before any timer of this member has run.
+    time.suspend(2 * TTL)
+    const successor = await other.acquire('g/u/u1', 'worker-b', TTL)
+    expect(units[0]!.signal.aborted).toBe(true)
+    expect((units[0]!.signal.reason as LeaseLostError).reason).toBe('deadline')
+    expect(successor.fencingToken).toBe(2n)
+    await time.until(pool.close())
   })
 
   test('a finished unit whose done mark fails is marked on a later try, then released', async () => {

@@ -3,7 +3,7 @@ import { type Backend, systemClock } from '@worklease/spec'
 import { LeasePool } from '../lease-pool.js'
 import type { LeasePoolOptions } from '../lease-pool-options.js'
 import { Leaser } from '../leaser.js'
-import type { PoolHandler } from '../unit-runner.js'
+import type { PoolHandler, PoolUnit } from '../unit-runner.js'
 import type { LeaserSuiteHarness } from './leaser-suite.js'
 
 /** Options of {@link poolSuite}; the same shape as `leaserSuite`'s. */
@@ -57,7 +57,8 @@ const decode = (bytes: Uint8Array | null) => (bytes === null ? null : new TextDe
 interface Run {
   readonly member: string
   readonly fencingToken: bigint
-  readonly signal: AbortSignal
+  /** Its signal is read through the unit each time, as a handler would: that read checks the deadline. */
+  readonly unit: PoolUnit
   readonly startedAt: number
 }
 
@@ -80,11 +81,11 @@ class Referee {
       const run: Run = {
         member,
         fencingToken: lease.fencingToken,
-        signal: unit.signal,
+        unit,
         startedAt: Math.round(performance.now() - this.#origin),
       }
       for (const other of runs) {
-        if (other.signal.aborted) continue
+        if (other.unit.signal.aborted) continue
         this.overlaps.push(
           `${unit.id} started by ${member} (token ${run.fencingToken}, at ${run.startedAt} ms) while ` +
             `${other.member} ran it (token ${other.fencingToken}, since ${other.startedAt} ms)`,
