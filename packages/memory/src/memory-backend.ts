@@ -102,7 +102,9 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<LeaseRecord> {
-    return this.#take(validateAcquireArgs(workId, holderId, ttlMs, options)).record
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const lease = this.#take(args)
+    return createLeaseRecord(args.workId, args.holderId, lease.fencingToken, lease.expiresAtMs)
   }
 
   async acquireWithCheckpoint(
@@ -111,11 +113,15 @@ export class MemoryBackend implements Backend {
     ttlMs: number,
     options?: CallOptions,
   ): Promise<AcquiredWithCheckpoint> {
-    const { record, lease } = this.#take(validateAcquireArgs(workId, holderId, ttlMs, options))
-    return { record, checkpoint: { state: copyState(lease.state), cleanHandoff: lease.cleanHandoff } }
+    const args = validateAcquireArgs(workId, holderId, ttlMs, options)
+    const lease = this.#take(args)
+    return {
+      record: createLeaseRecord(args.workId, args.holderId, lease.fencingToken, lease.expiresAtMs),
+      checkpoint: { state: copyState(lease.state), cleanHandoff: lease.cleanHandoff },
+    }
   }
 
-  #take(args: AcquireArgs): { record: LeaseRecord; lease: StoredLease } {
+  #take(args: AcquireArgs): StoredLease {
     this.store.operations++
     const now = this.#clock.now()
     const previous = this.store.leases.get(args.workId)
@@ -140,10 +146,7 @@ export class MemoryBackend implements Backend {
       checkpointSequence: 0,
     }
     this.store.leases.set(args.workId, next)
-    return {
-      record: createLeaseRecord(args.workId, args.holderId, next.fencingToken, next.expiresAtMs),
-      lease: next,
-    }
+    return next
   }
 
   async checkpoint(

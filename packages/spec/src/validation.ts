@@ -207,6 +207,9 @@ export function validateCallOptions(options: unknown): ValidatedCallOptions {
   return signal === undefined ? {} : { signal }
 }
 
+// What no options read to: one shared object, not a new one on every call without options.
+const NO_OPTIONS: { readonly signal?: AbortSignal; readonly extra?: unknown } = Object.freeze({})
+
 /** The option a validator reads besides the signal: checkpoint's sequence, revoke's fencingToken. */
 type ExtraOption = 'sequence' | 'fencingToken'
 
@@ -219,7 +222,7 @@ function validateOptions(
   options: unknown,
   extra: ExtraOption | undefined,
 ): { readonly signal?: AbortSignal; readonly extra?: unknown } {
-  if (options === undefined) return {}
+  if (options === undefined) return NO_OPTIONS
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError(`options must be an object, got ${describe(options)}`)
   }
@@ -231,7 +234,7 @@ function validateOptions(
   } catch (error) {
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
-  if (signal === undefined) return { extra: value }
+  if (signal === undefined) return value === undefined ? NO_OPTIONS : { extra: value }
   if (
     typeof signal !== 'object' ||
     signal === null ||
