@@ -178,16 +178,34 @@ function countRenewals(backend: Backend): void {
   }
 }
 
-async function startProfile(file: string | undefined) {
-  if (!file) return undefined
+/**
+ * Profiles of the measured window, each written where its variable says: a CPU profile
+ * (`.cpuprofile`), and a sampling heap profile (`.heapprofile`) that keeps objects the garbage
+ * collector freed, so it shows what the window allocated (its churn), not what it retained.
+ */
+async function startProfiles(files: { cpu?: string | undefined; heap?: string | undefined }) {
+  if (!files.cpu && !files.heap) return undefined
   const session = new Session()
   session.connect()
-  await session.post('Profiler.enable')
-  await session.post('Profiler.start')
+  if (files.cpu) {
+    await session.post('Profiler.enable')
+    await session.post('Profiler.start')
+  }
+  if (files.heap) {
+    await session.post('HeapProfiler.enable')
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 4_096,
+      includeObjectsCollectedByMinorGC: true,
+      includeObjectsCollectedByMajorGC: true,
+    })
+  }
   return {
     stop: async () => {
-      const { profile } = await session.post('Profiler.stop')
-      writeFileSync(file, JSON.stringify(profile))
+      if (files.cpu) writeFileSync(files.cpu, JSON.stringify((await session.post('Profiler.stop')).profile))
+      if (files.heap) {
+        writeFileSync(files.heap, JSON.stringify((await session.post('HeapProfiler.stopSampling')).profile))
+      }
+      session.disconnect()
     },
   }
 }
@@ -256,12 +274,15 @@ const memory = process.memoryUsage()
 const renewalsBefore = renewals
 const tripsBefore = roundTrips()
 const cpuBefore = process.cpuUsage()
-// WORKLEASE_BENCH_PROFILE=<file>: a CPU profile of the window alone (seeding left out), for DevTools;
-// a per-lease child (batch renewal's baseline row) writes <file>.single, so it never overwrites a batched one.
-const profileFile = process.env.WORKLEASE_BENCH_PROFILE
-const profiler = await startProfile(
-  profileFile && config.renewal === 'single' ? `${profileFile}.single` : profileFile,
-)
+// WORKLEASE_BENCH_PROFILE=<file> (CPU) and WORKLEASE_BENCH_HEAP_PROFILE=<file> (allocation): profiles
+// of the window alone (seeding left out), for DevTools; a per-lease child (batch renewal's baseline
+// row) writes <file>.single, so it never overwrites a batched one.
+const profileFileOf = (file: string | undefined) =>
+  file && config.renewal === 'single' ? `${file}.single` : file
+const profiler = await startProfiles({
+  cpu: profileFileOf(process.env.WORKLEASE_BENCH_PROFILE),
+  heap: profileFileOf(process.env.WORKLEASE_BENCH_HEAP_PROFILE),
+})
 const windowStarted = performance.now()
 await sleep(config.windowMs)
 const cpu = process.cpuUsage(cpuBefore)
