@@ -353,10 +353,12 @@ for (const target of batchRenewalTargets(options)) {
         opened.server,
         {
           leases,
-          ttlMs: 30_000,
-          renewIntervalMs: 10_000,
+          // --quick seeds its leases in under a second and watches for 2 s: at the default interval
+          // (10 s) no renewal would fall in the window, so it renews every second (ttl 3 s).
+          ttlMs: options.quick ? 3_000 : 30_000,
+          renewIntervalMs: options.quick ? 1_000 : 10_000,
           renewJitter: 0.2,
-          warmupMs: options.quick ? 500 : 4_000,
+          warmupMs: options.quick ? 1_000 : 4_000,
           windowMs: options.quick ? 2_000 : 20_000,
           seedConcurrency: 64,
           // DynamoDB Local seeds slowly (10,000 leases took 12 minutes on a busy machine): its

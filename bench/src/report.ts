@@ -327,11 +327,11 @@ export function renderMarkdown(results: BenchResults): string {
           c.leases.toLocaleString('en'),
           String(c.renewIntervalMs / 1000),
           `${c.roundTripsPerRenewInterval} (${Math.round(c.leases / 100)})`,
-          String(c.roundTripsPerRenewal),
+          perRenewal(c.roundTripsPerRenewal),
           `${c.renewalsPerSecond} (${c.expectedRenewalsPerSecond})`,
           String(c.cpuPercent),
-          String(c.cpuMsPerRenewal),
-          String(c.projectedCpuPercentAtDefaultInterval),
+          perRenewal(c.cpuMsPerRenewal),
+          perRenewal(c.projectedCpuPercentAtDefaultInterval),
           String(c.heapUsedMiB),
           String(c.heapBytesPerLease),
           String(c.rssMiB),
@@ -397,7 +397,7 @@ function renderBatchRenewal(results: BenchResults): string[] {
           `${first.warmupMs / 1000} s of warm-up, a ${first.windowMs / 1000} s window`
         : '') +
       (results.mode === 'quick'
-        ? ' (**--quick: 500 leases (DynamoDB 100) and a 2 s window**; the full run holds 100,000, DynamoDB 10,000)'
+        ? ' (**--quick: 500 leases (DynamoDB 100), renewed every second, and a 2 s window**; the full run holds 100,000, DynamoDB 10,000, at ttl 30 s)'
         : '') +
       ". CPU is % of one core for the whole process (runner + driver), not the server's. DynamoDB renews in chunks of 25 " +
       '(BatchExecuteStatement: 25 conditional PartiQL UPDATEs a request, each answered on its own; BatchWriteItem takes no ' +
@@ -427,7 +427,7 @@ function renderBatchRenewal(results: BenchResults): string[] {
             c.leases.toLocaleString('en'),
             mode === 'batched' ? 'batched' : row.batchCapable ? 'per lease' : 'per lease (no renewMany)',
             `${c.roundTripsPerRenewInterval} (${Math.round(c.leases / 100)})`,
-            String(c.roundTripsPerRenewal),
+            perRenewal(c.roundTripsPerRenewal),
             `${c.renewalsPerSecond} (${c.expectedRenewalsPerSecond})`,
             String(c.cpuPercent),
             `${c.held} / ${c.lost}${c.acquireFailures ? ` (${c.acquireFailures} acquires failed ⚠)` : ''}`,
@@ -439,6 +439,14 @@ function renderBatchRenewal(results: BenchResults): string[] {
     '',
   )
   return out
+}
+
+// A figure divided by the renewals in the window: a window that held none measured nothing, which
+// the table says rather than printing JSON's null for the NaN.
+function perRenewal(value: number | null): string {
+  return typeof value === 'number' && Number.isFinite(value)
+    ? String(value)
+    : 'n/a: no renewal in the window ⚠'
 }
 
 function renderListScale(results: BenchResults): string[] {
