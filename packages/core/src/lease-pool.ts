@@ -31,6 +31,9 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
 /**
  * What a pool reports, on `pool.on(listener)` and on the `worklease:pool` diagnostics channel. The
  * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
+ * `released`: a unit given up (or held at close) was released in the store, so its successor reads
+ * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
+ * until the lease's deadline) is `lost` instead.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
  * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
@@ -581,7 +584,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
       else {
         await runner.lease.release()
-        if (end === 'stopped') this.#emit({ type: 'released', group: this.group, unit: runner.id })
+        // release() never rejects: a release that never landed (FENCED, or the store failing until
+        // the deadline) is the lease's loss, and the successor will read cleanHandoff: false.
+        if (end === 'stopped') {
+          const type = runner.lease.lossError ? 'lost' : 'released'
+          this.#emit({ type, group: this.group, unit: runner.id })
+        }
       }
     } finally {
       this.#runners.delete(runner.id)

@@ -200,6 +200,28 @@ describe('LeasePool', () => {
     expect(events.at(-1)?.type).toBe('released')
   })
 
+  test.each([
+    ['fails until the deadline', 'deadline'],
+    ['is refused as FENCED (the unit was revoked)', 'fenced'],
+  ] as const)('a unit whose release %s is reported lost, never released', async (_, reason) => {
+    const { time, leaser, backend, store, named } = setup()
+    const events: PoolEvent[] = []
+    const pool = testPool(leaser, time)
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    if (reason === 'deadline') backend.failNext('release', 1_000)
+    else await backend.revoke('g/u/u1')
+    await time.until(pool.close(), 10 * TTL)
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    const losses = named('lost').filter(({ event }) => event.workId === 'g/u/u1')
+    expect(losses.map(({ event }) => event.reason)).toEqual([reason])
+    // `released` would tell a listener the unit was handed back cleanly; its successor will read
+    // cleanHandoff: false.
+    expect(events.map((event) => event.type)).toEqual(['taken', 'lost'])
+    expect(unhandled).toEqual([])
+  })
+
   test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
     // A loaded store: 50 ms per acquire. Taken one after another, 40 units take 2 s, 6 rebalance
     // intervals, while the member neither re-plans nor gives anything up.
