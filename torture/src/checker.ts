@@ -26,6 +26,7 @@ export type CheckName =
   // The pool workload's (pool-checks.ts):
   | 'pool-overlap'
   | 'pool-lost-checkpoint'
+  | 'pool-released-but-lost'
   | 'pool-unclean-handoff'
 
 export interface Violation {

@@ -23,9 +23,8 @@ export interface PoolSummary {
   runs: number
   steps: number
   heldSteps: number
-  /** Units given up by consent whose release ended as released, and those it ended as lost. */
+  /** Units given up by consent and reported released. */
   handoffs: number
-  handoffsLost: number
   /** Unit leases the pool reported lost. */
   lostUnits: number
   /** Overlaps on a client-clock backend whose skew exceeded the margin: counted, not violations. */
@@ -144,10 +143,13 @@ class UnitHistory {
  *   checkpoint of the earlier tokens (or one sent after it that may have landed, which one whose
  *   reply was lost did only if it was sent before its lease certainly ended): what a member saved
  *   before it gave the unit up or crashed is what its successor resumes from.
- * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`
- *   and the lease ended released, not lost) is read by the next token with `cleanHandoff: true` and the
- *   giver's last checkpoint, when that checkpoint was acknowledged. The next token read it first
- *   thing, so nothing else can have been stored in between.
+ * - `pool-released-but-lost`: the pool reports a unit `released` only when its release ended the lease
+ *   as released; one whose release never landed (FENCED, or the store failing until the deadline) is
+ *   reported `lost`, since its successor reads `cleanHandoff: false`.
+ * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`)
+ *   is read by the next token with `cleanHandoff: true` and the giver's last checkpoint, when that
+ *   checkpoint was acknowledged. The next token read it first thing, so nothing else can have been
+ *   stored in between.
  */
 export function checkPool(
   lines: readonly PoolLine[],
@@ -163,7 +165,6 @@ export function checkPool(
     steps: 0,
     heldSteps: 0,
     handoffs: 0,
-    handoffsLost: 0,
     lostUnits: 0,
     overlapsBeyondMargin: 0,
   }
@@ -225,13 +226,18 @@ export function checkPool(
       continue
     }
     if (line.e === 'handoff') {
-      if (!line.confirmed) {
-        summary.handoffsLost++
-        continue
-      }
       summary.handoffs++
       const history = historyOf(line.w)
       const token = BigInt(line.tok)
+      if (!line.confirmed) {
+        violations.push({
+          check: 'pool-released-but-lost',
+          workId: line.w,
+          message: `the pool reported ${line.h}'s token ${token} released, but its release ended the lease as lost`,
+          ops: releasesOf(history, token),
+        })
+        continue
+      }
       const next = (history.byToken.get(token + 1n) ?? [])
         .filter(isRead)
         .sort((x, y) => x.invoke - y.invoke)[0]

@@ -15,7 +15,8 @@ export const POOL_GROUP = 'pool'
  * - `step`: the handler asked `lease.held` before a step of work (a checkpoint); it works only on yes.
  * - `return`: the handler returned (after its final checkpoint when it was asked to stop).
  * - `handoff`: the pool reported the unit `released` after giving it up by consent; `confirmed` when
- *   its release ended the lease as released (`lease.lossError` unset), not lost.
+ *   its release ended the lease as released (`lease.lossError` unset). A pool reports a release that
+ *   ended lost as `lost`, so an unconfirmed handoff is a violation (`pool-released-but-lost`).
  * - `member`: a member joined (its first rebalance done) or left (close returned).
  */
 export type PoolLine =

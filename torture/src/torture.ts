@@ -417,7 +417,7 @@ export function formatReport(report: TortureReport): string {
   const { pool } = report
   if (pool.members > 0) {
     lines.push(
-      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs} (release ended lost ${pool.handoffsLost}); units lost ${pool.lostUnits}${
+      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs}; units lost ${pool.lostUnits}${
         pool.overlapsBeyondMargin
           ? `; ${pool.overlapsBeyondMargin} overlaps after a takeover with clock skew beyond the margin`
           : ''

@@ -277,6 +277,15 @@ describe('pool checks', () => {
     })
   })
 
+  describe('pool-released-but-lost: the pool reports released only a release that ended released', () => {
+    test('a unit reported released whose release ended the lease as lost is caught, and only that', () => {
+      // The release never landed (say it was refused as FENCED): the successor reads an unclean
+      // handoff, which is the loss's doing, not a second violation.
+      const ops = store({ bClean: false }).filter((o) => o.op !== 'release')
+      expect(checks(lines({ confirmed: false }), ops)).toEqual(['pool-released-but-lost'])
+    })
+  })
+
   describe("pool-unclean-handoff: a consent handoff is clean and carries the giver's last checkpoint", () => {
     test('the successor reading cleanHandoff false after a consent handoff is caught', () => {
       // The pool released nothing in the store (say it abandoned the lease instead): no release op.
@@ -292,13 +301,7 @@ describe('pool checks', () => {
       ])
     })
 
-    test('a handoff whose release ended as lost, or whose last checkpoint is unknown, is not judged', () => {
-      expect(
-        checks(
-          lines({ confirmed: false }),
-          store({ bClean: false }).filter((o) => o.op !== 'release'),
-        ),
-      ).toEqual([])
+    test('a handoff whose last checkpoint has an unknown outcome is not judged', () => {
       const unknown = store({
         bRead: 'A#1.1',
         lastA: { outcome: 'info', complete: Number.POSITIVE_INFINITY },
