@@ -407,7 +407,12 @@ export class MongoBackend implements Backend {
           holderId: args.holderId,
           released: false,
         },
-        { projection: { _id: 1, fencingToken: 1, expiresAt: 1 }, ...readOptions(args) },
+        {
+          projection: { _id: 1, fencingToken: 1, expiresAt: 1 },
+          // Every record's document in the find's first batch (a cursor's default is 101): no getMore.
+          batchSize: args.records.length,
+          ...readOptions(args),
+        },
       )
       .toArray()
     const byId = new Map(valid.map((document) => [document._id, document]))

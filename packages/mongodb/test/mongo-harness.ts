@@ -27,16 +27,9 @@ export const serverOptions: Omit<MongoBackendOptions, 'collection'> = ferretdb1
     }
   : {}
 
-// Sent by the driver itself (connection upkeep, session cleanup), never by a backend operation.
-const DRIVER_COMMANDS = new Set([
-  'hello',
-  'ismaster',
-  'isMaster',
-  'endSessions',
-  'ping',
-  'buildInfo',
-  'getMore',
-])
+// Sent by the driver itself (connection upkeep, session cleanup), never by a backend operation. A
+// getMore is not one of them: it is a cursor's next round trip, which a backend operation causes.
+const DRIVER_COMMANDS = new Set(['hello', 'ismaster', 'isMaster', 'endSessions', 'ping', 'buildInfo'])
 
 /** A MongoClient that counts the commands sent over it, as a separate process would have its own. */
 export function countingClient(): { client: MongoClient; commands: () => string[] } {

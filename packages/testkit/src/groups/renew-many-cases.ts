@@ -414,6 +414,30 @@ export const renewManyCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'renewMany with one refused record among 119 held still takes at most one more round trip',
+    unsupported: needsRenewManyCounted,
+    timeoutMs: 60_000,
+    async run(c) {
+      // More than a reply's first batch (MongoDB's cursors return 101 documents before a getMore):
+      // the read that names the outcomes must bring every held record back in its one round trip.
+      const size = Math.min(c.capabilities.renewMany!.maxRecords, 120)
+      const refused = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(refused)
+      const records = [refused]
+      for (let i = 1; i < size; i++) records.push(await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS))
+      const before = c.roundTrips()!
+      await checkOutcomes(
+        c,
+        records,
+        LONG_TTL_MS,
+        records.map((_, i): RenewOutcome => (i === 0 ? 'fenced' : 'renewed')),
+        `one refused record among ${size - 1} held`,
+      )
+      const trips = c.roundTrips()! - before
+      check(trips >= 1 && trips <= 2, `renewMany of ${size} records: ${trips} round trips, expected 1..2`)
+    },
+  },
+  {
     name: 'renewMany options that are not an object, or a signal that is not an AbortSignal, are INVALID_ARGUMENT',
     unsupported: needsRenewMany,
     async run(c) {
