@@ -527,6 +527,21 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
+   * Whether the unit's done mark is set, read once its lease is ours. The listing the take was planned
+   * on can be stale, or read page by page at different moments: another member may have run the unit,
+   * marked it and released it since. A member sets the mark before it releases the unit, so a read
+   * after our acquire succeeded sees it (on a store whose listing is consistent).
+   */
+  async #markedDone(unit: string): Promise<boolean> {
+    const { backend } = this.#options.leaser
+    const mark = this.#keys.doneMark(unit)
+    const page = await backend.list!({ prefix: mark, limit: 1, signal: this.#closed.signal })
+    // A prefix sorts before every id it begins, so the mark, if stored, comes first.
+    const first = page.leases[0]
+    return first?.workId === mark && first.released
+  }
+
+  /**
    * A unit taken as the pool closed, which nobody ran. Released only after a clean handoff: a release
    * tells the next member that the last holder ended cleanly, and after a crash nobody has reconciled
    * since. Otherwise left to expire, so the next member still reads `cleanHandoff: false`.
@@ -542,12 +557,18 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   #run(unit: string, lease: Lease<S>): void {
     const { handler, timers, random } = this.#options
-    const runner = new UnitRunner(unit, lease, handler, {
-      policy: this.#handlerRetry,
-      timers,
-      random,
-      onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
-    })
+    const runner = new UnitRunner(
+      unit,
+      lease,
+      handler,
+      {
+        policy: this.#handlerRetry,
+        timers,
+        random,
+        onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
+      },
+      () => this.#markedDone(unit),
+    )
     this.#runners.set(unit, runner)
     // A run that ended in a throw (a bug: a handler's throws are retried) still finishes: the
     // unit's lease is released, not left renewing for as long as the process lives.
@@ -586,7 +607,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         await runner.lease.release()
         // release() never rejects: a release that never landed (FENCED, or the store failing until
         // the deadline) is the lease's loss, and the successor will read cleanHandoff: false.
-        if (end === 'stopped') {
+        if (end === 'stopped' || end === 'doneElsewhere') {
           const type = runner.lease.lossError ? 'lost' : 'released'
           this.#emit({ type, group: this.group, unit: runner.id })
         }

@@ -21,8 +21,11 @@ export interface PoolUnit {
 /** The user's work on one unit; a LeasePool calls it for every unit it holds. */
 export type PoolHandler<S = Uint8Array> = (lease: Lease<S>, unit: PoolUnit) => Promise<void> | void
 
-/** How a unit's run ended: its handler finished the unit, the pool stopped it, or the lease was lost. */
-export type UnitEnd = 'done' | 'stopped' | 'lost'
+/**
+ * How a unit's run ended: its handler finished the unit, the pool stopped it, the lease was lost, or
+ * the unit turned out finished by another member before the handler ran (`doneElsewhere`).
+ */
+export type UnitEnd = 'done' | 'stopped' | 'lost' | 'doneElsewhere'
 
 /**
  * Runs a pool's handler on one held unit until it finishes: again after a failure (with backoff,
@@ -50,10 +53,11 @@ export class UnitRunner {
       /** Told of each failed run before the backoff; must not throw (the pool's never does). */
       onError(error: unknown): void
     },
+    isDone?: () => Promise<boolean>,
   ) {
     this.id = id
     this.lease = lease
-    this.ended = this.#run(handler, retry)
+    this.ended = this.#start(handler, retry, isDone)
   }
 
   /** Whether the pool gave this unit up: its handler was asked to stop, or will be. */
@@ -69,6 +73,24 @@ export class UnitRunner {
   /** Asks the handler to stop: its unit signal aborts while the lease stays held. */
   stop(): void {
     this.#stop.abort(new DOMException('the pool gave this unit to another member', 'AbortError'))
+  }
+
+  /**
+   * Asks `isDone` before the first run, once the lease is ours: the unit may have been finished since
+   * the listing it was taken on. A check that fails hands the unit back unrun (`stopped`).
+   */
+  async #start(
+    handler: PoolHandler<any>,
+    retry: ConstructorParameters<typeof UnitRunner>[3],
+    isDone: (() => Promise<boolean>) | undefined,
+  ): Promise<UnitEnd> {
+    if (isDone) {
+      const done = await isDone().catch(() => undefined)
+      if (!this.lease.held) return 'lost'
+      if (done === true) return 'doneElsewhere'
+      if (done === undefined || this.#stop.signal.aborted) return 'stopped'
+    }
+    return this.#run(handler, retry)
   }
 
   async #run(

@@ -72,6 +72,27 @@ class SlowReleasesAndListings extends ForwardingBackend {
   }
 }
 
+/**
+ * Runs another member's work once during the first listing: after its reply (the listing is then
+ * stale), or before its second page is read (the pages then show the group at two moments).
+ */
+class AfterListing extends ForwardingBackend {
+  hook: { readonly betweenPages: boolean; readonly run: () => Promise<void> } | undefined
+  override async list(options?: ListOptions): Promise<LeasePage> {
+    const hook = this.hook
+    if (hook?.betweenPages && options?.cursor !== undefined) {
+      this.hook = undefined
+      await hook.run()
+    }
+    const page = await super.list(options)
+    if (hook && !hook.betweenPages) {
+      this.hook = undefined
+      await hook.run()
+    }
+    return page
+  }
+}
+
 /** Unhandled rejections seen during one test. */
 const unhandled = collectUnhandledRejections()
 
@@ -198,6 +219,67 @@ describe('LeasePool', () => {
     expect(store.leases.has('g/d/u1')).toBe(false)
     expect(events.filter((event) => event.type === 'doneMarkFailed').length).toBeGreaterThan(1)
     expect(events.at(-1)?.type).toBe('released')
+  })
+
+  test.each([
+    ['after the listing that showed it free', 1, false],
+    ['between two pages of that listing (its mark on the first)', 1_001, true],
+  ] as const)('a unit another member finishes %s is not run again', async (_, marked, betweenPages) => {
+    let hooked!: AfterListing
+    const { time, leaser, other } = setup({
+      wrap: (memory) => {
+        hooked = new AfterListing(memory)
+        return hooked
+      },
+    })
+    // Finished units whose marks sort before everything else of the group: 1,000 fill a page.
+    const finished = Array.from({ length: marked - 1 }, (_, i) => `b${String(i).padStart(4, '0')}`)
+    for (const unit of finished) {
+      await other.release(await other.acquire(`g/d/${unit}`, 'worker-c', TTL))
+    }
+    // worker-c finishes 'a' as its pool does: the done mark first, then the unit's release.
+    hooked.hook = {
+      betweenPages,
+      run: async () => {
+        const running = await other.acquire('g/u/a', 'worker-c', TTL)
+        await other.release(await other.acquire('g/d/a', 'worker-c', TTL))
+        await other.release(running)
+      },
+    }
+    const ran: string[] = []
+    const pool = testPool(leaser, time, {
+      units: ['a', ...finished],
+      handler: async (_lease, unit) => void ran.push(unit.id),
+    })
+    await time.until(pool.start())
+    await time.advance(3 * INTERVAL)
+    await time.until(pool.close())
+    expect(hooked.hook).toBeUndefined()
+    // docs/pools.md: the mark is set before the unit's release, "so no member runs it again".
+    expect(ran).toEqual([])
+    expect(unhandled).toEqual([])
+  })
+
+  test('a unit whose done mark cannot be read once taken goes back unrun, and runs at a later take', async () => {
+    class MarkReadFails extends ForwardingBackend {
+      failures = 1
+      override async list(options?: ListOptions): Promise<LeasePage> {
+        if (options?.prefix === 'g/d/u1' && this.failures-- > 0) throw new Error('connection reset')
+        return super.list(options)
+      }
+    }
+    const { time, leaser, store } = setup({ wrap: (memory) => new MarkReadFails(memory) })
+    const events: PoolEvent[] = []
+    const ran: string[] = []
+    const pool = testPool(leaser, time, { handler: async (_lease, unit) => void ran.push(unit.id) })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(3 * INTERVAL)
+    expect(events.map((event) => event.type)).toEqual(['taken', 'released', 'taken', 'done'])
+    expect(ran).toEqual(['u1'])
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    await time.until(pool.close())
+    expect(unhandled).toEqual([])
   })
 
   test.each([
