@@ -582,6 +582,135 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  // Found by running mutants of the memory backend through the suite (session 25): each passed every
+  // case until the case named in expectedGroup was written.
+  'a holder re-taking its own expired lease reading a clean handoff': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number) {
+      const ownCrash = this.lease(workId)?.holderId === holderId
+      const record = await super.acquire(workId, holderId, ttlMs)
+      if (ownCrash) this.lease(workId)!.cleanHandoff = true
+      return record
+    }
+  },
+  'checkpoint comparing sequences as strings': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const lease = this.lease(record.workId)
+      const stored = lease?.checkpointSequence ?? 0
+      const kept = lease?.state ?? null
+      await super.checkpoint(record, state, ttlMs, options)
+      const sequence = options?.sequence
+      if (!lease || sequence === undefined || String(sequence) > String(stored) === sequence > stored) return
+      lease.state = String(sequence) > String(stored) ? state.slice() : kept
+      lease.checkpointSequence = String(sequence) > String(stored) ? sequence : stored
+    }
+  },
+  'a refused late checkpoint lowering the stored sequence': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      await super.checkpoint(record, state, ttlMs, options)
+      if (options?.sequence !== undefined) this.lease(record.workId)!.checkpointSequence = options.sequence
+    }
+  },
+  'a late checkpoint extending without the max rule': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const stale =
+        options?.sequence !== undefined &&
+        options.sequence <= (this.lease(record.workId)?.checkpointSequence ?? 0)
+      await super.checkpoint(record, state, ttlMs, options)
+      if (stale) this.lease(record.workId)!.expiresAtMs = this.clock.now() + ttlMs
+    }
+  },
+  'renew resetting the stored checkpoint sequence': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      await super.renew(record, ttlMs)
+      this.lease(record.workId)!.checkpointSequence = 0
+    }
+  },
+  "renew applying the max rule to the record's expiry": class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      await super.renew(record, ttlMs)
+      this.lease(record.workId)!.expiresAtMs = Math.max(record.expiresAt.getTime(), this.clock.now() + ttlMs)
+    }
+  },
+  "renewMany judging expiry by the records' expiresAt": class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number) {
+      const outcomes = await super.renewMany(records, ttlMs)
+      const now = this.clock.now()
+      return outcomes.map((outcome, i) =>
+        outcome === 'renewed' && records[i]!.expiresAt.getTime() <= now ? 'expired' : outcome,
+      )
+    }
+  },
+  'renewMany of an empty list skipping validation': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      if (Array.isArray(records) && records.length === 0) return []
+      return super.renewMany(records, ttlMs, options)
+    }
+  },
+  'renew comparing tokens as doubles': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number) {
+      const lease = this.lease(record.workId)
+      const near = lease && Number(lease.fencingToken) === Number(record.fencingToken)
+      const token = near ? lease.fencingToken : record.fencingToken
+      return super.renew(
+        createLeaseRecord(record.workId, record.holderId, token, record.expiresAt.getTime()),
+        ttlMs,
+      )
+    }
+  },
+  'list applying its limit before the prefix': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const { prefix = '', limit, cursor } = options ?? {}
+      const page = await super.list({
+        ...(limit === undefined ? {} : { limit }),
+        ...(cursor === undefined ? {} : { cursor }),
+      })
+      const leases = page.leases.filter((lease) => lease.workId.startsWith(prefix))
+      // As a scan whose limit came before its filter, and whose caller stops on a short page.
+      return leases.length === page.leases.length ? page : { leases, now: page.now }
+    }
+  },
+  'release leaving the expiry at now': class extends Flawed {
+    override async release(record: LeaseRecord) {
+      await super.release(record)
+      this.lease(record.workId)!.expiresAtMs = this.clock.now()
+    }
+  },
+  'list calling a released lease free only once it expires': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      const now = page.now.getTime()
+      return {
+        ...page,
+        leases: page.leases.map((lease) => ({ ...lease, free: lease.expiresAt.getTime() <= now })),
+      }
+    }
+  },
+  'revoke ending a released lease that its clock calls live': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const lease = this.lease(workId)
+      if (lease?.released && lease.expiresAtMs > this.clock.now()) {
+        lease.holderId = ''
+        lease.expiresAtMs = this.clock.now() - 1
+        return true
+      }
+      return super.revoke(workId, options)
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -646,6 +775,19 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'acquireWithCheckpoint reporting a clean handoff after a revoke': 'acquireWithCheckpoint',
   'renewMany accepting options that are not an object': 'renewMany',
   'renew reporting a failure of the store as FENCED': 'renew',
+  'a holder re-taking its own expired lease reading a clean handoff': 'handoff',
+  'checkpoint comparing sequences as strings': 'checkpoint',
+  'a refused late checkpoint lowering the stored sequence': 'checkpoint',
+  'a late checkpoint extending without the max rule': 'expiry',
+  'renew resetting the stored checkpoint sequence': 'checkpoint',
+  "renew applying the max rule to the record's expiry": 'expiry',
+  "renewMany judging expiry by the records' expiresAt": 'renewMany',
+  'renewMany of an empty list skipping validation': 'renewMany',
+  'renew comparing tokens as doubles': 'tokens',
+  'list applying its limit before the prefix': 'list',
+  'release leaving the expiry at now': 'list',
+  'list calling a released lease free only once it expires': 'skew',
+  'revoke ending a released lease that its clock calls live': 'skew',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

@@ -272,4 +272,61 @@ export const checkpointCases: CaseDefinition[] = [
       checkBytes((await c.backend.readCheckpoint(record)).state, bytes('step 4'), 'state')
     },
   },
+  {
+    name: 'checkpoint sequences compare as numbers: 9, then 10, then a late 2, then 100',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('nine'), LONG_TTL_MS, { sequence: 9 })
+      await c.backend.checkpoint(record, bytes('ten'), LONG_TTL_MS, { sequence: 10 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('ten'), 'state after 9, then 10')
+      await c.backend.checkpoint(record, bytes('two, late'), LONG_TTL_MS, { sequence: 2 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('ten'), 'state after a late 2')
+      await c.backend.checkpoint(record, bytes('hundred'), LONG_TTL_MS, { sequence: 100 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('hundred'), 'state after 100')
+    },
+  },
+  {
+    name: 'two late checkpoints in a row never replace the latest: a refused one leaves the stored sequence',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('sent third'), LONG_TTL_MS, { sequence: 30 })
+      await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
+      await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent third'), 'state')
+    },
+  },
+  {
+    name: 'renew and renewMany keep the stored sequence: a late checkpoint after them is still refused',
+    async run(c) {
+      for (const renewal of ['renew', 'renewMany'] as const) {
+        if (renewal === 'renewMany' && !c.capabilities.renewMany) continue
+        const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+        await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
+        if (renewal === 'renew') await c.backend.renew(record, LONG_TTL_MS)
+        else await c.backend.renewMany!([record], LONG_TTL_MS)
+        await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
+        checkBytes(
+          (await c.backend.readCheckpoint(record)).state,
+          bytes('sent second'),
+          `state after ${renewal}`,
+        )
+      }
+    },
+  },
+  {
+    name: 'a late checkpoint to an expired lease nobody took succeeds and extends it, keeping the later state',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(record, bytes('sent second'), SHORT_TTL_MS, { sequence: 20 })
+      await c.expire()
+      await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire after the late checkpoint extended the lease',
+      )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), 'state')
+    },
+  },
 ]

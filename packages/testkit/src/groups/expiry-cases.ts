@@ -1,6 +1,8 @@
+import type { LeaseRecord } from '@worklease/spec'
 import { checkEqual, checkRejects } from '../assertions.js'
 import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
+import { bytes } from './shared.js'
 
 const needsClientClock = (caps: { clock: string }) =>
   caps.clock === 'server' ? 'expiry runs on the server clock; a real short ttl covers it' : undefined
@@ -65,6 +67,40 @@ export const expiryCases: CaseDefinition[] = [
       const record = await c.backend.acquire(c.workId(), 'holder-a', 1)
       await c.expire(1)
       await checkRejects(() => c.backend.renew(record, 1_000), 'LEASE_EXPIRED', 'renew after a 1 ms ttl')
+    },
+  },
+  {
+    name: "a shorter ttl keeps a stored expiry later than the record's: renew, renewMany, checkpoint, late checkpoint",
+    timeoutMs: 30_000,
+    async run(c) {
+      // The record says acquire + SHORT; a checkpoint moved the stored expiry to + LONGER. Judging the
+      // max rule by the record's expiry would shorten the lease back to about + SHORT.
+      const longer = 1_000
+      const renewals: [string, (record: LeaseRecord) => Promise<unknown>][] = [
+        ['renew', (record) => c.backend.renew(record, SHORT_TTL_MS)],
+        ['checkpoint', (record) => c.backend.checkpoint(record, bytes('x'), SHORT_TTL_MS, { sequence: 99 })],
+        [
+          'late checkpoint',
+          (record) => c.backend.checkpoint(record, bytes('x'), SHORT_TTL_MS, { sequence: 1 }),
+        ],
+      ]
+      if (c.capabilities.renewMany) {
+        renewals.push(['renewMany', (record) => c.backend.renewMany!([record], SHORT_TTL_MS)])
+      }
+      for (const [name, renewal] of renewals) {
+        const workId = c.workId()
+        const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+        await c.backend.checkpoint(record, bytes('s'), longer, { sequence: 50 })
+        await renewal(record)
+        await c.elapse(SHORT_TTL_MS + 1)
+        await checkRejects(
+          () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+          'LEASE_HELD',
+          `${name} with a shorter ttl, past the record's expiry`,
+        )
+        await c.expire(longer)
+        await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      }
     },
   },
 ]

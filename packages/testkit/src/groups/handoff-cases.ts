@@ -85,4 +85,28 @@ export const handoffCases: CaseDefinition[] = [
       checkBytes((await c.backend.readCheckpoint(b)).state, bytes('b1'), 'successor state')
     },
   },
+  {
+    name: 'a holder that takes its own expired lease again reads an unclean handoff, as a successor would',
+    async run(c) {
+      const workId = c.workId()
+      await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const again = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      checkEqual(
+        (await c.backend.readCheckpoint(again)).cleanHandoff,
+        false,
+        'cleanHandoff after its own crash',
+      )
+      if (!c.backend.acquireWithCheckpoint) return
+      const other = c.workId()
+      await c.backend.acquire(other, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      const taken = await c.backend.acquireWithCheckpoint(other, 'holder-a', LONG_TTL_MS)
+      checkEqual(
+        taken.checkpoint.cleanHandoff,
+        false,
+        'acquireWithCheckpoint: cleanHandoff after its own crash',
+      )
+    },
+  },
 ]

@@ -323,4 +323,43 @@ export const listCases: CaseDefinition[] = [
       }
     },
   },
+  {
+    name: 'a prefix is paged to its end when more ids sort before it than a page holds',
+    unsupported: needsList,
+    async run(c) {
+      // A store that applies the page limit before the prefix (a scan's Limit before its filter) ends
+      // early here, without a cursor.
+      for (let i = 0; i < 5; i++) await c.backend.acquire(`${c.prefix}a-${i}`, 'holder-a', LONG_TTL_MS)
+      const wanted = [0, 1, 2].map((i) => `${c.prefix}b-${i}`)
+      for (const workId of wanted) await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      for (let i = 0; i < 3; i++) await c.backend.acquire(`${c.prefix}c-${i}`, 'holder-a', LONG_TTL_MS)
+      const seen: string[] = []
+      let cursor: string | undefined
+      for (let pages = 0; pages < 10; pages++) {
+        const page = await c.backend.list!({
+          prefix: `${c.prefix}b-`,
+          limit: 2,
+          ...(cursor ? { cursor } : {}),
+        })
+        seen.push(...page.leases.map((lease) => lease.workId))
+        cursor = page.cursor
+        if (cursor === undefined) break
+      }
+      checkEqual(show(seen), show(wanted), 'workIds over every page of the prefix')
+    },
+  },
+  {
+    name: "a released lease's expiry is listed strictly before the page's now",
+    unsupported: needsList,
+    async run(c) {
+      const workId = `${c.prefix}released`
+      await c.backend.release(await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS))
+      const page = await c.backend.list!({ prefix: workId })
+      const [listed] = page.leases
+      check(
+        listed !== undefined && listed.expiresAt.getTime() < page.now.getTime(),
+        `released: expiresAt ${listed?.expiresAt.toISOString()} must be before now ${page.now.toISOString()}`,
+      )
+    },
+  },
 ]

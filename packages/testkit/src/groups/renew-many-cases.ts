@@ -424,7 +424,8 @@ export const renewManyCases: CaseDefinition[] = [
       const refused = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
       await c.backend.release(refused)
       const records = [refused]
-      for (let i = 1; i < size; i++) records.push(await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS))
+      for (let i = 1; i < size; i++)
+        records.push(await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS))
       const before = c.roundTrips()!
       await checkOutcomes(
         c,
@@ -460,6 +461,52 @@ export const renewManyCases: CaseDefinition[] = [
       }
       await c.expire(ttl)
       await checkFree(c, record.workId, 'a lease after renewMany calls with bad options')
+    },
+  },
+  {
+    name: 'the same records renewed again and again, past their first expiry, stay renewed',
+    unsupported: needsRenewMany,
+    timeoutMs: 30_000,
+    async run(c) {
+      // Judged by the records' own expiresAt (as of the acquire), every renewal after the first
+      // expiry would read as expired.
+      const ttl = c.clientClock ? SHORT_TTL_MS : 1_000
+      const records = [
+        await c.backend.acquire(c.workId(), 'holder-a', ttl),
+        await c.backend.acquire(c.workId(), 'holder-a', ttl),
+      ]
+      for (let round = 1; round <= 4; round++) {
+        await c.elapse(ttl * 0.6)
+        await checkOutcomes(
+          c,
+          records,
+          ttl,
+          ['renewed', 'renewed'],
+          `renewal ${round}, ${round * 0.6} ttl in`,
+        )
+      }
+    },
+  },
+  {
+    name: 'renewMany of an empty list still refuses a bad ttl, bad options and an aborted signal',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const renewMany = renewManyOf(c.backend)
+      await checkRejects(() => renewMany([], 0), 'INVALID_ARGUMENT', 'renewMany([], 0)')
+      await checkRejects(
+        () => renewMany([], LONG_TTL_MS, 'options'),
+        'INVALID_ARGUMENT',
+        "renewMany([], ttl, 'options')",
+      )
+      const reason = new Error('gave up')
+      const error = await rejection(
+        () => renewMany([], LONG_TTL_MS, { signal: AbortSignal.abort(reason) }),
+        'renewMany([]) with an aborted signal',
+      )
+      check(
+        error === reason,
+        `renewMany([]) with an aborted signal must reject with its reason, got ${show(error)}`,
+      )
     },
   },
 ]

@@ -76,4 +76,32 @@ export const skewCases: CaseDefinition[] = [
       check(ok.fencingToken > record.fencingToken, 'acquire on the right clock after expiry')
     },
   },
+  {
+    name: `a released lease is free to a lister ${SKEW_MS / 1000} s behind, and not revoked by it`,
+    unsupported: (caps) =>
+      needsClientClock(caps) ??
+      (caps.list && caps.revoke
+        ? undefined
+        : 'the backend cannot list and revoke (capabilities.list, revoke)'),
+    async run(c) {
+      const workId = c.workId()
+      const behind = await c.open(-SKEW_MS)
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.release(record)
+      const [listed] = (await behind.list!({ prefix: workId })).leases
+      checkEqual(listed?.free, true, 'free, listed from a clock behind')
+      checkEqual(await behind.revoke!(workId), false, 'revoke from a clock behind')
+      checkEqual(
+        await behind.revoke!(workId, { fencingToken: record.fencingToken }),
+        false,
+        'revoke with its token from a clock behind',
+      )
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(
+        (await c.backend.readCheckpoint(next)).cleanHandoff,
+        true,
+        'cleanHandoff after the refused revokes',
+      )
+    },
+  },
 ]

@@ -1,6 +1,6 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
-import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
 import { bytes } from './shared.js'
 
@@ -136,6 +136,43 @@ export const tokenCases: CaseDefinition[] = [
         'acquire of the expired last lease',
       )
       checkBytes((await c.backend.readCheckpoint(last)).state, bytes('final'), 'state of the last lease')
+    },
+  },
+  {
+    name: 'tokens compare exactly near the largest: one the same as a double is FENCED on every call',
+    unsupported: needsSeed,
+    async run(c) {
+      // A token compared as a double (a Lua number, a JSON number, a float column) matches its
+      // neighbours up here: 2^63 - 1, 2^63 - 2 and 2^63 - 3 are one double.
+      for (const [seed, forged] of [
+        [MAX_FENCING_TOKEN - 2n, MAX_FENCING_TOKEN],
+        [MAX_FENCING_TOKEN - 1n, MAX_FENCING_TOKEN - 2n],
+      ] as const) {
+        const workId = c.workId()
+        await c.seedToken(workId, seed)
+        const real = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+        const fake = forge(real, { fencingToken: forged })
+        await checkRejects(() => c.backend.renew(fake, LONG_TTL_MS), 'FENCED', `renew with ${forged}`)
+        await checkRejects(
+          () => c.backend.checkpoint(fake, bytes('x'), LONG_TTL_MS),
+          'FENCED',
+          `checkpoint with ${forged}`,
+        )
+        await checkRejects(() => c.backend.readCheckpoint(fake), 'FENCED', `readCheckpoint with ${forged}`)
+        if (c.capabilities.renewMany) {
+          checkEqual(
+            JSON.stringify(await c.backend.renewMany!([fake], LONG_TTL_MS)),
+            '["fenced"]',
+            `renewMany with ${forged}`,
+          )
+        }
+        await checkRejects(() => c.backend.release(fake), 'FENCED', `release with ${forged}`)
+        await checkRejects(
+          () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+          'LEASE_HELD',
+          `acquire after the forged calls (token ${real.fencingToken} still held)`,
+        )
+      }
     },
   },
 ]
