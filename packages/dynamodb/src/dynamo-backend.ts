@@ -30,6 +30,7 @@ import {
   type RecordArgs,
   type RenewOutcome,
   type RevokeOptions,
+  recordExpiresAtMs,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
@@ -494,8 +495,9 @@ export class DynamoBackend implements Backend {
     const args = validateRecordArgs(record, options)
     // The released mark frees the lease for every clock; the past expiry is for readers of the table.
     // An update expression has no min(): the record's expiry is never later than the stored one (only
-    // renewals move it, and only forward), so a release that comes late keeps the earlier expiry.
-    const past = Math.min(this.#clock.now() - 1, args.record.expiresAt.getTime())
+    // renewals move it, and only forward), so a release that comes late keeps the earlier expiry. Read
+    // as the record was made: its Date is the caller's to change.
+    const past = Math.min(this.#clock.now() - 1, recordExpiresAtMs(args.record))
     await this.#updateIfValid(
       args,
       'SET #rel = :true, #exp = :past',

@@ -20,6 +20,10 @@ export interface LeaseRecord {
    * resource so it can reject writes from a stale holder. Always `>= 1n` and exact (never a float).
    */
   readonly fencingToken: bigint
-  /** When the lease expires if not renewed, on the backend's clock, as of the acquire. */
+  /**
+   * When the lease expires if not renewed, on the backend's clock, as of the acquire. The record is
+   * frozen but a Date can be changed in place, so a backend never trusts this one: it reads the
+   * expiry the record was made with through `recordExpiresAtMs`.
+   */
   readonly expiresAt: Date
 }

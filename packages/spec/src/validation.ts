@@ -146,8 +146,9 @@ function readOnce<K extends string>(value: object, keys: readonly K[], name: str
 const RECORD_KEYS = ['workId', 'holderId', 'fencingToken', 'expiresAt'] as const
 
 // Records this module froze itself: plain data properties, checked values, no getters and no Proxy,
-// so they cannot answer a second read differently and need no second validation. (Their Date could
-// be mutated in place, which moves nothing: backends never read expiresAt from a record.)
+// so they cannot answer a second read differently and need no second validation. Their Date can be
+// changed in place, so the brand keeps the expiry they were made with: a backend that reads a record's
+// expiry reads it with recordExpiresAtMs, never from the Date.
 // They carry a private field, stamped on the plain object through a base constructor that returns
 // it: `#made in x` cannot be faked (a Proxy has no private fields, and nothing outside this module
 // can add this one), the record stays a plain object, and stamping costs about what a property
@@ -159,19 +160,43 @@ class ReturnsItsArgument {
   }
 }
 class MadeHere extends ReturnsItsArgument {
-  readonly #made = true
-  static stamp<T extends object>(target: T): T {
-    new MadeHere(target)
+  readonly #expiresAtMs: number
+  constructor(target: object, expiresAtMs: number) {
+    super(target)
+    this.#expiresAtMs = expiresAtMs
+  }
+  static stamp<T extends object>(target: T, expiresAtMs: number): T {
+    new MadeHere(target, expiresAtMs)
     return target
   }
   static has(value: unknown): boolean {
-    return typeof value === 'object' && value !== null && #made in value
+    return typeof value === 'object' && value !== null && #expiresAtMs in value
+  }
+  static expiresAtMs(record: object): number {
+    return (record as MadeHere).#expiresAtMs
   }
 }
 function remember(workId: string, holderId: string, fencingToken: bigint, expiresAtMs: number): LeaseRecord {
   // Stamped before freezing: whether a frozen object may gain a private field is being changed in the
   // language (it may not, in future engines), so the question never comes up.
-  return Object.freeze(MadeHere.stamp({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }))
+  return Object.freeze(
+    MadeHere.stamp({ workId, holderId, fencingToken, expiresAt: new Date(expiresAtMs) }, expiresAtMs),
+  )
+}
+
+/**
+ * A record's expiry in epoch ms, as the record was made: for a record a backend returned, or a
+ * validator's snapshot, the value it was built from, whatever its `expiresAt` Date was set to since (a
+ * Date can be changed in place, frozen record or not). A backend that reads a record's expiry reads it
+ * here, never from the Date. Any other object is validated first, as {@link validateRecord} does.
+ *
+ * ```ts
+ * const { record: snapshot } = validateRecordArgs(record, options)
+ * const past = Math.min(now - 1, recordExpiresAtMs(snapshot))
+ * ```
+ */
+export function recordExpiresAtMs(record: LeaseRecord): number {
+  return MadeHere.expiresAtMs(MadeHere.has(record) ? record : validateRecord(record))
 }
 
 /**

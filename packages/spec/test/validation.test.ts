@@ -5,6 +5,7 @@ import {
   MAX_TTL_MS,
   nextCheckpointSequence,
   raceAbort,
+  recordExpiresAtMs,
   validateCallOptions,
   validateCheckpointArgs,
   validateId,
@@ -53,6 +54,25 @@ describe('validateState', () => {
   })
   test.each([[[1]], ['s'], [new ArrayBuffer(1)], [new Int8Array(1)]])('rejects %o', (state) => {
     expect(() => validateState(state, 10)).toThrow(expect.objectContaining(invalid))
+  })
+})
+
+describe('recordExpiresAtMs', () => {
+  test('reads the expiry a record was made with, whatever its Date was set to since', () => {
+    const record = createLeaseRecord('w', 'h', 1n, 1_000)
+    for (const time of [Number.NaN, -8.64e15, 5]) {
+      record.expiresAt.setTime(time)
+      expect(recordExpiresAtMs(record)).toBe(1_000)
+      expect(recordExpiresAtMs(validateRecord(record))).toBe(1_000)
+    }
+  })
+
+  test("validates any other object first, and reads the snapshot's expiry", () => {
+    const expiresAt = new Date(2_000)
+    expect(recordExpiresAtMs({ workId: 'w', holderId: 'h', fencingToken: 1n, expiresAt })).toBe(2_000)
+    expect(() =>
+      recordExpiresAtMs({ workId: 'w', holderId: 'h', fencingToken: 1n, expiresAt: new Date(Number.NaN) }),
+    ).toThrow(expect.objectContaining(invalid))
   })
 })
 

@@ -700,6 +700,13 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  "release reading the expiry from the record's Date": class extends Flawed {
+    override async release(record: LeaseRecord) {
+      await super.release(record)
+      const lease = this.lease(record.workId)!
+      lease.expiresAtMs = Math.min(lease.expiresAtMs, record.expiresAt.getTime())
+    }
+  },
   'revoke ending a released lease that its clock calls live': class extends Flawed {
     override async revoke(workId: string, options?: RevokeOptions) {
       const lease = this.lease(workId)
@@ -788,6 +795,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'release leaving the expiry at now': 'list',
   'list calling a released lease free only once it expires': 'skew',
   'revoke ending a released lease that its clock calls live': 'skew',
+  "release reading the expiry from the record's Date": 'release',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

@@ -1,4 +1,4 @@
-import { checkEqual, checkRejects } from '../assertions.js'
+import { check, checkEqual, checkRejects } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -83,6 +83,39 @@ export const releaseCases: CaseDefinition[] = [
         'LEASE_HELD',
         'acquire after forged releases',
       )
+    },
+  },
+  {
+    name: "a record's expiresAt changed in place changes nothing a release does",
+    async run(c) {
+      // A record is frozen, but its Date is not: a caller can set it to anything, NaN included.
+      for (const time of [Number.NaN, -8.64e15, 8.64e15]) {
+        const workId = c.workId()
+        const startedAt = Date.now()
+        const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+        record.expiresAt.setTime(time)
+        const before = c.roundTrips()
+        await c.backend.release(record)
+        const after = c.roundTrips()
+        if (before !== undefined && after !== undefined) {
+          checkEqual(after - before, 1, `round trips of a release whose record's Date reads ${time}`)
+        }
+        if (c.capabilities.list) {
+          const [listed] = (await c.backend.list!({ prefix: workId })).leases
+          const listedAt = listed?.expiresAt.getTime() ?? Number.NaN
+          // Released: before now, and not the caller's time (a server's clock may be off by a minute).
+          check(
+            listedAt > startedAt - 60_000 && listedAt < Date.now() + 60_000,
+            `listed expiresAt ${listedAt} after a release whose record's Date read ${time}`,
+          )
+        }
+        const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+        checkEqual(
+          (await c.backend.readCheckpoint(next)).cleanHandoff,
+          true,
+          `cleanHandoff after it (${time})`,
+        )
+      }
     },
   },
 ]
