@@ -186,9 +186,10 @@ export function checkBackend(name: string, value: unknown): Backend {
 }
 
 /**
- * @internal An AbortSignal option, checked as `@worklease/spec` checks a backend call's signal (an
- * object with a boolean `aborted` and `addEventListener`), and `removeEventListener`, which the
- * runner calls when it stops listening.
+ * @internal An AbortSignal option: an object with a boolean `aborted`, `addEventListener`, and
+ * `removeEventListener`, which the runner calls when it stops listening. (`@worklease/spec` also asks a
+ * backend call's signal for `throwIfAborted`; the runner never calls it, and never hands a caller's
+ * signal to a backend as it is.)
  */
 export function checkSignal(name: string, value: unknown): AbortSignal | undefined {
   if (value === undefined) return undefined

@@ -85,7 +85,14 @@ export function validateState(
     )
   }
   const copy = kept ? new Uint8Array(byteLength) : privateBytes(byteLength)
-  copy.set(state as Uint8Array)
+  try {
+    copy.set(state as Uint8Array)
+  } catch (error) {
+    // A view whose buffer was detached (transferred) or shrunk past it: its byteLength reads 0.
+    throw new InvalidArgumentError('state could not be read: its buffer is detached or too short for it', {
+      cause: error,
+    })
+  }
   return copy
 }
 
@@ -260,16 +267,26 @@ function validateOptions(
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
   if (signal === undefined) return value === undefined ? NO_OPTIONS : { extra: value }
-  if (
-    typeof signal !== 'object' ||
-    signal === null ||
-    typeof (signal as AbortSignal).aborted !== 'boolean' ||
-    typeof (signal as AbortSignal).addEventListener !== 'function'
-  ) {
-    throw new InvalidArgumentError('options.signal must be an AbortSignal')
-  }
-  ;(signal as AbortSignal).throwIfAborted()
+  if (!isSignal(signal)) throw new InvalidArgumentError('options.signal must be an AbortSignal')
+  // Outside the check: what it throws is the signal's reason, the call's outcome.
+  signal.throwIfAborted()
   return { signal: signal as AbortSignal, extra: value }
+}
+
+// Duck-typed, so a Proxy of a signal or one from another realm passes; what it cannot answer (a
+// throwing getter, AbortSignal.prototype itself) makes it no signal.
+function isSignal(value: unknown): value is AbortSignal {
+  if (typeof value !== 'object' || value === null) return false
+  try {
+    const signal = value as AbortSignal
+    return (
+      typeof signal.aborted === 'boolean' &&
+      typeof signal.addEventListener === 'function' &&
+      typeof signal.throwIfAborted === 'function'
+    )
+  } catch {
+    return false
+  }
 }
 
 /** What {@link validateAcquireArgs} returns: the arguments, read once. */
@@ -378,7 +395,7 @@ export function validateRenewManyArgs(
   maxRecords: number,
   options: unknown,
 ): RenewManyArgs {
-  if (!Array.isArray(records)) {
+  if (!isRecordArray(records)) {
     throw new InvalidArgumentError(`records must be an array of LeaseRecords, got ${describe(records)}`)
   }
   let items: unknown[]
@@ -427,6 +444,15 @@ export function validateRenewManyArgs(
   }
   validateTtl(ttlMs)
   return { records: Object.freeze(snapshots), holderId, ttlMs, ...validateCallOptions(options) }
+}
+
+// Array.isArray throws only for a revoked Proxy, which is bad input like any other.
+function isRecordArray(records: unknown): records is unknown[] {
+  try {
+    return Array.isArray(records)
+  } catch (error) {
+    throw new InvalidArgumentError('records could not be read', { cause: error })
+  }
 }
 
 /** Everything {@link Backend.release} and {@link Backend.readCheckpoint} must check before their round trip. */

@@ -12,6 +12,7 @@ import {
   validateRecord,
   validateRecordArgs,
   validateRenewArgs,
+  validateRenewManyArgs,
   validateRevokeArgs,
   validateState,
   validateTtl,
@@ -54,6 +55,20 @@ describe('validateState', () => {
   })
   test.each([[[1]], ['s'], [new ArrayBuffer(1)], [new Int8Array(1)]])('rejects %o', (state) => {
     expect(() => validateState(state, 10)).toThrow(expect.objectContaining(invalid))
+  })
+  test('rejects a view whose buffer was detached, or shrunk past it, as INVALID_ARGUMENT', () => {
+    const detached = new Uint8Array(8)
+    structuredClone(detached.buffer, { transfer: [detached.buffer] })
+    // Resizable buffers are in Node.js 20, not in this project's ES2023 lib.
+    type Resizable = ArrayBuffer & { resize(byteLength: number): void }
+    const Resizable = ArrayBuffer as unknown as new (length: number, options: object) => Resizable
+    const resizable = new Resizable(8, { maxByteLength: 16 })
+    const shrunk = new Uint8Array(resizable, 4, 4)
+    resizable.resize(2)
+    for (const state of [detached, shrunk]) {
+      expect(() => validateState(state, 10)).toThrow(expect.objectContaining(invalid))
+      expect(() => validateState(state, 10, { kept: true })).toThrow(expect.objectContaining(invalid))
+    }
   })
 })
 
@@ -308,6 +323,28 @@ describe('validateCallOptions', () => {
   })
   test('rejects a signal that is not one', () => {
     expect(() => validateCallOptions({ signal: {} })).toThrow(expect.objectContaining(invalid))
+  })
+  test('rejects a signal that only looks like one, or cannot be read, as INVALID_ARGUMENT', () => {
+    const throwing = Object.defineProperty({ addEventListener() {}, throwIfAborted() {} }, 'aborted', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    for (const signal of [
+      { aborted: false, addEventListener() {} },
+      throwing,
+      Object.create(AbortSignal.prototype),
+    ]) {
+      expect(() => validateCallOptions({ signal })).toThrow(expect.objectContaining(invalid))
+    }
+  })
+})
+
+describe('validateRenewManyArgs', () => {
+  test('a revoked Proxy for records is INVALID_ARGUMENT', () => {
+    const { proxy, revoke } = Proxy.revocable([], {})
+    revoke()
+    expect(() => validateRenewManyArgs(proxy, 1_000, 10, undefined)).toThrow(expect.objectContaining(invalid))
   })
 })
 
