@@ -303,6 +303,8 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
   /**
    * Inserts the row, or updates it when its key exists and its stored token is at most `token`, in one
    * statement; says whether the write landed (`false`: a newer token has written, nothing changed).
+   * A key or value that is `undefined` or a symbol is refused (`InvalidArgumentError`): pass `null`
+   * to store NULL.
    *
    * - PostgreSQL, SQLite: `INSERT ... ON CONFLICT (key) DO UPDATE SET col = excluded.col, ...
    *   WHERE table.fence IS NULL OR table.fence <= excluded.fence`.
@@ -459,11 +461,22 @@ function readWrite(write: FencedUpsert): {
 
 function columnsOf(value: unknown, name: string): Record<string, unknown> {
   if (typeof value !== 'object' || value === null) throw new InvalidArgumentError(`${name} must be an object`)
+  let columns: Record<string, unknown>
   try {
-    return Object.fromEntries(Object.entries(value))
+    columns = Object.fromEntries(Object.entries(value))
   } catch (error) {
     throw new InvalidArgumentError(`${name} could not be read`, { cause: error })
   }
+  for (const [column, given] of Object.entries(columns)) {
+    // Kysely leaves an undefined column out of the INSERT, so a key would fall to the column's default
+    // (another row) and a value would be overwritten by it; a symbol would be stored as its text.
+    if (given === undefined || typeof given === 'symbol') {
+      throw new InvalidArgumentError(
+        `${name}.${column} is ${typeof given}: give a value, or null to store NULL`,
+      )
+    }
+  }
+  return columns
 }
 
 /** SQLite and MySQL fold a column name's case: two spellings of one column are one column twice. */

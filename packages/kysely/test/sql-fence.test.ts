@@ -283,6 +283,24 @@ for (const target of TARGETS) {
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 9', token: 9n })
     })
 
+    test('upsert: an undefined or symbol key or value is refused before any statement, and writes no other row', async () => {
+      // Kysely leaves a column whose value is undefined out of the INSERT: without its key, PostgreSQL's
+      // default or MariaDB's AUTO_INCREMENT picked another row; without a value, the column's default
+      // overwrote it.
+      await seed('order-1', 'from 1', 1n)
+      const before = statements
+      const write = { table: storage.table, token: 5n }
+      for (const [key, values] of [
+        [{ id: undefined }, { total: 'no key' }],
+        [{ id: 'order-1' }, { total: undefined }],
+        [{ id: 'order-1' }, { total: Symbol('total') }],
+      ] as const) {
+        expect(await code(fence.upsert({ ...write, key, values } as any))).toBe('INVALID_ARGUMENT')
+      }
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
+    })
+
     test("upsert: the fence column under its exact name in values is the fence's: left out, the token written", async () => {
       // A whole row passed as it is may carry the column; what it holds is never the fence's value.
       await seed('order-1', 'from 5', 5n)
