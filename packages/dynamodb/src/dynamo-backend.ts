@@ -189,31 +189,41 @@ export class DynamoBackend implements Backend {
   readonly #renewStatement: string | undefined
 
   constructor(options: DynamoBackendOptions) {
-    if (typeof options !== 'object' || options === null)
-      throw new InvalidArgumentError('options are required')
-    const { client, table, partitionKey = 'workId', clock = systemClock } = options
+    const {
+      client,
+      table,
+      partitionKey = 'workId',
+      clock = systemClock,
+      listIndex,
+      maxStateBytes: maxStateOption,
+      returnValuesOnConditionCheckFailure = true,
+      renewMany = true,
+      oldTableName,
+    } = readOptions(options)
     if (typeof client?.send !== 'function') throw new InvalidArgumentError('client must be a DynamoDBClient')
-    if (table === undefined && 'tableName' in options) {
+    if (table === undefined && oldTableName) {
       throw new InvalidArgumentError('options.tableName is now options.table, as in createLeaseTable')
     }
     validateTableName(table)
     validatePartitionKey(partitionKey)
     if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method')
-    validateListIndex(options.listIndex)
+    validateListIndex(listIndex)
     const limit = stateBytesLimit(partitionKey)
-    const maxStateBytes = options.maxStateBytes ?? limit
+    const maxStateBytes = maxStateOption ?? limit
     if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0 || maxStateBytes > limit) {
       throw new InvalidArgumentError(
         `maxStateBytes must be an integer in 0..${limit} (DynamoDB's item size limit)`,
       )
     }
+    if (typeof returnValuesOnConditionCheckFailure !== 'boolean') {
+      throw new InvalidArgumentError('returnValuesOnConditionCheckFailure must be a boolean')
+    }
     this.#client = client
     this.#tableName = table
     this.#partitionKey = partitionKey
     this.#clock = clock
-    this.#returnOldOnFailure = options.returnValuesOnConditionCheckFailure ?? true
-    this.#listIndex = options.listIndex
-    const renewMany = options.renewMany ?? true
+    this.#returnOldOnFailure = returnValuesOnConditionCheckFailure
+    this.#listIndex = listIndex
     if (typeof renewMany !== 'boolean') throw new InvalidArgumentError('renewMany must be a boolean')
     this.#renewStatement =
       renewMany && !partitionKey.includes('"') ? renewStatement(table, partitionKey) : undefined
@@ -799,6 +809,36 @@ function isValid(item: Item, record: LeaseRecord): boolean {
  * lease with an expiry at least the new one is renewed (the max rule kept it), otherwise a valid
  * record failed only the expiry (expired), and anything else is fenced.
  */
+/** The backend's options, each read once: a getter or Proxy cannot answer a check and the backend apart. */
+function readOptions(options: DynamoBackendOptions): DynamoBackendOptions & { oldTableName: boolean } {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options are required')
+  try {
+    const {
+      client,
+      table,
+      partitionKey,
+      clock,
+      listIndex,
+      maxStateBytes,
+      returnValuesOnConditionCheckFailure,
+      renewMany,
+    } = options
+    return {
+      client,
+      table,
+      partitionKey,
+      clock,
+      listIndex,
+      maxStateBytes,
+      returnValuesOnConditionCheckFailure,
+      renewMany,
+      oldTableName: table === undefined && 'tableName' in options,
+    }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
+}
+
 function renewOutcome(item: Item, record: LeaseRecord, expiresAtMs: number): RenewOutcome {
   if (!isValid(item, record)) return 'fenced'
   return Number(item[Attr.expiresAt]?.N) >= expiresAtMs ? 'renewed' : 'expired'

@@ -368,6 +368,33 @@ describe('DynamoBackend on a real server', () => {
       new DynamoBackend({ client, table: 't', partitionKey: 'a"b' }).capabilities.renewMany,
     ).toBeUndefined()
     expect(() => new DynamoBackend({ client, table: 't', renewMany: 'yes' } as never)).toThrow(/renewMany/)
+    expect(
+      () => new DynamoBackend({ client, table: 't', returnValuesOnConditionCheckFailure: 'no' } as never),
+    ).toThrow(/returnValuesOnConditionCheckFailure/)
+  })
+
+  test('options are read once: a getter answering twice, or throwing, cannot pass a check it fails', () => {
+    const client = table.admin
+    let reads = 0
+    const lying = {
+      client,
+      table: 't',
+      get listIndex() {
+        reads++
+        return reads === 1 ? 'idx' : 5
+      },
+    }
+    const backend = new DynamoBackend(lying as never)
+    expect(reads).toBe(1)
+    expect(backend.capabilities.list).toBe(true)
+    const throwing = Object.defineProperty({ client }, 'table', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    expect(() => new DynamoBackend(throwing as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
   })
 })
 

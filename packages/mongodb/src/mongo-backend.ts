@@ -187,15 +187,42 @@ export class MongoBackend implements Backend {
   readonly #binarySizeProjection: boolean
 
   constructor(options: MongoBackendOptions) {
-    this.#collection = options.collection
-    this.#binarySizeProjection = options.binarySizeProjection ?? true
-    const projects = options.findAndModifyProjection ?? true
+    const {
+      collection,
+      clock = systemClock,
+      maxStateBytes = DEFAULT_MAX_STATE_BYTES,
+      crossConnectionAtomic = true,
+      crossConnectionAtomicNote,
+      binarySizeProjection = true,
+      findAndModifyProjection: projects = true,
+    } = readBackendOptions(options)
+    if (
+      typeof collection !== 'object' ||
+      collection === null ||
+      typeof collection.findOneAndUpdate !== 'function'
+    ) {
+      throw new InvalidArgumentError('collection must be a MongoDB Collection')
+    }
+    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+      throw new InvalidArgumentError('clock must have a now() method')
+    }
+    for (const [name, value] of [
+      ['crossConnectionAtomic', crossConnectionAtomic],
+      ['binarySizeProjection', binarySizeProjection],
+      ['findAndModifyProjection', projects],
+    ] as const) {
+      if (typeof value !== 'boolean') throw new InvalidArgumentError(`${name} must be a boolean`)
+    }
+    if (crossConnectionAtomicNote !== undefined && typeof crossConnectionAtomicNote !== 'string') {
+      throw new InvalidArgumentError('crossConnectionAtomicNote must be a string')
+    }
+    this.#collection = collection
+    this.#binarySizeProjection = binarySizeProjection
     this.#acquireProjection = projects ? { projection: { fencingToken: 1 } } : {}
     this.#acquireWithCheckpointProjection = projects
       ? { projection: { fencingToken: 1, releasedToken: 1, state: 1 } }
       : {}
-    this.#clock = options.clock ?? systemClock
-    const maxStateBytes = options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES
+    this.#clock = clock
     if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0 || maxStateBytes > MAX_STATE_BYTES) {
       throw new InvalidArgumentError(
         `maxStateBytes must be an integer in 0..${MAX_STATE_BYTES} (what a MongoDB document holds ` +
@@ -204,7 +231,6 @@ export class MongoBackend implements Backend {
           }`,
       )
     }
-    const crossConnectionAtomic = options.crossConnectionAtomic ?? true
     this.capabilities = Object.freeze({
       clock: 'client',
       maxStateBytes,
@@ -213,12 +239,10 @@ export class MongoBackend implements Backend {
       acquireWithCheckpoint: true,
       list: true,
       revoke: true,
-      ...(typeof options.collection.updateMany === 'function'
+      ...(typeof collection.updateMany === 'function'
         ? { renewMany: Object.freeze({ maxRecords: RENEW_MANY_MAX_RECORDS }) }
         : {}),
-      ...(options.crossConnectionAtomicNote === undefined
-        ? {}
-        : { crossConnectionAtomicNote: options.crossConnectionAtomicNote }),
+      ...(crossConnectionAtomicNote === undefined ? {} : { crossConnectionAtomicNote }),
     })
   }
 
@@ -649,4 +673,31 @@ function toState(value: unknown): Uint8Array | null {
     return binary.buffer.slice(0, binary.position)
   }
   throw new TypeError('expected binary state in the lease document')
+}
+
+/** The backend's options, each read once: a getter or Proxy cannot answer a check and the backend apart. */
+function readBackendOptions(options: MongoBackendOptions): MongoBackendOptions {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options are required')
+  try {
+    const {
+      collection,
+      clock,
+      maxStateBytes,
+      crossConnectionAtomic,
+      crossConnectionAtomicNote,
+      binarySizeProjection,
+      findAndModifyProjection,
+    } = options
+    return {
+      collection,
+      clock,
+      maxStateBytes,
+      crossConnectionAtomic,
+      crossConnectionAtomicNote,
+      binarySizeProjection,
+      findAndModifyProjection,
+    }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
 }

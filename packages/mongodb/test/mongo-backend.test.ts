@@ -450,6 +450,40 @@ describe('storage', () => {
     expect((await behind.readCheckpoint(successor)).cleanHandoff).toBe(true)
   })
 
+  test('options are read once and checked: a getter answering twice, or throwing, or a wrong type is InvalidArgumentError', async () => {
+    const { harness } = await setup()
+    let reads = 0
+    const real = harness.collection
+    const lying = {
+      get collection() {
+        reads++
+        return reads === 1 ? real : { findOneAndUpdate: () => undefined }
+      },
+    }
+    const backend = new MongoBackend(lying as never)
+    expect(reads).toBe(1)
+    expect(backend.capabilities.renewMany).toEqual({ maxRecords: 1_000 })
+    const invalid = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+    const throwing = Object.defineProperty({}, 'collection', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    for (const options of [
+      null,
+      {},
+      throwing,
+      { collection: 5 },
+      { collection: real, crossConnectionAtomic: 'no' },
+      { collection: real, crossConnectionAtomicNote: 5 },
+      { collection: real, binarySizeProjection: 'no' },
+      { collection: real, findAndModifyProjection: 0 },
+      { collection: real, clock: 5 },
+    ]) {
+      expect(() => new MongoBackend(options as never), Object.keys(options ?? {}).join()).toThrow(invalid)
+    }
+  })
+
   test('maxStateBytes: anything but an integer from 0 to the largest state a document holds is InvalidArgumentError', async () => {
     const { harness } = await setup()
     const construct = (maxStateBytes: unknown) => {
