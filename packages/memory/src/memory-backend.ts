@@ -10,6 +10,7 @@ import {
   compareWorkIds,
   createLeaseRecord,
   FencedError,
+  InvalidArgumentError,
   LeaseExpiredError,
   LeaseHeldError,
   type LeaseListing,
@@ -82,11 +83,27 @@ export class MemoryBackend implements Backend {
   readonly #clock: Clock
 
   constructor(options: MemoryBackendOptions = {}) {
-    this.store = options.store ?? new MemoryStore()
-    this.#clock = options.clock ?? systemClock
+    const {
+      store = new MemoryStore(),
+      clock = systemClock,
+      maxStateBytes = DEFAULT_MAX_STATE_BYTES,
+    } = readOptions(options)
+    if (typeof store !== 'object' || store === null || !(store.leases instanceof Map)) {
+      throw new InvalidArgumentError('store must be a MemoryStore')
+    }
+    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+      throw new InvalidArgumentError('clock must have a now() method')
+    }
+    if (typeof maxStateBytes !== 'number' || !Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
+      throw new InvalidArgumentError(
+        `maxStateBytes must be a non-negative integer, got ${String(maxStateBytes)}`,
+      )
+    }
+    this.store = store
+    this.#clock = clock
     this.capabilities = Object.freeze({
       clock: 'client',
-      maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
+      maxStateBytes,
       crossConnectionAtomic: true,
       reportsHolder: true,
       acquireWithCheckpoint: true,
@@ -267,6 +284,19 @@ export class MemoryBackend implements Backend {
       throw new FencedError()
     }
     return lease
+  }
+}
+
+// Each option read once, so a getter cannot pass a check with one value and be kept with another.
+function readOptions(options: MemoryBackendOptions): MemoryBackendOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('options must be an object')
+  }
+  try {
+    const { store, clock, maxStateBytes } = options
+    return { store, clock, maxStateBytes }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
   }
 }
 

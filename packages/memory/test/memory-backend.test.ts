@@ -22,6 +22,37 @@ describe('MemoryBackend', () => {
     expect((await new MemoryBackend().acquire('w', 'a', 1_000)).fencingToken).toBe(1n)
   })
 
+  test('options are read once and checked at construction', () => {
+    const invalid = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+    const throwing = Object.defineProperty({}, 'clock', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    for (const options of [
+      null,
+      5,
+      throwing,
+      { store: {} },
+      { clock: 5 },
+      { clock: {} },
+      { maxStateBytes: -1 },
+      { maxStateBytes: Number.NaN },
+      { maxStateBytes: '5' },
+    ]) {
+      expect(() => new MemoryBackend(options as never), String(Object.keys(options ?? {}))).toThrow(invalid)
+    }
+    let reads = 0
+    const lying = {
+      get maxStateBytes() {
+        reads++
+        return reads === 1 ? 4 : Number.NaN
+      },
+    }
+    expect(new MemoryBackend(lying).capabilities.maxStateBytes).toBe(4)
+    expect(reads).toBe(1)
+  })
+
   test('maxStateBytes is declared and enforced', async () => {
     const backend = new MemoryBackend({ maxStateBytes: 4 })
     expect(backend.capabilities).toEqual({
