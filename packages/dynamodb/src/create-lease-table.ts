@@ -147,6 +147,13 @@ export async function createLeaseTable(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
+  let read: CreateLeaseTableOptions
+  try {
+    const { table, partitionKey, ifNotExists, listIndex, timeoutMs, signal } = options
+    read = { table, partitionKey, ifNotExists, listIndex, timeoutMs, signal }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
   const {
     table: tableName = DEFAULT_LEASE_TABLE,
     partitionKey = 'workId',
@@ -154,7 +161,8 @@ export async function createLeaseTable(
     listIndex,
     timeoutMs = 300_000,
     signal,
-  } = options
+  } = read
+  if (typeof client?.send !== 'function') throw new InvalidArgumentError('client must be a DynamoDBClient')
   if (typeof tableName !== 'string' || tableName.length === 0) {
     throw new InvalidArgumentError('options.table must be a non-empty string')
   }
@@ -162,6 +170,23 @@ export async function createLeaseTable(
   validateListIndex(listIndex)
   if (typeof ifNotExists !== 'boolean')
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
+  // NaN would make the deadline never come: a table that never turns ACTIVE would be polled forever.
+  if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
+    throw new InvalidArgumentError(
+      `options.timeoutMs must be a finite number of ms, got ${String(timeoutMs)}`,
+    )
+  }
+  if (
+    signal !== undefined &&
+    (typeof signal !== 'object' ||
+      signal === null ||
+      typeof signal.aborted !== 'boolean' ||
+      typeof signal.addEventListener !== 'function' ||
+      typeof signal.throwIfAborted !== 'function')
+  ) {
+    throw new InvalidArgumentError('options.signal must be an AbortSignal')
+  }
+  signal?.throwIfAborted()
   const sendOptions = signal ? { abortSignal: signal } : undefined
   try {
     await client.send(

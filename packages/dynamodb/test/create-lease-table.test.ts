@@ -65,6 +65,36 @@ test('with listIndex, a global index keyed by listKey and the workId that projec
   await expect(createLeaseTable(client, { table: 'x', listIndex: '' })).rejects.toThrow(/listIndex/)
 })
 
+test('bad options are INVALID_ARGUMENT before any request: a NaN timeout would poll forever', async () => {
+  let requests = 0
+  const counting = {
+    send: () => {
+      requests++
+      return Promise.reject(new Error('sent'))
+    },
+  } as never
+  const throwing = Object.defineProperty({}, 'table', {
+    get() {
+      throw new Error('boom')
+    },
+  })
+  for (const options of [
+    { table: 'x', timeoutMs: Number.NaN },
+    { table: 'x', timeoutMs: 'x' },
+    { table: 'x', signal: 'x' },
+    { table: 'x', signal: { aborted: false } },
+    throwing,
+  ]) {
+    await expect(createLeaseTable(counting, options as never)).rejects.toMatchObject({
+      code: 'INVALID_ARGUMENT',
+    })
+  }
+  await expect(createLeaseTable({} as never, { table: 'x' })).rejects.toMatchObject({
+    code: 'INVALID_ARGUMENT',
+  })
+  expect(requests).toBe(0)
+})
+
 test('an existing table is left in place, or an error with ifNotExists: false', async () => {
   const tableName = uniqueTableName()
   await createLeaseTable(client, { table: tableName })
