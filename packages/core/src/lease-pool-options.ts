@@ -41,8 +41,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    * that does not fit makes the constructor throw an `InvalidArgumentError`, before any store call.
    * In a function's answer, such an id is left out of that rebalance and reported as a `unitRefused`
    * event (each rebalance that reads it), and the other units are shared as usual: one bad record in
-   * the source must not stop every move. An answer that is not an iterable (`undefined`, a string)
-   * fails that rebalance (`rebalanceFailed`): nothing is given up for it.
+   * the source must not stop every move. An answer that is not an iterable (`undefined`, a string),
+   * or one that throws while it is read, fails that rebalance (`rebalanceFailed`): nothing is given up
+   * for it. One read gives at most 1,000,000 ids: an endless iterable is refused, not read forever.
    *
    * ```ts
    * new LeasePool({ leaser, group: 'shards', units: async () => (await listShards()).map((s) => s.id), handler })

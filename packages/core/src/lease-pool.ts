@@ -8,17 +8,19 @@ import {
   checkRandom,
   checkTimers,
   describeValue,
+  readFields,
   resolveRetry,
 } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
+import { Leaser } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { systemTimers } from './timers.js'
-import { type UnitEnd, UnitRunner } from './unit-runner.js'
+import { type PoolHandler, type UnitEnd, UnitRunner } from './unit-runner.js'
 
 const GROUP = /^[A-Za-z0-9._:-]{1,100}$/
 const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
@@ -93,10 +95,40 @@ function throwLater(error: unknown): void {
   })
 }
 
-const isIterableObject = (value: unknown): value is Iterable<unknown> =>
-  typeof value === 'object' &&
-  value !== null &&
-  typeof (value as Partial<Iterable<unknown>>)[Symbol.iterator] === 'function'
+/** Most unit ids one read of `units` may give: an endless iterable is refused, not read forever. */
+const MAX_UNITS = 1_000_000
+
+/** The next value of a read of `units`, or `DONE`; what the iterable throws is bad input. */
+type NextUnit = () => unknown
+const DONE = Symbol('done')
+
+/**
+ * How to read `units` once, as for-of does (its `Symbol.iterator` and `next` each read once: a
+ * second read could answer another method); `undefined` for anything that is not an iterable object.
+ */
+function readerOf(units: unknown, name: string): NextUnit | undefined {
+  if (typeof units !== 'object' || units === null) return undefined
+  const couldNotRead = (error: unknown) =>
+    new InvalidArgumentError(`${name} could not be read`, { cause: error })
+  let next: () => IteratorResult<unknown>
+  try {
+    const method: unknown = (units as Partial<Iterable<unknown>>)[Symbol.iterator]
+    if (typeof method !== 'function') return undefined
+    const iterator = method.call(units) as Iterator<unknown>
+    const step = iterator.next
+    next = () => step.call(iterator)
+  } catch (error) {
+    throw couldNotRead(error)
+  }
+  return () => {
+    try {
+      const result = next()
+      return result.done ? DONE : result.value
+    } catch (error) {
+      throw couldNotRead(error)
+    }
+  }
+}
 
 /**
  * The unit ids of one read of `units`, each once, in order. An id must be a string and, with the
@@ -106,15 +138,17 @@ const isIterableObject = (value: unknown): value is Iterable<unknown> =>
  * would run again at every rebalance. Each bad id goes to `refuse`.
  */
 function readUnitIds(
-  units: Iterable<unknown>,
+  nextUnit: NextUnit,
   keys: PoolKeys,
   name: string,
   refuse: (id: unknown, error: InvalidArgumentError) => void,
 ): string[] {
   const ids = new Set<string>()
-  let index = 0
-  for (const id of units) {
-    const where = `${name}[${index++}]`
+  for (let index = 0; ; index++) {
+    const id = nextUnit()
+    if (id === DONE) break
+    if (index === MAX_UNITS) throw new InvalidArgumentError(`${name} gives more than ${MAX_UNITS} unit ids`)
+    const where = `${name}[${index}]`
     try {
       validateId(where, id)
       validateId(`${where} with its prefix ${JSON.stringify(keys.unit(''))}`, keys.unit(id))
@@ -179,10 +213,20 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   constructor(options: LeasePoolOptions<S>) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options are required')
-    const { leaser, group, units, handler } = options
-    if (typeof leaser !== 'object' || leaser === null || typeof leaser.acquire !== 'function') {
-      throw new InvalidArgumentError('options.leaser must be a Leaser')
-    }
+    // Each option is read once: a getter answering differently later cannot slip past its check.
+    const { leaser, group, units, handler, ...rest } = readFields('options', options, [
+      'leaser',
+      'group',
+      'units',
+      'handler',
+      'planner',
+      'rebalanceIntervalMs',
+      'maxMovesPerRebalance',
+      'handlerRetry',
+      'timers',
+      'random',
+    ])
+    if (!(leaser instanceof Leaser)) throw new InvalidArgumentError('options.leaser must be a Leaser')
     if (!leaser.backend.capabilities.list || typeof leaser.backend.list !== 'function') {
       throw new InvalidArgumentError(
         "options.leaser's backend cannot list leases, which pools need to find members",
@@ -193,19 +237,19 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         `options.group must be 1-100 letters, digits or ._:-, got ${JSON.stringify(group)}`,
       )
     }
-    checkFunction('options.handler', handler)
-    if (typeof units !== 'function' && !isIterableObject(units)) {
+    const runHandler = checkFunction<PoolHandler<S>>('options.handler', handler)
+    const readUnits = typeof units === 'function' ? undefined : readerOf(units, 'options.units')
+    if (typeof units !== 'function' && readUnits === undefined) {
       throw new InvalidArgumentError(
         'options.units must be an iterable of unit ids or a function returning one',
       )
     }
-    const planner = checkFunction<typeof planFairShare>('options.planner', options.planner ?? planFairShare)
-    // Each option is read once: a getter answering differently later cannot slip past its check.
-    const intervalMs = options.rebalanceIntervalMs
-    const maxMoves = options.maxMovesPerRebalance
-    const handlerRetry = options.handlerRetry
-    const timers = checkTimers('options.timers', options.timers ?? systemTimers)
-    const random = checkRandom('options.random', options.random ?? Math.random)
+    const planner = checkFunction<typeof planFairShare>('options.planner', rest.planner ?? planFairShare)
+    const intervalMs = rest.rebalanceIntervalMs
+    const maxMoves = rest.maxMovesPerRebalance
+    const handlerRetry = rest.handlerRetry
+    const timers = checkTimers('options.timers', rest.timers ?? systemTimers)
+    const random = checkRandom('options.random', rest.random ?? Math.random)
     const keys = poolKeys(group)
     validateId('the member workId', keys.member(leaser.holderId))
     this.group = group
@@ -219,13 +263,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     this.#maxMoves =
       maxMoves === undefined ? undefined : checkInteger('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
     this.#handlerRetry = resolveRetry(handlerRetry, 'handlerRetry', HANDLER_RETRY)
-    this.#options = { leaser, handler, planner, timers, random }
+    this.#options = { leaser: leaser as Leaser<S>, handler: runHandler, planner, timers, random }
     // Last, once every other option passed: a one-shot iterable (a generator) is spent by this read.
     this.#units =
-      typeof units === 'function'
-        ? units
+      readUnits === undefined
+        ? (units as () => Iterable<string> | Promise<Iterable<string>>)
         : Object.freeze(
-            readUnitIds(units, keys, 'options.units', (_id, error) => {
+            readUnitIds(readUnits, keys, 'options.units', (_id, error) => {
               throw error
             }),
           )
@@ -417,12 +461,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const source = this.#units
     if (typeof source !== 'function') return source
     const answer: unknown = await source()
-    if (!isIterableObject(answer)) {
+    const readAnswer = readerOf(answer, 'options.units()')
+    if (readAnswer === undefined) {
       throw new InvalidArgumentError(
         `options.units() must return an iterable of unit ids, got ${describeValue(answer)}`,
       )
     }
-    return readUnitIds(answer, this.#keys, 'options.units()', (unit, error) => {
+    return readUnitIds(readAnswer, this.#keys, 'options.units()', (unit, error) => {
       if (!this.#closed.signal.aborted) this.#emit({ type: 'unitRefused', group: this.group, unit, error })
     })
   }

@@ -727,6 +727,45 @@ describe('LeasePool listeners', () => {
 })
 
 describe('LeasePool input', () => {
+  test('options that lie or cannot be read are refused at construction, each read once', () => {
+    const { time, leaser } = setup()
+    const base = { leaser, group: 'g', timers: time, handler: untilAborted }
+    const throwing = Object.defineProperty({ ...base }, 'units', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    let iteratorReads = 0
+    const lyingUnits = {
+      get [Symbol.iterator]() {
+        iteratorReads++
+        return iteratorReads === 1 ? () => ['u1'][Symbol.iterator]() : undefined
+      },
+    }
+    const endless = {
+      *[Symbol.iterator]() {
+        for (let i = 0; ; i++) yield `u${i}`
+      },
+    }
+    const failing = {
+      [Symbol.iterator]: () => ({
+        next() {
+          throw new Error('boom')
+        },
+      }),
+    }
+    for (const options of [
+      throwing,
+      { ...base, units: ['u1'], leaser: { acquire() {} } },
+      { ...base, units: endless },
+      { ...base, units: failing },
+    ]) {
+      expect(() => new LeasePool(options as never)).toThrow(refused)
+    }
+    expect(new LeasePool({ ...base, units: lyingUnits as never })).toBeInstanceOf(LeasePool)
+    expect(iteratorReads).toBe(1)
+  })
+
   test('units given as a one-shot iterable (a generator) are read once and kept', async () => {
     const { time, leaser, store } = setup()
     function* ids() {
