@@ -3,6 +3,7 @@ import { type Kysely, type Migration, sql } from 'kysely'
 import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
 import { familyOf } from './table-family.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+import { readTableOptions } from './table-options.js'
 import { upgradeLeaseTable } from './upgrade-lease-table.js'
 
 /** Options of {@link createLeaseTable}, {@link dropLeaseTable} and {@link createLeaseTableMigration}. */
@@ -116,7 +117,7 @@ export async function createLeaseTable(
   db: Kysely<any>,
   options: LeaseTableOptions = {},
 ): Promise<CreatedLeaseTable> {
-  const { table = DEFAULT_TABLE, dialect, ifNotExists = true } = options
+  const { table = DEFAULT_TABLE, dialect, ifNotExists = true } = readTableOptions(db, options)
   validateTableName(table)
   if (typeof ifNotExists !== 'boolean')
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
@@ -152,7 +153,7 @@ async function requireUtf8(db: Kysely<any>): Promise<void> {
  * ```
  */
 export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
-  const { table = DEFAULT_TABLE } = options
+  const { table = DEFAULT_TABLE } = readTableOptions(db, options)
   validateTableName(table)
   await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db.withoutPlugins())
 }

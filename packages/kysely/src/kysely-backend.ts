@@ -157,11 +157,29 @@ export class KyselyBackend implements Backend {
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options must be an object')
-    const { db, table = DEFAULT_TABLE, dialect, maxStateBytes, allowTransaction = false } = options
+    let read: KyselyBackendOptions & { inTransaction: unknown }
+    try {
+      const { db, table, dialect, maxStateBytes, allowTransaction } = options
+      read = { db, table, dialect, maxStateBytes, allowTransaction, inTransaction: undefined }
+      if (typeof db === 'object' && db !== null) read.inTransaction = db.isTransaction
+    } catch (error) {
+      throw new InvalidArgumentError('options could not be read', { cause: error })
+    }
+    const {
+      db,
+      table = DEFAULT_TABLE,
+      dialect,
+      maxStateBytes,
+      allowTransaction = false,
+      inTransaction,
+    } = read
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('options.db must be a Kysely instance')
     }
-    if (db.isTransaction && allowTransaction !== true) {
+    if (typeof allowTransaction !== 'boolean') {
+      throw new InvalidArgumentError('options.allowTransaction must be a boolean')
+    }
+    if (inTransaction && !allowTransaction) {
       throw new InvalidArgumentError(
         'options.db is a transaction: a rollback would undo its acquires and hand their fencing tokens out again, ' +
           'and no other process sees its leases before it commits; pass the root Kysely instance ' +

@@ -3,6 +3,7 @@ import type { LeaseTableOptions } from './create-lease-table.js'
 import type { DialectFamily } from './lease-dialect.js'
 import { familyOf } from './table-family.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+import { readTableOptions } from './table-options.js'
 
 const COLUMN_TYPE: Record<DialectFamily, string> = {
   postgres: 'bigint NOT NULL DEFAULT 0',
@@ -26,7 +27,7 @@ const COLUMN_TYPE: Record<DialectFamily, string> = {
  * ```
  */
 export async function upgradeLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
-  const { table = DEFAULT_TABLE, dialect } = options
+  const { table = DEFAULT_TABLE, dialect } = readTableOptions(db, options)
   validateTableName(table)
   const family = familyOf(db, dialect)
   const plain = db.withoutPlugins()

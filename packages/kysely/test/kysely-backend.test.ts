@@ -1,7 +1,13 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
-import { createLeaseTable, type DialectFamily, KyselyBackend, upgradeLeaseTable } from '../src/index.js'
+import {
+  createLeaseTable,
+  type DialectFamily,
+  dropLeaseTable,
+  KyselyBackend,
+  upgradeLeaseTable,
+} from '../src/index.js'
 import { bytes, code, outcome, rows, seed, sleep } from './helpers.js'
 
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
@@ -289,6 +295,49 @@ for (const target of TARGETS) {
           expect(second.fencingToken).toBe(2n)
           expect(second.expiresAt.getTime()).toBeGreaterThanOrEqual(first.expiresAt.getTime() + 200)
         })
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
+    test('the table helpers refuse a db that is no Kysely, and options that are no object or cannot be read, before any statement', async () => {
+      let statements = 0
+      const db = h.storage.connect(() => {
+        statements++
+      })
+      try {
+        const throwing = Object.defineProperty({}, 'table', {
+          get() {
+            throw new Error('boom')
+          },
+        })
+        for (const helper of [createLeaseTable, dropLeaseTable, upgradeLeaseTable]) {
+          for (const [on, options] of [
+            [{}, { table: h.storage.table }],
+            [db, null],
+            [db, throwing],
+          ] as const) {
+            expect(await code(helper(on as never, options as never)), helper.name).toBe('INVALID_ARGUMENT')
+          }
+        }
+        expect(statements).toBe(0)
+      } finally {
+        if (h.storage.separateConnections) await db.destroy()
+      }
+    })
+
+    test('options that cannot be read, or an allowTransaction that is no boolean, are INVALID_ARGUMENT', async () => {
+      const db = h.storage.connect()
+      try {
+        const invalid = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+        const throwing = Object.defineProperty({ table: h.storage.table }, 'db', {
+          get() {
+            throw new Error('boom')
+          },
+        })
+        expect(() => new KyselyBackend(throwing as never)).toThrow(invalid)
+        const options = { db, table: h.storage.table, allowTransaction: 'yes' }
+        expect(() => new KyselyBackend(options as never)).toThrow(invalid)
       } finally {
         if (h.storage.separateConnections) await db.destroy()
       }
