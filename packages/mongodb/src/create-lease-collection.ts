@@ -75,10 +75,24 @@ export async function createLeaseCollection<C extends LeaseCollection>(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
-  const { collection: name = DEFAULT_LEASE_COLLECTION, ifNotExists = true } = options
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new InvalidArgumentError('options.collection must be a non-empty string')
+  let read: LeaseCollectionOptions
+  try {
+    const { collection, ifNotExists } = options
+    read = { collection, ifNotExists }
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
   }
+  const { collection: name = DEFAULT_LEASE_COLLECTION, ifNotExists = true } = read
+  if (
+    typeof db !== 'object' ||
+    db === null ||
+    typeof db.listCollections !== 'function' ||
+    typeof db.createCollection !== 'function' ||
+    typeof db.collection !== 'function'
+  ) {
+    throw new InvalidArgumentError('db must be a MongoDB Db')
+  }
+  validateCollectionName(name)
   if (typeof ifNotExists !== 'boolean')
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   // MongoDB 7 and FerretDB 2 answer `create` of an existing collection with success, so only a look
@@ -116,4 +130,21 @@ function refuseNonSimpleCollation(name: string, listed: unknown): void {
   throw new InvalidArgumentError(
     `collection ${name} has a default collation (locale ${String(collation.locale)}, strength ${String(collation.strength)}): workIds it compares as equal, such as 'Job' and 'job', would share one lease; use a collection with the simple (binary) collation`,
   )
+}
+
+// MongoDB's own rules, checked here rather than by the server after a listCollections: no '$' or
+// U+0000, not a system collection, and a namespace of at most 255 bytes (this leaves the database
+// name's share to the server).
+function validateCollectionName(name: unknown): asserts name is string {
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidArgumentError('options.collection must be a non-empty string')
+  }
+  if (name.includes('$') || name.includes('\u0000') || name.startsWith('system.')) {
+    throw new InvalidArgumentError(
+      `options.collection ${JSON.stringify(name)} is not a collection name MongoDB accepts (no $ or U+0000, not system.*)`,
+    )
+  }
+  if (Buffer.byteLength(name) > 255) {
+    throw new InvalidArgumentError('options.collection must be at most 255 bytes of UTF-8')
+  }
 }

@@ -591,6 +591,36 @@ test('createLeaseCollection is idempotent', async () => {
   }
 })
 
+test('createLeaseCollection refuses bad names, a db that is no Db and unreadable options before any command', async () => {
+  const client = new MongoClient(url, { monitorCommands: true })
+  const sent: string[] = []
+  client.on('commandStarted', (event) => sent.push(event.commandName))
+  try {
+    const db = client.db(TEST_DATABASE)
+    const throwing = Object.defineProperty({}, 'collection', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    for (const [on, options] of [
+      [db, { collection: 'a$b' }],
+      [db, { collection: 'a\u0000b' }],
+      [db, { collection: 'system.leases' }],
+      [db, { collection: 'x'.repeat(256) }],
+      [db, null],
+      [db, throwing],
+      [{}, {}],
+    ] as const) {
+      await expect(createLeaseCollection(on as never, options as never)).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+      })
+    }
+    expect(sent).toEqual([])
+  } finally {
+    await client.close()
+  }
+})
+
 describe('createLeaseCollection refuses a collection whose default collation is not simple', () => {
   // FerretDB keeps no collation (it creates the collection, lists it without one, and refuses one on a
   // find), and no genuine mongod can be had here: the real database answers, and the listing of the
