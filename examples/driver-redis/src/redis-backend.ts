@@ -46,7 +46,7 @@ import type { RedisScriptClient } from './redis-script-client.js'
 export interface RedisBackendOptions {
   /**
    * Your ioredis client, configured never to send a command a second time after its reply was lost:
-   * the constructor throws a `TypeError` otherwise. By default ioredis resends every command that
+   * the constructor throws an `InvalidArgumentError` otherwise. By default ioredis resends every command that
    * was in flight when the connection dropped (`autoResendUnfulfilledCommands`), and a `Cluster`
    * resends one whose node connection closed (`retryDelayOnFailover`). A release that already
    * succeeded then comes back `FENCED`, and the caller reports lost work that had in fact finished.
@@ -177,20 +177,37 @@ export class RedisBackend implements Backend {
   readonly #scripts: Record<Operation, ScriptCall>
 
   constructor(options: RedisBackendOptions) {
-    const { client } = options
+    const {
+      client,
+      keyPrefix = 'worklease:',
+      listIndex,
+      maxStateBytes = DEFAULT_MAX_STATE_BYTES,
+    } = readOptions(options)
+    if (typeof client !== 'object' || client === null || typeof client.defineCommand !== 'function') {
+      throw new InvalidArgumentError('worklease redis: client must be an ioredis client')
+    }
+    // A string once: an object with Symbol.toPrimitive would be made a key again on every call.
+    if (typeof keyPrefix !== 'string')
+      throw new InvalidArgumentError('worklease redis: keyPrefix must be a string')
+    if (listIndex !== undefined && typeof listIndex !== 'boolean') {
+      throw new InvalidArgumentError('worklease redis: listIndex must be a boolean')
+    }
+    if (typeof maxStateBytes !== 'number' || !Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
+      throw new InvalidArgumentError('worklease redis: maxStateBytes must be a non-negative integer')
+    }
     refuseResendingClient(client)
     refusePrefixingClient(client)
-    this.#keyPrefix = options.keyPrefix ?? 'worklease:'
-    this.#listIndex = options.listIndex ?? !client.isCluster
+    this.#keyPrefix = keyPrefix
+    this.#listIndex = listIndex ?? !client.isCluster
     if (this.#listIndex && client.isCluster && !hasHashTag(this.#keyPrefix)) {
-      throw new TypeError(
+      throw new InvalidArgumentError(
         'worklease redis: on a Cluster the list index needs every lease key in its slot: give a key ' +
           "prefix with a hash tag (keyPrefix: '{worklease}:'), or listIndex: false",
       )
     }
     this.capabilities = Object.freeze({
       clock: 'server',
-      maxStateBytes: options.maxStateBytes ?? DEFAULT_MAX_STATE_BYTES,
+      maxStateBytes,
       crossConnectionAtomic: true,
       reportsHolder: true,
       acquireWithCheckpoint: true,
@@ -467,6 +484,19 @@ interface Reply {
  * Throws unless `client` is configured never to resend a command whose reply was lost (see
  * {@link RedisBackendOptions.client}). A client that is not ioredis (no `options`) is taken on trust.
  */
+/** The options, each read once: a getter cannot answer a check and the backend apart. */
+function readOptions(options: RedisBackendOptions): RedisBackendOptions {
+  if (typeof options !== 'object' || options === null) {
+    throw new InvalidArgumentError('worklease redis: options must be an object')
+  }
+  try {
+    const { client, keyPrefix, listIndex, maxStateBytes } = options
+    return { client, keyPrefix, listIndex, maxStateBytes }
+  } catch (error) {
+    throw new InvalidArgumentError('worklease redis: options could not be read', { cause: error })
+  }
+}
+
 function refuseResendingClient(client: RedisScriptClient): void {
   const { options } = client
   if (options === undefined) return
@@ -477,7 +507,7 @@ function refuseResendingClient(client: RedisScriptClient): void {
     ? options.retryDelayOnFailover !== 0 || options.redisOptions?.autoResendUnfulfilledCommands !== false
     : options.autoResendUnfulfilledCommands !== false
   if (resends) {
-    throw new TypeError(
+    throw new InvalidArgumentError(
       'worklease redis: the client resends a command whose reply was lost after a reconnect ' +
         "(autoResendUnfulfilledCommands, or a Cluster's retryDelayOnFailover), so a release that " +
         `succeeded could come back FENCED. Use ${fix}.`,

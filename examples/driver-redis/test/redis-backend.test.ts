@@ -377,6 +377,40 @@ describe('a command whose reply was lost is never sent twice', () => {
     }
   })
 
+  test('the constructor reads its options once and refuses bad ones as INVALID_ARGUMENT', async () => {
+    harness = await createHarness()
+    const client = new Redis(redisUrl(), {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+    })
+    try {
+      const invalid = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
+      const throwing = Object.defineProperty({ client }, 'keyPrefix', {
+        get() {
+          throw new Error('boom')
+        },
+      })
+      // Made a string on each use, it would name another key on every call.
+      const shifting = { [Symbol.toPrimitive]: () => `prefix-${Math.random()}:` }
+      for (const options of [
+        null,
+        throwing,
+        { client: {} },
+        { client, keyPrefix: 5 },
+        { client, keyPrefix: shifting },
+        { client, listIndex: 'no' },
+        { client, maxStateBytes: -1 },
+        { client, maxStateBytes: 'x' },
+        { client: new Redis(redisUrl(), { lazyConnect: true }) },
+      ]) {
+        expect(() => new RedisBackend(options as never)).toThrow(invalid)
+      }
+    } finally {
+      client.disconnect()
+    }
+  })
+
   test('the constructor refuses a client that resends unfulfilled commands', async () => {
     harness = await createHarness()
     const defaults = new Redis(redisUrl(), { lazyConnect: true })
