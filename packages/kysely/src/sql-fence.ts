@@ -195,7 +195,17 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('db must be a Kysely instance')
     }
-    const { column = 'fencing_token', dialect } = options
+    if (typeof options !== 'object' || options === null) {
+      throw new InvalidArgumentError('options must be an object')
+    }
+    let read: SqlFenceOptions<DB, C>
+    try {
+      const { column, dialect } = options
+      read = { column, dialect } as SqlFenceOptions<DB, C>
+    } catch (error) {
+      throw new InvalidArgumentError('options could not be read', { cause: error })
+    }
+    const { column = 'fencing_token', dialect } = read
     validateColumnName(column, 'options.column')
     if (dialect !== undefined && !LEASE_DIALECTS.includes(dialect)) {
       throw new InvalidArgumentError(`options.dialect must be one of ${LEASE_DIALECTS.join(', ')}`)
@@ -269,7 +279,19 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
   ): Promise<boolean> {
     const update = query as UpdateQueryBuilder<any, any, any, any>
     const tokenValue = this.value(token)
-    if (update.toOperationNode().returning) {
+    const node = typeof update?.toOperationNode === 'function' ? update.toOperationNode() : undefined
+    if (node?.kind !== 'UpdateQueryNode') {
+      throw new InvalidArgumentError('a fenced update takes a Kysely updateTable() query')
+    }
+    // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
+    // trip) and, elsewhere, one of the two silently wins. SQLite and MySQL fold a name's case.
+    const fenceColumn = this.column.toLowerCase()
+    if (node.updates?.some((set) => assignedColumn(set.column)?.toLowerCase() === fenceColumn)) {
+      throw new InvalidArgumentError(
+        `a fenced update must not set ${JSON.stringify(this.column)}: the fence writes the token there itself`,
+      )
+    }
+    if (node.returning) {
       throw new InvalidArgumentError(
         'a fenced update takes no returning(): it reads the updated-row count to tell whether the write landed',
       )
@@ -503,4 +525,11 @@ function pick(values: Record<string, unknown>, columns: string[]): Record<string
 function checkToken(token: unknown): string {
   validateFencingToken(token)
   return token.toString()
+}
+
+/** The name a `set()` assigns, when it is a plain column (`ColumnNode`, or a reference to one). */
+function assignedColumn(node: unknown): string | undefined {
+  const column = (node as { column?: { name?: unknown; column?: { name?: unknown } } } | undefined)?.column
+  const name = column?.name ?? column?.column?.name
+  return typeof name === 'string' ? name : undefined
 }

@@ -283,6 +283,35 @@ for (const target of TARGETS) {
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 9', token: 9n })
     })
 
+    test('update: a query that is no updateTable(), or that sets the fence column itself, is refused before any statement', async () => {
+      await seed('order-1', 'from 1', 1n)
+      const before = statements
+      const query = db.updateTable(storage.table).where('id', '=', 'order-1')
+      for (const bad of [
+        {},
+        db.selectFrom(storage.table).selectAll(),
+        query.set({ total: 'x', fencing_token: '99' }),
+        query.set({ total: 'x', FENCING_TOKEN: '99' } as never),
+      ]) {
+        expect(await code(fence.update(bad as never, 5n))).toBe('INVALID_ARGUMENT')
+      }
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
+    })
+
+    test('the constructor refuses options that are no object or cannot be read', () => {
+      const throwing = Object.defineProperty({}, 'column', {
+        get() {
+          throw new Error('boom')
+        },
+      })
+      for (const options of [null, throwing]) {
+        expect(() => new SqlFence(db, options as never)).toThrow(
+          expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+        )
+      }
+    })
+
     test('upsert: an undefined or symbol key or value is refused before any statement, and writes no other row', async () => {
       // Kysely leaves a column whose value is undefined out of the INSERT: without its key, PostgreSQL's
       // default or MariaDB's AUTO_INCREMENT picked another row; without a value, the column's default
