@@ -43,7 +43,13 @@ export function fenceField(options: FenceOptions | undefined): string {
   if (options !== undefined && (typeof options !== 'object' || options === null)) {
     throw new InvalidArgumentError('options must be an object')
   }
-  const field = options?.field ?? 'fencingToken'
+  let given: unknown
+  try {
+    given = options?.field
+  } catch (error) {
+    throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
+  const field = given ?? 'fencingToken'
   if (typeof field !== 'string' || field.length === 0 || field.startsWith('$')) {
     throw new InvalidArgumentError('options.field must be a non-empty field name (not an operator)')
   }

@@ -28,7 +28,24 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
       'update must use update operators ($set, $inc, ...), not a replacement document',
     )
   }
-  const set = operators.$set === undefined ? {} : snapshotDocument(operators.$set, 'update.$set')
-  // The filter already guarantees the stored token is at most `token`, so $set raises it (never lowers).
-  return { ...operators, $set: { ...set, [field]: token } } as U & { $set: LeaseDocumentLike }
+  // Any other operator on the fence field, its parent or a path inside it (`$inc`, `$unset`, `$set` of
+  // `field.x`) conflicts with the fence's $set: the server refuses the command, after a round trip.
+  // Each operator's fields are read once, and what was checked is what is sent.
+  const checked: Record<string, LeaseDocumentLike> = {}
+  for (const [operator, fields] of Object.entries(operators)) {
+    if (typeof fields !== 'object' || fields === null) continue
+    const copy = snapshotDocument(fields, `update.${operator}`)
+    checked[operator] = copy
+    for (const path of Object.keys(copy)) {
+      const overlaps = path === field || path.startsWith(`${field}.`) || field.startsWith(`${path}.`)
+      if (overlaps && !(operator === '$set' && path === field)) {
+        throw new InvalidArgumentError(
+          `update.${operator} touches ${JSON.stringify(path)}, which overlaps the fence field ${JSON.stringify(field)}`,
+        )
+      }
+    }
+  }
+  const set =
+    checked.$set ?? (operators.$set === undefined ? {} : snapshotDocument(operators.$set, 'update.$set'))
+  return { ...operators, ...checked, $set: { ...set, [field]: token } } as U & { $set: LeaseDocumentLike }
 }

@@ -93,6 +93,27 @@ describe('fenceFilter and fencedUpdate with updateOne', () => {
     expect(() => fencedUpdate({ total: 1 }, 1n)).toThrow(/update operators/)
     expect(() => fencedUpdate([{ $set: { a: 1 } }] as never, 1n)).toThrow(/pipeline/)
     expect(() => fenceFilter(1n, { field: '$or' })).toThrow(/field/)
+    // Other operators on the fence field, a path in it or its parent: the server would refuse the
+    // command (a path conflict) after a round trip.
+    for (const [update, field] of [
+      [{ $inc: { fencingToken: -100 } }, undefined],
+      [{ $unset: { fencingToken: '' } }, undefined],
+      [{ $set: { 'fencingToken.x': 1 } }, undefined],
+      [{ $set: { lease: {} } }, 'lease.token'],
+    ] as const) {
+      const options = field === undefined ? {} : { field }
+      expect(await code(fencedUpdateOne(collection, { _id: 'o1' }, update as never, 1n, options))).toBe(
+        'INVALID_ARGUMENT',
+      )
+    }
+    const throwing = Object.defineProperty({}, 'field', {
+      get() {
+        throw new Error('boom')
+      },
+    })
+    expect(() => fenceFilter(1n, throwing as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
     expect(commands()).toEqual([])
   })
 })
