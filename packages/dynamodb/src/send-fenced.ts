@@ -83,6 +83,18 @@ async function send(
   // Only these copies are used from here on: read twice, an input could have PutItem chosen on one
   // answer and the item sent without its fence from another (see readFenceable).
   const { abortSignal, ...fence } = readOptions(options)
+  if (typeof client !== 'object' || client === null || typeof client.send !== 'function') {
+    throw new InvalidArgumentError('client must be a DynamoDBClient')
+  }
+  if (
+    abortSignal !== undefined &&
+    (typeof abortSignal !== 'object' ||
+      abortSignal === null ||
+      typeof abortSignal.aborted !== 'boolean' ||
+      typeof (abortSignal as AbortSignal).addEventListener !== 'function')
+  ) {
+    throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
+  }
   const snapshot = readFenceable(input)
   const fenced = fenceSnapshot(snapshot, token, fence)
   const command =

@@ -130,6 +130,10 @@ describe('fenceCondition and withFence', () => {
     expect(await code(sendFenced(client, colliding, 1n, { placeholder: 'other' }))).toBe('ok')
     expect(() => fenceCondition(1n, { placeholder: 'has space' })).toThrow(/placeholder/)
     expect(() => withFence({ Item: {}, UpdateExpression: 'SET #a = :a' }, 1n)).toThrow(/both/)
+    for (const abortSignal of ['x', { aborted: true }]) {
+      expect(await code(sendFenced(client, put('x'), 1n, { abortSignal } as never))).toBe('INVALID_ARGUMENT')
+    }
+    expect(await code(sendFenced({} as never, put('x'), 1n))).toBe('INVALID_ARGUMENT')
     expect(requests()).toBe(1)
   })
 })
