@@ -30,6 +30,7 @@ import {
   type RecordArgs,
   type RenewOutcome,
   type RevokeOptions,
+  readOnce,
   recordExpiresAtMs,
   systemClock,
   TokensExhaustedError,
@@ -804,41 +805,30 @@ function isValid(item: Item, record: LeaseRecord): boolean {
   )
 }
 
+const OPTION_KEYS = [
+  'client',
+  'table',
+  'tableName',
+  'partitionKey',
+  'clock',
+  'listIndex',
+  'maxStateBytes',
+  'returnValuesOnConditionCheckFailure',
+  'renewMany',
+] as const
+
+/** The backend's options, each read once: a getter or Proxy cannot answer a check and the backend apart. */
+function readOptions(options: DynamoBackendOptions): DynamoBackendOptions & { oldTableName: boolean } {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options are required')
+  const read = readOnce(options, OPTION_KEYS, 'options') as DynamoBackendOptions & { tableName?: unknown }
+  return { ...read, oldTableName: read.table === undefined && read.tableName !== undefined }
+}
+
 /**
  * A renewal's outcome from the item whose condition failed, as `renew` judges it: still `record`'s
  * lease with an expiry at least the new one is renewed (the max rule kept it), otherwise a valid
  * record failed only the expiry (expired), and anything else is fenced.
  */
-/** The backend's options, each read once: a getter or Proxy cannot answer a check and the backend apart. */
-function readOptions(options: DynamoBackendOptions): DynamoBackendOptions & { oldTableName: boolean } {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options are required')
-  try {
-    const {
-      client,
-      table,
-      partitionKey,
-      clock,
-      listIndex,
-      maxStateBytes,
-      returnValuesOnConditionCheckFailure,
-      renewMany,
-    } = options
-    return {
-      client,
-      table,
-      partitionKey,
-      clock,
-      listIndex,
-      maxStateBytes,
-      returnValuesOnConditionCheckFailure,
-      renewMany,
-      oldTableName: table === undefined && 'tableName' in options,
-    }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
-}
-
 function renewOutcome(item: Item, record: LeaseRecord, expiresAtMs: number): RenewOutcome {
   if (!isValid(item, record)) return 'fenced'
   return Number(item[Attr.expiresAt]?.N) >= expiresAtMs ? 'renewed' : 'expired'

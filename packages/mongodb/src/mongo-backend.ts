@@ -21,6 +21,7 @@ import {
   MAX_ID_LENGTH,
   type RenewOutcome,
   type RevokeOptions,
+  readOnce,
   systemClock,
   TokensExhaustedError,
   type ValidatedCallOptions,
@@ -678,26 +679,17 @@ function toState(value: unknown): Uint8Array | null {
 /** The backend's options, each read once: a getter or Proxy cannot answer a check and the backend apart. */
 function readBackendOptions(options: MongoBackendOptions): MongoBackendOptions {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('options are required')
-  try {
-    const {
-      collection,
-      clock,
-      maxStateBytes,
-      crossConnectionAtomic,
-      crossConnectionAtomicNote,
-      binarySizeProjection,
-      findAndModifyProjection,
-    } = options
-    return {
-      collection,
-      clock,
-      maxStateBytes,
-      crossConnectionAtomic,
-      crossConnectionAtomicNote,
-      binarySizeProjection,
-      findAndModifyProjection,
-    }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
+  return readOnce(
+    options,
+    [
+      'collection',
+      'clock',
+      'maxStateBytes',
+      'crossConnectionAtomic',
+      'crossConnectionAtomicNote',
+      'binarySizeProjection',
+      'findAndModifyProjection',
+    ],
+    'options',
+  ) as MongoBackendOptions
 }

@@ -41,6 +41,7 @@ export {
   type RenewArgs,
   type RenewManyArgs,
   type RevokeArgs,
+  readOnce,
   recordExpiresAtMs,
   type StateCopyOptions,
   type ValidatedCallOptions,

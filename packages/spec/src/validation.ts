@@ -138,9 +138,18 @@ export function validateFencingToken(token: unknown, name = 'token'): asserts to
 
 /**
  * Reads the properties of an object the caller handed us exactly once, so a getter or a Proxy cannot
- * show validation one value and the store another. A throwing getter is bad input, not a store error.
+ * show validation one value and the store another. A throwing getter is bad input, not a store error:
+ * `InvalidArgumentError` (`<name> could not be read`). Drivers read their constructor options with it.
+ *
+ * ```ts
+ * const { client, table } = readOnce(options, ['client', 'table'], 'options')
+ * ```
  */
-function readOnce<K extends string>(value: object, keys: readonly K[], name: string): Record<K, unknown> {
+export function readOnce<K extends string>(
+  value: object,
+  keys: readonly K[],
+  name: string,
+): Record<K, unknown> {
   const snapshot = {} as Record<K, unknown>
   try {
     for (const key of keys) snapshot[key] = (value as Record<K, unknown>)[key]
