@@ -1,7 +1,22 @@
+import type { LeaseRecord } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects } from '../assertions.js'
-import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
+import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
+
+/** Sends checkpoints one after another, each `[state, sequence]`, then checks which state is stored. */
+async function checkpointsLand(
+  c: CaseContext,
+  record: LeaseRecord,
+  checkpoints: readonly (readonly [string, number])[],
+  stored: string,
+  what: string,
+): Promise<void> {
+  for (const [state, sequence] of checkpoints) {
+    await c.backend.checkpoint(record, bytes(state), LONG_TTL_MS, { sequence })
+  }
+  checkBytes((await c.backend.readCheckpoint(record)).state, bytes(stored), what)
+}
 
 export const checkpointCases: CaseDefinition[] = [
   {
@@ -189,11 +204,12 @@ export const checkpointCases: CaseDefinition[] = [
     name: 'a checkpoint sent earlier never replaces one sent later (lower sequence lands second)',
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-      await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
-      await c.backend.checkpoint(record, bytes('sent first, landed late'), LONG_TTL_MS, { sequence: 10 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), 'state')
-      await c.backend.checkpoint(record, bytes('third'), LONG_TTL_MS, { sequence: 21 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('third'), 'state after a later one')
+      const landed = [
+        ['sent second', 20],
+        ['sent first, landed late', 10],
+      ] as const
+      await checkpointsLand(c, record, landed, 'sent second', 'state')
+      await checkpointsLand(c, record, [['third', 21]], 'third', 'state after a later one')
     },
   },
   {
@@ -276,23 +292,25 @@ export const checkpointCases: CaseDefinition[] = [
     name: 'checkpoint sequences compare as numbers: 9, then 10, then a late 2, then 100',
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-      await c.backend.checkpoint(record, bytes('nine'), LONG_TTL_MS, { sequence: 9 })
-      await c.backend.checkpoint(record, bytes('ten'), LONG_TTL_MS, { sequence: 10 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('ten'), 'state after 9, then 10')
-      await c.backend.checkpoint(record, bytes('two, late'), LONG_TTL_MS, { sequence: 2 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('ten'), 'state after a late 2')
-      await c.backend.checkpoint(record, bytes('hundred'), LONG_TTL_MS, { sequence: 100 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('hundred'), 'state after 100')
+      const first = [
+        ['nine', 9],
+        ['ten', 10],
+      ] as const
+      await checkpointsLand(c, record, first, 'ten', 'state after 9, then 10')
+      await checkpointsLand(c, record, [['two, late', 2]], 'ten', 'state after a late 2')
+      await checkpointsLand(c, record, [['hundred', 100]], 'hundred', 'state after 100')
     },
   },
   {
     name: 'two late checkpoints in a row never replace the latest: a refused one leaves the stored sequence',
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-      await c.backend.checkpoint(record, bytes('sent third'), LONG_TTL_MS, { sequence: 30 })
-      await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
-      await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
-      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent third'), 'state')
+      const landed = [
+        ['sent third', 30],
+        ['sent first', 10],
+        ['sent second', 20],
+      ] as const
+      await checkpointsLand(c, record, landed, 'sent third', 'state')
     },
   },
   {
