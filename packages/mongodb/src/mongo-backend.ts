@@ -434,8 +434,11 @@ export class MongoBackend implements Backend {
         },
         {
           projection: { _id: 1, fencingToken: 1, expiresAt: 1 },
-          // Every record's document in the find's first batch (a cursor's default is 101): no getMore.
-          batchSize: args.records.length,
+          // Every record's document in the find's first batch (a cursor's default is 101), and one
+          // to spare: a batch exactly full may leave the cursor open, and toArray would send a getMore
+          // to find it empty. The limit closes it once every record's document is in.
+          limit: args.records.length,
+          batchSize: args.records.length + 1,
           ...readOptions(args),
         },
       )
