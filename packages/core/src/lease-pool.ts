@@ -33,6 +33,8 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
 /**
  * What a pool reports, on `pool.on(listener)` and on the `worklease:pool` diagnostics channel. The
  * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
+ * `taken`: this member runs the unit, reported as its handler first starts (a unit taken but found
+ * finished is handed back without it).
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
  * until the lease's deadline) is `lost` instead.
@@ -587,7 +589,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * A unit taken as the pool closed, which nobody ran. Released only after a clean handoff: a release
+   * A unit taken that nobody ran: the pool closed during the take, or the unit's runner found it
+   * finished (or could not tell) before its handler's first run. Released only after a clean handoff: a release
    * tells the next member that the last holder ended cleanly, and after a crash nobody has reconciled
    * since. Otherwise left to expire, so the next member still reads `cleanHandoff: false`.
    */
@@ -612,7 +615,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         random,
         onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
       },
-      () => this.#markedDone(unit),
+      {
+        isDone: () => this.#markedDone(unit),
+        started: () => this.#emit({ type: 'taken', group: this.group, unit }),
+      },
     )
     this.#runners.set(unit, runner)
     // A run that ended in a throw (a bug: a handler's throws are retried) still finishes: the
@@ -628,7 +634,6 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     // Both ways: a rejection passed on by `finally` would be one nobody listens to.
     const forget = () => this.#finishing.delete(finishing)
     finishing.then(forget, forget)
-    this.#emit({ type: 'taken', group: this.group, unit })
   }
 
   #giveUp(runner: UnitRunner): void {
@@ -647,12 +652,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         })
         if (end === 'done') this.#emit({ type: 'done', group: this.group, unit: runner.id })
       }
-      if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
+      // Never run, so never reported taken: back as a take the pool closed on goes back, without
+      // turning a crashed holder's handoff into a clean one.
+      if (end === 'unrun') await this.#handBackUnrun(runner.lease)
+      else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
       else {
         await runner.lease.release()
         // release() never rejects: a release that never landed (FENCED, or the store failing until
         // the deadline) is the lease's loss, and the successor will read cleanHandoff: false.
-        if (end === 'stopped' || end === 'doneElsewhere') {
+        if (end === 'stopped') {
           const type = runner.lease.lossError ? 'lost' : 'released'
           this.#emit({ type, group: this.group, unit: runner.id })
         }

@@ -23,9 +23,18 @@ export type PoolHandler<S = Uint8Array> = (lease: Lease<S>, unit: PoolUnit) => P
 
 /**
  * How a unit's run ended: its handler finished the unit, the pool stopped it, the lease was lost, or
- * the unit turned out finished by another member before the handler ran (`doneElsewhere`).
+ * the handler never ran (`unrun`: the unit turned out finished, its done mark could not be read, or
+ * the pool gave it up or lost it first).
  */
-export type UnitEnd = 'done' | 'stopped' | 'lost' | 'doneElsewhere'
+export type UnitEnd = 'done' | 'stopped' | 'lost' | 'unrun'
+
+/** What a runner asks before its handler's first run, and tells once that run starts. */
+export interface UnitGate {
+  /** Whether the unit is finished already (its done mark set since the listing it was taken on). */
+  isDone(): Promise<boolean>
+  /** The handler is about to run for the first time. */
+  started(): void
+}
 
 /**
  * Runs a pool's handler on one held unit until it finishes: again after a failure (with backoff,
@@ -53,11 +62,11 @@ export class UnitRunner {
       /** Told of each failed run before the backoff; must not throw (the pool's never does). */
       onError(error: unknown): void
     },
-    isDone?: () => Promise<boolean>,
+    gate?: UnitGate,
   ) {
     this.id = id
     this.lease = lease
-    this.ended = this.#start(handler, retry, isDone)
+    this.ended = this.#start(handler, retry, gate)
   }
 
   /** Whether the pool gave this unit up: its handler was asked to stop, or will be. */
@@ -76,19 +85,20 @@ export class UnitRunner {
   }
 
   /**
-   * Asks `isDone` before the first run, once the lease is ours: the unit may have been finished since
-   * the listing it was taken on. A check that fails hands the unit back unrun (`stopped`).
+   * Asks the gate before the first run, once the lease is ours: the unit may have been finished since
+   * the listing it was taken on. Anything but a clear "not done", with the lease still held and the
+   * unit still wanted, ends it `unrun`: a check that failed too, so the unit goes back, never runs
+   * twice.
    */
   async #start(
     handler: PoolHandler<any>,
     retry: ConstructorParameters<typeof UnitRunner>[3],
-    isDone: (() => Promise<boolean>) | undefined,
+    gate: UnitGate | undefined,
   ): Promise<UnitEnd> {
-    if (isDone) {
-      const done = await isDone().catch(() => undefined)
-      if (!this.lease.held) return 'lost'
-      if (done === true) return 'doneElsewhere'
-      if (done === undefined || this.#stop.signal.aborted) return 'stopped'
+    if (gate) {
+      const done = await gate.isDone().catch(() => undefined)
+      if (done !== false || !this.lease.held || this.#stop.signal.aborted) return 'unrun'
+      gate.started()
     }
     return this.#run(handler, retry)
   }
