@@ -20,6 +20,7 @@ import {
   type RenewOutcome,
   type RevokeOptions,
   raceAbort,
+  readOnce,
   TokensExhaustedError,
   type ValidatedCallOptions,
   validateAcquireArgs,
@@ -489,12 +490,11 @@ function readOptions(options: RedisBackendOptions): RedisBackendOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('worklease redis: options must be an object')
   }
-  try {
-    const { client, keyPrefix, listIndex, maxStateBytes } = options
-    return { client, keyPrefix, listIndex, maxStateBytes }
-  } catch (error) {
-    throw new InvalidArgumentError('worklease redis: options could not be read', { cause: error })
-  }
+  return readOnce(
+    options,
+    ['client', 'keyPrefix', 'listIndex', 'maxStateBytes'],
+    'options',
+  ) as RedisBackendOptions
 }
 
 function refuseResendingClient(client: RedisScriptClient): void {

@@ -1,5 +1,5 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
-import { InvalidArgumentError } from '@worklease/spec'
+import { InvalidArgumentError, readOnce, validateCallOptions } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import { Attr, LIST_INDEX_ATTRIBUTES, validateListIndex, validatePartitionKey } from './lease-item.js'
 
@@ -147,13 +147,11 @@ export async function createLeaseTable(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
-  let read: CreateLeaseTableOptions
-  try {
-    const { table, partitionKey, ifNotExists, listIndex, timeoutMs, signal } = options
-    read = { table, partitionKey, ifNotExists, listIndex, timeoutMs, signal }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
+  const read = readOnce(
+    options,
+    ['table', 'partitionKey', 'ifNotExists', 'listIndex', 'timeoutMs', 'signal'],
+    'options',
+  ) as CreateLeaseTableOptions
   const {
     table: tableName = DEFAULT_LEASE_TABLE,
     partitionKey = 'workId',
@@ -176,17 +174,8 @@ export async function createLeaseTable(
       `options.timeoutMs must be a finite number of ms, got ${String(timeoutMs)}`,
     )
   }
-  if (
-    signal !== undefined &&
-    (typeof signal !== 'object' ||
-      signal === null ||
-      typeof signal.aborted !== 'boolean' ||
-      typeof signal.addEventListener !== 'function' ||
-      typeof signal.throwIfAborted !== 'function')
-  ) {
-    throw new InvalidArgumentError('options.signal must be an AbortSignal')
-  }
-  signal?.throwIfAborted()
+  // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now.
+  validateCallOptions({ signal })
   const sendOptions = signal ? { abortSignal: signal } : undefined
   try {
     await client.send(

@@ -21,6 +21,7 @@ import {
   type RenewOutcome,
   type RevokeOptions,
   raceAbort,
+  readOnce,
   TokensExhaustedError,
   validateAcquireArgs,
   validateCheckpointArgs,
@@ -157,22 +158,19 @@ export class KyselyBackend implements Backend {
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
       throw new InvalidArgumentError('options must be an object')
-    let read: KyselyBackendOptions & { inTransaction: unknown }
-    try {
-      const { db, table, dialect, maxStateBytes, allowTransaction } = options
-      read = { db, table, dialect, maxStateBytes, allowTransaction, inTransaction: undefined }
-      if (typeof db === 'object' && db !== null) read.inTransaction = db.isTransaction
-    } catch (error) {
-      throw new InvalidArgumentError('options could not be read', { cause: error })
-    }
     const {
       db,
       table = DEFAULT_TABLE,
       dialect,
       maxStateBytes,
       allowTransaction = false,
-      inTransaction,
-    } = read
+    } = readOnce(
+      options,
+      ['db', 'table', 'dialect', 'maxStateBytes', 'allowTransaction'],
+      'options',
+    ) as KyselyBackendOptions
+    const inTransaction =
+      typeof db === 'object' && db !== null && readOnce(db, ['isTransaction'], 'options.db').isTransaction
     if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
       throw new InvalidArgumentError('options.db must be a Kysely instance')
     }

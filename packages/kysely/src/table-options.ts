@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@worklease/spec'
+import { InvalidArgumentError, readOnce } from '@worklease/spec'
 import type { Kysely } from 'kysely'
 import type { LeaseTableOptions } from './create-lease-table.js'
 
@@ -19,10 +19,5 @@ export function readTableOptions(db: unknown, options: unknown): LeaseTableOptio
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
-  try {
-    const { table, dialect, ifNotExists } = options as LeaseTableOptions
-    return { table, dialect, ifNotExists }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
+  return readOnce(options, ['table', 'dialect', 'ifNotExists'], 'options') as LeaseTableOptions
 }

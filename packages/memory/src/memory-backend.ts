@@ -20,6 +20,7 @@ import {
   MAX_FENCING_TOKEN,
   type RenewOutcome,
   type RevokeOptions,
+  readOnce,
   systemClock,
   TokensExhaustedError,
   validateAcquireArgs,
@@ -292,12 +293,7 @@ function readOptions(options: MemoryBackendOptions): MemoryBackendOptions {
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
-  try {
-    const { store, clock, maxStateBytes } = options
-    return { store, clock, maxStateBytes }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
+  return readOnce(options, ['store', 'clock', 'maxStateBytes'], 'options') as MemoryBackendOptions
 }
 
 // A copy, so a caller that writes into the bytes it read cannot change the stored checkpoint.

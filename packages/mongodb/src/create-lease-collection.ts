@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from '@worklease/spec'
+import { InvalidArgumentError, readOnce } from '@worklease/spec'
 import type { LeaseCollection } from './lease-collection.js'
 
 /** The `Db` methods {@link createLeaseCollection} calls; a `Db` from the `mongodb` driver fits. */
@@ -75,14 +75,11 @@ export async function createLeaseCollection<C extends LeaseCollection>(
   if (typeof options !== 'object' || options === null) {
     throw new InvalidArgumentError('options must be an object')
   }
-  let read: LeaseCollectionOptions
-  try {
-    const { collection, ifNotExists } = options
-    read = { collection, ifNotExists }
-  } catch (error) {
-    throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
-  const { collection: name = DEFAULT_LEASE_COLLECTION, ifNotExists = true } = read
+  const { collection: name = DEFAULT_LEASE_COLLECTION, ifNotExists = true } = readOnce(
+    options,
+    ['collection', 'ifNotExists'],
+    'options',
+  ) as LeaseCollectionOptions
   if (
     typeof db !== 'object' ||
     db === null ||
