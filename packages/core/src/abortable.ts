@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events'
 import { setInterval as nodeSetInterval } from 'node:timers'
+import { InvalidArgumentError } from '@worklease/spec'
 import type { Timeout, TimeoutQueue } from './timeout-queue.js'
 import type { Timers } from './timers.js'
 
@@ -61,7 +62,11 @@ const noop = () => undefined
 /** @internal Anything the runner waits on: a user's AbortSignal or one of its own {@link Cancel}s. */
 export type Abortable = AbortSignal | Cancel
 
-/** @internal Calls `listener` once when `source` aborts; returns a function that detaches it. */
+/**
+ * @internal Calls `listener` once when `source` aborts; returns a function that detaches it. Any
+ * AbortSignal here is a caller's: one that cannot be listened to is an `InvalidArgumentError`, and
+ * one that fails to detach is let be, since detaching runs after the outcome it must not replace.
+ */
 export function onAbort(source: Abortable, listener: (reason: unknown) => void): () => void {
   if (source instanceof Cancel) return source.subscribe(listener)
   if (source.aborted) {
@@ -69,8 +74,20 @@ export function onAbort(source: Abortable, listener: (reason: unknown) => void):
     return noop
   }
   const handler = () => listener(source.reason)
-  source.addEventListener('abort', handler, { once: true })
-  return () => source.removeEventListener('abort', handler)
+  try {
+    source.addEventListener('abort', handler, { once: true })
+  } catch (error) {
+    throw new InvalidArgumentError('signal could not be listened to: its addEventListener threw', {
+      cause: error,
+    })
+  }
+  return () => {
+    try {
+      source.removeEventListener('abort', handler)
+    } catch {
+      // The listener stays attached; it only aborts a Cancel nobody waits on any more.
+    }
+  }
 }
 
 /** @internal What {@link raceWithin} is told of the call, and tells its caller besides the race's outcome. */
@@ -220,7 +237,12 @@ export function linkedCancel(
       cancel.abort(signal.reason)
       break
     }
-    detach.push(onAbort(signal, (reason) => cancel.abort(reason)))
+    try {
+      detach.push(onAbort(signal, (reason) => cancel.abort(reason)))
+    } catch (error) {
+      for (const fn of detach) fn()
+      throw error
+    }
   }
   if (timeoutMs !== undefined && Number.isFinite(timeoutMs) && !cancel.aborted) {
     const handle = timers.setTimeout(() => cancel.abort(timeoutError(timeoutMs)), timeoutMs)

@@ -266,6 +266,39 @@ describe('acquire', () => {
     const lease = await leaser.acquire('job', { signal: controller.signal })
     expect(lease.held).toBe(true)
   })
+
+  test('a signal whose addEventListener throws is INVALID_ARGUMENT, before any store call', async () => {
+    const { leaser, backend } = setup()
+    const signal = {
+      aborted: false,
+      addEventListener() {
+        throw new Error('not listening')
+      },
+      removeEventListener() {},
+    }
+    const error = await leaser.acquire('job', { signal: signal as never }).catch((e: unknown) => e)
+    expect(error).toSatisfy(isInvalidArgumentError)
+    expect((error as Error).cause).toMatchObject({ message: 'not listening' })
+    expect(backend.calls.acquire).toBe(0)
+    expect(leaser.leases).toEqual([])
+  })
+
+  test('a signal whose removeEventListener throws still hands out the lease it took', async () => {
+    // Detaching runs once the lease is ours: a throw there must not turn a taken lease (which the
+    // Leaser then renews) into a rejected acquire the caller would never release.
+    const { leaser, backend } = setup()
+    const signal = {
+      aborted: false,
+      addEventListener() {},
+      removeEventListener() {
+        throw new Error('not detaching')
+      },
+    }
+    const lease = await leaser.acquire('job', { signal: signal as never })
+    expect(lease.held).toBe(true)
+    expect(leaser.leases).toEqual([lease])
+    expect(backend.calls.acquire).toBe(1)
+  })
 })
 
 describe('options', () => {
