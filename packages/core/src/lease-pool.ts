@@ -303,16 +303,41 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   /**
    * Joins the group (waits for this member's membership lease) and starts rebalancing; resolves
-   * after the first rebalance. While started, the pool keeps the process alive. Idempotent.
+   * after the first rebalance. While started, the pool keeps the process alive. Idempotent while it
+   * starts or runs. A start that failed (the Leaser gave up joining, the store down past its retries)
+   * holds nothing and keeps nothing alive, and a later `start()` tries again.
+   *
+   * ```ts
+   * for (;;) {
+   *   try {
+   *     await pool.start()
+   *     break
+   *   } catch (error) {
+   *     log.warn({ error }, 'pool could not join; trying again in 5 s')
+   *     await setTimeout(5_000)
+   *   }
+   * }
+   * ```
    */
   start(): Promise<void> {
     if (this.#closing) return Promise.reject(new LeaserClosedError('the pool is closed'))
-    this.#starting ??= (async () => {
-      this.#letProcessExit = keepProcessAlive()
-      await this.#join(true)
-      this.#schedule(await this.#rebalance())
-    })()
+    this.#starting ??= this.#start()
     return this.#starting
+  }
+
+  async #start(): Promise<void> {
+    const letProcessExit = keepProcessAlive()
+    this.#letProcessExit = letProcessExit
+    try {
+      await this.#join(true)
+    } catch (error) {
+      // Joining failed before anything was held: forget this start, so the next one is a new try.
+      letProcessExit()
+      this.#letProcessExit = undefined
+      this.#starting = undefined
+      throw error
+    }
+    this.#schedule(await this.#rebalance())
   }
 
   /**

@@ -5,6 +5,7 @@ import { describe, expect, test, vi } from 'vitest'
 import { Leaser } from '../src/index.js'
 
 const fixture = fileURLToPath(new URL('./fixtures/pending-work.mjs', import.meta.url))
+const failedPoolStart = fileURLToPath(new URL('./fixtures/failed-pool-start.mjs', import.meta.url))
 
 // Runs the built package in a child process: only a real event loop can tell whether a pending
 // wait keeps the process alive.
@@ -45,5 +46,12 @@ describe('pending work keeps the process alive', () => {
     expect(result.stderr).toBe('')
     expect(result.stdout).toBe('did the work\n')
     expect(result.status).toBe(0)
+  })
+
+  test('a pool whose start failed lets the process exit', () => {
+    const child = spawnSync(process.execPath, [failedPoolStart], { encoding: 'utf8', timeout: 10_000 })
+    expect(child.stderr).toBe('')
+    expect(child.stdout).toBe('start failed: connection refused\n')
+    expect(child.status).toBe(0)
   })
 })

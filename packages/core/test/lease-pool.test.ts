@@ -311,6 +311,21 @@ describe('LeasePool', () => {
     expect(unhandled).toEqual([])
   })
 
+  test('a start that failed (the store down while it joined) can be tried again, and then runs', async () => {
+    const { time, backend, leaser } = setup({ retry: { maxAttempts: 2 } })
+    const pool = testPool(leaser, time)
+    backend.setDown(true)
+    const first = track(pool.start())
+    await time.advance(TTL)
+    expect(first.error).toBeDefined()
+    expect(pool.units).toEqual([])
+    backend.setDown(false)
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['g/m/worker-a', 'g/u/u1'])
+    await time.until(pool.close())
+  })
+
   test('a member fills its share within 3 rebalance intervals when every acquire takes 50 ms', async () => {
     // A loaded store: 50 ms per acquire. Taken one after another, 40 units take 2 s, 6 rebalance
     // intervals, while the member neither re-plans nor gives anything up.
