@@ -1,7 +1,13 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidArgumentError, readOnce, validateCallOptions } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
-import { Attr, LIST_INDEX_ATTRIBUTES, validateListIndex, validatePartitionKey } from './lease-item.js'
+import {
+  Attr,
+  LIST_INDEX_ATTRIBUTES,
+  validateListIndex,
+  validatePartitionKey,
+  validateTableName,
+} from './lease-item.js'
 
 /** The table {@link createLeaseTable} creates unless told otherwise. */
 export const DEFAULT_LEASE_TABLE = 'worklease_leases'
@@ -161,9 +167,7 @@ export async function createLeaseTable(
     signal,
   } = read
   if (typeof client?.send !== 'function') throw new InvalidArgumentError('client must be a DynamoDBClient')
-  if (typeof tableName !== 'string' || tableName.length === 0) {
-    throw new InvalidArgumentError('options.table must be a non-empty string')
-  }
+  validateTableName(tableName, 'options.table')
   validatePartitionKey(partitionKey)
   validateListIndex(listIndex)
   if (typeof ifNotExists !== 'boolean')

@@ -46,6 +46,7 @@ import {
 import type { DynamoClient } from './dynamo-client.js'
 import {
   Attr,
+  isTableName,
   LIST_KEY,
   stateBytesLimit,
   validateListIndex,
@@ -67,7 +68,8 @@ export interface DynamoBackendOptions {
   client: DynamoClient
   /**
    * The table, with a string partition key named {@link DynamoBackendOptions.partitionKey} and no
-   * sort key; `createLeaseTable` makes one.
+   * sort key; `createLeaseTable` makes one. Its name (3 to 255 of A-Z a-z 0-9 _ . -) or its ARN; any
+   * other string is an `InvalidArgumentError` at construction, as DynamoDB would refuse it.
    *
    * ```ts
    * const backend = new DynamoBackend({ client, table: 'prod-leases' })
@@ -131,8 +133,9 @@ export interface DynamoBackendOptions {
    * (PartiQL `UPDATE`s, each under its own condition, each with its own outcome), so a `Leaser`
    * holding many leases sends one request per 25 renewals instead of one per lease. DynamoDB and
    * DynamoDB Local run it; set `false` for a server without PartiQL (dynalite), and the `Leaser`
-   * renews each lease with its own `UpdateItem`. A partition key name holding a double quote cannot
-   * be named in PartiQL here: then it is not declared either. Default: `true`.
+   * renews each lease with its own `UpdateItem`. PartiQL takes no table ARN, and a partition key
+   * name holding a double quote cannot be named in it here: with either, it is not declared.
+   * Default: `true`.
    *
    * ```ts
    * const backend = new DynamoBackend({ client, table: 'leases', renewMany: false })
@@ -227,7 +230,9 @@ export class DynamoBackend implements Backend {
     this.#listIndex = listIndex
     if (typeof renewMany !== 'boolean') throw new InvalidArgumentError('renewMany must be a boolean')
     this.#renewStatement =
-      renewMany && !partitionKey.includes('"') ? renewStatement(table, partitionKey) : undefined
+      renewMany && isTableName(table) && !partitionKey.includes('"')
+        ? renewStatement(table, partitionKey)
+        : undefined
     this.capabilities = Object.freeze({
       clock: 'client',
       maxStateBytes,

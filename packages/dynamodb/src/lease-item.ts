@@ -103,9 +103,26 @@ export function validateListIndex(listIndex: unknown): asserts listIndex is stri
   }
 }
 
-/** Checks a table name (or table ARN, which DynamoDB also accepts) given to the backend. */
-export function validateTableName(tableName: unknown): asserts tableName is string {
+// DynamoDB's rules for a table name, and for a table ARN (which it also takes in place of a name).
+const TABLE_NAME = /^[A-Za-z0-9_.-]{3,255}$/
+const TABLE_ARN = /^arn:[a-z0-9-]+:dynamodb:[a-z0-9-]*:[0-9]*:table\/[A-Za-z0-9_.-]{3,255}$/
+
+/** Whether `table` is a table's name, not its ARN: PartiQL statements take only a name. */
+export function isTableName(table: string): boolean {
+  return TABLE_NAME.test(table)
+}
+
+/**
+ * Checks a table name (3 to 255 of A-Z a-z 0-9 _ . -) or table ARN, as DynamoDB would at the first
+ * request: nothing else reaches a request, or renewMany's PartiQL statement, where the name is quoted.
+ */
+export function validateTableName(tableName: unknown, name = 'table'): asserts tableName is string {
   if (typeof tableName !== 'string' || tableName.length === 0) {
-    throw new InvalidArgumentError('table must be a non-empty string')
+    throw new InvalidArgumentError(`${name} must be a non-empty string`)
+  }
+  if (!TABLE_NAME.test(tableName) && !TABLE_ARN.test(tableName)) {
+    throw new InvalidArgumentError(
+      `${name} must be a table name (3 to 255 of A-Z a-z 0-9 _ . -) or a table ARN, got ${JSON.stringify(tableName.slice(0, 300))}`,
+    )
   }
 }

@@ -62,7 +62,7 @@ test('with listIndex, a global index keyed by listKey and the workId that projec
       NonKeyAttributes: ['fencingToken', 'holderId', 'expiresAt', 'released', 'stateBytes'],
     },
   })
-  await expect(createLeaseTable(client, { table: 'x', listIndex: '' })).rejects.toThrow(/listIndex/)
+  await expect(createLeaseTable(client, { table: 'tbl', listIndex: '' })).rejects.toThrow(/listIndex/)
 })
 
 test('bad options are INVALID_ARGUMENT before any request: a NaN timeout would poll forever', async () => {
@@ -79,17 +79,19 @@ test('bad options are INVALID_ARGUMENT before any request: a NaN timeout would p
     },
   })
   for (const options of [
-    { table: 'x', timeoutMs: Number.NaN },
-    { table: 'x', timeoutMs: 'x' },
-    { table: 'x', signal: 'x' },
-    { table: 'x', signal: { aborted: false } },
+    { table: 'tbl', timeoutMs: Number.NaN },
+    { table: 'tbl', timeoutMs: 'x' },
+    { table: 'tbl', signal: 'x' },
+    { table: 'tbl', signal: { aborted: false } },
+    { table: 'ab' },
+    { table: 'leases" x' },
     throwing,
   ]) {
     await expect(createLeaseTable(counting, options as never)).rejects.toMatchObject({
       code: 'INVALID_ARGUMENT',
     })
   }
-  await expect(createLeaseTable({} as never, { table: 'x' })).rejects.toMatchObject({
+  await expect(createLeaseTable({} as never, { table: 'tbl' })).rejects.toMatchObject({
     code: 'INVALID_ARGUMENT',
   })
   expect(requests).toBe(0)

@@ -12,7 +12,7 @@ import {
   type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
 import { DynamoBackend, type DynamoClient } from '../src/index.js'
 import {
   createTestTable,
@@ -339,19 +339,52 @@ describe('DynamoBackend on a real server', () => {
     expect(table.roundTrips()).toBe(sent + 1)
   })
 
+  test('a table named by its ARN works, without renewMany: PartiQL takes only a table name', async (context) => {
+    if (inject('dynamoIsDynalite')) {
+      console.warn(
+        '[worklease dynamodb] skipped on dynalite: it takes no table ARN where DynamoDB Local does',
+      )
+      context.skip()
+    }
+    const { Table } = await table.admin.send(new DescribeTableCommand({ TableName: table.tableName }))
+    const backend = table.open({ clock: manualClock() }, { table: Table!.TableArn!, renewMany: true })
+    expect(backend.capabilities.renewMany).toBeUndefined()
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    await backend.checkpoint(record, bytes('s'), 10_000)
+    await backend.renew(record, 10_000)
+    await backend.release(record)
+    const next = await backend.acquireWithCheckpoint('job-1', 'b', 10_000)
+    expect(next.checkpoint).toEqual({ state: bytes('s'), cleanHandoff: true })
+  })
+
   test('options are checked at construction', () => {
     const client = table.admin
-    expect(() => new DynamoBackend({ client, table: 't', maxStateBytes: 400 * 1024 })).toThrow(
+    expect(() => new DynamoBackend({ client, table: 'tbl', maxStateBytes: 400 * 1024 })).toThrow(
       /maxStateBytes/,
     )
-    expect(() => new DynamoBackend({ client, table: 't', partitionKey: 'state' })).toThrow(/partitionKey/)
+    expect(() => new DynamoBackend({ client, table: 'tbl', partitionKey: 'state' })).toThrow(/partitionKey/)
     expect(() => new DynamoBackend({ client, table: '' })).toThrow(/table must be/)
+    // What DynamoDB would refuse at the first request, and a name that would break renewMany's PartiQL
+    // statement out of its quotes, are refused here.
+    for (const bad of [
+      'ab',
+      'a b',
+      'leases" SET "x',
+      'x'.repeat(256),
+      'arn:aws:dynamodb:eu-west-1:1:table/a"b',
+    ]) {
+      expect(() => new DynamoBackend({ client, table: bad }), bad).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      )
+    }
+    const arn = 'arn:aws:dynamodb:eu-west-1:123456789012:table/leases'
+    expect(new DynamoBackend({ client, table: arn }).capabilities.clock).toBe('client')
     // The option's earlier name is refused by name, not as a missing table.
-    expect(() => new DynamoBackend({ client, tableName: 't' } as never)).toThrow(
+    expect(() => new DynamoBackend({ client, tableName: 'tbl' } as never)).toThrow(
       /tableName is now options.table/,
     )
-    expect(() => new DynamoBackend({ client, table: 't', listIndex: 'a b' })).toThrow(/listIndex/)
-    expect(new DynamoBackend({ client, table: 't', maxStateBytes: 1024 }).capabilities).toEqual({
+    expect(() => new DynamoBackend({ client, table: 'tbl', listIndex: 'a b' })).toThrow(/listIndex/)
+    expect(new DynamoBackend({ client, table: 'tbl', maxStateBytes: 1024 }).capabilities).toEqual({
       clock: 'client',
       maxStateBytes: 1024,
       crossConnectionAtomic: true,
@@ -361,15 +394,17 @@ describe('DynamoBackend on a real server', () => {
       revoke: true,
       renewMany: { maxRecords: 25 },
     })
-    expect(new DynamoBackend({ client, table: 't', listIndex: 'idx' }).capabilities.list).toBe(true)
+    expect(new DynamoBackend({ client, table: 'tbl', listIndex: 'idx' }).capabilities.list).toBe(true)
     // Off for a server without PartiQL, and for a partition key PartiQL cannot be given here.
-    expect(new DynamoBackend({ client, table: 't', renewMany: false }).capabilities.renewMany).toBeUndefined()
     expect(
-      new DynamoBackend({ client, table: 't', partitionKey: 'a"b' }).capabilities.renewMany,
+      new DynamoBackend({ client, table: 'tbl', renewMany: false }).capabilities.renewMany,
     ).toBeUndefined()
-    expect(() => new DynamoBackend({ client, table: 't', renewMany: 'yes' } as never)).toThrow(/renewMany/)
     expect(
-      () => new DynamoBackend({ client, table: 't', returnValuesOnConditionCheckFailure: 'no' } as never),
+      new DynamoBackend({ client, table: 'tbl', partitionKey: 'a"b' }).capabilities.renewMany,
+    ).toBeUndefined()
+    expect(() => new DynamoBackend({ client, table: 'tbl', renewMany: 'yes' } as never)).toThrow(/renewMany/)
+    expect(
+      () => new DynamoBackend({ client, table: 'tbl', returnValuesOnConditionCheckFailure: 'no' } as never),
     ).toThrow(/returnValuesOnConditionCheckFailure/)
   })
 
@@ -378,7 +413,7 @@ describe('DynamoBackend on a real server', () => {
     let reads = 0
     const lying = {
       client,
-      table: 't',
+      table: 'tbl',
       get listIndex() {
         reads++
         return reads === 1 ? 'idx' : 5
