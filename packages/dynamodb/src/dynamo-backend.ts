@@ -30,6 +30,7 @@ import {
   type RecordArgs,
   type RenewOutcome,
   type RevokeOptions,
+  readClock,
   readOnce,
   recordExpiresAtMs,
   systemClock,
@@ -87,6 +88,7 @@ export interface DynamoBackendOptions {
   /**
    * The clock that decides expiry (DynamoDB has no server-side "now" in expressions, so every
    * process uses its own: keep hosts in sync and ttls well above the worst skew). Default: `Date.now`.
+   * A reading that is no time (NaN, an infinity) fails the call with a `RangeError`, sending nothing.
    *
    * ```ts
    * const backend = new DynamoBackend({ client, table: 'leases', clock: { now: () => Date.now() } })
@@ -267,7 +269,7 @@ export class DynamoBackend implements Backend {
   }
 
   async #take(args: AcquireArgs, withCheckpoint: boolean): Promise<{ record: LeaseRecord; item: Item }> {
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const expiresAtMs = now + args.ttlMs
     let output: { Attributes?: Item }
     try {
@@ -339,7 +341,7 @@ export class DynamoBackend implements Backend {
     if (token === undefined || holderId === undefined) return new LeaseHeldError(undefined, { cause })
     const fencingToken = BigInt(token)
     return leaseHeldBy(
-      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - this.#clock.now() },
+      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - readClock(this.#clock) },
       cause,
     )
   }
@@ -351,7 +353,7 @@ export class DynamoBackend implements Backend {
     options?: CheckpointOptions,
   ): Promise<void> {
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
-    const expiresAtMs = this.#clock.now() + args.ttlMs
+    const expiresAtMs = readClock(this.#clock) + args.ttlMs
     const sequenceNames = {
       '#ctok': Attr.checkpointToken,
       '#cseq': Attr.checkpointSequence,
@@ -410,7 +412,7 @@ export class DynamoBackend implements Backend {
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     const args = validateRenewArgs(record, ttlMs, options)
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const expiresAtMs = now + args.ttlMs
     // `#exp <= :exp`: a late-landing or shorter renew never moves a live lease's expiry back. DynamoDB
     // has no max(), so an expiry already later fails the condition and counts as success below.
@@ -446,7 +448,7 @@ export class DynamoBackend implements Backend {
     if (statement === undefined) throw new TypeError('renewMany is off: the backend declares no renewMany')
     const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
     if (args.records.length === 0) return []
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const expiresAtMs = now + args.ttlMs
     const output: { Responses?: { Error?: { Code?: string; Message?: string; Item?: Item } }[] } =
       await this.#send(
@@ -513,7 +515,7 @@ export class DynamoBackend implements Backend {
     // An update expression has no min(): the record's expiry is never later than the stored one (only
     // renewals move it, and only forward), so a release that comes late keeps the earlier expiry. Read
     // as the record was made: its Date is the caller's to change.
-    const past = Math.min(this.#clock.now() - 1, recordExpiresAtMs(args.record))
+    const past = Math.min(readClock(this.#clock) - 1, recordExpiresAtMs(args.record))
     await this.#updateIfValid(
       args,
       'SET #rel = :true, #exp = :past',
@@ -555,7 +557,7 @@ export class DynamoBackend implements Backend {
       )
     }
     const { prefix, cursor, limit } = args
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     // DynamoDB refuses a start key outside the key condition. A cursor before the prefix starts at
     // its first lease; one after every id with the prefix leaves nothing to read.
     const startAfter = cursor?.startsWith(prefix) ? cursor : undefined
@@ -643,7 +645,7 @@ export class DynamoBackend implements Backend {
    */
   async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     const args = validateRevokeArgs(workId, options)
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const expected = args.fencingToken
     try {
       await this.#send(

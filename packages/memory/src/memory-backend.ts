@@ -20,6 +20,7 @@ import {
   MAX_FENCING_TOKEN,
   type RenewOutcome,
   type RevokeOptions,
+  readClock,
   readOnce,
   systemClock,
   TokensExhaustedError,
@@ -45,7 +46,8 @@ export interface MemoryBackendOptions {
    */
   store?: MemoryStore
   /**
-   * The clock that decides expiry. Default: `Date.now`.
+   * The clock that decides expiry. Default: `Date.now`. A reading that is no time (NaN, an infinity)
+   * fails the call with a `RangeError`, changing nothing.
    *
    * ```ts
    * let now = 0
@@ -140,8 +142,9 @@ export class MemoryBackend implements Backend {
   }
 
   #take(args: AcquireArgs): StoredLease {
+    // The clock first: a reading that is no time fails the call before the store is touched.
+    const now = readClock(this.#clock)
     this.store.operations++
-    const now = this.#clock.now()
     const previous = this.store.leases.get(args.workId)
     if (previous && !previous.released && previous.expiresAtMs > now) {
       throw new LeaseHeldError(undefined, {
@@ -176,6 +179,7 @@ export class MemoryBackend implements Backend {
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options, {
       kept: true,
     })
+    const now = readClock(this.#clock)
     this.store.operations++
     const lease = this.#valid(args.record)
     if (args.sequence > lease.checkpointSequence) {
@@ -184,14 +188,14 @@ export class MemoryBackend implements Backend {
       lease.state = args.state
       lease.checkpointSequence = args.sequence
     }
-    lease.expiresAtMs = Math.max(lease.expiresAtMs, this.#clock.now() + args.ttlMs)
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
   }
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     const args = validateRenewArgs(record, ttlMs, options)
+    const now = readClock(this.#clock)
     this.store.operations++
     const lease = this.#valid(args.record)
-    const now = this.#clock.now()
     if (lease.expiresAtMs <= now) throw new LeaseExpiredError()
     lease.expiresAtMs = Math.max(lease.expiresAtMs, now + args.ttlMs)
   }
@@ -203,8 +207,8 @@ export class MemoryBackend implements Backend {
   ): Promise<RenewOutcome[]> {
     const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
     if (args.records.length === 0) return []
+    const now = readClock(this.#clock)
     this.store.operations++
-    const now = this.#clock.now()
     return args.records.map((record): RenewOutcome => {
       const lease = this.store.leases.get(record.workId)
       if (
@@ -223,8 +227,8 @@ export class MemoryBackend implements Backend {
 
   async list(options?: ListOptions): Promise<LeasePage> {
     const { prefix, cursor, limit } = validateListArgs(options)
+    const now = readClock(this.#clock)
     this.store.operations++
-    const now = this.#clock.now()
     const workIds = [...this.store.leases.keys()]
       .filter(
         (workId) => workId.startsWith(prefix) && (cursor === undefined || compareWorkIds(workId, cursor) > 0),
@@ -248,9 +252,9 @@ export class MemoryBackend implements Backend {
 
   async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     const args = validateRevokeArgs(workId, options)
+    const now = readClock(this.#clock)
     this.store.operations++
     const lease = this.store.leases.get(args.workId)
-    const now = this.#clock.now()
     if (!lease || lease.released || lease.expiresAtMs <= now) return false
     // Only the tenure the caller named, when it named one: a later holder's lease is not its to end.
     if (args.fencingToken !== undefined && lease.fencingToken !== args.fencingToken) return false
@@ -261,10 +265,11 @@ export class MemoryBackend implements Backend {
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     const args = validateRecordArgs(record, options)
+    const now = readClock(this.#clock)
     this.store.operations++
     const lease = this.#valid(args.record)
     lease.released = true
-    lease.expiresAtMs = Math.min(lease.expiresAtMs, this.#clock.now() - 1)
+    lease.expiresAtMs = Math.min(lease.expiresAtMs, now - 1)
   }
 
   async readCheckpoint(record: LeaseRecord, options?: CallOptions): Promise<CheckpointRead> {

@@ -21,6 +21,7 @@ import {
   MAX_ID_LENGTH,
   type RenewOutcome,
   type RevokeOptions,
+  readClock,
   readOnce,
   systemClock,
   TokensExhaustedError,
@@ -53,7 +54,8 @@ export interface MongoBackendOptions {
   /**
    * The clock that decides expiry (MongoDB has no server-side "now" that a plain update can compare
    * with, short of pipeline updates). Default: `Date.now`. Keep hosts' clocks in sync (NTP) and ttls
-   * well above the worst skew; release does not depend on it.
+   * well above the worst skew; release does not depend on it. A reading that is no time (NaN, an
+   * infinity) fails the call with a `RangeError`, sending nothing.
    *
    * ```ts
    * const backend = new MongoBackend({ collection, clock: { now: () => Date.now() } })
@@ -274,7 +276,7 @@ export class MongoBackend implements Backend {
     args: AcquireArgs,
     projection: { projection?: LeaseDocumentLike },
   ): Promise<{ record: LeaseRecord; document: LeaseDocumentLike }> {
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const expiresAtMs = now + args.ttlMs
     let document: LeaseDocumentLike | null
     try {
@@ -348,7 +350,7 @@ export class MongoBackend implements Backend {
     if (typeof document.holderId !== 'string') return new LeaseHeldError(undefined, { cause })
     const { holderId } = document
     return leaseHeldBy(
-      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - this.#clock.now() },
+      { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - readClock(this.#clock) },
       cause,
     )
   }
@@ -362,7 +364,7 @@ export class MongoBackend implements Backend {
     const args = validateCheckpointArgs(record, state, ttlMs, this.capabilities.maxStateBytes, options)
     const { fencingToken } = args.record
     // $max, not $set: a checkpoint that lands late, or has a shorter ttl, never shortens the lease.
-    const extend = { $max: { expiresAt: new Date(this.#clock.now() + args.ttlMs) } }
+    const extend = { $max: { expiresAt: new Date(readClock(this.#clock) + args.ttlMs) } }
     const stored = await this.#collection.updateOne(
       {
         ...validFilter(args.record),
@@ -388,7 +390,7 @@ export class MongoBackend implements Backend {
 
   async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions): Promise<void> {
     const args = validateRenewArgs(record, ttlMs, options)
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const result = await this.#collection.updateOne(
       { ...validFilter(args.record), expiresAt: { $gt: new Date(now) } },
       // $max: a late-landing or shorter renew never moves a live lease's expiry back.
@@ -419,7 +421,7 @@ export class MongoBackend implements Backend {
     const result = await renewManyUpdate(this.#collection, {
       records: args.records,
       holderId: args.holderId,
-      now: this.#clock.now(),
+      now: readClock(this.#clock),
       ttlMs: args.ttlMs,
       options: writeOptions(args),
     })
@@ -444,7 +446,7 @@ export class MongoBackend implements Backend {
       )
       .toArray()
     const byId = new Map(valid.map((document) => [document._id, document]))
-    const readAt = this.#clock.now()
+    const readAt = readClock(this.#clock)
     return args.records.map((record): RenewOutcome => {
       const document = byId.get(record.workId)
       if (!document || toToken(document.fencingToken) !== record.fencingToken) return 'fenced'
@@ -455,7 +457,7 @@ export class MongoBackend implements Backend {
 
   async release(record: LeaseRecord, options?: CallOptions): Promise<void> {
     const args = validateRecordArgs(record, options)
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const result = await this.#collection.updateOne(
       validFilter(args.record),
       {
@@ -484,7 +486,7 @@ export class MongoBackend implements Backend {
       ...(args.cursor === undefined ? {} : { $gt: args.cursor }),
       ...(upper === undefined ? {} : { $lt: upper }),
     }
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     let documents: LeaseDocumentLike[]
     try {
       documents = await this.#collection
@@ -536,7 +538,7 @@ export class MongoBackend implements Backend {
    */
   async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     const args = validateRevokeArgs(workId, options)
-    const now = this.#clock.now()
+    const now = readClock(this.#clock)
     const filter: LeaseDocumentLike = { _id: args.workId, released: false, expiresAt: { $gt: new Date(now) } }
     if (args.fencingToken !== undefined) filter.fencingToken = args.fencingToken
     const result = await this.#collection.updateOne(

@@ -1,6 +1,7 @@
 /**
  * A source of wall-clock time in epoch milliseconds. Client-clock backends take one so that tests
- * (and the testkit's skew cases) can run each simulated process on its own clock.
+ * (and the testkit's skew cases) can run each simulated process on its own clock, and read it with
+ * {@link readClock}, which refuses a reading that is no time.
  *
  * ```ts
  * const backend = new MemoryBackend({ clock: { now: () => Date.now() + 250 } })
@@ -8,6 +9,31 @@
  */
 export interface Clock {
   now(): number
+}
+
+/**
+ * The largest clock reading a backend works with, in either direction: a lease's expiry (`now + ttl`)
+ * and a release's past (`now - 1`) stay valid Dates from it.
+ */
+export const MAX_CLOCK_MS = 8.64e15 - 2 ** 31
+
+/**
+ * Reads `clock` for a client-clock backend, refusing what is no time: NaN (it compares false with
+ * every expiry, so a lease written from it is never live, or never ends), an infinity, a reading past
+ * {@link MAX_CLOCK_MS}, anything but a number. That is a fault of the backend's clock, not of the
+ * call's input nor a lease outcome: a `RangeError`, before anything is sent or stored.
+ *
+ * ```ts
+ * const now = readClock(this.#clock)
+ * ```
+ */
+export function readClock(clock: Clock): number {
+  const now = clock.now()
+  // One comparison pair rejects NaN, both infinities, out-of-range numbers and (typeof) the rest.
+  if (typeof now !== 'number' || !(now >= -MAX_CLOCK_MS && now <= MAX_CLOCK_MS)) {
+    throw new RangeError(`the backend's clock read ${String(now)}, not a time in epoch ms`)
+  }
+  return now
 }
 
 /** The process clock. */

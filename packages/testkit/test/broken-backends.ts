@@ -718,6 +718,12 @@ const broken: Record<string, BrokenBackendClass> = {
       return super.revoke(workId, options)
     }
   },
+  'a clock that reads no time taken as epoch 0': class extends ForwardingBackend {
+    constructor(store: MemoryStore, clock: Clock) {
+      // `Number(x) || 0`: a common way to "make sure" of a number, which turns NaN into 1970.
+      super(new MemoryBackend({ store, clock: { now: () => Number(clock.now()) || 0 } }))
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -796,6 +802,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list calling a released lease free only once it expires': 'skew',
   'revoke ending a released lease that its clock calls live': 'skew',
   "release reading the expiry from the record's Date": 'release',
+  'a clock that reads no time taken as epoch 0': 'skew',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

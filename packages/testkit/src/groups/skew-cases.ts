@@ -1,4 +1,5 @@
-import { check, checkEqual, checkRejects } from '../assertions.js'
+import { isWorkleaseError } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, rejection } from '../assertions.js'
 import { LONG_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -102,6 +103,41 @@ export const skewCases: CaseDefinition[] = [
         true,
         'cleanHandoff after the refused revokes',
       )
+    },
+  },
+  {
+    name: 'a client clock that reads no usable time fails each call, and nothing stored changes',
+    unsupported: needsClientClock,
+    async run(c) {
+      // NaN compares false with everything: a backend that wrote `now + ttl` from such a clock would
+      // store a lease nobody sees as live, or one that never expires.
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const readings: unknown[] = [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 9e15, '1']
+      for (const reading of readings) {
+        const broken = await c.harness.open({ clock: { now: () => reading as number } })
+        const what = `with a clock reading ${String(reading)}`
+        const calls: [string, () => Promise<unknown>][] = [
+          ['acquire of a free workId', () => broken.acquire(c.workId('free'), 'holder-b', LONG_TTL_MS)],
+          ['renew', () => broken.renew(record, LONG_TTL_MS)],
+          ['checkpoint', () => broken.checkpoint(record, bytes('late'), LONG_TTL_MS)],
+          ['release', () => broken.release(record)],
+        ]
+        for (const [call, action] of calls) {
+          const error = await rejection(action, `${call} ${what}`)
+          check(
+            !isWorkleaseError(error) || error.code === 'INVALID_ARGUMENT',
+            `${call} ${what}: a broken clock is a failure, not a lease outcome; got ${String(error)}`,
+          )
+        }
+        await checkRejects(
+          () => c.backend.acquire(workId, 'holder-c', LONG_TTL_MS),
+          'LEASE_HELD',
+          `the lease, after calls ${what}`,
+        )
+      }
+      await c.backend.renew(record, LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(record)).state, null, 'state after the failed calls')
     },
   },
 ]
