@@ -254,6 +254,19 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
+  // A record op of a holder acknowledged on token t before that holder's acknowledged acquire of t was
+  // sent: an earlier acquire of its (one whose reply was lost) had t already, so two acquires got it.
+  for (const a of acquiresOk) {
+    const p = proof.get(a.token!)
+    if (p && p.holder === a.holder && p.complete < a.invoke) {
+      add(
+        'duplicate-token',
+        `token ${a.token} was used by ${a.holder} (its ${p.op} was acknowledged) before the acquire acknowledged with it was sent: two acquires got it`,
+        [p, a],
+      )
+    }
+  }
+
   // 2. Tokens increase in real-time order: an acquire that began after another ended has a larger token.
   const byComplete = [...acquiresOk].sort((x, y) => x.complete - y.complete)
   const byInvoke = [...acquiresOk].sort((x, y) => x.invoke - y.invoke)
@@ -442,14 +455,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     return lo > 0 && hiddenReach[lo - 1]! > from
   }
 
-  // Per token, the op whose return proves its lease certainly ended: a later token's, or its release.
+  // Per token, the op whose return proves its lease certainly ended: a later token's, its release, or
+  // a FENCED answer on it (taken over, released or revoked: validity never comes back).
   const ended = new Map<bigint, Op>()
+  const fencedAt = new Map<bigint, number>()
   for (const t of tokens) {
     const same = opsByToken.get(t)!
-    // When the lease of token t certainly ended: superseded, or released by an acknowledged release.
+    // When the lease of token t certainly ended: superseded, released by an acknowledged release, or
+    // answered FENCED.
     let end = laterProof.get(t)
     for (const r of same) {
-      if (r.op === 'release' && r.outcome === 'ok' && (!end || r.complete < end.complete)) end = r
+      const fenced = r.outcome === 'fail' && r.code === 'FENCED'
+      if (fenced) fencedAt.set(t, Math.min(fencedAt.get(t) ?? Number.POSITIVE_INFINITY, r.complete))
+      if ((fenced || (r.op === 'release' && r.outcome === 'ok')) && (!end || r.complete < end.complete))
+        end = r
     }
     if (end) ended.set(t, end)
     // The earliest moment something may have ended it: an acquire of a later known token (acknowledged
@@ -464,7 +483,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       if (x.op === 'acquire') continue
       // 4. No record op succeeds after its lease certainly ended (taken over or released).
       if (provesValid(x) && end && end !== x && x.invoke > end.complete) {
-        const what = end.op === 'release' && end.token === t ? 'released' : `superseded by token ${end.token}`
+        const what =
+          end.token !== t
+            ? `superseded by token ${end.token}`
+            : end.outcome === 'fail'
+              ? `answered FENCED (its ${end.op})`
+              : 'released'
         add('valid-after-end', `${x.op} with token ${t} succeeded after the lease was ${what}`, [end, x])
       }
       // 5. FENCED only if something could have ended the lease before the reply.
@@ -474,6 +498,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
           `${x.op} with token ${t} was FENCED while nothing could have ended its lease`,
           [x],
         )
+      }
+      // 12a. LEASE_EXPIRED is renew's answer only: a checkpoint revives an expired lease nobody took.
+      if (x.op !== 'renew' && x.outcome === 'fail' && x.code === 'LEASE_EXPIRED') {
+        add('expired-while-live', `${x.op} of token ${t} answered LEASE_EXPIRED, which only renew answers`, [
+          x,
+        ])
       }
       if (x.op !== 'renew') continue
       // 11. A renew is acknowledged only before the expiry (a checkpoint may revive an expired lease;
@@ -578,9 +608,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // Loops below go over the tokens that occur, never over every value in between: a token may be huge.
   const okTokens = [...okByToken.keys()].sort(compareTokens)
   const cleanByToken = new Map<bigint, Op>()
+  // Nothing stores "no state": once a read returned some, every read begun later returns some.
+  const firstStateRead = ops
+    .filter((r) => isRead(r) && r.read !== null)
+    .reduce<Op | undefined>((first, r) => (!first || r.complete < first.complete ? r : first), undefined)
   for (const r of ops) {
     if (!isRead(r)) continue
     const t = r.token!
+    if (r.read === null && firstStateRead && firstStateRead.complete < r.invoke) {
+      add(
+        'stale-read',
+        `token ${t} read no state though a read had already returned ${JSON.stringify(firstStateRead.read)}`,
+        [firstStateRead, r],
+      )
+    }
     const source = r.read !== null ? sent.get(r.read) : undefined
     if (r.read !== null) {
       if (!source) {
@@ -641,11 +682,15 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         add('clean-handoff', 'token 1 (no previous lease) read cleanHandoff false', [r])
       // The store sets it as token t is acquired: a release that began after t certainly existed
       // (after this read returned, at the latest) found t-1 superseded and changed nothing.
-      const taken = evidence.get(t)?.complete ?? r.complete
+      // And one sent after t-1 was answered FENCED came after its lease had ended some other way.
+      const taken = Math.min(
+        evidence.get(t)?.complete ?? r.complete,
+        fencedAt.get(t - 1n) ?? Number.POSITIVE_INFINITY,
+      )
       if (t > 1n && r.clean && !previous.some((e) => mayHaveHappened(e) && e.invoke < taken)) {
         add(
           'clean-handoff',
-          `cleanHandoff true but token ${t - 1n} was not released before token ${t} was acquired`,
+          `cleanHandoff true but token ${t - 1n} was not released before token ${t} was acquired (or before it was answered FENCED)`,
           [...previous, r],
         )
       }

@@ -306,11 +306,11 @@ describe('checker', () => {
         op('acquire', { holder: 'X', invoke: 0, outcome: 'info' }),
         op('acquire', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 100 }),
         op('release', { holder: 'A', token: 1, invoke: 12, complete: 13 }),
-        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21, ttl: 1_000 }),
-        // Token 2 is valid: token 3 comes later, and X's lost acquire could only have taken token 1 or 2
-        // (both seen) or a token after 3.
+        op('acquire', { holder: 'B', token: 2, invoke: 20, complete: 21, ttl: 10 }),
+        // Token 2 is valid (expired at most: that is LEASE_EXPIRED): token 3 comes later, and X's lost
+        // acquire could only have taken token 1 or 2 (both seen) or a token after 3. (An acknowledged
+        // release of token 2 after this FENCED would be a second breach: validity never comes back.)
         op('renew', { holder: 'B', token: 2, invoke: 30, complete: 31, outcome: 'fail', code: 'FENCED' }),
-        op('release', { holder: 'B', token: 2, invoke: 40, complete: 41 }),
         op('acquire', { holder: 'C', token: 3, invoke: 50, complete: 51 }),
       ],
     ],
@@ -405,6 +405,90 @@ describe('checker', () => {
 
   test.each(blindSpots)('caught: %s (%s)', (_name, check, history) => {
     expect(checks(history())).toEqual([check])
+  })
+
+  // Found in session 26 by writing illegal histories one bug at a time (mutation testing of the checker).
+  const session26: [string, CheckName, () => Op[]][] = [
+    [
+      'the state goes back to none after a read returned it (nothing ever stores none)',
+      'stale-read',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 2, outcome: 'info' }),
+        op('readCheckpoint', { holder: 'A', token: 1, invoke: 10, complete: 11, read: 'A#1.0' }),
+        op('release', { holder: 'A', token: 1, invoke: 20, complete: 21 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 30, complete: 31, ttl: 1_000 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 32, complete: 33, read: null, clean: true }),
+      ],
+    ],
+    [
+      "a checkpoint answered LEASE_EXPIRED (renew's answer only: a checkpoint revives an expired lease)",
+      'expired-while-live',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+        op('checkpoint', {
+          holder: 'A',
+          token: 1,
+          value: 'A#1.0',
+          invoke: 500,
+          complete: 501,
+          outcome: 'fail',
+          code: 'LEASE_EXPIRED',
+        }),
+      ],
+    ],
+    [
+      'an acquire acknowledged with a token its holder already used (a second acquire got it)',
+      'duplicate-token',
+      () => [
+        op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 100 }),
+        op('readCheckpoint', { holder: 'A', token: 1, invoke: 10, complete: 11, read: null, clean: true }),
+        op('acquire', { holder: 'A', token: 1, invoke: 500, complete: 501, ttl: 100 }),
+      ],
+    ],
+    [
+      'cleanHandoff true though the only release was sent after its holder was FENCED',
+      'clean-handoff',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 60, ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 52, complete: 55, outcome: 'fail', code: 'FENCED' }),
+        op('release', { holder: 'A', token: 1, invoke: 56, outcome: 'info' }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 61, complete: 62, read: null, clean: true }),
+      ],
+    ],
+    [
+      'a checkpoint sent after its holder was FENCED surfaces',
+      'failed-checkpoint-visible',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 100, ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 52, complete: 55, outcome: 'fail', code: 'FENCED' }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.9', invoke: 70, outcome: 'info' }),
+        op('readCheckpoint', {
+          holder: 'B',
+          token: 2,
+          invoke: 101,
+          complete: 102,
+          read: 'A#1.9',
+          clean: false,
+        }),
+      ],
+    ],
+    [
+      'a record acknowledged again after the store answered FENCED on it (validity never comes back)',
+      'valid-after-end',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 60, complete: 61, outcome: 'fail', code: 'FENCED' }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 70, complete: 71 }),
+      ],
+    ],
+  ]
+
+  test.each(session26)('caught: %s (%s)', (_name, check, history) => {
+    expect(checks(history())).toContain(check)
   })
 
   test('an unknown-outcome acquire excuses what the token it may have taken explains', () => {
