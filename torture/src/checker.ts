@@ -28,6 +28,8 @@ export type CheckName =
   | 'pool-lost-checkpoint'
   | 'pool-released-but-lost'
   | 'pool-unclean-handoff'
+  | 'pool-misread'
+  | 'pool-rerun'
 
 export interface Violation {
   readonly check: CheckName

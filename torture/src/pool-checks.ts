@@ -146,6 +146,11 @@ class UnitHistory {
  * - `pool-released-but-lost`: the pool reports a unit `released` only when its release ended the lease
  *   as released; one whose release never landed (FENCED, or the store failing until the deadline) is
  *   reported `lost`, since its successor reads `cleanHandoff: false`.
+ * - `pool-misread`: a handler is given the state and cleanHandoff one of its Leaser's store reads of
+ *   that token returned (its readCheckpoint, or the acquire that read it).
+ * - `pool-rerun`: a handler runs once per token: a Leaser never hands out a lease twice (a second read
+ *   under one token is a lease adopted again after it was let go).
+ * - `pool-overlap` also covers a yes after the member's own release of the token was acknowledged.
  * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`)
  *   is read by the next token with `cleanHandoff: true` and the giver's last checkpoint, when that
  *   checkpoint was acknowledged. The next token read it first thing, so nothing else can have been
@@ -186,6 +191,8 @@ export function checkPool(
 
   // The last yes per lease and holder: the end of that handler's run.
   const lastHeld = new Map<string, Step>()
+  // Per lease and holder, its handler's first read: a second is a second run under one token.
+  const firstRead = new Map<string, Extract<PoolLine, { e: 'read' }>>()
   for (const line of lines) {
     if (line.e === 'member') {
       if (line.what === 'joined') summary.joined++
@@ -197,6 +204,31 @@ export function checkPool(
       summary.runs++
       const history = historyOf(line.w)
       const token = BigInt(line.tok)
+      const key = `${line.w}\u0000${line.tok}\u0000${line.h}`
+      const earlier = firstRead.get(key)
+      if (earlier) {
+        violations.push({
+          check: 'pool-rerun',
+          workId: line.w,
+          message: `${line.h} ran token ${token} twice (its handler read at t=${earlier.t.toFixed(1)} and t=${line.t.toFixed(1)}): a Leaser never hands out one lease twice`,
+          ops: readsOf(history, token, line.h),
+        })
+      } else firstRead.set(key, line)
+      // What the handler was given is what one of the store's reads returned (the Leaser's own
+      // readCheckpoint, or its acquire's), when the history has them.
+      const storeReads = (history.byToken.get(token) ?? []).filter((op) => isRead(op) && op.holder === line.h)
+      if (
+        storeReads.length > 0 &&
+        !storeReads.some((op) => op.read === line.read && op.clean === line.clean)
+      ) {
+        const returned = storeReads.map((op) => `${JSON.stringify(op.read)} (cleanHandoff ${op.clean})`)
+        violations.push({
+          check: 'pool-misread',
+          workId: line.w,
+          message: `${line.h}'s handler of token ${token} was given ${JSON.stringify(line.read)} (cleanHandoff ${line.clean}), but the store returned ${returned.join(', ')}`,
+          ops: storeReads,
+        })
+      }
       const newest = history.newestAcknowledgedBefore(token)
       if (!newest || line.read === newest.value) continue
       const source = line.read === null ? undefined : history.sent.get(line.read)
@@ -271,11 +303,28 @@ export function checkPool(
     if (!seen || line.t > seen.t) lastHeld.set(key, line)
   }
 
+  // Lease.release() ends the lease locally before it sends anything: no yes after its reply.
+  const ownReleaseBefore = (history: UnitHistory, end: Step): Op | undefined =>
+    (history.byToken.get(BigInt(end.tok)) ?? []).find(
+      (op) =>
+        op.holder === end.h && op.op === 'release' && op.outcome === 'ok' && op.complete + tolerance < end.t,
+    )
   for (const end of lastHeld.values()) {
     const history = historyOf(end.w)
     const token = BigInt(end.tok)
     const successor = history.successorFrom(token + 1n)
-    if (!successor || !(successor.complete + tolerance < end.t)) continue
+    if (!successor || !(successor.complete + tolerance < end.t)) {
+      const release = ownReleaseBefore(history, end)
+      if (release) {
+        violations.push({
+          check: 'pool-overlap',
+          workId: end.w,
+          message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - release.complete).toFixed(1)} ms after its own release was acknowledged`,
+          ops: [release],
+        })
+      }
+      continue
+    }
     if (options.clientClock) {
       // As in the runner's check: expiry was computed on the holder's skewed clock, and the successor
       // compared it with its own. Any extension of the holder's that may have landed counts.
@@ -286,7 +335,7 @@ export function checkPool(
         holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
       }
       const skew = successorOffset(successor, history.lostAcquires) - holderOffset
-      if (skew > end.margin - tolerance) {
+      if (skew > end.margin - tolerance && !ownReleaseBefore(history, end)) {
         summary.overlapsBeyondMargin++
         continue
       }

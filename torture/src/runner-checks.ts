@@ -39,7 +39,7 @@ const extends_ = (op: Op) =>
 /**
  * The runner's own claims, checked against the recorded backend history:
  * - `held-after-takeover`: `lease.held` said yes although, before it was asked, a successor's acquire
- *   (a larger token on the same workId) had been acknowledged. The Leaser's local deadline is the
+ *   (a larger token on the same workId) had been acknowledged, or the holder's own release of it had. The Leaser's local deadline is the
  *   start of its last successful extension + ttl - safetyMarginMs on the monotonic clock, and the
  *   store cannot have let the lease go before that extension's start + ttl, so this can only happen
  *   with a broken deadline, or on a client-clock backend with skew beyond the margin (counted apart).
@@ -133,7 +133,8 @@ function wrongBelief(
   if (!index) return undefined
   const token = BigInt(belief.tok)
   const successor = index.successorAfter(token + 1n)
-  if (!successor || !(successor.complete + tolerance < belief.t)) return undefined
+  if (!successor || !(successor.complete + tolerance < belief.t))
+    return heldAfterRelease(belief, index, tolerance)
   // The holder's last extension the Leaser can have counted: its deadline is no later than this
   // one's start + ttl - margin, and the store's expiry is no earlier than its start + ttl.
   let last: Op | undefined
@@ -152,7 +153,7 @@ function wrongBelief(
       holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
     }
     const skew = successorOffset(successor, index.lostAcquires) - holderOffset
-    if (skew > belief.margin - tolerance) return 'beyond-margin'
+    if (skew > belief.margin - tolerance) return heldAfterRelease(belief, index, tolerance) ?? 'beyond-margin'
   }
   return {
     check: 'held-after-takeover',
@@ -161,5 +162,26 @@ function wrongBelief(
       `lease.held was true for ${belief.h} (token ${token}, ttl ${belief.ttl}, margin ${belief.margin}) at ` +
       `t=${belief.t.toFixed(1)}, ${(belief.t - successor.complete).toFixed(1)} ms after ${describeSuccessor(successor)}`,
     ops: last ? [last, successor] : [successor],
+  }
+}
+
+/** Lease.release() ends the lease locally before it sends anything: no yes after its reply. */
+function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): Violation | undefined {
+  const token = BigInt(belief.tok)
+  const release = (index.byToken.get(token) ?? []).find(
+    (op) =>
+      op.holder === belief.h &&
+      op.op === 'release' &&
+      op.outcome === 'ok' &&
+      op.complete + tolerance < belief.t,
+  )
+  if (!release) return undefined
+  return {
+    check: 'held-after-takeover',
+    workId: belief.w,
+    message:
+      `lease.held was true for ${belief.h} (token ${token}) at t=${belief.t.toFixed(1)}, ` +
+      `${(belief.t - release.complete).toFixed(1)} ms after its own release was acknowledged`,
+    ops: [release],
   }
 }

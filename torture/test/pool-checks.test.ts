@@ -51,7 +51,7 @@ const step = (h: string, tok: number, t: number, held = true, off = 0): PoolLine
 })
 
 const lines = (
-  changes: { bRead?: string | null; extra?: PoolLine[]; confirmed?: boolean } = {},
+  changes: { bRead?: string | null; bClean?: boolean; extra?: PoolLine[]; confirmed?: boolean } = {},
 ): PoolLine[] => [
   { e: 'member', h: 'A', t: 0, what: 'joined' },
   { e: 'read', h: 'A', w: W, tok: '1', t: 3, read: null, clean: true },
@@ -67,7 +67,7 @@ const lines = (
     tok: '2',
     t: 43,
     read: changes.bRead === undefined ? 'A#1.2' : changes.bRead,
-    clean: true,
+    clean: changes.bClean ?? true,
   },
   step('B', 2, 50),
   ...(changes.extra ?? []),
@@ -96,7 +96,8 @@ describe('pool checks', () => {
 
     test('a no from lease.held after the takeover is no run; a takeover in flight or within the 25 ms slack proves nothing', () => {
       expect(
-        checks(lines({ extra: [step('A', 1, 100, false), step('A', 1, 41), step('A', 1, 60)] }), store()),
+        // (A's own release returned at 32: a yes after 57 would be a run past that, caught apart.)
+        checks(lines({ extra: [step('A', 1, 100, false), step('A', 1, 41), step('A', 1, 56)] }), store()),
       ).toEqual([])
     })
 
@@ -144,33 +145,49 @@ describe('pool checks', () => {
     })
 
     test('client clock: skew beyond the margin is counted apart, within it a violation', () => {
-      const ahead = store().map((o) =>
-        o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
-      )
+      // A kept the unit (no release of its own): B's clock, 500 ms ahead, let B in early.
+      const ahead = store()
+        .filter((o) => o.op !== 'release')
+        .map((o) =>
+          o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
+        )
       const beyond = checkPool(lines({ extra: [step('A', 1, 100)] }), ahead, { clientClock: true })
       expect(beyond.violations).toEqual([])
       expect(beyond.summary.overlapsBeyondMargin).toBe(1)
+      // No skew excuses a yes after the member's own release returned.
+      const released = store().map((o) =>
+        o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
+      )
+      expect(checks(lines({ extra: [step('A', 1, 100)] }), released, true)).toEqual(['pool-overlap'])
       expect(checks(lines({ extra: [step('A', 1, 100)] }), store(), true)).toEqual(['pool-overlap'])
     })
   })
 
   describe('pool-lost-checkpoint: a successor reads the newest acknowledged checkpoint', () => {
     test('reading an older checkpoint than the newest acknowledged one is caught', () => {
-      expect(checks(lines({ bRead: 'A#1.1' }), store())).toEqual(['pool-lost-checkpoint'])
+      // The giver handed off by consent, so pool-unclean-handoff judges the same read.
+      expect(checks(lines({ bRead: 'A#1.1' }), store({ bRead: 'A#1.1' })).sort()).toEqual([
+        'pool-lost-checkpoint',
+        'pool-unclean-handoff',
+      ])
     })
 
     test('reading nothing although a checkpoint was acknowledged is caught', () => {
-      expect(checks(lines({ bRead: null }), store())).toEqual(['pool-lost-checkpoint'])
+      // The giver handed off by consent, so pool-unclean-handoff judges the same read.
+      expect(checks(lines({ bRead: null }), store({ bRead: null })).sort()).toEqual([
+        'pool-lost-checkpoint',
+        'pool-unclean-handoff',
+      ])
     })
 
     test('a checkpoint sent later whose reply was lost may be what the successor reads', () => {
-      const ops = [
-        ...store(),
+      const ops = (bRead: string) => [
+        ...store({ bRead }),
         op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.3', invoke: 28.5, outcome: 'info' }),
       ]
-      expect(checks(lines({ bRead: 'A#1.3' }), ops)).toEqual([])
+      expect(checks(lines({ bRead: 'A#1.3' }), ops('A#1.3'))).toEqual([])
       // ... but not one sent before the newest acknowledged one.
-      expect(checks(lines({ bRead: 'A#1.1' }), ops)).toEqual(['pool-lost-checkpoint'])
+      expect(checks(lines({ bRead: 'A#1.1' }), ops('A#1.1'))).toEqual(['pool-lost-checkpoint'])
     })
 
     // A checkpoint sent after its lease had certainly ended was fenced, whatever became of its reply,
@@ -282,7 +299,7 @@ describe('pool checks', () => {
       // The release never landed (say it was refused as FENCED): the successor reads an unclean
       // handoff, which is the loss's doing, not a second violation.
       const ops = store({ bClean: false }).filter((o) => o.op !== 'release')
-      expect(checks(lines({ confirmed: false }), ops)).toEqual(['pool-released-but-lost'])
+      expect(checks(lines({ confirmed: false, bClean: false }), ops)).toEqual(['pool-released-but-lost'])
     })
   })
 
@@ -290,7 +307,7 @@ describe('pool checks', () => {
     test('the successor reading cleanHandoff false after a consent handoff is caught', () => {
       // The pool released nothing in the store (say it abandoned the lease instead): no release op.
       const ops = store({ bClean: false }).filter((o) => o.op !== 'release')
-      expect(checks(lines(), ops)).toEqual(['pool-unclean-handoff'])
+      expect(checks(lines({ bClean: false }), ops)).toEqual(['pool-unclean-handoff'])
     })
 
     test("the successor's store read missing the giver's last acknowledged checkpoint is caught", () => {
@@ -312,8 +329,42 @@ describe('pool checks', () => {
     test('the next token read by a lost acquire is not judged (the handoff was clean, then that lease expired)', () => {
       const ops = store({ bClean: false }).map((o) => (o.holder === 'B' ? { ...o, token: 3n } : o))
       ops.push(op('acquire', { workId: W, holder: 'C', invoke: 35, outcome: 'info' }))
-      const poolLines = lines().map((l) => (l.e !== 'member' && l.h === 'B' ? { ...l, tok: '3' } : l))
+      const poolLines = lines({ bClean: false }).map((l) =>
+        l.e !== 'member' && l.h === 'B' ? { ...l, tok: '3' } : l,
+      )
       expect(checks(poolLines, ops)).toEqual([])
+    })
+  })
+
+  // Found in session 26 by writing illegal histories one bug at a time (mutation testing of the checker).
+  describe('what a handler is told, and how often it runs under one token', () => {
+    test('a handler told cleanHandoff true where the store said false is caught', () => {
+      expect(checks(lines({ bClean: true }), store({ bClean: false }))).toContain('pool-misread')
+    })
+
+    test('a handler given another state than the store returned is caught', () => {
+      // Told an older state than the newest acknowledged one, it is a lost checkpoint too.
+      expect(checks(lines({ bRead: 'A#1.1' }), store()).sort()).toEqual([
+        'pool-lost-checkpoint',
+        'pool-misread',
+      ])
+    })
+
+    test('a handler working on after its own release was acknowledged is caught', () => {
+      // A's release landed at 32; B has not taken over, but A may not work on: the lease is gone.
+      const ops = store().filter((o) => o.holder === 'A')
+      const poolLines = lines().filter((l) => l.e === 'member' || l.h === 'A')
+      expect(checks([...poolLines, step('A', 1, 80)], ops)).toEqual(['pool-overlap'])
+      expect(checks(poolLines, ops)).toEqual([])
+    })
+
+    test('a second run of one unit under one token (a lease adopted again after it was let go) is caught', () => {
+      expect(
+        checks(
+          lines({ extra: [{ e: 'read', h: 'A', w: W, tok: '1', t: 35, read: null, clean: true }] }),
+          store(),
+        ),
+      ).toContain('pool-rerun')
     })
   })
 })

@@ -130,4 +130,14 @@ describe('runner checks', () => {
       refusedByFence: 2,
     })
   })
+
+  // Found in session 26 by writing illegal histories one bug at a time (mutation testing of the checker).
+  test('held after its own release was acknowledged is caught, with no successor', () => {
+    const ops = [
+      ...history().filter((o) => o.holder === 'A'),
+      op('release', { holder: 'A', token: 1, invoke: 60, complete: 62 }),
+    ]
+    expect(checks([belief(58)], ops)).toEqual([])
+    expect(checks([belief(100)], ops)).toEqual(['held-after-takeover'])
+  })
 })
