@@ -68,10 +68,11 @@ export function checkRunner(
   for (const op of ops) {
     let index = byWork.get(op.workId)
     if (!index) {
-      index = { byToken: new Map(), lostAcquires: [], successorAfter: () => undefined }
+      index = { byToken: new Map(), lostAcquires: [], heldAnswers: [], successorAfter: () => undefined }
       byWork.set(op.workId, index)
     }
     if (op.op === 'acquire' && op.outcome === 'info') index.lostAcquires.push(op)
+    if (op.op === 'acquire' && op.outcome === 'fail' && op.code === 'LEASE_HELD') index.heldAnswers.push(op)
     if (op.token === null) continue
     const list = index.byToken.get(op.token) ?? []
     list.push(op)
@@ -103,6 +104,8 @@ export function checkRunner(
 interface WorkIndex {
   byToken: Map<bigint, Op[]>
   lostAcquires: Op[]
+  /** Acquires answered LEASE_HELD: the Leaser adopts its own lease from one, its deadline from its start. */
+  heldAnswers: Op[]
   successorAfter: (token: bigint) => Op | undefined
 }
 
@@ -132,9 +135,12 @@ function wrongBelief(
 ): Violation | 'beyond-margin' | undefined {
   if (!index) return undefined
   const token = BigInt(belief.tok)
+  // Without a takeover to hold it against (or with one skew beyond the margin explains), a yes can still
+  // be wrong by the holder's own record: past its local deadline, or after its own release.
+  const ownEvidence = () =>
+    heldPastDeadline(belief, index, tolerance) ?? heldAfterRelease(belief, index, tolerance)
   const successor = index.successorAfter(token + 1n)
-  if (!successor || !(successor.complete + tolerance < belief.t))
-    return heldAfterRelease(belief, index, tolerance)
+  if (!successor || !(successor.complete + tolerance < belief.t)) return ownEvidence()
   // The holder's last extension the Leaser can have counted: its deadline is no later than this
   // one's start + ttl - margin, and the store's expiry is no earlier than its start + ttl.
   let last: Op | undefined
@@ -153,7 +159,7 @@ function wrongBelief(
       holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
     }
     const skew = successorOffset(successor, index.lostAcquires) - holderOffset
-    if (skew > belief.margin - tolerance) return heldAfterRelease(belief, index, tolerance) ?? 'beyond-margin'
+    if (skew > belief.margin - tolerance) return ownEvidence() ?? 'beyond-margin'
   }
   return {
     check: 'held-after-takeover',
@@ -183,5 +189,36 @@ function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): 
       `lease.held was true for ${belief.h} (token ${token}) at t=${belief.t.toFixed(1)}, ` +
       `${(belief.t - release.complete).toFixed(1)} ms after its own release was acknowledged`,
     ops: [release],
+  }
+}
+
+/**
+ * The Leaser's local deadline is at most the start of the last extension it can have counted (an
+ * acknowledged acquire, renew or checkpoint of the holder's that returned before the question, or an
+ * acquire answered LEASE_HELD, from which it adopts its own lease) + ttl - margin, on the monotonic
+ * clock every process shares. A yes past it is a broken deadline, on any clock and with or without a
+ * successor: skew never moves the local deadline.
+ */
+function heldPastDeadline(belief: Belief, index: WorkIndex, tolerance: number): Violation | undefined {
+  const token = BigInt(belief.tok)
+  let last: Op | undefined
+  for (const op of index.byToken.get(token) ?? []) {
+    if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  for (const op of index.heldAnswers) {
+    if (op.holder !== belief.h || op.invoke > belief.t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  if (!last) return undefined
+  const deadline = last.invoke + belief.ttl - belief.margin
+  if (!(belief.t > deadline + tolerance)) return undefined
+  return {
+    check: 'held-after-takeover',
+    workId: belief.w,
+    message:
+      `lease.held was true for ${belief.h} (token ${token}, ttl ${belief.ttl}, margin ${belief.margin}) at ` +
+      `t=${belief.t.toFixed(1)}, ${(belief.t - deadline).toFixed(1)} ms past its local deadline (the ${last.op} begun at ${last.invoke.toFixed(1)} was the last extension it can have counted)`,
+    ops: [last],
   }
 }

@@ -7,9 +7,22 @@ import { op } from './ops.js'
 
 // A holds token 1 (ttl 100, margin 10): acquired at 0, renewed at 50. Its Leaser's deadline is then
 // 50 + 100 - 10 = 140; the store lets the lease go no earlier than 150. B takes token 2 at 160.
-const history = (offsets: { a?: number; b?: number } = {}): Op[] => [
+// `renewedAgainAt`: A renews once more (acknowledged), moving its deadline to that + 90.
+const history = (offsets: { a?: number; b?: number; renewedAgainAt?: number } = {}): Op[] => [
   op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 100, offsetAtInvoke: offsets.a ?? 0 }),
   op('renew', { holder: 'A', token: 1, invoke: 50, complete: 52, ttl: 100, offsetAtInvoke: offsets.a ?? 0 }),
+  ...(offsets.renewedAgainAt === undefined
+    ? []
+    : [
+        op('renew', {
+          holder: 'A',
+          token: 1,
+          invoke: offsets.renewedAgainAt,
+          complete: offsets.renewedAgainAt + 2,
+          ttl: 100,
+          offsetAtInvoke: offsets.a ?? 0,
+        }),
+      ]),
   op('acquire', {
     holder: 'B',
     token: 2,
@@ -76,11 +89,19 @@ describe('runner checks', () => {
     expect(violations.map((v) => `${v.check}: ${v.message}`)).toEqual([
       "held-after-takeover: lease.held was true for A (token 1, ttl 100, margin 10) at t=250.0, 78.0 ms after B's renew of token 2 was acknowledged (its acquire's reply was lost)",
     ])
-    // Until that renew returned, nothing proved the takeover.
-    expect(checks([belief(160)], ops)).toEqual([])
-    // On a client clock, the lost acquire's clock is the one that judged A's lease expired.
-    const ahead = ops.map((o) => (o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500 } : o))
-    const beyond = checkRunner([belief(250)], ahead, { clientClock: true })
+    // Until that renew returned, nothing proved the takeover (and A's deadline, 90, had not passed
+    // by more than the slack).
+    expect(checks([belief(110)], ops)).toEqual([])
+    // On a client clock, the lost acquire's clock is the one that judged A's lease expired: A's
+    // Leaser (ttl 400, deadline 390) still held it at 250 on its own clock.
+    const ahead = ops.map((o) =>
+      o.holder === 'B' && o.op === 'acquire'
+        ? { ...o, offsetAtInvoke: 500 }
+        : o.holder === 'A'
+          ? { ...o, ttl: 400 }
+          : o,
+    )
+    const beyond = checkRunner([belief(250, true, { ttl: 400 })], ahead, { clientClock: true })
     expect(beyond.violations).toEqual([])
     expect(beyond.summary.wrongBeliefsBeyondMargin).toBe(1)
   })
@@ -90,10 +111,13 @@ describe('runner checks', () => {
   })
 
   test('client clock: skew beyond the margin is counted, not a violation; within it, a violation', () => {
-    // B's clock 500 ms ahead of A's: B saw the lease expire early. The margin (10) never promised this.
-    const beyond = checkRunner([belief(200)], history({ b: 500 }), { clientClock: true })
+    // B's clock 500 ms ahead of A's: B saw the lease expire early, while A renewed on (at 120: its
+    // deadline 210). The margin (10) never promised this.
+    const beyond = checkRunner([belief(200)], history({ b: 500, renewedAgainAt: 120 }), { clientClock: true })
     expect(beyond.violations).toEqual([])
     expect(beyond.summary.wrongBeliefsBeyondMargin).toBe(1)
+    // Skew never moves the local deadline: without that renew, a yes at 200 is 60 ms past it.
+    expect(checks([belief(200)], history({ b: 500 }), true)).toEqual(['held-after-takeover'])
     // 5 ms of skew is within the 10 ms margin (less the 25 ms tolerance it is not, so widen the margin).
     expect(checks([belief(200, true, { margin: 100 })], history({ b: 5 }), true)).toEqual([
       'held-after-takeover',
@@ -103,11 +127,12 @@ describe('runner checks', () => {
   test('client clock: an unacknowledged renew sent on a clock jumped back excuses a takeover', () => {
     // A's renew at 80 went out with A's clock 500 ms behind and its reply was lost: the store's expiry
     // may be 500 ms earlier than the Leaser assumes. That is skew beyond the margin, not a broken deadline.
+    // A's acknowledged renew at 120 keeps its deadline (margin 50) at 170.
     const ops = [
-      ...history(),
+      ...history({ renewedAgainAt: 120 }),
       op('renew', { holder: 'A', token: 1, invoke: 80, outcome: 'info', offsetAtInvoke: -500 }),
     ]
-    const { violations, summary } = checkRunner([belief(200, true, { margin: 100 })], ops, {
+    const { violations, summary } = checkRunner([belief(190, true, { margin: 50 })], ops, {
       clientClock: true,
     })
     expect(violations).toEqual([])
@@ -139,5 +164,18 @@ describe('runner checks', () => {
     ]
     expect(checks([belief(58)], ops)).toEqual([])
     expect(checks([belief(100)], ops)).toEqual(['held-after-takeover'])
+  })
+
+  test('held long past its local deadline is caught with no successor, and with one skew explains', () => {
+    // A's last extension began at 50: its deadline is at most 140 (+ 25 of slack). Nobody took over.
+    const alone = history().filter((o) => o.holder === 'A')
+    expect(checks([belief(160)], alone)).toEqual([])
+    expect(checks([belief(1_000)], alone)).toEqual(['held-after-takeover'])
+    // An acquire answered LEASE_HELD (the Leaser adopting its own lease) starts a deadline too.
+    const adopted = [
+      ...alone,
+      op('acquire', { holder: 'A', invoke: 900, complete: 901, outcome: 'fail', code: 'LEASE_HELD' }),
+    ]
+    expect(checks([belief(1_000)], adopted)).toEqual([])
   })
 })
