@@ -141,6 +141,34 @@ function latestExpiry(
 }
 
 /**
+ * The latest expiry the store can have had for a token when `renew` read its "now", given that
+ * `refusal` (a renew answered LEASE_EXPIRED before `renew` began) found it expired: at most the
+ * refusal's "now", moved since only by what may have landed after the refusal read it. A checkpoint
+ * whose reply was lost may revive the lease (Infinity); a lost renew only extends an expiry its "now"
+ * was still before.
+ */
+function latestExpiryAfter(same: readonly Op[], refusal: Op, renew: Op): number {
+  let at = nowHi(refusal)
+  const lostRenews: Op[] = []
+  for (const e of same) {
+    if (e === renew || e === refusal || !mayExtend(e) || e.op === 'acquire' || !(e.invoke < renew.complete))
+      continue
+    if (e.outcome === 'ok' && e.complete < refusal.invoke) continue
+    if (e.outcome === 'info') {
+      if (e.op === 'checkpoint') return Number.POSITIVE_INFINITY
+      lostRenews.push(e)
+    } else at = Math.max(at, nowHi(e) + e.ttl!)
+  }
+  // One that lands after the refusal lands on an expired lease: on a server clock its "now" is then
+  // past the expiry and it changes nothing; on a client clock its "now" was read as it was sent, and it
+  // extends to that + ttl if that was still before the expiry.
+  const sentNow = (r: Op) => r.invoke + Math.max(r.offsetAtInvoke, r.offsetAtComplete)
+  lostRenews.sort((x, y) => sentNow(x) - sentNow(y))
+  for (const r of lostRenews) if (sentNow(r) < at) at = Math.max(at, sentNow(r) + r.ttl!)
+  return at
+}
+
+/**
  * The earliest expiry the store can have had for a token when an op that completed at `to` read its
  * "now", under the old rule: each extender set expiry = now + ttl, so the last one to land decides,
  * and that is any one that may have landed before (invoked before `to`) and is not certainly
@@ -521,6 +549,30 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
             `renew of token ${t} was acknowledged ${(nowLo(x) - latest).toFixed(1)} ms after its lease certainly expired`,
             [...same.filter((e) => mayExtend(e) && e.invoke < x.complete && e !== x), x],
           )
+        }
+      }
+      // 11b. After a renew answered LEASE_EXPIRED, the stored expiry was at most that renew's "now";
+      //      only what may have landed since can move it: a checkpoint (which revives an expired
+      //      lease), or a lost renew whose "now" was read before the expiry (client clocks).
+      if (x.outcome === 'ok') {
+        const refusal = same
+          .filter(
+            (r) =>
+              r.op === 'renew' && r.outcome === 'fail' && r.code === 'LEASE_EXPIRED' && r.complete < x.invoke,
+          )
+          .reduce<Op | undefined>(
+            (latest, r) => (!latest || r.complete > latest.complete ? r : latest),
+            undefined,
+          )
+        if (refusal) {
+          const latest = latestExpiryAfter(same, refusal, x)
+          if (nowLo(x) >= latest + tolerance) {
+            add(
+              'renewed-after-expiry',
+              `renew of token ${t} was acknowledged ${(nowLo(x) - latest).toFixed(1)} ms after its lease certainly expired: a renew had been answered LEASE_EXPIRED, and nothing that may have landed since could revive it`,
+              [refusal, x],
+            )
+          }
         }
       }
       // 12. LEASE_EXPIRED only after the expiry. Under the old rule the last extender to land decides;

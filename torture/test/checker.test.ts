@@ -485,7 +485,62 @@ describe('checker', () => {
         op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 70, complete: 71 }),
       ],
     ],
+    [
+      'a renew acknowledged after the store said LEASE_EXPIRED, nothing able to revive it',
+      'renewed-after-expiry',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('renew', { holder: 'A', token: 1, invoke: 10, outcome: 'info', ttl: 1_000 }),
+        op('renew', {
+          holder: 'A',
+          token: 1,
+          invoke: 1_500,
+          complete: 1_501,
+          ttl: 1_000,
+          outcome: 'fail',
+          code: 'LEASE_EXPIRED',
+        }),
+        op('renew', { holder: 'A', token: 1, invoke: 1_600, complete: 1_601, ttl: 1_000 }),
+      ],
+    ],
   ]
+
+  test('after LEASE_EXPIRED, a checkpoint that may have landed, or a lost renew whose now was early enough, excuses a renew', () => {
+    const expired = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke: 1_500,
+        complete: 1_501,
+        ttl: 1_000,
+        outcome: 'fail',
+        code: 'LEASE_EXPIRED',
+      }),
+    ]
+    const renewed = op('renew', { holder: 'A', token: 1, invoke: 1_600, complete: 1_601, ttl: 1_000 })
+    // A checkpoint revives an expired lease nobody took, lost reply or not.
+    const revived = op('checkpoint', {
+      holder: 'A',
+      token: 1,
+      value: 'A#1.0',
+      invoke: 1_550,
+      outcome: 'info',
+      ttl: 1_000,
+    })
+    expect(checks([...expired, revived, renewed])).toEqual([])
+    // A lost renew sent with a clock 700 ms behind ("now" 700, before the expiry 1,000) may land after
+    // the refusal and extend the lease to 1,700.
+    const late = op('renew', {
+      holder: 'A',
+      token: 1,
+      invoke: 1_400,
+      outcome: 'info',
+      ttl: 1_000,
+      offsetAtInvoke: -700,
+    })
+    expect(checks([...expired, late, renewed])).toEqual([])
+  })
 
   test.each(session26)('caught: %s (%s)', (_name, check, history) => {
     expect(checks(history())).toContain(check)
