@@ -281,6 +281,8 @@ describe('LeasePool', () => {
     })
     pool.on((event) => events.push(event))
     await time.until(pool.start())
+    // The mark could not be read: the unit may be finished already, so that take never runs it.
+    expect(ran).toEqual([])
     await time.advance(3 * TTL)
     // Handed back unrun, and not released (which would have told the next holder all was well).
     expect(ran).toEqual(['u1 clean: false'])
@@ -309,6 +311,42 @@ describe('LeasePool', () => {
     // cleanHandoff: false.
     expect(events.map((event) => event.type)).toEqual(['taken', 'lost'])
     expect(unhandled).toEqual([])
+  })
+
+  // Found by mutating the runner (session 26): each fails with its mutant, passes on the code.
+  test('close stops a handler waiting out its retry backoff at once', async () => {
+    const { time, leaser, store } = setup()
+    const pool = testPool(leaser, time, {
+      handler: () => {
+        throw new Error('boom')
+      },
+    })
+    await time.until(pool.start())
+    await time.advance(10) // failed once, now in a 500 ms backoff
+    const took = await time.until(pool.close())
+    expect(took).toBeLessThan(100)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+  })
+
+  test('a unit taken out of the set and put back runs again once its cleared done mark expired', async () => {
+    const { time, leaser } = setup()
+    let units = ['u1']
+    const ran: string[] = []
+    const pool = testPool(leaser, time, {
+      units: () => units,
+      handler: (_lease, unit) => {
+        ran.push(unit.id)
+      },
+    })
+    await time.until(pool.start())
+    await time.advance(TTL)
+    expect(ran).toEqual(['u1'])
+    units = [] // u1 leaves the set: its done mark is taken and left to expire
+    await time.advance(3 * TTL)
+    units = ['u1'] // back: to be run again
+    await time.advance(3 * TTL)
+    expect(ran).toEqual(['u1', 'u1'])
+    await time.until(pool.close())
   })
 
   test('a start that failed (the store down while it joined) can be tried again, and then runs', async () => {
