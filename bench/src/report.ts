@@ -45,7 +45,8 @@ const BELOW_THRESHOLD: Record<string, string> = {
     '(a WeakSet did that before, at several times the cost of the record); what is left is what the contract ' +
     'asks for on input a caller controls: the ids and ttl checked, the options read once, the state copied (the ' +
     'baseline copies it too), a checkpoint sequence drawn from the clock, a frozen LeaseRecord with a Date per ' +
-    'acquire, and the brand check on every later call. Nearly all of the gap is acquire (p50 ~1 µs against ' +
+    'acquire, each clock reading checked to be a time (since session 26: a NaN clock stored a lease no clock ' +
+    'saw as live), and the brand check on every later call. Nearly all of the gap is acquire (p50 ~1 µs against ' +
     '~0.4 µs; checkpoint, renew and release are within 10% of the baseline): in a CPU profile of acquire + ' +
     'release (session 17, in-process, ~0.9 µs a pair) the LeaseRecord is 19% (its Date ~50 ns, freezing it ~35 ns, ' +
     'measured apart) and checking the two ids 7%; the rest is the Map work and clock reads the baseline does too. ' +
