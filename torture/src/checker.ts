@@ -939,6 +939,9 @@ export function formatOp(op: Op, base = 0): string {
     '->',
     op.outcome,
     op.code ?? '',
+    op.heldBy
+      ? `(by token=${op.heldBy.token} of ${op.heldBy.holder}, ${op.heldBy.expiresInMs.toFixed(0)} ms left)`
+      : '',
     isRead(op) ? `state=${JSON.stringify(op.read)} clean=${op.clean}` : '',
     op.offsetAtInvoke || op.offsetAtComplete ? `clockOffset=${op.offsetAtInvoke}/${op.offsetAtComplete}` : '',
   ]

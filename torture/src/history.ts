@@ -1,6 +1,6 @@
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
-import { isWorkleaseError } from '@worklease/spec'
+import { isWorkleaseError, LeaseHeldError } from '@worklease/spec'
 
 const REFUSALS: ReadonlySet<string> = new Set(['LEASE_HELD', 'FENCED', 'LEASE_EXPIRED'])
 
@@ -36,6 +36,11 @@ export interface Op {
   /** readCheckpoint, and an acquire that read (acquireWithCheckpoint): the state read (null: none). */
   readonly read: string | null
   readonly clean: boolean | null
+  /**
+   * A LEASE_HELD answer's lease in the way, where the driver named it: the token it reported and how
+   * long that lease had left. Kept so a report can say which lease refused the call.
+   */
+  readonly heldBy: { readonly token: bigint; readonly holder: string; readonly expiresInMs: number } | null
   /** The injected clock offset (client-clock backends) at invocation and completion. */
   readonly offsetAtInvoke: number
   readonly offsetAtComplete: number
@@ -65,6 +70,8 @@ interface CompleteLine {
   tok?: string
   r?: string | null
   clean?: boolean
+  /** LEASE_HELD: the token, holder and time left of the lease the driver named. */
+  held?: { tok: string; h: string; in: number }
 }
 
 /** A read of the checkpoint that returned: a readCheckpoint, or an acquire that read (acquireWithCheckpoint). */
@@ -115,13 +122,20 @@ export class HistoryWriter {
     id: string,
     outcome: Outcome,
     offset: number,
-    extra: { code?: string; token?: bigint; read?: string | null; clean?: boolean } = {},
+    extra: {
+      code?: string
+      token?: bigint
+      read?: string | null
+      clean?: boolean
+      held?: CompleteLine['held']
+    } = {},
   ): void {
     const line: CompleteLine = { e: 'c', id, t: monotonicNow(), off: offset, o: outcome }
     if (extra.code !== undefined) line.code = extra.code.slice(0, 200)
     if (extra.token !== undefined) line.tok = extra.token.toString()
     if (extra.read !== undefined) line.r = extra.read
     if (extra.clean !== undefined) line.clean = extra.clean
+    if (extra.held !== undefined) line.held = extra.held
     writeSync(this.#fd, `${JSON.stringify(line)}\n`)
   }
 
@@ -130,9 +144,15 @@ export class HistoryWriter {
    * `info` for anything else (a store error, a timeout, an abandoned call), which may have landed.
    */
   threw(id: string, error: unknown, offset: number): void {
-    if (isWorkleaseError(error) && REFUSALS.has(error.code))
-      this.complete(id, 'fail', offset, { code: error.code })
-    else {
+    if (isWorkleaseError(error) && REFUSALS.has(error.code)) {
+      const holder = error instanceof LeaseHeldError ? error.holder : undefined
+      this.complete(id, 'fail', offset, {
+        code: error.code,
+        ...(holder && {
+          held: { tok: holder.fencingToken.toString(), h: holder.holderId, in: holder.expiresInMs },
+        }),
+      })
+    } else {
       const code = error instanceof Error ? `${error.name}: ${error.message}` : String(error)
       this.complete(id, 'info', offset, { code })
     }
@@ -179,6 +199,9 @@ export function loadHistory(dir: string): Op[] {
       code: done?.code ?? (done ? null : 'no completion (process killed or stopped)'),
       read: done?.r ?? null,
       clean: done?.clean ?? null,
+      heldBy: done?.held
+        ? { token: BigInt(done.held.tok), holder: done.held.h, expiresInMs: done.held.in }
+        : null,
       offsetAtInvoke: inv.off,
       offsetAtComplete: done?.off ?? inv.off,
     })

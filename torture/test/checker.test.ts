@@ -1,6 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { LeaseHeldError } from '@worklease/spec'
 import { describe, expect, test } from 'vitest'
 import { type CheckName, checkHistory, historySlice } from '../src/checker.js'
-import type { Op } from '../src/history.js'
+import { HistoryWriter, loadHistory, type Op } from '../src/history.js'
 import { op } from './ops.js'
 
 const checks = (ops: Op[]): CheckName[] => [...new Set(checkHistory(ops).map((v) => v.check))].sort()
@@ -955,5 +959,29 @@ describe('checker', () => {
     expect(slice).toContain('>>')
     expect(slice).toContain('value=a2')
     expect(slice.split('\n').length).toBeGreaterThanOrEqual(3)
+  })
+
+  // The held-when-free of one CI run could not say which lease had refused the call: the history kept
+  // only the code. The lease a LEASE_HELD names now goes into the history and into the slice.
+  test('a LEASE_HELD is recorded with the lease that refused it, and the slice names it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'worklease-history-'))
+    try {
+      const writer = new HistoryWriter(join(dir, 'p0.0.jsonl'), 'p0.0')
+      const taken = writer.invoke({ holder: 'A', op: 'acquire', workId: 'w', ttl: 100 }, 0)
+      writer.complete(taken, 'ok', 0, { token: 1n })
+      const holder = { holderId: 'A', fencingToken: 1n, expiresAt: new Date(0), expiresInMs: 80 }
+      const refused = writer.invoke({ holder: 'B', op: 'acquire', workId: 'w', ttl: 100 }, 0)
+      writer.threw(refused, new LeaseHeldError(undefined, { holder }), 0)
+      const unnamed = writer.invoke({ holder: 'C', op: 'acquire', workId: 'w', ttl: 100 }, 0)
+      writer.threw(unnamed, new LeaseHeldError(), 0)
+      writer.close()
+      const ops = loadHistory(dir)
+      expect(ops.map((o) => o.heldBy)).toEqual([null, { token: 1n, holder: 'A', expiresInMs: 80 }, null])
+      expect(ops[1]).toMatchObject({ outcome: 'fail', code: 'LEASE_HELD', token: null })
+      const violation = { check: 'held-when-free' as const, workId: 'w', message: '', ops: [ops[1]!] }
+      expect(historySlice(ops, violation)).toContain('LEASE_HELD (by token=1 of A, 80 ms left)')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })

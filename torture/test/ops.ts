@@ -23,6 +23,7 @@ export function op(
     code: fields.code ?? null,
     read: fields.read ?? null,
     clean: fields.clean ?? (kind === 'readCheckpoint' && outcome === 'ok' ? true : null),
+    heldBy: fields.heldBy ?? null,
     offsetAtInvoke: fields.offsetAtInvoke ?? 0,
     offsetAtComplete: fields.offsetAtComplete ?? fields.offsetAtInvoke ?? 0,
   }
