@@ -103,10 +103,17 @@ export async function privatePostgres(dir: string, binDir: string): Promise<Priv
 /**
  * A throwaway MariaDB under `dir` (mariadb-install-db, root without a password, TCP on 127.0.0.1
  * only, its socket in `dir`), with a `torture` database.
+ *
+ * It runs with the binary log (`sync_binlog=1`) unless `binaryLog` is false. Without it InnoDB makes a
+ * commit visible to other connections before its redo log is written, so a crash can undo a commit
+ * another connection already read: a LEASE_HELD from a takeover the crash then rolled back, which
+ * the checker rightly calls a violation (seen in CI; `pnpm --filter @worklease/torture visibility`
+ * measures it). With the binary log a commit is prepared and logged before anyone sees it.
  */
 export async function privateMariadb(
   dir: string,
   binaries: { installDb: string; server: string },
+  { binaryLog = true }: { binaryLog?: boolean } = {},
 ): Promise<PrivateSqlServer> {
   const home = join(dir, 'mariadb')
   const data = join(home, 'data')
@@ -133,11 +140,19 @@ export async function privateMariadb(
     `--log-error=${join(home, 'error.log')}`,
     '--innodb-buffer-pool-size=32M',
     '--max-connections=300',
+    ...(binaryLog ? [`--log-bin=${join(home, 'binlog')}`, '--sync-binlog=1'] : []),
     ...user,
   ])
   const { createConnection } = await import('mysql2/promise')
   const connection = await createConnection({ host: '127.0.0.1', port: server.port, user: 'root' })
   await connection.query('CREATE DATABASE IF NOT EXISTS torture')
+  const [[settings]] = (await connection.query('SELECT @@log_bin AS logBin')) as unknown as [
+    [{ logBin: number }],
+  ]
   await connection.end()
+  if (Boolean(settings.logBin) !== binaryLog) {
+    await server.stop()
+    throw new Error(`MariaDB started with log_bin=${settings.logBin}, not ${binaryLog ? 1 : 0}`)
+  }
   return { ...server, url: `mysql://root@127.0.0.1:${server.port}/torture` }
 }
