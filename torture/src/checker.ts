@@ -405,6 +405,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   const lostBefore = (time: number): number =>
     partitionPoint(lost.length, (index) => lost[index]!.invoke < time)
   let spare = BigInt(lost.length)
+  // When the earliest lost acquire that no missing token needs began (Infinity: none is spare).
+  let spareFrom = Number.POSITIVE_INFINITY
   {
     const slots: { first: bigint; last: bigint; deadline: number; around: Op[] }[] = []
     let deadline = Number.POSITIVE_INFINITY
@@ -424,9 +426,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       }
     }
     slots.sort((x, y) => x.deadline - y.deadline)
+    // Greedy by deadline, each slot filled from the lost acquires begun before its deadline: the most
+    // missing tokens they explain (used), and the slots left short.
     let used = 0n
-    const unexplained: typeof slots = []
     let count = 0n
+    const unexplained: typeof slots = []
     for (const slot of slots) {
       const size = slot.last - slot.first + 1n
       const available = BigInt(lostBefore(slot.deadline)) - used
@@ -438,6 +442,32 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       }
     }
     spare -= used
+    // A spare one may be any lost acquire the others can stand in for, and the earliest such opens the
+    // window after the largest known token (one that a missing token needs is not free to be there).
+    // The greedy's total is the least, over k, of the acquires begun before slot k's deadline plus the
+    // sizes of the slots after k; leaving out an acquire lowers the first term of every slot whose
+    // deadline is after it began, so it is spare when each of those terms exceeds the total.
+    if (spare > 0n) {
+      const terms: bigint[] = []
+      let after = slots.reduce((sum, slot) => sum + slot.last - slot.first + 1n, 0n)
+      for (const slot of slots) {
+        after -= slot.last - slot.first + 1n
+        terms.push(BigInt(lostBefore(slot.deadline)) + after)
+      }
+      const leastFrom: bigint[] = new Array(terms.length + 1)
+      for (let k = terms.length - 1; k >= 0; k--) {
+        const later = leastFrom[k + 1]
+        leastFrom[k] = later !== undefined && later < terms[k]! ? later : terms[k]!
+      }
+      for (const candidate of lost) {
+        const k = partitionPoint(slots.length, (index) => slots[index]!.deadline <= candidate.invoke)
+        const least = leastFrom[k]
+        if (least === undefined || least > used) {
+          spareFrom = candidate.invoke
+          break
+        }
+      }
+    }
     if (unexplained.length > 0) {
       const which = unexplained
         .sort((x, y) => compareTokens(x.first, y.first))
@@ -471,7 +501,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       belowToken = t
     }
     if (spare > 0n) {
-      const from = Math.max(belowFrom, firstInfoAcquire)
+      const from = Math.max(belowFrom, spareFrom)
       hidden.push({ from, to: Number.POSITIVE_INFINITY, above: belowToken })
     }
   }
