@@ -41,6 +41,8 @@ const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
 class UnitHistory {
   readonly byToken = new Map<bigint, Op[]>()
   readonly lostAcquires: Op[] = []
+  /** Acquires answered LEASE_HELD: a Leaser adopts its own lease from one, its deadline from its start. */
+  readonly heldAnswers: Op[] = []
   /**
    * Per checkpoint value: its token, first invocation, its attempts, whether one was acknowledged, and
    * (after `index`) whether one may have landed, or else the op that ended its lease before an
@@ -55,6 +57,7 @@ class UnitHistory {
 
   add(op: Op): void {
     if (op.op === 'acquire' && op.outcome === 'info') this.lostAcquires.push(op)
+    if (op.op === 'acquire' && op.outcome === 'fail' && op.code === 'LEASE_HELD') this.heldAnswers.push(op)
     if (op.token !== null) {
       const list = this.byToken.get(op.token) ?? []
       list.push(op)
@@ -150,7 +153,8 @@ class UnitHistory {
  *   that token returned (its readCheckpoint, or the acquire that read it).
  * - `pool-rerun`: a handler runs once per token: a Leaser never hands out a lease twice (a second read
  *   under one token is a lease adopted again after it was let go).
- * - `pool-overlap` also covers a yes after the member's own release of the token was acknowledged.
+ * - `pool-overlap` also covers a yes after the member's own release of the token was acknowledged, and
+ *   a yes past the member's Leaser's local deadline (as the runner's `held-after-takeover` does).
  * - `pool-unclean-handoff`: a unit a live member gave up by consent (the pool reported it `released`)
  *   is read by the next token with `cleanHandoff: true` and the giver's last checkpoint, when that
  *   checkpoint was acknowledged. The next token read it first thing, so nothing else can have been
@@ -191,6 +195,8 @@ export function checkPool(
 
   // The last yes per lease and holder: the end of that handler's run.
   const lastHeld = new Map<string, Step>()
+  // Leases (and holders) already reported told yes past their deadline: one report each.
+  const pastDeadline = new Set<string>()
   // Per lease and holder, its handler's first read: a second is a second run under one token.
   const firstRead = new Map<string, Extract<PoolLine, { e: 'read' }>>()
   for (const line of lines) {
@@ -301,6 +307,13 @@ export function checkPool(
     const key = `${line.w}\u0000${line.tok}\u0000${line.h}`
     const seen = lastHeld.get(key)
     if (!seen || line.t > seen.t) lastHeld.set(key, line)
+    if (!pastDeadline.has(key)) {
+      const violation = heldPastDeadline(line, historyOf(line.w), tolerance)
+      if (violation) {
+        pastDeadline.add(key)
+        violations.push(violation)
+      }
+    }
   }
 
   // Lease.release() ends the lease locally before it sends anything: no yes after its reply.
@@ -349,6 +362,41 @@ export function checkPool(
     })
   }
   return { violations, summary }
+}
+
+const extendsLease = (op: Op) =>
+  op.outcome === 'ok' && (op.op === 'acquire' || op.op === 'renew' || op.op === 'checkpoint')
+
+/**
+ * As the runner's check: the member's Leaser's local deadline is at most the start of the last
+ * extension it can have counted (an acknowledged acquire, renew or checkpoint of the member's that
+ * returned before the question, or an acquire answered LEASE_HELD, from which it adopts its own
+ * lease) + ttl - margin, on the monotonic clock every process shares. A yes past it is a broken
+ * deadline, with or without a successor, on any clock.
+ */
+function heldPastDeadline(line: Step, history: UnitHistory, tolerance: number): Violation | undefined {
+  if (line.ttl === undefined) return undefined
+  const token = BigInt(line.tok)
+  let last: Op | undefined
+  for (const op of history.byToken.get(token) ?? []) {
+    if (op.holder !== line.h || !extendsLease(op) || op.complete > line.t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  for (const op of history.heldAnswers) {
+    if (op.holder !== line.h || op.invoke > line.t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  if (!last) return undefined
+  const deadline = last.invoke + line.ttl - line.margin
+  if (!(line.t > deadline + tolerance)) return undefined
+  return {
+    check: 'pool-overlap',
+    workId: line.w,
+    message:
+      `${line.h} ran token ${token} at t=${line.t.toFixed(1)} (lease.held yes; ttl ${line.ttl}, margin ${line.margin}), ` +
+      `${(line.t - deadline).toFixed(1)} ms past its Leaser's local deadline (the ${last.op} begun at ${last.invoke.toFixed(1)} was the last extension it can have counted)`,
+    ops: [last],
+  }
 }
 
 const readsOf = (history: UnitHistory, token: bigint, holder: string): Op[] =>

@@ -21,7 +21,18 @@ export const POOL_GROUP = 'pool'
  */
 export type PoolLine =
   | { e: 'read'; h: string; w: string; tok: string; t: number; read: string | null; clean: boolean }
-  | { e: 'step'; h: string; w: string; tok: string; t: number; held: boolean; margin: number; off: number }
+  // `ttl` is the Leaser's (absent from histories kept before it was logged).
+  | {
+      e: 'step'
+      h: string
+      w: string
+      tok: string
+      t: number
+      held: boolean
+      margin: number
+      ttl?: number
+      off: number
+    }
   | {
       e: 'return'
       h: string
@@ -31,6 +42,7 @@ export type PoolLine =
       held: boolean
       stopped: boolean
       margin: number
+      ttl?: number
       off: number
     }
   | { e: 'handoff'; h: string; w: string; tok: string; t: number; confirmed: boolean }
@@ -111,6 +123,7 @@ export async function poolMember(options: PoolMemberOptions): Promise<void> {
           t,
           held: answer,
           margin: config.safetyMarginMs,
+          ttl: config.ttlMs,
           off: options.offset(),
         })
         return answer
@@ -137,6 +150,7 @@ export async function poolMember(options: PoolMemberOptions): Promise<void> {
         held: lease.held,
         stopped: unit.signal.aborted,
         margin: config.safetyMarginMs,
+        ttl: config.ttlMs,
         off: options.offset(),
       })
     }

@@ -39,7 +39,15 @@ const store = (changes: { bRead?: string | null; bClean?: boolean; lastA?: Parti
   op('checkpoint', { workId: W, holder: 'B', token: 2, value: 'B#2.0', invoke: 52, complete: 54, ttl: 400 }),
 ]
 
-const step = (h: string, tok: number, t: number, held = true, off = 0): PoolLine => ({
+// `ttl: null` leaves the Leaser's deadline out of it, as in a history kept before it was logged.
+const step = (
+  h: string,
+  tok: number,
+  t: number,
+  held = true,
+  off = 0,
+  ttl: number | null = 400,
+): PoolLine => ({
   e: 'step',
   h,
   w: W,
@@ -47,6 +55,7 @@ const step = (h: string, tok: number, t: number, held = true, off = 0): PoolLine
   t,
   held,
   margin: 40,
+  ...(ttl === null ? {} : { ttl }),
   off,
 })
 
@@ -58,7 +67,7 @@ const lines = (
   step('A', 1, 9),
   step('A', 1, 19),
   step('A', 1, 25),
-  { e: 'return', h: 'A', w: W, tok: '1', t: 29, held: true, stopped: true, margin: 40, off: 0 },
+  { e: 'return', h: 'A', w: W, tok: '1', t: 29, held: true, stopped: true, margin: 40, ttl: 400, off: 0 },
   { e: 'handoff', h: 'A', w: W, tok: '1', t: 33, confirmed: changes.confirmed ?? true },
   {
     e: 'read',
@@ -136,12 +145,13 @@ describe('pool checks', () => {
         }),
       ]
       expect(checkHistory(ops)).toEqual([])
+      // Without the ttl: A never renewed, so the deadline rule (tested apart) would flag both yeses.
       const poolLines: PoolLine[] = [
         { e: 'read', h: 'A', w: W, tok: '1', t: 3, read: null, clean: true },
-        step('A', 1, 600),
+        step('A', 1, 600, true, 0, null),
       ]
       expect(checks(poolLines, ops)).toEqual(['pool-overlap'])
-      expect(checks([poolLines[0]!, step('A', 1, 540)], ops)).toEqual([])
+      expect(checks([poolLines[0]!, step('A', 1, 540, true, 0, null)], ops)).toEqual([])
     })
 
     test('client clock: skew beyond the margin is counted apart, within it a violation', () => {
@@ -356,6 +366,27 @@ describe('pool checks', () => {
       const poolLines = lines().filter((l) => l.e === 'member' || l.h === 'A')
       expect(checks([...poolLines, step('A', 1, 80)], ops)).toEqual(['pool-overlap'])
       expect(checks(poolLines, ops)).toEqual([])
+    })
+
+    test("a handler told yes past its Leaser's local deadline is caught, with no successor and no release", () => {
+      // A's last extension began at 26 (ttl 400, margin 40): its Leaser's deadline is 386 at the latest.
+      const ops = store().filter((o) => o.holder === 'A' && o.op !== 'release')
+      const poolLines = lines().filter((l) => l.e === 'member' || (l.h === 'A' && l.e !== 'handoff'))
+      expect(checks([...poolLines, step('A', 1, 380)], ops)).toEqual([])
+      expect(checks([...poolLines, step('A', 1, 430)], ops)).toEqual(['pool-overlap'])
+      // A renew begun at 100 moved the deadline to 460; one answered LEASE_HELD (the Leaser adopting
+      // its own lease) does the same.
+      const renew = op('renew', { workId: W, holder: 'A', token: 1, invoke: 100, complete: 102, ttl: 400 })
+      expect(checks([...poolLines, step('A', 1, 430)], [...ops, renew])).toEqual([])
+      const adopted = op('acquire', {
+        workId: W,
+        holder: 'A',
+        invoke: 100,
+        complete: 102,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+      })
+      expect(checks([...poolLines, step('A', 1, 430)], [...ops, adopted])).toEqual([])
     })
 
     test('a second run of one unit under one token (a lease adopted again after it was let go) is caught', () => {
