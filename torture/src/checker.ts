@@ -696,9 +696,31 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   const firstStateRead = ops
     .filter((r) => isRead(r) && r.read !== null)
     .reduce<Op | undefined>((first, r) => (!first || r.complete < first.complete ? r : first), undefined)
+  // Nor does it go back: once a read returned a state, a read begun later returns it or a newer one
+  // (a larger token's, or one its holder sent later), even where no checkpoint's reply said it landed.
+  const sentLater = (x: { token: bigint; first: number }, y: { token: bigint; first: number }) =>
+    x.token > y.token || (x.token === y.token && x.first > y.first)
+  const stateReads = ops
+    .filter((r) => isRead(r) && r.read !== null && sent.has(r.read))
+    .sort((x, y) => x.complete - y.complete)
+  const newestReadBy: Op[] = []
+  for (const r of stateReads) {
+    const before = newestReadBy.at(-1)
+    newestReadBy.push(before && !sentLater(sent.get(r.read!)!, sent.get(before.read!)!) ? before : r)
+  }
   for (const r of ops) {
     if (!isRead(r)) continue
     const t = r.token!
+    const seenBefore = partitionPoint(stateReads.length, (index) => stateReads[index]!.complete < r.invoke)
+    const newest = seenBefore > 0 ? newestReadBy[seenBefore - 1]! : undefined
+    const own = r.read !== null ? sent.get(r.read) : undefined
+    if (newest && own && sentLater(sent.get(newest.read!)!, own)) {
+      add(
+        'stale-read',
+        `token ${t} read ${JSON.stringify(r.read)} though an earlier read had already returned ${JSON.stringify(newest.read)}, stored after it`,
+        [newest, r],
+      )
+    }
     if (r.read === null && firstStateRead && firstStateRead.complete < r.invoke) {
       add(
         'stale-read',
