@@ -887,6 +887,29 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
+  // 9b. A hidden lease ends only by its ttl: its token went to a lost acquire, and no op ever carried
+  //     it (nobody had its record to renew or release it). Whichever lost acquire begun before the
+  //     takeover returned took it, it landed after it began, so the lease lasted at least until that
+  //     start (+ its offset) + its ttl; the takeover came no earlier than the smallest such end.
+  for (const a of acquiresOk) {
+    const below = a.token! - 1n
+    if (below < 1n || opsByToken.has(below)) continue
+    let earliest: { end: number; by: Op } | undefined
+    for (const l of lost) {
+      if (!(l.invoke < a.complete)) break
+      if (l.ttl === null) continue
+      const end = nowLo(l) + l.ttl
+      if (!earliest || end < earliest.end) earliest = { end, by: l }
+    }
+    if (earliest && nowHi(a) < earliest.end - tolerance) {
+      add(
+        'early-takeover',
+        `token ${a.token} was acquired ${(earliest.end - nowHi(a)).toFixed(1)} ms before token ${below}'s lease could have expired (it went to an acquire whose reply was lost, and no acquire that may have taken it can have ended sooner)`,
+        [earliest.by, a],
+      )
+    }
+  }
+
   // 10. LEASE_HELD only if the lease may have been held at some moment of the call: by a known token
   //     whose acquire began before the call ended and whose lease had not certainly ended when the
   //     call began (superseded, released, or expired by the latest expiry anything that may have

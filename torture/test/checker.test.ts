@@ -592,6 +592,26 @@ describe('checker', () => {
     expect(checks(history())).toContain(check)
   })
 
+  test('a takeover of a hidden lease (the token below it went to a lost acquire) comes after its ttl', () => {
+    const hidden = (ttl: number, extra: Op[] = []) => [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+      // Token 2 is X's: it began at 50, so its lease lasted until 50 + ttl at the earliest.
+      op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl }),
+      ...extra,
+      op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
+    ]
+    expect(checks(hidden(1_000))).toEqual(['early-takeover'])
+    expect(checks(hidden(20))).toEqual([])
+    // Another lost acquire, begun at 5 with a 20 ms ttl, may have taken token 2 instead.
+    expect(
+      checks(hidden(1_000, [op('acquire', { holder: 'Y', invoke: 5, outcome: 'info', ttl: 20 })])),
+    ).toEqual([])
+    // Once an op carried token 2 (its holder adopted it, and released it: reply lost), it may have ended early.
+    const released = op('release', { holder: 'X', token: 2, invoke: 60, outcome: 'info' })
+    expect(checks(hidden(1_000, [released]))).toEqual([])
+  })
+
   test('a read may return what an earlier read showed, or anything newer', () => {
     expect(checks(readAfterRead('A#1.1'))).toEqual([])
     expect(checks(readAfterRead('B#2.0'))).toEqual([])
@@ -805,13 +825,22 @@ describe('checker', () => {
     ]
     expect(found(successor)).toEqual([])
     // A takeover over a lost acquire's token is judged on the clock that acquire may have read: X's
-    // runs 1.5 s ahead, so X may have taken token 2 at 10 and B token 3 at 101.
-    const skewed = [
+    // runs 1.5 s ahead, so X may have taken token 2 at 10. Token 2's own lease then ran until 1,560
+    // on the clocks that compare expiries, so B takes token 3 at 101 only on a clock as far ahead.
+    const skewed = (offsetOfB: number) => [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
       op('acquire', { holder: 'X', invoke: 10, outcome: 'info', ttl: 50, offsetAtInvoke: 1_500 }),
-      op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 1_000 }),
+      op('acquire', {
+        holder: 'B',
+        token: 3,
+        invoke: 100,
+        complete: 101,
+        ttl: 1_000,
+        offsetAtInvoke: offsetOfB,
+      }),
     ]
-    expect(found(skewed)).toEqual([])
+    expect(found(skewed(1_500))).toEqual([])
+    expect(found(skewed(0)).map((v) => v.split(':')[0])).toEqual(['early-takeover'])
     // A renew whose reply was lost may never have landed: the lost acquire set the expiry, when is unknown.
     const unbounded = [
       op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 1_000 }),
