@@ -7,6 +7,7 @@ import {
 } from './checker.js'
 import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
+import { pastLocalDeadline } from './runner-checks.js'
 
 export interface PoolCheckOptions {
   /** The backend computes expiry on its callers' clocks, which the nemesis skews. */
@@ -364,9 +365,6 @@ export function checkPool(
   return { violations, summary }
 }
 
-const extendsLease = (op: Op) =>
-  op.outcome === 'ok' && (op.op === 'acquire' || op.op === 'renew' || op.op === 'checkpoint')
-
 /**
  * As the runner's check: the member's Leaser's local deadline is at most the start of the last
  * extension it can have counted (an acknowledged acquire, renew or checkpoint of the member's that
@@ -375,28 +373,18 @@ const extendsLease = (op: Op) =>
  * deadline, with or without a successor, on any clock.
  */
 function heldPastDeadline(line: Step, history: UnitHistory, tolerance: number): Violation | undefined {
-  if (line.ttl === undefined) return undefined
+  const { ttl } = line
+  if (ttl === undefined) return undefined
   const token = BigInt(line.tok)
-  let last: Op | undefined
-  for (const op of history.byToken.get(token) ?? []) {
-    if (op.holder !== line.h || !extendsLease(op) || op.complete > line.t) continue
-    if (!last || op.invoke > last.invoke) last = op
-  }
-  for (const op of history.heldAnswers) {
-    if (op.holder !== line.h || op.invoke > line.t) continue
-    if (!last || op.invoke > last.invoke) last = op
-  }
-  if (!last) return undefined
-  const deadline = last.invoke + line.ttl - line.margin
-  if (!(line.t > deadline + tolerance)) return undefined
-  return {
-    check: 'pool-overlap',
-    workId: line.w,
-    message:
-      `${line.h} ran token ${token} at t=${line.t.toFixed(1)} (lease.held yes; ttl ${line.ttl}, margin ${line.margin}), ` +
-      `${(line.t - deadline).toFixed(1)} ms past its Leaser's local deadline (the ${last.op} begun at ${last.invoke.toFixed(1)} was the last extension it can have counted)`,
-    ops: [last],
-  }
+  const past = pastLocalDeadline(
+    history.byToken.get(token) ?? [],
+    history.heldAnswers,
+    { ...line, ttl },
+    tolerance,
+  )
+  if (!past) return undefined
+  const what = `${line.h} ran token ${token} at t=${line.t.toFixed(1)} (lease.held yes; ttl ${ttl}, margin ${line.margin})`
+  return { check: 'pool-overlap', workId: line.w, message: `${what}, ${past.why}`, ops: [past.last] }
 }
 
 const readsOf = (history: UnitHistory, token: bigint, holder: string): Op[] =>

@@ -193,6 +193,29 @@ function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): 
 }
 
 /**
+ * The last extension of `holder`'s lease a Leaser can have counted by `t`: the latest-begun of its
+ * acknowledged acquires, renews and checkpoints of the token (`tokenOps`) that returned by then, and
+ * of its acquires answered LEASE_HELD begun by then (it adopts its own lease from one).
+ */
+export function lastCountedExtension(
+  tokenOps: readonly Op[],
+  heldAnswers: readonly Op[],
+  holder: string,
+  t: number,
+): Op | undefined {
+  let last: Op | undefined
+  for (const op of tokenOps) {
+    if (op.holder !== holder || !extends_(op) || op.complete > t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  for (const op of heldAnswers) {
+    if (op.holder !== holder || op.invoke > t) continue
+    if (!last || op.invoke > last.invoke) last = op
+  }
+  return last
+}
+
+/**
  * The Leaser's local deadline is at most the start of the last extension it can have counted (an
  * acknowledged acquire, renew or checkpoint of the holder's that returned before the question, or an
  * acquire answered LEASE_HELD, from which it adopts its own lease) + ttl - margin, on the monotonic
@@ -201,24 +224,33 @@ function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): 
  */
 function heldPastDeadline(belief: Belief, index: WorkIndex, tolerance: number): Violation | undefined {
   const token = BigInt(belief.tok)
-  let last: Op | undefined
-  for (const op of index.byToken.get(token) ?? []) {
-    if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
-    if (!last || op.invoke > last.invoke) last = op
-  }
-  for (const op of index.heldAnswers) {
-    if (op.holder !== belief.h || op.invoke > belief.t) continue
-    if (!last || op.invoke > last.invoke) last = op
-  }
+  const past = pastLocalDeadline(index.byToken.get(token) ?? [], index.heldAnswers, belief, tolerance)
+  return (
+    past && {
+      check: 'held-after-takeover',
+      workId: belief.w,
+      message: `lease.held was true for ${belief.h} (token ${token}, ttl ${belief.ttl}, margin ${belief.margin}) at t=${belief.t.toFixed(1)}, ${past.why}`,
+      ops: [past.last],
+    }
+  )
+}
+
+/**
+ * Whether a yes at `yes.t` came past the Leaser's local deadline (above): the last extension it can
+ * have counted, and the words for how far past.
+ */
+export function pastLocalDeadline(
+  tokenOps: readonly Op[],
+  heldAnswers: readonly Op[],
+  yes: { h: string; t: number; ttl: number; margin: number },
+  tolerance: number,
+): { last: Op; why: string } | undefined {
+  const last = lastCountedExtension(tokenOps, heldAnswers, yes.h, yes.t)
   if (!last) return undefined
-  const deadline = last.invoke + belief.ttl - belief.margin
-  if (!(belief.t > deadline + tolerance)) return undefined
+  const deadline = last.invoke + yes.ttl - yes.margin
+  if (!(yes.t > deadline + tolerance)) return undefined
   return {
-    check: 'held-after-takeover',
-    workId: belief.w,
-    message:
-      `lease.held was true for ${belief.h} (token ${token}, ttl ${belief.ttl}, margin ${belief.margin}) at ` +
-      `t=${belief.t.toFixed(1)}, ${(belief.t - deadline).toFixed(1)} ms past its local deadline (the ${last.op} begun at ${last.invoke.toFixed(1)} was the last extension it can have counted)`,
-    ops: [last],
+    last,
+    why: `${(yes.t - deadline).toFixed(1)} ms past its Leaser's local deadline (the ${last.op} begun at ${last.invoke.toFixed(1)} was the last extension it can have counted)`,
   }
 }
