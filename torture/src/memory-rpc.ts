@@ -10,6 +10,7 @@ import {
   isWorkleaseError,
   LeaseExpiredError,
   LeaseHeldError,
+  type LeaseHolder,
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
@@ -44,6 +45,28 @@ interface Request {
   /** List: the page wanted. */
   list?: { prefix?: string; cursor?: string; limit?: number }
 }
+
+/** The lease a LEASE_HELD names, on the wire. */
+interface WireHolder {
+  holderId: string
+  token: string
+  expiresAt: number
+  expiresInMs: number
+}
+
+const toWireHolder = (h: LeaseHolder): WireHolder => ({
+  holderId: h.holderId,
+  token: h.fencingToken.toString(),
+  expiresAt: h.expiresAt.getTime(),
+  expiresInMs: h.expiresInMs,
+})
+
+const fromWireHolder = (h: WireHolder): LeaseHolder => ({
+  holderId: h.holderId,
+  fencingToken: BigInt(h.token),
+  expiresAt: new Date(h.expiresAt),
+  expiresInMs: h.expiresInMs,
+})
 
 interface WireListing {
   workId: string
@@ -126,6 +149,8 @@ export class MemoryServer {
                 ok: false,
                 code: isWorkleaseError(error) ? error.code : undefined,
                 message: String(error),
+                ...(error instanceof LeaseHeldError &&
+                  error.holder && { holder: toWireHolder(error.holder) }),
               }),
           )
         }
@@ -233,6 +258,8 @@ export class MemoryRpcBackend implements Backend {
     clock: 'client',
     maxStateBytes: 1024 * 1024,
     crossConnectionAtomic: true,
+    // LEASE_HELD names the lease in the way, as MemoryBackend does: the Leaser adopts its own from it.
+    reportsHolder: true,
     list: true,
   })
   readonly #port: number
@@ -265,6 +292,7 @@ export class MemoryRpcBackend implements Backend {
           result?: unknown
           code?: string
           message?: string
+          holder?: WireHolder
         }
         buffer = buffer.slice(nl + 1)
         nl = buffer.indexOf('\n')
@@ -272,7 +300,10 @@ export class MemoryRpcBackend implements Backend {
         this.#pending.delete(reply.id)
         if (!waiter) continue
         if (reply.ok) waiter.resolve(reply.result)
-        else if (reply.code === 'LEASE_HELD') waiter.reject(new LeaseHeldError())
+        else if (reply.code === 'LEASE_HELD')
+          waiter.reject(
+            new LeaseHeldError(undefined, reply.holder && { holder: fromWireHolder(reply.holder) }),
+          )
         else if (reply.code === 'FENCED') waiter.reject(new FencedError())
         else if (reply.code === 'LEASE_EXPIRED') waiter.reject(new LeaseExpiredError())
         else waiter.reject(new Error(`memory server: ${reply.message}`))
