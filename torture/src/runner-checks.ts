@@ -197,7 +197,7 @@ function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): 
  * acknowledged acquires, renews and checkpoints of the token (`tokenOps`) that returned by then, and
  * of its acquires answered LEASE_HELD begun by then (it adopts its own lease from one).
  */
-export function lastCountedExtension(
+function lastCountedExtension(
   tokenOps: readonly Op[],
   heldAnswers: readonly Op[],
   holder: string,

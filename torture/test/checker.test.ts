@@ -59,6 +59,18 @@ const readAfterRead = (third: string): Op[] => [
   op('readCheckpoint', { holder: 'C', token: 3, invoke: 102, complete: 103, read: third, clean: false }),
 ]
 
+// A's renew of token 1 (ttl 1 s, taken at 0) answered LEASE_EXPIRED at 1,500.
+const refusedAsExpired = (): Op =>
+  op('renew', {
+    holder: 'A',
+    token: 1,
+    invoke: 1_500,
+    complete: 1_501,
+    ttl: 1_000,
+    outcome: 'fail',
+    code: 'LEASE_EXPIRED',
+  })
+
 describe('checker', () => {
   test('a correct history passes every check', () => {
     expect(checkHistory(good())).toEqual([])
@@ -537,15 +549,7 @@ describe('checker', () => {
       () => [
         op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
         op('renew', { holder: 'A', token: 1, invoke: 10, outcome: 'info', ttl: 1_000 }),
-        op('renew', {
-          holder: 'A',
-          token: 1,
-          invoke: 1_500,
-          complete: 1_501,
-          ttl: 1_000,
-          outcome: 'fail',
-          code: 'LEASE_EXPIRED',
-        }),
+        refusedAsExpired(),
         op('renew', { holder: 'A', token: 1, invoke: 1_600, complete: 1_601, ttl: 1_000 }),
       ],
     ],
@@ -554,15 +558,7 @@ describe('checker', () => {
   test('after LEASE_EXPIRED, a checkpoint that may have landed, or a lost renew whose now was early enough, excuses a renew', () => {
     const expired = [
       op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
-      op('renew', {
-        holder: 'A',
-        token: 1,
-        invoke: 1_500,
-        complete: 1_501,
-        ttl: 1_000,
-        outcome: 'fail',
-        code: 'LEASE_EXPIRED',
-      }),
+      refusedAsExpired(),
     ]
     const renewed = op('renew', { holder: 'A', token: 1, invoke: 1_600, complete: 1_601, ttl: 1_000 })
     // A checkpoint revives an expired lease nobody took, lost reply or not.
