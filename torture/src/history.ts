@@ -58,6 +58,8 @@ interface InvokeLine {
   v?: string
   t: number
   off: number
+  /** How far the host's wall clock has moved since the run's reference, at `t` (host-clock.ts). */
+  d?: number
 }
 
 interface CompleteLine {
@@ -65,6 +67,7 @@ interface CompleteLine {
   id: string
   t: number
   off: number
+  d?: number
   o: Outcome
   code?: string
   tok?: string
@@ -89,11 +92,24 @@ export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
 export class HistoryWriter {
   readonly #fd: number
   readonly #process: string
+  readonly #clockReference: number | undefined
   #next = 0
 
-  constructor(path: string, process: string) {
+  /**
+   * `clockReference`: the run's `hostClockReference` (host-clock.ts), taken once by the coordinator; with it,
+   * each line records how far the host's wall clock has moved since. Without it, none is recorded.
+   */
+  constructor(path: string, process: string, clockReference?: number) {
     this.#fd = openSync(path, 'a')
     this.#process = process
+    this.#clockReference = clockReference
+  }
+
+  /** `t` and, with a reference, `d` for a line written now. */
+  #stamp(): { t: number; d?: number } {
+    const t = monotonicNow()
+    if (this.#clockReference === undefined) return { t }
+    return { t, d: Math.round((Date.now() - t - this.#clockReference) * 100) / 100 }
   }
 
   invoke(
@@ -108,7 +124,7 @@ export class HistoryWriter {
       h: fields.holder,
       op: fields.op,
       w: fields.workId,
-      t: monotonicNow(),
+      ...this.#stamp(),
       off: offset,
     }
     if (fields.token !== undefined) line.tok = fields.token.toString()
@@ -130,7 +146,7 @@ export class HistoryWriter {
       held?: CompleteLine['held']
     } = {},
   ): void {
-    const line: CompleteLine = { e: 'c', id, t: monotonicNow(), off: offset, o: outcome }
+    const line: CompleteLine = { e: 'c', id, ...this.#stamp(), off: offset, o: outcome }
     if (extra.code !== undefined) line.code = extra.code.slice(0, 200)
     if (extra.token !== undefined) line.tok = extra.token.toString()
     if (extra.read !== undefined) line.r = extra.read
@@ -163,7 +179,13 @@ export class HistoryWriter {
   }
 }
 
-/** Reads every `*.jsonl` history in `dir` into ops; an invocation without completion is `info`. */
+/**
+ * Reads every `*.jsonl` history in `dir` into ops; an invocation without completion is `info`. An op's
+ * clock offsets are its process's injected one plus the host wall clock's move (`d`) where the lines
+ * record it: at invocation and completion for an op that returned; for one whose outcome is unknown,
+ * which may have landed (and read a server's clock) at any later time, the least move from its
+ * invocation on.
+ */
 export function loadHistory(dir: string): Op[] {
   const invokes = new Map<string, InvokeLine>()
   const completes = new Map<string, CompleteLine>()
@@ -180,10 +202,12 @@ export function loadHistory(dir: string): Op[] {
       else completes.set(line.id, line)
     }
   }
+  const leastMoveFrom = leastClockMoveFrom([...invokes.values(), ...completes.values()])
   const ops: Op[] = []
   for (const inv of invokes.values()) {
     const done = completes.get(inv.id)
     const token = inv.tok !== undefined ? BigInt(inv.tok) : done?.tok !== undefined ? BigInt(done.tok) : null
+    const returned = done !== undefined && done.o !== 'info'
     ops.push({
       id: inv.id,
       process: inv.p,
@@ -194,7 +218,7 @@ export function loadHistory(dir: string): Op[] {
       ttl: inv.ttl ?? null,
       value: inv.v ?? null,
       invoke: inv.t,
-      complete: done && done.o !== 'info' ? done.t : Number.POSITIVE_INFINITY,
+      complete: returned ? done.t : Number.POSITIVE_INFINITY,
       outcome: done?.o ?? 'info',
       code: done?.code ?? (done ? null : 'no completion (process killed or stopped)'),
       read: done?.r ?? null,
@@ -202,9 +226,28 @@ export function loadHistory(dir: string): Op[] {
       heldBy: done?.held
         ? { token: BigInt(done.held.tok), holder: done.held.h, expiresInMs: done.held.in }
         : null,
-      offsetAtInvoke: inv.off,
-      offsetAtComplete: done?.off ?? inv.off,
+      offsetAtInvoke: inv.off + (inv.d ?? 0),
+      offsetAtComplete: returned
+        ? done.off + (done.d ?? 0)
+        : (done?.off ?? inv.off) + Math.min(inv.d ?? 0, leastMoveFrom(inv.t)),
     })
   }
   return ops.sort((a, b) => a.invoke - b.invoke)
+}
+
+/** For a time `t`, the least wall-clock move (`d`) any line records at or after it; Infinity where none does. */
+function leastClockMoveFrom(lines: readonly { t: number; d?: number }[]): (t: number) => number {
+  const samples = lines.filter((line) => line.d !== undefined).sort((x, y) => x.t - y.t)
+  const least = samples.map((sample) => sample.d!)
+  for (let i = least.length - 2; i >= 0; i--) least[i] = Math.min(least[i]!, least[i + 1]!)
+  return (t) => {
+    let lo = 0
+    let hi = samples.length
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1
+      if (samples[mid]!.t < t) lo = mid + 1
+      else hi = mid
+    }
+    return lo === samples.length ? Number.POSITIVE_INFINITY : least[lo]!
+  }
 }

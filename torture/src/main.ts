@@ -1,6 +1,6 @@
 // pnpm torture [--backend X[,Y]] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N]
 //              [--counter-workers N] [--runner-workers N] [--pool-members N] [--pool-units N] [--no-faults]
-//        pnpm torture --check <kept history dir> --backend X
+//        pnpm torture --check <kept history dir>
 import { BACKENDS, type BackendName } from './targets.js'
 import { failed, formatReport, recheck, runTorture } from './torture.js'
 
@@ -18,15 +18,12 @@ function parse(argv: string[]) {
 const args = parse(process.argv.slice(2).filter((a) => a !== '--'))
 if (args.has('help')) {
   console.log(
-    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--pool-members N] [--pool-units N] [--no-faults]\n       pnpm torture --check <history dir a run kept> --backend X   (check it again)`,
+    `usage: pnpm torture [--backend ${BACKENDS.join('|')}|all] [--minutes N | --seconds N] [--seed S] [--processes K] [--connections N] [--counter-workers N] [--runner-workers N] [--pool-members N] [--pool-units N] [--no-faults]\n       pnpm torture --check <history dir a run kept>   (check it again)`,
   )
   process.exit(0)
 }
 if (args.has('check')) {
-  const backend = args.get('backend') as BackendName
-  if (!BACKENDS.includes(backend))
-    throw new Error(`--check needs the run's --backend, one of ${BACKENDS.join(', ')}`)
-  const { violations, summary } = recheck(args.get('check')!, backend)
+  const { violations, summary } = recheck(args.get('check')!)
   console.log(summary)
   process.exit(violations.length > 0 ? 1 : 0)
 }

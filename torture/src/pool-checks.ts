@@ -10,8 +10,6 @@ import type { PoolLine } from './pool-workload.js'
 import { pastLocalDeadline } from './runner-checks.js'
 
 export interface PoolCheckOptions {
-  /** The backend computes expiry on its callers' clocks, which the nemesis skews. */
-  clientClock: boolean
   /** Slack, in ms, between the store's clock and the host's monotonic one. Default 25. */
   toleranceMs?: number
 }
@@ -28,7 +26,10 @@ export interface PoolSummary {
   handoffs: number
   /** Unit leases the pool reported lost. */
   lostUnits: number
-  /** Overlaps on a client-clock backend whose skew exceeded the margin: counted, not violations. */
+  /**
+   * Overlaps whose clock skew exceeded the margin (the nemesis's on a client-clock backend, a host wall
+   * clock step on any): counted, not violations.
+   */
   overlapsBeyondMargin: number
 }
 
@@ -164,7 +165,7 @@ class UnitHistory {
 export function checkPool(
   lines: readonly PoolLine[],
   ops: readonly Op[],
-  options: PoolCheckOptions,
+  options: PoolCheckOptions = {},
 ): { violations: Violation[]; summary: PoolSummary } {
   const tolerance = options.toleranceMs ?? 25
   const violations: Violation[] = []
@@ -339,20 +340,19 @@ export function checkPool(
       }
       continue
     }
-    if (options.clientClock) {
-      // As in the runner's check: expiry was computed on the holder's skewed clock, and the successor
-      // compared it with its own. Any extension of the holder's that may have landed counts.
-      let holderOffset = end.off
-      for (const op of history.byToken.get(token) ?? []) {
-        if (op.holder !== end.h || op.op === 'readCheckpoint' || op.op === 'release') continue
-        if (op.outcome === 'fail' || op.invoke > successor.complete) continue
-        holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
-      }
-      const skew = successorOffset(successor, history.lostAcquires) - holderOffset
-      if (skew > end.margin - tolerance && !ownReleaseBefore(history, end)) {
-        summary.overlapsBeyondMargin++
-        continue
-      }
+    // As in the runner's check: expiry was computed on the holder's clock (skewed by the nemesis on a
+    // client-clock backend, moved with the host's wall clock on any), and the successor compared it
+    // with its own. Any extension of the holder's that may have landed counts.
+    let holderOffset = end.off
+    for (const op of history.byToken.get(token) ?? []) {
+      if (op.holder !== end.h || op.op === 'readCheckpoint' || op.op === 'release') continue
+      if (op.outcome === 'fail' || op.invoke > successor.complete) continue
+      holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
+    }
+    const skew = successorOffset(successor, history.lostAcquires) - holderOffset
+    if (skew > Math.max(end.margin - tolerance, 0) && !ownReleaseBefore(history, end)) {
+      summary.overlapsBeyondMargin++
+      continue
     }
     const acquire = (history.byToken.get(token) ?? []).find((op) => isAcquireOk(op) && op.holder === end.h)
     violations.push({

@@ -11,8 +11,6 @@ import type { RunnerLine, RunOutcome } from './runner-workload.js'
 type Belief = Extract<RunnerLine, { e: 'b' }>
 
 export interface RunnerCheckOptions {
-  /** The backend computes expiry on its callers' clocks, which the nemesis skews. */
-  clientClock: boolean
   /** Slack, in ms, between the store's clock and the host's monotonic one. Default 25. */
   toleranceMs?: number
 }
@@ -23,9 +21,10 @@ export interface RunnerSummary {
   beliefs: number
   heldBeliefs: number
   /**
-   * `held` answered yes after a successor's acquire had been acknowledged, on a client-clock backend
-   * whose injected skew between the two processes exceeded the Leaser's safetyMarginMs: outside
-   * what the margin promises, so counted, not a violation (the fence still refused the writes).
+   * `held` answered yes after a successor's acquire had been acknowledged, with clock skew between
+   * the holder's extension and the takeover beyond the Leaser's safetyMarginMs: the nemesis's on a
+   * client-clock backend, or a step of the host's wall clock on any. Outside what the margin promises,
+   * so counted, not a violation (the fence still refused the writes).
    */
   wrongBeliefsBeyondMargin: number
   /** Fenced writes that landed, and those the downstream fence refused to a superseded holder. */
@@ -52,7 +51,7 @@ const extends_ = (op: Op) =>
 export function checkRunner(
   lines: readonly RunnerLine[],
   ops: readonly Op[],
-  options: RunnerCheckOptions,
+  options: RunnerCheckOptions = {},
 ): { violations: Violation[]; summary: RunnerSummary } {
   const tolerance = options.toleranceMs ?? 25
   const violations: Violation[] = []
@@ -90,7 +89,7 @@ export function checkRunner(
     summary.beliefs++
     if (!line.held) continue
     summary.heldBeliefs++
-    const violation = wrongBelief(line, byWork.get(line.w), options.clientClock, tolerance)
+    const violation = wrongBelief(line, byWork.get(line.w), tolerance)
     if (violation === 'beyond-margin') summary.wrongBeliefsBeyondMargin++
     else if (violation) violations.push(violation)
   }
@@ -130,7 +129,6 @@ function successors(byToken: Map<bigint, Op[]>): (token: bigint) => Op | undefin
 function wrongBelief(
   belief: Belief,
   index: WorkIndex | undefined,
-  clientClock: boolean,
   tolerance: number,
 ): Violation | 'beyond-margin' | undefined {
   if (!index) return undefined
@@ -148,19 +146,18 @@ function wrongBelief(
     if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
     if (!last || op.invoke > last.invoke) last = op
   }
-  if (clientClock) {
-    // Expiry was computed on the holder's skewed clock, and the successor compared it with its own.
-    // Any extension of the holder's that may have landed before the takeover counts, even one the
-    // Leaser never heard back from: sent on a clock jumped back, it set an earlier expiry.
-    let holderOffset = belief.off
-    for (const op of index.byToken.get(token) ?? []) {
-      if (op.holder !== belief.h || op.op === 'readCheckpoint' || op.op === 'release') continue
-      if (op.outcome === 'fail' || op.invoke > successor.complete) continue
-      holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
-    }
-    const skew = successorOffset(successor, index.lostAcquires) - holderOffset
-    if (skew > belief.margin - tolerance) return ownEvidence() ?? 'beyond-margin'
+  // Expiry was computed on the holder's clock, and the successor compared it with its own: offsets
+  // are the nemesis's skew on a client-clock backend, and on every backend the host wall clock's move.
+  // Any extension of the holder's that may have landed before the takeover counts, even one the
+  // Leaser never heard back from: sent on a clock jumped back, it set an earlier expiry.
+  let holderOffset = belief.off
+  for (const op of index.byToken.get(token) ?? []) {
+    if (op.holder !== belief.h || op.op === 'readCheckpoint' || op.op === 'release') continue
+    if (op.outcome === 'fail' || op.invoke > successor.complete) continue
+    holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
   }
+  const skew = successorOffset(successor, index.lostAcquires) - holderOffset
+  if (skew > Math.max(belief.margin - tolerance, 0)) return ownEvidence() ?? 'beyond-margin'
   return {
     check: 'held-after-takeover',
     workId: belief.w,

@@ -5,6 +5,7 @@ import { type CheckName, checkHistory, historySlice, type Violation } from './ch
 import { CounterStore } from './counter-store.js'
 import { FaultProxy } from './fault-proxy.js'
 import { isRead, loadHistory, type Op } from './history.js'
+import { type HostClockMoves, HostClockWatch, hostClockReference } from './host-clock.js'
 import type { MemoryBug } from './memory-rpc.js'
 import { Nemesis } from './nemesis.js'
 import type { NetworkFault } from './network-faults.js'
@@ -83,6 +84,11 @@ export interface TortureReport {
   byOutcome: Record<'ok' | 'fail' | 'info', number>
   byOperation: Record<string, number>
   faults: Record<string, number>
+  /**
+   * How the host's wall clock moved against its monotonic one during the run. The checker counts it
+   * as clock offset; the report says so, since a step ends leases on a store's clock early or late.
+   */
+  hostClock: HostClockMoves
   violations: Violation[]
   violationsByCheck: Partial<Record<CheckName, number>>
   /** Non-empty when the server is known not to make cross-connection writes atomic. */
@@ -159,6 +165,8 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     ],
   )
 
+  const clockReference = hostClockReference()
+  const clockWatch = new HostClockWatch(clockReference)
   const fleet = new WorkerFleet((index, incarnation, registerStopped) => ({
     info,
     slot: index,
@@ -180,6 +188,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
     poolMembers: options.poolMembers ?? 0,
     poolUnits: Array.from({ length: options.poolUnits ?? 6 }, (_, i) => `u-${i}`),
+    clockReference,
   }))
   const nemesis = new Nemesis(options.seed, {
     proxy,
@@ -226,6 +235,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     await fleet.stop()
     const elapsedMs = Date.now() - t0
     const faults = nemesis.faults
+    const hostClock = clockWatch.stop()
 
     const fenced = counterStore.totals('fenced')
     const unfenced = counterStore.totals('unfenced')
@@ -242,6 +252,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
           durationMs: options.durationMs,
           elapsedMs,
           faults,
+          hostClock,
           counter: { fenced, unfenced, runner: runnerCounterTotals },
         },
         null,
@@ -254,7 +265,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       violationsByCheck,
       runner: runnerChecked,
       pool: poolChecked,
-    } = checkRun(historyDir, clientClock)
+    } = checkRun(historyDir)
     const byOutcome = { ok: 0, fail: 0, info: 0 }
     const byOperation: Record<string, number> = {}
     for (const op of ops) {
@@ -276,6 +287,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       byOutcome,
       byOperation,
       faults,
+      hostClock,
       violations,
       violationsByCheck,
       ...(server.notAtomic ? { notAtomic: server.notAtomic } : {}),
@@ -305,6 +317,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       { cause: error },
     )
   } finally {
+    clockWatch.stop()
     fleet.kill()
     process.removeListener('exit', cleanup)
     await proxy?.close()
@@ -316,10 +329,10 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 }
 
 /** Every check, on the history files of one run: every recorded op, then the runners' and the pools' claims. */
-function checkRun(historyDir: string, clientClock: boolean) {
+function checkRun(historyDir: string) {
   const ops = loadHistory(historyDir)
-  const runner = checkRunner(loadRunnerLog(historyDir), ops, { clientClock })
-  const pool = checkPool(PoolLog.load(historyDir), ops, { clientClock })
+  const runner = checkRunner(loadRunnerLog(historyDir), ops)
+  const pool = checkPool(PoolLog.load(historyDir), ops)
   const violations = [...checkHistory(ops), ...runner.violations, ...pool.violations]
   const violationsByCheck: Partial<Record<CheckName, number>> = {}
   for (const v of violations) violationsByCheck[v.check] = (violationsByCheck[v.check] ?? 0) + 1
@@ -330,18 +343,12 @@ function checkRun(historyDir: string, clientClock: boolean) {
  * Checks the history files a run kept (`history` under the directory it printed) again, with this
  * version of the checker: for a run whose violations turn out to be the checker's.
  */
-export function recheck(
-  historyDir: string,
-  backend: BackendName,
-): { violations: Violation[]; summary: string } {
+export function recheck(historyDir: string): { violations: Violation[]; summary: string } {
   const meta = join(historyDir, '..', 'run.json')
   const run = existsSync(meta)
     ? readFileSync(meta, 'utf8').trim()
     : '(no run.json: faults and counters unknown)'
-  const { ops, violations, violationsByCheck, runner, pool } = checkRun(
-    historyDir,
-    clockOf(backend) === 'client',
-  )
+  const { ops, violations, violationsByCheck, runner, pool } = checkRun(historyDir)
   const summary = [
     run,
     `runner: ${JSON.stringify(runner)}`,
@@ -369,6 +376,15 @@ export function failed(report: TortureReport): boolean {
   return report.violations.length > 0 || isCounterViolation(report)
 }
 
+/** How the host's wall clock moved against its monotonic one, for a report. */
+export function describeHostClock({ least, most, largestStep, largestStepAt }: HostClockMoves): string {
+  const ms = (value: number) => `${value > 0 ? '+' : ''}${value.toFixed(1)} ms`
+  const moved = `wall clock against monotonic ${ms(least)} to ${ms(most)}`
+  // Sampled every 100 ms; the two clocks' readings differ by up to a millisecond of rounding.
+  if (Math.abs(largestStep) < 5) return `${moved}, no step`
+  return `${moved}; stepped ${ms(largestStep)} at ${(largestStepAt / 1000).toFixed(1)} s (counted as clock offset by the checker)`
+}
+
 /** A human summary of a run, with the seed and the history slice of each violation. */
 export function formatReport(report: TortureReport): string {
   const lines: string[] = []
@@ -391,6 +407,7 @@ export function formatReport(report: TortureReport): string {
         .join(', ') || 'none'
     }`,
   )
+  lines.push(`   host clock: ${describeHostClock(report.hostClock)}`)
   if (report.noRestart) lines.push(`   no server restarts: ${report.noRestart}`)
   lines.push(
     `   fenced counter:   ${fenced.value} (acknowledged increments ${fenced.acknowledged}, expected ${fenced.expected})${fenced.value === fenced.acknowledged && fenced.finished ? ' OK' : ' VIOLATION'}`,

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { type Backend, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import { CounterStore } from './counter-store.js'
 import { HistoryWriter, type OpName } from './history.js'
+import { hostClockReference } from './host-clock.js'
 import { PoolLog, poolMember } from './pool-workload.js'
 import { Random } from './random.js'
 import { describeRead, RecordingBackend } from './recording-backend.js'
@@ -51,6 +52,8 @@ export interface WorkerConfig {
   /** LeasePool members (see pool-workload.ts), one Leaser each, over the units below. */
   poolMembers: number
   poolUnits: string[]
+  /** The run's {@link hostClockReference}: every history line records the host wall clock's move since. */
+  clockReference: number
 }
 
 export type ToWorker = { type: 'clock'; offset: number } | { type: 'stop-register' } | { type: 'stop' }
@@ -59,8 +62,11 @@ export type FromWorker = { type: 'ready' } | { type: 'fatal'; message: string }
 const config = JSON.parse(process.argv[2]!) as WorkerConfig
 const proc = `p${config.slot}.${config.incarnation}`
 const random = new Random(Random.derive(config.seed, proc))
-const history = new HistoryWriter(join(config.historyDir, `${proc}.jsonl`), proc)
+const history = new HistoryWriter(join(config.historyDir, `${proc}.jsonl`), proc, config.clockReference)
 let offset = 0
+// The offset a runner's or a pool member's line records: the injected one, and the host wall clock's
+// move since the run began, as the history's own lines record it.
+const recordedOffset = () => offset + (hostClockReference() - config.clockReference)
 let stopRegister = false
 let stopAll = false
 const encoder = new TextEncoder()
@@ -271,7 +277,7 @@ async function main(): Promise<void> {
         store,
         log: runnerLog,
         random: new Random(Random.derive(config.seed, `${proc}-j${i}`)),
-        offset: () => offset,
+        offset: recordedOffset,
         stopped: () => stopAll,
         ...(config.runnerBug ? { bug: config.runnerBug } : {}),
       }),
@@ -287,7 +293,7 @@ async function main(): Promise<void> {
         units: config.poolUnits,
         log: poolLog,
         random: new Random(Random.derive(config.seed, `${proc}-m${i}`)),
-        offset: () => offset,
+        offset: recordedOffset,
         stopped: () => stopAll,
       }),
     )

@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { LeaseHeldError } from '@worklease/spec'
 import { describe, expect, test } from 'vitest'
 import { type CheckName, checkHistory, historySlice } from '../src/checker.js'
 import { HistoryWriter, loadHistory, type Op } from '../src/history.js'
+import { hostClockReference } from '../src/host-clock.js'
 import { op } from './ops.js'
 
 const checks = (ops: Op[]): CheckName[] => [...new Set(checkHistory(ops).map((v) => v.check))].sort()
@@ -1061,6 +1062,98 @@ describe('checker', () => {
       expect(ops[1]).toMatchObject({ outcome: 'fail', code: 'LEASE_HELD', token: null })
       const violation = { check: 'held-when-free' as const, workId: 'w', message: '', ops: [ops[1]!] }
       expect(historySlice(ops, violation)).toContain('LEASE_HELD (by token=1 of A, 80 ms left)')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+// Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
+// times are its monotonic clock. One CI run failed when the wall clock stepped 1.08 s ahead mid-run: the
+// stores then ended every lease about a second early on the monotonic clock, which the checker, taking
+// the two clocks to advance together, judged early takeovers. Each line now records how far the wall
+// clock had moved from the monotonic one since the run began (`d`), and it counts as clock offset.
+describe('host clock steps', () => {
+  const withHistory = (lines: object[], check: (ops: Op[]) => void) => {
+    const dir = mkdtempSync(join(tmpdir(), 'worklease-history-'))
+    try {
+      writeFileSync(join(dir, 'p0.0.jsonl'), lines.map((line) => `${JSON.stringify(line)}\n`).join(''))
+      check(loadHistory(dir))
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  const invoke = (id: string, h: string, t: number, d: number | undefined, extra: object = {}) => ({
+    e: 'i',
+    id,
+    p: 'p0.0',
+    h,
+    op: 'acquire',
+    w: 'w',
+    ttl: 500,
+    t,
+    off: 0,
+    ...(d === undefined ? {} : { d }),
+    ...extra,
+  })
+  const done = (id: string, t: number, d: number | undefined, tok: string) => ({
+    e: 'c',
+    id,
+    t,
+    off: 0,
+    o: 'ok',
+    tok,
+    ...(d === undefined ? {} : { d }),
+  })
+  // A takes token 1 for 500 ms at 0; B takes token 2 at 300, after the wall clock stepped `step` ahead.
+  const takeover = (step: number | undefined) => [
+    invoke('p0.0:0', 'A', 0, step === undefined ? undefined : 0),
+    done('p0.0:0', 2, step === undefined ? undefined : 0, '1'),
+    invoke('p0.0:1', 'B', 300, step),
+    done('p0.0:1', 302, step, '2'),
+  ]
+
+  test('a step ahead moves every later clock reading: a takeover it explains is none', () => {
+    withHistory(takeover(1_000), (ops) => {
+      expect(ops[1]).toMatchObject({ offsetAtInvoke: 1_000, offsetAtComplete: 1_000 })
+      expect(checks(ops)).toEqual([])
+    })
+  })
+
+  test('a step too small to explain the takeover, or none recorded, leaves it early', () => {
+    withHistory(takeover(100), (ops) => expect(checks(ops)).toEqual(['early-takeover']))
+    withHistory(takeover(undefined), (ops) => expect(checks(ops)).toEqual(['early-takeover']))
+  })
+
+  test('an op that may land later may read the clock after a step back', () => {
+    withHistory(
+      [
+        invoke('p0.0:0', 'A', 0, 0),
+        invoke('p0.0:1', 'B', 10, 0),
+        done('p0.0:1', 12, 0, '1'),
+        invoke('p0.0:2', 'B', 50, -700, { op: 'renew', tok: '1' }),
+        { e: 'c', id: 'p0.0:2', t: 52, off: 0, o: 'ok', d: -700 },
+      ],
+      (ops) => {
+        // A's acquire never completed: it may have read the clock after the step, 700 ms back.
+        expect(ops[0]).toMatchObject({ outcome: 'info', offsetAtInvoke: 0, offsetAtComplete: -700 })
+        expect(ops[2]).toMatchObject({ offsetAtInvoke: -700 })
+      },
+    )
+  })
+
+  test('the writer records how far the wall clock moved from the run reference', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'worklease-history-'))
+    try {
+      const writer = new HistoryWriter(join(dir, 'p0.0.jsonl'), 'p0.0', hostClockReference() - 5_000)
+      const id = writer.invoke({ holder: 'A', op: 'acquire', workId: 'w', ttl: 100 }, 20)
+      writer.complete(id, 'ok', 20, { token: 1n })
+      writer.close()
+      const [acquire] = loadHistory(dir)
+      // The reference was put 5 s back, as if the wall clock had since stepped 5 s ahead.
+      expect(acquire!.offsetAtInvoke).toBeGreaterThan(20 + 5_000 - 3)
+      expect(acquire!.offsetAtInvoke).toBeLessThan(20 + 5_000 + 3)
+      expect(acquire!.offsetAtComplete).toBeGreaterThan(20 + 5_000 - 3)
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

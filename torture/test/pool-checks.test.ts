@@ -82,20 +82,19 @@ const lines = (
   ...(changes.extra ?? []),
 ]
 
-const checks = (poolLines: PoolLine[], ops: Op[], clientClock = false) =>
-  checkPool(poolLines, ops, { clientClock }).violations.map((v) => v.check)
+const checks = (poolLines: PoolLine[], ops: Op[]) => checkPool(poolLines, ops).violations.map((v) => v.check)
 
 describe('pool checks', () => {
   test('a clean consent handoff passes every check, the store-level ones too', () => {
     expect(checkHistory(store())).toEqual([])
-    const { violations, summary } = checkPool(lines(), store(), { clientClock: false })
+    const { violations, summary } = checkPool(lines(), store())
     expect(violations).toEqual([])
     expect(summary).toMatchObject({ joined: 1, runs: 2, steps: 5, heldSteps: 5, handoffs: 1 })
   })
 
   describe('pool-overlap: no two members run one unit at once', () => {
     test('the giver still working after the successor was acknowledged is caught', () => {
-      const { violations } = checkPool(lines({ extra: [step('A', 1, 100)] }), store(), { clientClock: false })
+      const { violations } = checkPool(lines({ extra: [step('A', 1, 100)] }), store())
       expect(violations.map((v) => v.check)).toEqual(['pool-overlap'])
       expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}:${o.token}`)).toEqual([
         'A:acquire:1',
@@ -161,15 +160,15 @@ describe('pool checks', () => {
         .map((o) =>
           o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
         )
-      const beyond = checkPool(lines({ extra: [step('A', 1, 100)] }), ahead, { clientClock: true })
+      const beyond = checkPool(lines({ extra: [step('A', 1, 100)] }), ahead)
       expect(beyond.violations).toEqual([])
       expect(beyond.summary.overlapsBeyondMargin).toBe(1)
       // No skew excuses a yes after the member's own release returned.
       const released = store().map((o) =>
         o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
       )
-      expect(checks(lines({ extra: [step('A', 1, 100)] }), released, true)).toEqual(['pool-overlap'])
-      expect(checks(lines({ extra: [step('A', 1, 100)] }), store(), true)).toEqual(['pool-overlap'])
+      expect(checks(lines({ extra: [step('A', 1, 100)] }), released)).toEqual(['pool-overlap'])
+      expect(checks(lines({ extra: [step('A', 1, 100)] }), store())).toEqual(['pool-overlap'])
     })
   })
 
@@ -245,7 +244,7 @@ describe('pool checks', () => {
         read: 'A#1.1',
         clean: false,
       })
-      const found = checkPool([read(503)], ops(505), { clientClock: false }).violations
+      const found = checkPool([read(503)], ops(505)).violations
       expect(found.map((v) => v.check)).toEqual(['pool-lost-checkpoint'])
       expect(found[0]!.message).toContain('"A#1.1" was sent after token 1\'s lease had ended')
       // The guard: sent at 450, after C's acquire began (440) but before it was acknowledged (1,000),
