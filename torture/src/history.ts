@@ -1,6 +1,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { isWorkleaseError, LeaseHeldError } from '@worklease/spec'
+import { monotonicNow, readHostClocks } from './host-clock.js'
 
 const REFUSALS: ReadonlySet<string> = new Set(['LEASE_HELD', 'FENCED', 'LEASE_EXPIRED'])
 
@@ -81,9 +82,6 @@ interface CompleteLine {
 export const isRead = (op: Op): boolean =>
   op.outcome === 'ok' && op.clean !== null && (op.op === 'readCheckpoint' || op.op === 'acquire')
 
-/** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
-export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
-
 /**
  * Appends a process's history to a file with synchronous writes, so an invocation is on disk before
  * the call starts and survives a SIGKILL (an op whose invocation was lost could have effects the
@@ -107,9 +105,9 @@ export class HistoryWriter {
 
   /** `t` and, with a reference, `d` for a line written now. */
   #stamp(): { t: number; d?: number } {
-    const t = monotonicNow()
-    if (this.#clockReference === undefined) return { t }
-    return { t, d: Math.round((Date.now() - t - this.#clockReference) * 100) / 100 }
+    if (this.#clockReference === undefined) return { t: monotonicNow() }
+    const { monotonic, lead } = readHostClocks()
+    return { t: monotonic, d: Math.round((lead - this.#clockReference) * 100) / 100 }
   }
 
   invoke(

@@ -1,4 +1,20 @@
-import { monotonicNow } from './history.js'
+/** The host's monotonic clock in ms: CLOCK_MONOTONIC on Linux, shared by every process on the host. */
+export const monotonicNow = (): number => Number(process.hrtime.bigint()) / 1e6
+
+/**
+ * Both host clocks, read together: the monotonic time, and how far the wall clock is ahead of it. A
+ * process descheduled between the two reads (20 ms and more on this loaded 2-core machine) would see a
+ * step that never happened, so the wall clock is read between two monotonic reads, and the three again
+ * while those lie more than a millisecond apart.
+ */
+export function readHostClocks(): { monotonic: number; lead: number } {
+  for (let attempt = 1; ; attempt++) {
+    const before = monotonicNow()
+    const wall = Date.now()
+    const after = monotonicNow()
+    if (after - before < 1 || attempt === 5) return { monotonic: after, lead: wall - (before + after) / 2 }
+  }
+}
 
 /**
  * How far the host's wall clock (CLOCK_REALTIME, which every driver and server reads as "now") is
@@ -6,7 +22,7 @@ import { monotonicNow } from './history.js'
  * how far it has moved since (`d`), and the loader counts that as clock offset of every process alike.
  * It moves when the wall clock is stepped or slewed: one CI run saw it jump 1.08 s at once.
  */
-export const hostClockReference = (): number => Date.now() - monotonicNow()
+export const hostClockReference = (): number => readHostClocks().lead
 
 /** What {@link HostClockWatch} saw over a run, in ms against the run's reference. */
 export interface HostClockMoves {
@@ -30,14 +46,14 @@ export class HostClockWatch {
 
   constructor(reference: number, everyMs = 100) {
     this.#reference = reference
-    this.#last = Date.now() - this.#started - reference
+    this.#last = readHostClocks().lead - reference
     this.#timer = setInterval(() => this.sample(), everyMs)
     this.#timer.unref()
   }
 
   sample(): void {
-    const at = monotonicNow()
-    const move = Date.now() - at - this.#reference
+    const { monotonic: at, lead } = readHostClocks()
+    const move = lead - this.#reference
     const step = move - this.#last
     this.#last = move
     const { least, most, largestStep, largestStepAt } = this.#moves

@@ -1,6 +1,6 @@
 import { type Lease, LeasePool, Leaser, type PoolUnit } from '@worklease/core'
 import type { Backend } from '@worklease/spec'
-import { monotonicNow } from './history.js'
+import { monotonicNow } from './host-clock.js'
 import { loadNdjson, NdjsonLog } from './ndjson-log.js'
 import type { Random } from './random.js'
 import type { RunnerLeaseConfig } from './runner-workload.js'

@@ -1,7 +1,7 @@
 import { isLeaseLostError, type Lease, Leaser, systemTimers, type Timers } from '@worklease/core'
 import { type Backend, isWorkleaseError } from '@worklease/spec'
 import type { CounterStore } from './counter-store.js'
-import { monotonicNow } from './history.js'
+import { monotonicNow } from './host-clock.js'
 import { loadNdjson, NdjsonLog } from './ndjson-log.js'
 import type { Random } from './random.js'
 
