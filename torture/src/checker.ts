@@ -890,21 +890,39 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // 9b. A hidden lease ends only by its ttl: its token went to a lost acquire, and no op ever carried
   //     it (nobody had its record to renew or release it). Whichever lost acquire begun before the
   //     takeover returned took it, it landed after it began, so the lease lasted at least until that
-  //     start (+ its offset) + its ttl; the takeover came no earlier than the smallest such end.
-  for (const a of acquiresOk) {
-    const below = a.token! - 1n
+  //     start (+ its offset) + its ttl; the takeover came no earlier than the smallest such end. A
+  //     taker only record ops prove is itself one of its holder's lost acquires, landed by its first
+  //     proof's return (its "now" at most the latest a lost acquire landed by then can have read); it
+  //     cannot have taken the hidden token too, so the smallest end leaves out the one it may be.
+  const hiddenTakers = [
+    ...acquiresOk.map((a) => ({ t: a.token!, by: a.complete, seen: nowHi(a), op: a, itself: [] as Op[] })),
+    ...known
+      .filter((t) => !byToken.has(t) && lostTakersOf(t).length > 0)
+      .map((t) => {
+        const p = evidence.get(t)!
+        return { t, by: p.complete, seen: hiddenNow(p.complete), op: p, itself: lostTakersOf(t) }
+      }),
+  ]
+  for (const { t, by, seen, op: a, itself } of hiddenTakers) {
+    const below = t - 1n
     if (below < 1n || opsByToken.has(below)) continue
-    let earliest: { end: number; by: Op } | undefined
+    // The two smallest ends, so that leaving out any one acquire is a lookup.
+    let first: { end: number; by: Op } | undefined
+    let second: { end: number; by: Op } | undefined
     for (const l of lost) {
-      if (!(l.invoke < a.complete)) break
+      if (!(l.invoke < by)) break
       if (l.ttl === null) continue
-      const end = nowLo(l) + l.ttl
-      if (!earliest || end < earliest.end) earliest = { end, by: l }
+      const candidate = { end: nowLo(l) + l.ttl, by: l }
+      if (!first || candidate.end < first.end) [first, second] = [candidate, first]
+      else if (!second || candidate.end < second.end) second = candidate
     }
-    if (earliest && nowHi(a) < earliest.end - tolerance) {
+    const earliest = itself.length > 0 && itself.every((l) => l === first?.by) ? second : first
+    if (earliest && seen < earliest.end - tolerance) {
       add(
         'early-takeover',
-        `token ${a.token} was acquired ${(earliest.end - nowHi(a)).toFixed(1)} ms before token ${below}'s lease could have expired (it went to an acquire whose reply was lost, and no acquire that may have taken it can have ended sooner)`,
+        `token ${t} was acquired ${(earliest.end - seen).toFixed(1)} ms before token ${below}'s lease could have expired (it went to an acquire whose reply was lost, and no acquire that may have taken it can have ended sooner)${
+          itself.length > 0 ? ` (by an acquire whose reply was lost; ${a.op} of token ${t} acknowledged)` : ''
+        }`,
         [earliest.by, a],
       )
     }

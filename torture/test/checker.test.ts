@@ -609,6 +609,30 @@ describe('checker', () => {
     expect(checks(hidden(1_000, [released]))).toEqual([])
   })
 
+  test('a hidden lease taken over by a token only a record op proves still lasts its ttl', () => {
+    // As above, but B's acquire of token 3 lost its reply too: B found its lease and renewed it,
+    // acknowledged at 101, so it had taken token 3 by then. B's own acquire cannot have taken token 2
+    // as well, so X's (begun at 50) did, and that lease lasted until 50 + ttl at the earliest.
+    const hidden = (ttl: number, extra: Op[] = []) => [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+      op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl }),
+      op('acquire', { holder: 'B', invoke: 95, outcome: 'info', ttl: 10 }),
+      ...extra,
+      op('renew', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
+    ]
+    expect(checks(hidden(1_000))).toEqual(['early-takeover'])
+    expect(checks(hidden(20))).toEqual([])
+    // B began two acquires: the other may have taken token 2 and ended by 5 + 10.
+    expect(
+      checks(hidden(1_000, [op('acquire', { holder: 'B', invoke: 5, outcome: 'info', ttl: 10 })])),
+    ).toEqual([])
+    // Y's lost acquire, begun at 5 with a 20 ms ttl, may have taken token 2 instead.
+    expect(
+      checks(hidden(1_000, [op('acquire', { holder: 'Y', invoke: 5, outcome: 'info', ttl: 20 })])),
+    ).toEqual([])
+  })
+
   test('a read may return what an earlier read showed, or anything newer', () => {
     expect(checks(readAfterRead('A#1.1'))).toEqual([])
     expect(checks(readAfterRead('B#2.0'))).toEqual([])
