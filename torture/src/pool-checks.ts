@@ -1,13 +1,7 @@
-import {
-  describeSuccessor,
-  firstAtLeast,
-  provesAcquired,
-  successorOffset,
-  type Violation,
-} from './checker.js'
+import { describeSuccessor, firstAtLeast, provesAcquired, type Violation } from './checker.js'
 import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
-import { pastLocalDeadline } from './runner-checks.js'
+import { pastLocalDeadline, skewBeyondHolder } from './runner-checks.js'
 
 export interface PoolCheckOptions {
   /** Slack, in ms, between the store's clock and the host's monotonic one. Default 25. */
@@ -340,16 +334,7 @@ export function checkPool(
       }
       continue
     }
-    // As in the runner's check: expiry was computed on the holder's clock (skewed by the nemesis on a
-    // client-clock backend, moved with the host's wall clock on any), and the successor compared it
-    // with its own. Any extension of the holder's that may have landed counts.
-    let holderOffset = end.off
-    for (const op of history.byToken.get(token) ?? []) {
-      if (op.holder !== end.h || op.op === 'readCheckpoint' || op.op === 'release') continue
-      if (op.outcome === 'fail' || op.invoke > successor.complete) continue
-      holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
-    }
-    const skew = successorOffset(successor, history.lostAcquires) - holderOffset
+    const skew = skewBeyondHolder(successor, history.byToken.get(token) ?? [], end, history.lostAcquires)
     if (skew > Math.max(end.margin - tolerance, 0) && !ownReleaseBefore(history, end)) {
       summary.overlapsBeyondMargin++
       continue

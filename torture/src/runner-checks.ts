@@ -146,17 +146,7 @@ function wrongBelief(
     if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
     if (!last || op.invoke > last.invoke) last = op
   }
-  // Expiry was computed on the holder's clock, and the successor compared it with its own: offsets
-  // are the nemesis's skew on a client-clock backend, and on every backend the host wall clock's move.
-  // Any extension of the holder's that may have landed before the takeover counts, even one the
-  // Leaser never heard back from: sent on a clock jumped back, it set an earlier expiry.
-  let holderOffset = belief.off
-  for (const op of index.byToken.get(token) ?? []) {
-    if (op.holder !== belief.h || op.op === 'readCheckpoint' || op.op === 'release') continue
-    if (op.outcome === 'fail' || op.invoke > successor.complete) continue
-    holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
-  }
-  const skew = successorOffset(successor, index.lostAcquires) - holderOffset
+  const skew = skewBeyondHolder(successor, index.byToken.get(token) ?? [], belief, index.lostAcquires)
   if (skew > Math.max(belief.margin - tolerance, 0)) return ownEvidence() ?? 'beyond-margin'
   return {
     check: 'held-after-takeover',
@@ -230,6 +220,27 @@ function heldPastDeadline(belief: Belief, index: WorkIndex, tolerance: number): 
       ops: [past.last],
     }
   )
+}
+
+/**
+ * How far the clock a successor's takeover read was ahead of the one its holder's lease expiry was
+ * set on. Offsets are the nemesis's skew on a client-clock backend, and on every backend the host
+ * wall clock's move. Any extension of the holder's that may have landed before the takeover counts,
+ * even one the Leaser never heard back from: sent on a clock jumped back, it set an earlier expiry.
+ */
+export function skewBeyondHolder(
+  successor: Op,
+  tokenOps: readonly Op[],
+  holder: { readonly h: string; readonly off: number },
+  lostAcquires: readonly Op[],
+): number {
+  let holderOffset = holder.off
+  for (const op of tokenOps) {
+    if (op.holder !== holder.h || op.op === 'readCheckpoint' || op.op === 'release') continue
+    if (op.outcome === 'fail' || op.invoke > successor.complete) continue
+    holderOffset = Math.min(holderOffset, op.offsetAtInvoke, op.offsetAtComplete)
+  }
+  return successorOffset(successor, lostAcquires) - holderOffset
 }
 
 /**
