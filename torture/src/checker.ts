@@ -15,6 +15,7 @@ export type CheckName =
   | 'clean-handoff'
   | 'early-takeover'
   | 'held-when-free'
+  | 'named-wrong-lease'
   | 'renewed-after-expiry'
   | 'expired-while-live'
   // The contract's max rule and checkpoint order (issue 14): renew and checkpoint never move the expiry
@@ -991,6 +992,55 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       break
     }
     if (why) add('held-when-free', `LEASE_HELD though ${why.message}`, [...why.ops, a])
+  }
+
+  // 11. The lease a LEASE_HELD names (drivers that report the holder) can have been the one in the
+  //     way: no other holder is known to have had its token, an acquire of its holder's may have taken
+  //     it (acknowledged with that token, or lost, begun before the refusal returned), and no acquire
+  //     of a larger token had been acknowledged before the refusal began.
+  const acknowledgedByEnd = [...acquiresOk].sort((x, y) => x.complete - y.complete)
+  const largestAcknowledged: Op[] = []
+  for (const a of acknowledgedByEnd) {
+    const top = largestAcknowledged.at(-1)
+    largestAcknowledged.push(top && top.token! > a.token! ? top : a)
+  }
+  for (const r of ops) {
+    if (r.op !== 'acquire' || r.outcome !== 'fail' || !r.heldBy) continue
+    const { token: named, holder } = r.heldBy
+    const lease = `token ${named} of ${holder}`
+    const owner = byToken.get(named) ?? proof.get(named)
+    if (owner && owner.holder !== holder) {
+      add('named-wrong-lease', `LEASE_HELD named ${lease}, but token ${named} was ${owner.holder}'s`, [
+        owner,
+        r,
+      ])
+      continue
+    }
+    const mayHaveTaken = (a: Op) =>
+      a.op === 'acquire' &&
+      a.holder === holder &&
+      a.invoke < r.complete &&
+      (a.outcome === 'info' || (a.outcome === 'ok' && a.token === named))
+    if (!ops.some(mayHaveTaken)) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease}, but no acquire of ${holder}'s begun before the refusal returned can have taken it`,
+        [r],
+      )
+      continue
+    }
+    const before = partitionPoint(
+      acknowledgedByEnd.length,
+      (index) => acknowledgedByEnd[index]!.complete < r.invoke,
+    )
+    const newer = before > 0 ? largestAcknowledged[before - 1]! : undefined
+    if (newer && newer.token! > named) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease}, but token ${newer.token} had been acquired before the call began`,
+        [newer, r],
+      )
+    }
   }
 
   return out

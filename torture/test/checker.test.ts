@@ -241,6 +241,21 @@ describe('checker', () => {
         op('acquire', { holder: 'B', invoke: 4, complete: 5, outcome: 'fail', code: 'LEASE_HELD' }),
       ],
     ],
+    [
+      'named-wrong-lease',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        // The lease in the way was A's token 1, not one of Z's, who never asked for one.
+        op('acquire', {
+          holder: 'B',
+          invoke: 4,
+          complete: 5,
+          outcome: 'fail',
+          code: 'LEASE_HELD',
+          heldBy: { token: 1n, holder: 'Z', expiresInMs: 990 },
+        }),
+      ],
+    ],
   ]
 
   // Interleaved checkpoints are a special case of a write succeeding after its lease ended.
@@ -294,6 +309,7 @@ describe('checker', () => {
       'clean-handoff',
       'early-takeover',
       'held-when-free',
+      'named-wrong-lease',
       'renewed-after-expiry',
       'expired-while-live',
       'expiry-moved-back',
@@ -631,6 +647,36 @@ describe('checker', () => {
     expect(
       checks(hidden(1_000, [op('acquire', { holder: 'Y', invoke: 5, outcome: 'info', ttl: 20 })])),
     ).toEqual([])
+  })
+
+  // Drivers that report the lease in the way name it in LEASE_HELD (token, holder, time left). That
+  // name is the store's word too: a lease no acquire can have made, or one already superseded, is a lie.
+  test('a LEASE_HELD names a lease that can have been in the way', () => {
+    const refused = (heldBy: { token: number; holder: string }, extra: Op[] = []) => [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+      ...extra,
+      op('acquire', {
+        holder: 'B',
+        invoke: 20,
+        complete: 21,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+        heldBy: { token: BigInt(heldBy.token), holder: heldBy.holder, expiresInMs: 900 },
+      }),
+    ]
+    expect(checks(refused({ token: 1, holder: 'A' }))).toEqual([])
+    // Z began no acquire at all.
+    expect(checks(refused({ token: 1, holder: 'Z' }))).toEqual(['named-wrong-lease'])
+    // Token 1 was A's, whatever else C tried.
+    const lostC = op('acquire', { holder: 'C', invoke: 5, outcome: 'info', ttl: 1_000 })
+    expect(checks(refused({ token: 1, holder: 'C' }, [lostC]))).toEqual(['named-wrong-lease'])
+    // A token above the known ones, named for a holder whose acquire was lost: it may have taken it.
+    const released = op('release', { holder: 'A', token: 1, invoke: 3, complete: 4 })
+    expect(checks(refused({ token: 2, holder: 'C' }, [released, lostC]))).toEqual([])
+    // Token 2 was acknowledged to D before the refusal began: token 1 was no longer in anyone's way.
+    const taken = op('acquire', { holder: 'D', token: 2, invoke: 6, complete: 7, ttl: 1_000 })
+    expect(checks(refused({ token: 1, holder: 'A' }, [released, taken]))).toEqual(['named-wrong-lease'])
+    expect(checks(refused({ token: 2, holder: 'D' }, [released, taken]))).toEqual([])
   })
 
   test('a read may return what an earlier read showed, or anything newer', () => {
