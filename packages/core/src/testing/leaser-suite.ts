@@ -16,6 +16,7 @@ import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
 import { Leaser } from '../leaser.js'
 import type { LeaserOptions } from '../leaser-options.js'
 import type { Timers } from '../timers.js'
+import { againAfterHostClockStep } from './host-clock-steps.js'
 
 /**
  * Fresh isolated storage per case, structurally the testkit's `BackendHarness`: `open` returns a
@@ -240,7 +241,11 @@ function scaledTimers(rate: number): Timers {
  * ```
  */
 export function leaserSuite(options: LeaserSuiteOptions): void {
-  const { describe, test, factory } = options
+  const { describe, factory } = options
+  // Every case runs on real time against a store's clock: one the host's wall clock stepped under is
+  // run again, and says why (host-clock-steps.ts).
+  const test = (name: string, body: () => Promise<void>, timeoutMs?: number) =>
+    options.test(name, () => againAfterHostClockStep('leaserSuite', name, body), timeoutMs)
   const ttlMs = options.ttlMs ?? 1_000
   const caseTimeout = ttlMs * 12 + 10_000
 

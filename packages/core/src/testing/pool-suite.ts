@@ -4,6 +4,7 @@ import { LeasePool } from '../lease-pool.js'
 import type { LeasePoolOptions } from '../lease-pool-options.js'
 import { Leaser } from '../leaser.js'
 import type { PoolHandler, PoolUnit } from '../unit-runner.js'
+import { againAfterHostClockStep } from './host-clock-steps.js'
 import type { LeaserSuiteHarness } from './leaser-suite.js'
 
 /** Options of {@link poolSuite}; the same shape as `leaserSuite`'s. */
@@ -167,7 +168,10 @@ async function eventually(what: string, condition: () => boolean, timeoutMs: num
  * ```
  */
 export function poolSuite(options: PoolSuiteOptions): void {
-  const { describe, test, factory, name } = options
+  const { describe, factory, name } = options
+  // As in the Leaser suite: a case the host's wall clock stepped under is run again, and says why.
+  const test = (caseName: string, body: () => Promise<void>, timeoutMs?: number) =>
+    options.test(caseName, () => againAfterHostClockStep('poolSuite', caseName, body), timeoutMs)
   const ttlMs = options.ttlMs ?? 1_000
   const timeoutMs = ttlMs * 20 + 10_000
 
