@@ -1004,6 +1004,14 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     const top = largestAcknowledged.at(-1)
     largestAcknowledged.push(top && top.token! > a.token! ? top : a)
   }
+  // When each holder first began an acquire whose reply was lost.
+  const firstLostAcquire = new Map<string, number>()
+  for (const [holder, list] of lostByHolder) {
+    firstLostAcquire.set(
+      holder,
+      list.reduce((first, a) => Math.min(first, a.invoke), Number.POSITIVE_INFINITY),
+    )
+  }
   for (const r of ops) {
     if (r.op !== 'acquire' || r.outcome !== 'fail' || !r.heldBy) continue
     const { token: named, holder } = r.heldBy
@@ -1016,12 +1024,12 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       ])
       continue
     }
-    const mayHaveTaken = (a: Op) =>
-      a.op === 'acquire' &&
-      a.holder === holder &&
-      a.invoke < r.complete &&
-      (a.outcome === 'info' || (a.outcome === 'ok' && a.token === named))
-    if (!ops.some(mayHaveTaken)) {
+    // Looked up, not searched: a long run's workId has refusals and acquires by the hundred thousand.
+    const acknowledged = byToken.get(named)
+    const mayHaveTaken =
+      (firstLostAcquire.get(holder) ?? Number.POSITIVE_INFINITY) < r.complete ||
+      (acknowledged?.holder === holder && acknowledged.invoke < r.complete)
+    if (!mayHaveTaken) {
       add(
         'named-wrong-lease',
         `LEASE_HELD named ${lease}, but no acquire of ${holder}'s begun before the refusal returned can have taken it`,
