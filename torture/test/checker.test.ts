@@ -605,21 +605,27 @@ describe('checker', () => {
     expect(checks(history())).toContain(check)
   })
 
+  // A took token 1 and released it; token 2 is X's, whose acquire lost its reply: it began at 50, so
+  // its lease lasted until 50 + ttl at the earliest. Then `taker` took token 3.
+  const hiddenThenTaken = (ttl: number, extra: Op[], taker: Op[]) => [
+    op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+    op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+    op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl }),
+    ...extra,
+    ...taker,
+  ]
+  const lostAcquireAt5 = (holder: string, ttl: number) =>
+    op('acquire', { holder, invoke: 5, outcome: 'info', ttl })
+
   test('a takeover of a hidden lease (the token below it went to a lost acquire) comes after its ttl', () => {
-    const hidden = (ttl: number, extra: Op[] = []) => [
-      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
-      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
-      // Token 2 is X's: it began at 50, so its lease lasted until 50 + ttl at the earliest.
-      op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl }),
-      ...extra,
-      op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
-    ]
+    const hidden = (ttl: number, extra: Op[] = []) =>
+      hiddenThenTaken(ttl, extra, [
+        op('acquire', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
+      ])
     expect(checks(hidden(1_000))).toEqual(['early-takeover'])
     expect(checks(hidden(20))).toEqual([])
     // Another lost acquire, begun at 5 with a 20 ms ttl, may have taken token 2 instead.
-    expect(
-      checks(hidden(1_000, [op('acquire', { holder: 'Y', invoke: 5, outcome: 'info', ttl: 20 })])),
-    ).toEqual([])
+    expect(checks(hidden(1_000, [lostAcquireAt5('Y', 20)]))).toEqual([])
     // Once an op carried token 2 (its holder adopted it, and released it: reply lost), it may have ended early.
     const released = op('release', { holder: 'X', token: 2, invoke: 60, outcome: 'info' })
     expect(checks(hidden(1_000, [released]))).toEqual([])
@@ -628,25 +634,18 @@ describe('checker', () => {
   test('a hidden lease taken over by a token only a record op proves still lasts its ttl', () => {
     // As above, but B's acquire of token 3 lost its reply too: B found its lease and renewed it,
     // acknowledged at 101, so it had taken token 3 by then. B's own acquire cannot have taken token 2
-    // as well, so X's (begun at 50) did, and that lease lasted until 50 + ttl at the earliest.
-    const hidden = (ttl: number, extra: Op[] = []) => [
-      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
-      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
-      op('acquire', { holder: 'X', invoke: 50, outcome: 'info', ttl }),
-      op('acquire', { holder: 'B', invoke: 95, outcome: 'info', ttl: 10 }),
-      ...extra,
-      op('renew', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
-    ]
+    // as well, so X's did.
+    const hidden = (ttl: number, extra: Op[] = []) =>
+      hiddenThenTaken(ttl, extra, [
+        op('acquire', { holder: 'B', invoke: 95, outcome: 'info', ttl: 10 }),
+        op('renew', { holder: 'B', token: 3, invoke: 100, complete: 101, ttl: 10 }),
+      ])
     expect(checks(hidden(1_000))).toEqual(['early-takeover'])
     expect(checks(hidden(20))).toEqual([])
     // B began two acquires: the other may have taken token 2 and ended by 5 + 10.
-    expect(
-      checks(hidden(1_000, [op('acquire', { holder: 'B', invoke: 5, outcome: 'info', ttl: 10 })])),
-    ).toEqual([])
+    expect(checks(hidden(1_000, [lostAcquireAt5('B', 10)]))).toEqual([])
     // Y's lost acquire, begun at 5 with a 20 ms ttl, may have taken token 2 instead.
-    expect(
-      checks(hidden(1_000, [op('acquire', { holder: 'Y', invoke: 5, outcome: 'info', ttl: 20 })])),
-    ).toEqual([])
+    expect(checks(hidden(1_000, [lostAcquireAt5('Y', 20)]))).toEqual([])
   })
 
   // Drivers that report the lease in the way name it in LEASE_HELD (token, holder, time left). That
