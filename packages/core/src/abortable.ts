@@ -206,6 +206,15 @@ export function keepProcessAlive(): () => void {
 }
 
 /**
+ * @internal What keeps the process alive now: how many calls of {@link keepProcessAlive} are pending
+ * and whether the shared timer holds the event loop. Tests read this rather than counting the
+ * process's ref'd timers, which also counts the test runner's own.
+ */
+export function keepAliveState(): { pending: number; refd: boolean } {
+  return { pending: pendingWork, refd: keepAlive?.hasRef() ?? false }
+}
+
+/**
  * @internal An AbortController whose signal may carry one listener per concurrent operation (every acquire
  * waiting on a Leaser, every call of a lease): many are expected, so Node's leak warning at 11 would
  * only cry wolf.
