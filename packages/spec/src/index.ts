@@ -19,6 +19,13 @@ export {
   TokensExhaustedError,
   WorkleaseError,
 } from './errors.js'
+export {
+  againAfterHostClockStep,
+  HOST_CLOCK_STEP_MS,
+  HostClockSteps,
+  type HostClockStepsOptions,
+  wallClockLead,
+} from './host-clock-steps.js'
 export { leaseHeldBy, type RefusingLease } from './lease-held-by.js'
 export type { LeaseHolder } from './lease-holder.js'
 export type { LeaseListing, LeasePage, ListOptions } from './lease-listing.js'

@@ -1,3 +1,4 @@
+import { againAfterHostClockStep } from '@worklease/spec'
 import type { BackendFactory } from './backend-harness.js'
 import { CaseContext } from './case-context.js'
 import { acquireCases } from './groups/acquire-cases.js'
@@ -74,35 +75,42 @@ export interface SuiteCasesOptions {
   groups?: readonly GroupName[]
 }
 
-/** Binds one case definition to a factory: a fresh harness per run, closed whatever happens. */
+/**
+ * Binds one case definition to a factory: a fresh harness per run, closed whatever happens. Cases wait
+ * on real time against the store's clock, often the host's wall clock: one that fails while that
+ * clock stepped is run once more, with a fresh harness, and says why (`againAfterHostClockStep`).
+ */
 export function bindCase(group: GroupName, definition: CaseDefinition, factory: BackendFactory): SuiteCase {
+  const name = `${group} > ${definition.name}`
   return {
     group,
     name: definition.name,
     timeoutMs: definition.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    async run(): Promise<CaseOutcome> {
-      const harness = await factory()
-      let failed = false
-      try {
-        const context = await CaseContext.create(harness)
-        const reason = definition.unsupported?.(context.capabilities, {
-          countsRoundTrips: typeof harness.roundTrips === 'function',
-          seedsTokens: typeof harness.seedToken === 'function',
-          failsCalls: typeof harness.failNextCall === 'function',
-        })
-        if (reason !== undefined) return { status: 'skipped', reason }
-        await definition.run(context)
-        return { status: 'passed' }
-      } catch (error) {
-        failed = true
-        throw error
-      } finally {
-        // A failing close must not hide the contract violation that made the case fail.
-        await harness.close().catch((error: unknown) => {
-          if (!failed) throw error
-        })
-      }
-    },
+    run: () => againAfterHostClockStep('worklease testkit', name, () => runCase(definition, factory)),
+  }
+}
+
+async function runCase(definition: CaseDefinition, factory: BackendFactory): Promise<CaseOutcome> {
+  const harness = await factory()
+  let failed = false
+  try {
+    const context = await CaseContext.create(harness)
+    const reason = definition.unsupported?.(context.capabilities, {
+      countsRoundTrips: typeof harness.roundTrips === 'function',
+      seedsTokens: typeof harness.seedToken === 'function',
+      failsCalls: typeof harness.failNextCall === 'function',
+    })
+    if (reason !== undefined) return { status: 'skipped', reason }
+    await definition.run(context)
+    return { status: 'passed' }
+  } catch (error) {
+    failed = true
+    throw error
+  } finally {
+    // A failing close must not hide the contract violation that made the case fail.
+    await harness.close().catch((error: unknown) => {
+      if (!failed) throw error
+    })
   }
 }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { inspect } from 'node:util'
 import {
+  againAfterHostClockStep,
   type Backend,
   type CallOptions,
   type CheckpointOptions,
@@ -16,7 +17,6 @@ import { isLeaseLostError, type LeaseLostError } from '../lease-lost-error.js'
 import { Leaser } from '../leaser.js'
 import type { LeaserOptions } from '../leaser-options.js'
 import type { Timers } from '../timers.js'
-import { againAfterHostClockStep } from './host-clock-steps.js'
 
 /**
  * Fresh isolated storage per case, structurally the testkit's `BackendHarness`: `open` returns a
@@ -243,7 +243,7 @@ function scaledTimers(rate: number): Timers {
 export function leaserSuite(options: LeaserSuiteOptions): void {
   const { describe, factory } = options
   // Every case runs on real time against a store's clock: one the host's wall clock stepped under is
-  // run again, and says why (host-clock-steps.ts).
+  // run again, and says why (`againAfterHostClockStep` in spec).
   const test = (name: string, body: () => Promise<void>, timeoutMs?: number) =>
     options.test(name, () => againAfterHostClockStep('leaserSuite', name, body), timeoutMs)
   const ttlMs = options.ttlMs ?? 1_000

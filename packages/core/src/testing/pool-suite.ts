@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
-import { type Backend, systemClock } from '@worklease/spec'
+import { againAfterHostClockStep, type Backend, systemClock } from '@worklease/spec'
 import { LeasePool } from '../lease-pool.js'
 import type { LeasePoolOptions } from '../lease-pool-options.js'
 import { Leaser } from '../leaser.js'
 import type { PoolHandler, PoolUnit } from '../unit-runner.js'
-import { againAfterHostClockStep } from './host-clock-steps.js'
 import type { LeaserSuiteHarness } from './leaser-suite.js'
 
 /** Options of {@link poolSuite}; the same shape as `leaserSuite`'s. */

@@ -1,5 +1,5 @@
 import { describe, expect, test } from 'vitest'
-import { againAfterHostClockStep, HostClockSteps, wallClockLead } from '../src/testing/host-clock-steps.js'
+import { againAfterHostClockStep, HostClockSteps, wallClockLead } from '../src/host-clock-steps.js'
 
 // A wall clock under test control, `lead` ms ahead of the monotonic clock, and a case that steps it by
 // `step` on every run and fails on its first `failures` runs.
