@@ -42,6 +42,7 @@ const settings: ThroughputSettings = {
   concurrencies: [1, 16],
   workIdCounts: [1, 1000],
   repetitions: options.quick ? 6 : 10,
+  inProcessRepetitions: options.quick ? 12 : 30,
   durationMs: options.quick ? 200 : 1_000,
   warmupMs: options.quick ? 800 : 2_000,
   ttlMs: 30_000,
@@ -153,7 +154,8 @@ for (const name of BACKEND_NAMES) {
     try {
       result.roundTrips = await countRoundTrips(session)
       const stopRecording = session.recordStatements?.()
-      result.throughput = await measureThroughput(session, settings, log)
+      const repetitions = name === 'memory' ? settings.inProcessRepetitions : settings.repetitions
+      result.throughput = await measureThroughput(session, { ...settings, repetitions }, log)
       const texts = stopRecording?.()
       if (texts) {
         const onlyWorklease = texts.worklease.filter((text) => !texts.baseline.includes(text))

@@ -7,6 +7,12 @@ export interface ThroughputSettings {
   readonly concurrencies: readonly number[]
   readonly workIdCounts: readonly number[]
   readonly repetitions: number
+  /**
+   * Repetitions for the in-process memory backend instead. Its cycle takes a few microseconds, so a
+   * repetition's ratio moves with every scavenge and scheduler hiccup (0.66 to 1.18 within one cell):
+   * it takes more of them for a median as steady as a server's.
+   */
+  readonly inProcessRepetitions: number
   readonly durationMs: number
   readonly warmupMs: number
   readonly ttlMs: number

@@ -11,6 +11,7 @@ interface Row {
   released: boolean
   cleanHandoff: boolean
   state: Uint8Array | null
+  checkpointSequence: number
 }
 
 /**
@@ -19,6 +20,8 @@ interface Row {
  */
 function memoryBaseline(counter: { operations: number }): LeaseOps<BaselineLease> {
   const rows = new Map<string, Row>()
+  // Checkpoints are ordered by a sequence that only grows, as the SQL baseline's are.
+  let sequence = 0
   const valid = (held: BaselineLease): Row => {
     const row = rows.get(held.workId)
     if (!row || row.released || row.token !== held.token || row.holderId !== held.holderId) {
@@ -41,14 +44,19 @@ function memoryBaseline(counter: { operations: number }): LeaseOps<BaselineLease
         released: false,
         cleanHandoff: previous ? previous.released : true,
         state: previous?.state ?? null,
+        checkpointSequence: 0,
       })
       return { workId, holderId, token }
     },
     async checkpoint(held, state, ttlMs) {
       counter.operations++
       const row = valid(held)
-      // A copy, as the backend keeps (the caller may reuse its buffer): a Buffer's slice() is a view.
-      row.state = Uint8Array.prototype.slice.call(state)
+      const seq = ++sequence
+      if (seq > row.checkpointSequence) {
+        // A copy, as the backend keeps (the caller may reuse its buffer): a Buffer's slice() is a view.
+        row.state = Uint8Array.prototype.slice.call(state)
+        row.checkpointSequence = seq
+      }
       row.expiresAtMs = Date.now() + ttlMs
     },
     async renew(held, ttlMs) {
