@@ -32,11 +32,16 @@ describe('a conformance case the host wall clock stepped under', () => {
     expect(outcome).toEqual({ status: 'passed' })
     expect(runs.count).toBe(2)
     expect(runs.harnesses.size).toBe(2)
-    expect(warn).toHaveBeenCalledWith(
-      expect.stringContaining(
-        'worklease testkit: the host\'s wall clock stepped +1500 ms during "expiry > a lease lasts its ttl"',
-      ),
-    )
+    expect(warn).toHaveBeenCalledOnce()
+    const [message] = warn.mock.calls[0]!
+    // The two clocks are read a few µs apart, on a loaded machine up to a ms or two: the step reads
+    // as 1500 give or take that.
+    const said =
+      /^worklease testkit: the host's wall clock stepped \+(\d+) ms during "expiry > a lease lasts its ttl"/.exec(
+        String(message),
+      )
+    expect(said).not.toBeNull()
+    expect(Math.abs(Number(said![1]) - 1_500)).toBeLessThanOrEqual(20)
   })
 
   test('fails for good without a step, with a small one, or when it fails again', async () => {
