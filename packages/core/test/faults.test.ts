@@ -2,10 +2,12 @@ import { MemoryBackend } from '@worklease/memory'
 import {
   type Backend,
   type CallOptions,
+  type CheckpointOptions,
   createLeaseRecord,
   isLeaseHeldError,
   LeaseHeldError,
   type LeaseRecord,
+  type ListOptions,
 } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
@@ -14,6 +16,7 @@ import { ManualTime } from './manual-time.js'
 import {
   collectUnhandledRejections,
   DEADLINE,
+  INTERVAL,
   predecessorOf,
   requiredOnly,
   setup,
@@ -274,6 +277,59 @@ describe('a release retried after a lost reply', () => {
     expect(running.value).toBe('result')
     expect(lost).toEqual([])
     expect(store.leases.get('job')?.released).toBe(true)
+  })
+
+  test('every store call a lease makes hands the driver a signal to stop on, the listing included', async () => {
+    const time = new ManualTime()
+    class Recording extends ForwardingBackend {
+      readonly signals = new Map<string, unknown>()
+      releases = 0
+      #seen(method: string, options?: CallOptions) {
+        this.signals.set(method, options?.signal)
+      }
+      override async checkpoint(
+        record: LeaseRecord,
+        state: Uint8Array,
+        ttlMs: number,
+        options?: CheckpointOptions,
+      ) {
+        this.#seen('checkpoint', options)
+        return super.checkpoint(record, state, ttlMs, options)
+      }
+      override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+        this.#seen('readCheckpoint', options)
+        return super.readCheckpoint(record, options)
+      }
+      override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+        this.#seen('renewMany', options)
+        return super.renewMany(records, ttlMs, options)
+      }
+      // The first release lands and its reply is lost: the retry's FENCED is settled by a listing.
+      override async release(record: LeaseRecord, options?: CallOptions) {
+        this.#seen('release', options)
+        const first = ++this.releases === 1
+        await super.release(record, options)
+        if (first) throw Object.assign(new Error('reply lost'), { code: 'ECONNRESET' })
+      }
+      override async list(options?: ListOptions) {
+        this.#seen('list', options)
+        return super.list(options)
+      }
+    }
+    const backend = new Recording(new MemoryBackend({ clock: time.wall }))
+    const leaser = quickLeaser(backend, time)
+    const lease = await leaser.acquire('job')
+    await lease.checkpoint(new Uint8Array([1]))
+    await lease.readCheckpoint()
+    await time.advance(INTERVAL)
+    const releasing = track(lease.release())
+    await time.advance(200)
+    expect(releasing.settled && !releasing.rejected).toBe(true)
+    expect({ releases: backend.releases, loss: lease.lossError }).toEqual({ releases: 2, loss: undefined })
+    const methods = ['checkpoint', 'readCheckpoint', 'renewMany', 'release', 'list']
+    expect(methods.map((method) => backend.signals.get(method) instanceof AbortSignal)).toEqual(
+      methods.map(() => true),
+    )
   })
 
   // Without list, nothing can correct a wrong guess that the first release landed (session 26).

@@ -459,6 +459,19 @@ describe('observability', () => {
     expect(isLeaseLostError(lostEvent.error)).toBe(true)
   })
 
+  test("'released' says how each lease ended: by release or close (clean), or abandoned (not clean)", async () => {
+    const { leaser, named } = setup()
+    await (await leaser.acquire('released')).release()
+    ;(await leaser.acquire('abandoned')).abandon()
+    await leaser.acquire('closed')
+    await leaser.close()
+    expect(named('released').map(({ event }) => [event.workId, event.clean, event.reason])).toEqual([
+      ['released', true, 'released'],
+      ['abandoned', false, 'abandoned'],
+      ['closed', true, 'closed'],
+    ])
+  })
+
   test('off() and the function on() returns unsubscribe', async () => {
     const { leaser } = setup()
     const seen: string[] = []

@@ -122,8 +122,15 @@ describe('renewals through renewMany', () => {
     await time.advance(INTERVAL)
     expect(backend.calls.renewMany).toBe(1)
     expect(named('renewFailed')).toHaveLength(3)
-    for (const event of named('renewFailed')) expect(event.event.error).toBeInstanceOf(InjectedFaultError)
+    for (const event of named('renewFailed')) {
+      expect(event.event.error).toBeInstanceOf(InjectedFaultError)
+      expect(event.event.attempt).toBe(1)
+    }
     expect(named('lost')).toHaveLength(0)
+    // Retried after the first backoff (25 ms), in the schedule's next slot after it.
+    await time.advance(WINDOW + 25)
+    expect(backend.calls.renewMany).toBe(2)
+    expect(named('renewed').map(({ at }) => at)).toEqual([SENT + WINDOW, SENT + WINDOW, SENT + WINDOW])
     await time.advance(5 * TTL)
     for (const lease of leases) expect(lease.held).toBe(true)
     expect(named('lost')).toHaveLength(0)

@@ -1,4 +1,4 @@
-import { isFencedError, isLeaseExpiredError, isLeaseHeldError } from '@worklease/spec'
+import { InvalidArgumentError, isFencedError, isLeaseExpiredError, isLeaseHeldError } from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { keepAliveState } from '../src/abortable.js'
@@ -17,6 +17,37 @@ describe('renewal', () => {
     expect(named('renewed')).toHaveLength(backend.calls.renew)
     await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
   })
+
+  test('jitter only shortens the renew interval: even the largest draw renews before it', async () => {
+    const { time, backend, leaser } = setup({ renewJitter: 0.5, random: () => 0.99 })
+    await leaser.acquire('job')
+    // Due at INTERVAL × (1 − 0.5 × 0.99), about 168 ms: never later than INTERVAL.
+    await time.advance(160)
+    expect(backend.calls.renew).toBe(0)
+    await time.advance(10)
+    expect(backend.calls.renew).toBe(1)
+  })
+
+  test.each([
+    ['renew', false],
+    ['renewMany', true],
+  ] as const)(
+    'another worklease error from %s is the loss "rejected": not retried as a store failure',
+    async (target, batch) => {
+      const { time, backend, leaser, named } = setup({ batch })
+      const lease = await leaser.acquire('job')
+      const refusal = new InvalidArgumentError('the driver refused the record')
+      backend.failNext(target, 1, refusal)
+      await time.advance(INTERVAL + 100)
+      expect(backend.calls[target]).toBe(1)
+      expect(named('renewFailed')).toHaveLength(0)
+      expect(named('lost').map(({ event }) => event.reason)).toEqual(['rejected'])
+      expect(lease.held).toBe(false)
+      expect(lease.lossError?.reason).toBe('rejected')
+      expect(lease.lossError?.cause).toBe(refusal)
+      expect(lease.signal.reason).toBe(lease.lossError)
+    },
+  )
 
   test('a slow renew overtaken by a checkpoint still leaves the next renew scheduled', async () => {
     const { time, backend, leaser, named } = setup({ callTimeoutMs: 600 })
@@ -55,11 +86,20 @@ describe('renewal', () => {
     const { time, backend, leaser, named } = setup()
     const lease = await leaser.acquire('job')
     backend.setDown(true)
-    await time.advance(800) // the renew at 333 and its retries at 358, 408, 508, 708 all fail
+    await time.advance(800)
     expect(lease.held).toBe(true)
-    expect(named('renewFailed').length).toBeGreaterThanOrEqual(3)
+    // The renew at 333 and its retries, each backoff twice the one before (25, 50, 100 ms) and at
+    // most half the time left to the deadline at 900 (196 ms, not 200), all fail, numbered in order,
+    // each saying how long the lease has left.
+    expect(named('renewFailed').map(({ at, event }) => [at, event.attempt, event.remainingMs])).toEqual([
+      [333, 1, 567],
+      [358, 2, 542],
+      [408, 3, 492],
+      [508, 4, 392],
+      [704, 5, 196],
+    ])
     backend.setDown(false)
-    await time.advance(50) // the next retry, at 804, is within half the time left to the deadline
+    await time.advance(50) // the next retry, at 802, is within half the time left to the deadline
     expect(named('renewed')).toHaveLength(1)
     expect(lease.held).toBe(true)
     await time.advance(5 * TTL)
@@ -365,6 +405,30 @@ describe('ordering', () => {
     expect(lease.held).toBe(false)
   })
 
+  test('a checkpoint the store keeps failing (renewals fine) backs off, then gives up one ttl less the margin after its first attempt', async () => {
+    const { time, backend, leaser, named } = setup()
+    const lease = await leaser.acquire('job')
+    backend.failNext('checkpoint', 1_000)
+    const saving = track(lease.checkpoint(bytes('never stored')))
+    await time.advance(DEADLINE - 1)
+    expect(saving.settled).toBe(false)
+    // Each backoff twice the one before: 25, 50, 100, 200, 400 ms.
+    const attempts = named('renewFailed').filter(({ event }) => event.op === 'checkpoint')
+    expect(attempts.map(({ at, event }) => [at, event.attempt])).toEqual([
+      [0, 1],
+      [25, 2],
+      [75, 3],
+      [175, 4],
+      [375, 5],
+      [775, 6],
+    ])
+    await time.advance(1)
+    expect(saving.error).toBeInstanceOf(InjectedFaultError)
+    // The renewals kept the lease: the store failed checkpoints, it did not take the lease away.
+    expect(lease.held).toBe(true)
+    expect(backend.calls.checkpoint).toBe(6)
+  })
+
   test('a checkpoint whose reply was lost is retried; the state is stored once', async () => {
     const { time, backend, leaser, other } = setup()
     const lease = await leaser.acquire('job')
@@ -480,6 +544,7 @@ describe('ordering', () => {
     const lease = await leaser.acquire('job')
     lease.abandon()
     expect((lease.signal.reason as LeaseLostError).reason).toBe('abandoned')
+    expect({ held: lease.held, remainingMs: lease.remainingMs() }).toEqual({ held: false, remainingMs: 0 })
     await expect(other.acquire('job', 'worker-b', TTL)).rejects.toSatisfy(isLeaseHeldError)
     await time.advance(TTL)
     expect(backend.calls.renew).toBe(0)
