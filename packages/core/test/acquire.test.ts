@@ -1,5 +1,11 @@
 import { MemoryBackend } from '@worklease/memory'
-import { type Backend, isInvalidArgumentError, isLeaseHeldError, raceAbort } from '@worklease/spec'
+import {
+  type Backend,
+  isInvalidArgumentError,
+  isLeaseHeldError,
+  raceAbort,
+  TokensExhaustedError,
+} from '@worklease/spec'
 import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { defaultHolderId, Leaser, systemTimers } from '../src/index.js'
@@ -133,6 +139,36 @@ describe('acquire', () => {
     expect(backend.calls.acquire).toBe(3)
   })
 
+  test('another worklease error from the store is its answer: rejected at once, not retried, also with wait', async () => {
+    const { time, leaser, backend } = setup()
+    const exhausted = new TokensExhaustedError()
+    backend.failNext('acquire', 1, exhausted)
+    const waiting = track(leaser.acquire('job', { wait: true }))
+    await time.advance(1_000)
+    expect(waiting.error).toBe(exhausted)
+    expect(backend.calls.acquire).toBe(1)
+  })
+
+  test('with wait and timeoutMs, a store that kept failing rejects with its error, not as LEASE_HELD', async () => {
+    const { time, leaser, backend } = setup({ retry: { maxAttempts: 100 } })
+    backend.setDown(true)
+    const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 300 }))
+    await time.advance(1_000)
+    expect(backend.calls.acquire).toBeGreaterThan(1)
+    expect(waiting.error).toBeInstanceOf(InjectedFaultError)
+  })
+
+  test("with wait, once the backoff would outlast the holder's expiry it sleeps until just past it", async () => {
+    const { time, leaser, other, named } = setup()
+    await other.acquire('job', 'worker-b', TTL)
+    const waiting = leaser.acquire('job', { wait: true })
+    await time.until(waiting)
+    // Polls at 0, 25, 75, 175, 375 and 775 ms (backoff 25, 50, ... ms). At 775 the holder expires in
+    // 225 ms, less than the next backoff (400 ms): the waiter sleeps 225 + 1 ms and a jitter of up to
+    // 25 ms (random() = 0.5: 12.5 ms).
+    expect(named('acquired').map(({ at, event }) => [at, event.attempts])).toEqual([[TTL + 1 + 12.5, 7]])
+  })
+
   test('transient store errors are bounded by retry.maxAttempts and then propagate as thrown', async () => {
     const { time, leaser, backend } = setup({ retry: { maxAttempts: 4 } })
     backend.failNext('acquire', 10)
@@ -227,10 +263,20 @@ describe('acquire', () => {
     }
   })
 
-  test('validates its input', async () => {
+  test('validates its input, naming what it refused, before any store call', async () => {
     const { leaser, backend } = setup()
-    await expect(leaser.acquire('')).rejects.toSatisfy(isInvalidArgumentError)
-    await expect(leaser.acquire('job', { timeoutMs: -1 })).rejects.toSatisfy(isInvalidArgumentError)
+    const refusals: [() => Promise<unknown>, RegExp][] = [
+      [() => leaser.acquire(''), /workId/],
+      [() => leaser.acquire('job', 5 as never), /options/],
+      [() => leaser.acquire('job', { wait: 'yes' as never }), /wait/],
+      [() => leaser.acquire('job', { signal: 5 as never }), /signal/],
+      [() => leaser.acquire('job', { timeoutMs: -1 }), /timeoutMs/],
+    ]
+    for (const [call, named] of refusals) {
+      const error = await call().catch((e: unknown) => e)
+      expect(isInvalidArgumentError(error)).toBe(true)
+      expect((error as Error).message).toMatch(named)
+    }
     expect(backend.calls.acquire).toBe(0)
   })
 
@@ -328,7 +374,16 @@ describe('options', () => {
     expect(bad({ retry: { maxAttempts: 0 } })).toThrow(/maxAttempts/)
     expect(bad({ retry: { initialDelayMs: 100, maxDelayMs: 10 } })).toThrow(/maxDelayMs/)
     expect(bad({ renewJitter: 2 })).toThrow(/renewJitter/)
+    expect(bad({ callTimeoutMs: 0 })).toThrow(/callTimeoutMs/)
+    expect(bad({ checkpointTimeoutMs: 0 })).toThrow(/checkpointTimeoutMs/)
+    expect(bad({ random: 0.5 })).toThrow(/random/)
+    expect(bad({ timers: 'system' })).toThrow(/timers/)
+    expect(bad({ codec: {} })).toThrow(/codec/)
+    expect(bad({ prefetchCheckpoint: 'yes' })).toThrow(/prefetchCheckpoint/)
     expect(() => new Leaser({ backend: {} as never, ttlMs: TTL })).toThrow(/backend/)
+    for (const options of [undefined, null, 'options']) {
+      expect(() => new Leaser(options as never)).toThrow(INVALID)
+    }
   })
 
   test('retry and timers that are not of their shape are INVALID_ARGUMENT at construction', () => {

@@ -399,6 +399,48 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
   })
 
+  test('a late reply took the lease while the retry hung, then the caller gave up: that lease is freed at once', async () => {
+    const time = new ManualTime()
+    const memory = new MemoryBackend({ clock: time.wall })
+    class LateThenHung extends WithoutOptional {
+      acquires = 0
+      readonly signals: unknown[] = []
+      override async acquire(workId: string, holderId: string, ttlMs: number) {
+        if (++this.acquires > 1) return new Promise<never>(() => {})
+        const record = await super.acquire(workId, holderId, ttlMs)
+        await time.sleep(150) // taken at 0, answered at 150: after the call timeout (100)
+        return record
+      }
+      // Freeing the lease: a read first (the acquire brought no checkpoint), then the release.
+      override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+        this.signals.push(options?.signal)
+        return super.readCheckpoint(record, options)
+      }
+      override async release(record: LeaseRecord, options?: CallOptions) {
+        this.signals.push(options?.signal)
+        return super.release(record, options)
+      }
+    }
+    const backend = new LateThenHung(memory)
+    const leaser = quickLeaser(backend, time)
+    const controller = new AbortController()
+    const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
+    // Abandoned at 100, retried at 125 (it hangs), the first attempt's reply at 150 says it took the lease.
+    await time.advance(160)
+    expect({ acquires: backend.acquires, settled: acquiring.settled }).toEqual({
+      acquires: 2,
+      settled: false,
+    })
+    controller.abort(new Error('no longer wanted'))
+    await time.advance(10)
+    expect((acquiring.error as Error).message).toBe('no longer wanted')
+    // Freed now, not left to expire at 1000: the next holder gets in at once, after a clean end.
+    const next = await memory.acquire('job', 'worker-b', TTL)
+    expect(next.fencingToken).toBe(2n)
+    expect((await memory.readCheckpoint(next)).cleanHandoff).toBe(true)
+    expect(backend.signals.map((signal) => signal instanceof AbortSignal)).toEqual([true, true])
+  })
+
   test('the caller gave up on its only attempt, whose reply was then lost: the lease it took is released', async () => {
     const { time, leaser, backend, other, store } = setup()
     // The attempt lands at once; its reply comes 50 ms later, as an error.

@@ -157,6 +157,21 @@ describe('run', () => {
     expect(backend.calls.acquire).toBe(0)
   })
 
+  test('a callback that is not a function, or an onError it does not know, is INVALID_ARGUMENT before any store call', async () => {
+    const { leaser, backend } = setup()
+    const refusals: [() => Promise<unknown>, RegExp][] = [
+      [() => leaser.run('job', 'work' as never), /fn/],
+      [() => leaser.run('', async () => 1), /workId/],
+      [() => leaser.run('job', async () => 1, { onError: 'ignore' as never }), /onError/],
+    ]
+    for (const [call, named] of refusals) {
+      const error = await call().catch((e: unknown) => e)
+      expect(isInvalidArgumentError(error)).toBe(true)
+      expect((error as Error).message).toMatch(named)
+    }
+    expect(backend.calls.acquire).toBe(0)
+  })
+
   test('options are read once each, inherited ones too, as acquire reads them', async () => {
     const { time, leaser, other } = setup()
     await other.acquire('job', 'worker-b', 60_000)
@@ -239,6 +254,7 @@ describe('close', () => {
         closing = leaser.close(options as never)
       }).not.toThrow()
       await expect(closing).rejects.toSatisfy(isInvalidArgumentError)
+      await expect(closing).rejects.toThrow(options === null ? /options/ : /timeoutMs/)
       expect(leaser.closed).toBe(false)
     }
     const lease = await leaser.acquire('job')
