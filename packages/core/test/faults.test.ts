@@ -441,6 +441,36 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect(backend.signals.map((signal) => signal instanceof AbortSignal)).toEqual([true, true])
   })
 
+  test('a reply that comes after the usable ttl is never handed out: that lease is freed, the acquire goes on', async () => {
+    const time = new ManualTime()
+    const memory = new MemoryBackend({ clock: time.wall })
+    class SlowThenHung extends WithoutOptional {
+      acquires = 0
+      override async acquire(workId: string, holderId: string, ttlMs: number) {
+        if (++this.acquires > 1) return new Promise<never>(() => {})
+        const record = await super.acquire(workId, holderId, ttlMs)
+        await time.sleep(950) // taken at 0, answered at 950: past ttl - margin (900)
+        return record
+      }
+    }
+    const backend = new SlowThenHung(memory)
+    const leaser = new Leaser({
+      backend,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      callTimeoutMs: 100,
+      random: () => 0.5,
+      retry: { maxAttempts: 100 },
+    })
+    const acquiring = track(leaser.acquire('job', { wait: true }))
+    await time.advance(960)
+    // Handed out, it would be a lease already past its local deadline, and one nobody releases.
+    expect(acquiring.settled).toBe(false)
+    const next = await memory.acquire('job', 'worker-b', TTL)
+    expect((await memory.readCheckpoint(next)).cleanHandoff).toBe(true)
+  })
+
   test('the caller gave up on its only attempt, whose reply was then lost: the lease it took is released', async () => {
     const { time, leaser, backend, other, store } = setup()
     // The attempt lands at once; its reply comes 50 ms later, as an error.
