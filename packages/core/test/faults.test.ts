@@ -11,7 +11,7 @@ import {
 } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
+import { isLeaseLostError, type LeaseLostError, Leaser, type LeaserOptions } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 import {
   collectUnhandledRejections,
@@ -28,7 +28,7 @@ import {
  * A Leaser over a hand-made backend: attempts abandoned at 100 ms, and random() = 0.5, so backoffs are
  * half their cap (25, 50, 100, ... ms).
  */
-function quickLeaser(backend: Backend, time: ManualTime): Leaser {
+function quickLeaser(backend: Backend, time: ManualTime, options: Partial<LeaserOptions> = {}): Leaser {
   return new Leaser({
     backend,
     ttlMs: TTL,
@@ -36,6 +36,7 @@ function quickLeaser(backend: Backend, time: ManualTime): Leaser {
     timers: time,
     callTimeoutMs: 100,
     random: () => 0.5,
+    ...options,
   })
 }
 
@@ -47,6 +48,43 @@ class WithoutOptional extends ForwardingBackend {
   override get capabilities() {
     return requiredOnly(this.inner.capabilities)
   }
+}
+
+/**
+ * The first acquire takes the lease at once but answers only `lateMs` later; every later one hangs.
+ * Records the signal of each call that frees a lease (a read, then the release).
+ */
+class FirstReplyLate extends WithoutOptional {
+  acquires = 0
+  readonly freeingSignals: unknown[] = []
+  constructor(
+    inner: Backend,
+    private readonly time: ManualTime,
+    private readonly lateMs: number,
+  ) {
+    super(inner)
+  }
+  override async acquire(workId: string, holderId: string, ttlMs: number) {
+    if (++this.acquires > 1) return new Promise<never>(() => {})
+    const record = await super.acquire(workId, holderId, ttlMs)
+    await this.time.sleep(this.lateMs)
+    return record
+  }
+  override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+    this.freeingSignals.push(options?.signal)
+    return super.readCheckpoint(record, options)
+  }
+  override async release(record: LeaseRecord, options?: CallOptions) {
+    this.freeingSignals.push(options?.signal)
+    return super.release(record, options)
+  }
+}
+
+/** The next holder gets 'job' at once, after a clean end: nothing of ours was left to expire. */
+async function expectFreedCleanly(store: Backend): Promise<void> {
+  const next = await store.acquire('job', 'worker-b', TTL)
+  expect(next.fencingToken).toBe(2n)
+  expect((await store.readCheckpoint(next)).cleanHandoff).toBe(true)
 }
 
 describe('close ends leases locally first', () => {
@@ -394,34 +432,14 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     controller.abort(new Error('no longer wanted'))
     await time.advance(100)
     expect((acquiring.error as Error).message).toBe('no longer wanted')
-    const next = await other.acquire('job', 'worker-b', TTL)
-    expect(next.fencingToken).toBe(2n)
-    expect((await other.readCheckpoint(next)).cleanHandoff).toBe(true)
+    await expectFreedCleanly(other)
   })
 
   test('a late reply took the lease while the retry hung, then the caller gave up: that lease is freed at once', async () => {
     const time = new ManualTime()
     const memory = new MemoryBackend({ clock: time.wall })
-    class LateThenHung extends WithoutOptional {
-      acquires = 0
-      readonly signals: unknown[] = []
-      override async acquire(workId: string, holderId: string, ttlMs: number) {
-        if (++this.acquires > 1) return new Promise<never>(() => {})
-        const record = await super.acquire(workId, holderId, ttlMs)
-        await time.sleep(150) // taken at 0, answered at 150: after the call timeout (100)
-        return record
-      }
-      // Freeing the lease: a read first (the acquire brought no checkpoint), then the release.
-      override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
-        this.signals.push(options?.signal)
-        return super.readCheckpoint(record, options)
-      }
-      override async release(record: LeaseRecord, options?: CallOptions) {
-        this.signals.push(options?.signal)
-        return super.release(record, options)
-      }
-    }
-    const backend = new LateThenHung(memory)
+    // Taken at 0, answered at 150: after the call timeout (100).
+    const backend = new FirstReplyLate(memory, time, 150)
     const leaser = quickLeaser(backend, time)
     const controller = new AbortController()
     const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
@@ -434,41 +452,22 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     controller.abort(new Error('no longer wanted'))
     await time.advance(10)
     expect((acquiring.error as Error).message).toBe('no longer wanted')
-    // Freed now, not left to expire at 1000: the next holder gets in at once, after a clean end.
-    const next = await memory.acquire('job', 'worker-b', TTL)
-    expect(next.fencingToken).toBe(2n)
-    expect((await memory.readCheckpoint(next)).cleanHandoff).toBe(true)
-    expect(backend.signals.map((signal) => signal instanceof AbortSignal)).toEqual([true, true])
+    // Freed now, not left to expire at 1000; a read first, as the acquire brought no checkpoint.
+    await expectFreedCleanly(memory)
+    expect(backend.freeingSignals.map((signal) => signal instanceof AbortSignal)).toEqual([true, true])
   })
 
   test('a reply that comes after the usable ttl is never handed out: that lease is freed, the acquire goes on', async () => {
     const time = new ManualTime()
     const memory = new MemoryBackend({ clock: time.wall })
-    class SlowThenHung extends WithoutOptional {
-      acquires = 0
-      override async acquire(workId: string, holderId: string, ttlMs: number) {
-        if (++this.acquires > 1) return new Promise<never>(() => {})
-        const record = await super.acquire(workId, holderId, ttlMs)
-        await time.sleep(950) // taken at 0, answered at 950: past ttl - margin (900)
-        return record
-      }
-    }
-    const backend = new SlowThenHung(memory)
-    const leaser = new Leaser({
-      backend,
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      callTimeoutMs: 100,
-      random: () => 0.5,
-      retry: { maxAttempts: 100 },
-    })
+    // Taken at 0, answered at 950: past ttl - margin (900).
+    const backend = new FirstReplyLate(memory, time, 950)
+    const leaser = quickLeaser(backend, time, { retry: { maxAttempts: 100 } })
     const acquiring = track(leaser.acquire('job', { wait: true }))
     await time.advance(960)
     // Handed out, it would be a lease already past its local deadline, and one nobody releases.
     expect(acquiring.settled).toBe(false)
-    const next = await memory.acquire('job', 'worker-b', TTL)
-    expect((await memory.readCheckpoint(next)).cleanHandoff).toBe(true)
+    await expectFreedCleanly(memory)
   })
 
   test('the caller gave up on its only attempt, whose reply was then lost: the lease it took is released', async () => {
