@@ -1,3 +1,4 @@
+import diagnosticsChannel from 'node:diagnostics_channel'
 import {
   type Backend,
   type CallOptions,
@@ -10,10 +11,12 @@ import {
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import {
+  isLeaserClosedError,
   type LeaseLostError,
   LeasePool,
   type LeasePoolOptions,
   Leaser,
+  POOL_CHANNEL,
   type PoolEvent,
   type PoolUnit,
 } from '../src/index.js'
@@ -347,6 +350,59 @@ describe('LeasePool', () => {
     await time.advance(3 * TTL)
     expect(ran).toEqual(['u1', 'u1'])
     await time.until(pool.close())
+  })
+
+  test('a unit taken out of the set while it runs is given up: its handler stops and the unit is released', async () => {
+    const { time, leaser, store } = setup()
+    let units = ['u1', 'u2']
+    const stopped: string[] = []
+    const events: PoolEvent[] = []
+    const pool = testPool(leaser, time, {
+      units: () => units,
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) =>
+          unit.signal.addEventListener('abort', () => {
+            stopped.push(unit.id)
+            resolve()
+          }),
+        ),
+    })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(TTL)
+    expect([...pool.units].sort()).toEqual(['u1', 'u2'])
+    units = ['u1']
+    await time.advance(3 * TTL)
+    expect({ units: pool.units, stopped }).toEqual({ units: ['u1'], stopped: ['u2'] })
+    expect(store.leases.get('g/u/u2')?.released).toBe(true)
+    expect(
+      events.filter((event) => 'unit' in event && event.unit === 'u2').map((event) => event.type),
+    ).toEqual(['taken', 'givingUp', 'released'])
+    await time.until(pool.close())
+  })
+
+  test('a unit whose lease is taken away while it runs is reported lost, not released', async () => {
+    const { time, leaser, other } = setup()
+    const events: PoolEvent[] = []
+    const pool = testPool(leaser, time)
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    await time.advance(TTL)
+    await other.revoke('g/u/u1')
+    await time.advance(TTL)
+    // Revoked, the unit is free again: the member takes it anew, under a later token.
+    expect(
+      events.filter((event) => 'unit' in event && event.unit === 'u1').map((event) => event.type),
+    ).toEqual(['taken', 'lost', 'taken'])
+    await time.until(pool.close())
+  })
+
+  test('a closed pool cannot be started again', async () => {
+    const { time, leaser, backend } = setup()
+    const pool = testPool(leaser, time)
+    await time.until(pool.close())
+    await expect(pool.start()).rejects.toSatisfy(isLeaserClosedError)
+    expect(backend.calls.acquire).toBe(0)
   })
 
   test('a start that failed (the store down while it joined) can be tried again, and then runs', async () => {
@@ -777,6 +833,25 @@ describe('LeasePool listeners', () => {
     expect(leaser.leases.map((lease) => lease.workId)).toEqual(['g/m/worker-a'])
     expect(unhandled).toEqual([])
     await time.until(pool.close())
+  })
+
+  test('events reach a listener until it unsubscribes, and the worklease:pool diagnostics channel', async () => {
+    const { time, leaser } = setup()
+    const pool = testPool(leaser, time)
+    const heard: string[] = []
+    const published: string[] = []
+    const unsubscribe = pool.on((event) => heard.push(event.type))
+    const onMessage = (message: unknown) => published.push((message as PoolEvent).type)
+    diagnosticsChannel.subscribe(POOL_CHANNEL, onMessage)
+    try {
+      await time.until(pool.start())
+      await time.advance(TTL)
+      unsubscribe()
+      await time.until(pool.close())
+    } finally {
+      diagnosticsChannel.unsubscribe(POOL_CHANNEL, onMessage)
+    }
+    expect({ heard, published }).toEqual({ heard: ['taken'], published: ['taken', 'released'] })
   })
 
   test('pool.on refuses a listener that is not a function', () => {
