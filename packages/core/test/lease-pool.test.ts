@@ -8,7 +8,7 @@ import {
   type LeaseRecord,
   type ListOptions,
 } from '@worklease/spec'
-import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
+import { FaultInjectingBackend, ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import {
   isLeaserClosedError,
@@ -394,6 +394,22 @@ describe('LeasePool', () => {
     expect(
       events.filter((event) => 'unit' in event && event.unit === 'u1').map((event) => event.type),
     ).toEqual(['taken', 'lost', 'taken'])
+    await time.until(pool.close())
+  })
+
+  test('a store failing the take of a unit fails that rebalance, reported; a later one takes the unit', async () => {
+    const { time, leaser, backend } = setup()
+    let units: string[] = []
+    const events: PoolEvent[] = []
+    const pool = testPool(leaser, time, { units: () => units })
+    pool.on((event) => events.push(event))
+    await time.until(pool.start())
+    // Failed as often as the Leaser tries one acquire (retry.maxAttempts): the take itself fails.
+    backend.failNext('acquire', 5)
+    units = ['u1']
+    await time.advance(3 * TTL)
+    expect(events.map((event) => event.type)).toEqual(['rebalanceFailed', 'taken'])
+    expect((events[0] as { error: unknown }).error).toBeInstanceOf(InjectedFaultError)
     await time.until(pool.close())
   })
 
