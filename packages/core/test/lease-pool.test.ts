@@ -115,6 +115,17 @@ function testPool(leaser: Leaser, time: ManualTime, options: Partial<LeasePoolOp
   })
 }
 
+/** Records the pool's events; `types(unit)` lists their types, of that unit's events only if given. */
+function recordEvents(pool: LeasePool) {
+  const events: PoolEvent[] = []
+  pool.on((event) => events.push(event))
+  const types = (unit?: string) =>
+    events
+      .filter((event) => unit === undefined || ('unit' in event && event.unit === unit))
+      .map((event) => event.type)
+  return { events, types }
+}
+
 /** One member alone on a loaded store: every acquire takes 50 ms. */
 function loadedMember(unitCount: number) {
   const { time, backend, leaser } = setup()
@@ -356,7 +367,6 @@ describe('LeasePool', () => {
     const { time, leaser, store } = setup()
     let units = ['u1', 'u2']
     const stopped: string[] = []
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       units: () => units,
       handler: (_lease, unit) =>
@@ -367,7 +377,7 @@ describe('LeasePool', () => {
           }),
         ),
     })
-    pool.on((event) => events.push(event))
+    const { types } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(TTL)
     expect([...pool.units].sort()).toEqual(['u1', 'u2'])
@@ -375,41 +385,62 @@ describe('LeasePool', () => {
     await time.advance(3 * TTL)
     expect({ units: pool.units, stopped }).toEqual({ units: ['u1'], stopped: ['u2'] })
     expect(store.leases.get('g/u/u2')?.released).toBe(true)
-    expect(
-      events.filter((event) => 'unit' in event && event.unit === 'u2').map((event) => event.type),
-    ).toEqual(['taken', 'givingUp', 'released'])
+    expect(types('u2')).toEqual(['taken', 'givingUp', 'released'])
     await time.until(pool.close())
   })
 
   test('a unit whose lease is taken away while it runs is reported lost, not released', async () => {
     const { time, leaser, other } = setup()
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time)
-    pool.on((event) => events.push(event))
+    const { types } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(TTL)
     await other.revoke('g/u/u1')
     await time.advance(TTL)
     // Revoked, the unit is free again: the member takes it anew, under a later token.
-    expect(
-      events.filter((event) => 'unit' in event && event.unit === 'u1').map((event) => event.type),
-    ).toEqual(['taken', 'lost', 'taken'])
+    expect(types('u1')).toEqual(['taken', 'lost', 'taken'])
     await time.until(pool.close())
   })
 
   test('a store failing the take of a unit fails that rebalance, reported; a later one takes the unit', async () => {
     const { time, leaser, backend } = setup()
     let units: string[] = []
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, { units: () => units })
-    pool.on((event) => events.push(event))
+    const { events, types } = recordEvents(pool)
     await time.until(pool.start())
     // Failed as often as the Leaser tries one acquire (retry.maxAttempts): the take itself fails.
     backend.failNext('acquire', 5)
     units = ['u1']
     await time.advance(3 * TTL)
-    expect(events.map((event) => event.type)).toEqual(['rebalanceFailed', 'taken'])
+    expect(types()).toEqual(['rebalanceFailed', 'taken'])
     expect((events[0] as { error: unknown }).error).toBeInstanceOf(InjectedFaultError)
+    await time.until(pool.close())
+  })
+
+  test('a store failing the clearing of a done mark fails that rebalance, reported', async () => {
+    const { time, leaser, backend } = setup()
+    let units = ['u1']
+    const pool = testPool(leaser, time, { units: () => units, handler: () => undefined })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    await time.advance(TTL) // u1 ran and was marked done
+    units = [] // u1 leaves the set: the next rebalance takes its done mark, to let it expire
+    backend.failNext('acquire', 5)
+    await time.advance(3 * TTL)
+    expect(types()).toEqual(['taken', 'done', 'rebalanceFailed'])
+    await time.until(pool.close())
+  })
+
+  test('a store failing the join of a member whose membership was revoked fails that rebalance, reported', async () => {
+    const { time, leaser, backend, other } = setup()
+    const pool = testPool(leaser, time, { units: [] })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    await other.revoke('g/m/worker-a')
+    await time.advance(INTERVAL) // the membership's renewal finds it revoked
+    backend.failNext('acquire', 5)
+    await time.advance(3 * TTL)
+    expect(types()).toEqual(['rebalanceFailed'])
     await time.until(pool.close())
   })
 
