@@ -50,13 +50,46 @@ class WithoutOptional extends ForwardingBackend {
   }
 }
 
-/**
- * The first acquire takes the lease at once but answers only `lateMs` later; every later one hangs.
- * Records the signal of each call that frees a lease (a read, then the release).
- */
-class FirstReplyLate extends WithoutOptional {
+/** Records, in order, the method and signal of every call but acquire and renew. */
+class SignalRecording extends ForwardingBackend {
+  readonly signals: [method: string, signal: unknown][] = []
+  override async checkpoint(
+    record: LeaseRecord,
+    state: Uint8Array,
+    ttlMs: number,
+    options?: CheckpointOptions,
+  ) {
+    this.signals.push(['checkpoint', options?.signal])
+    return super.checkpoint(record, state, ttlMs, options)
+  }
+  override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+    this.signals.push(['readCheckpoint', options?.signal])
+    return super.readCheckpoint(record, options)
+  }
+  override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+    this.signals.push(['renewMany', options?.signal])
+    return super.renewMany(records, ttlMs, options)
+  }
+  override async release(record: LeaseRecord, options?: CallOptions) {
+    this.signals.push(['release', options?.signal])
+    return super.release(record, options)
+  }
+  override async list(options?: ListOptions) {
+    this.signals.push(['list', options?.signal])
+    return super.list(options)
+  }
+  /** Each method called, and whether every call of it carried an AbortSignal. */
+  signalled(): Record<string, boolean> {
+    const seen: Record<string, boolean> = {}
+    for (const [method, signal] of this.signals)
+      seen[method] = (seen[method] ?? true) && signal instanceof AbortSignal
+    return seen
+  }
+}
+
+/** The first acquire takes the lease at once but answers only `lateMs` later; every later one hangs. */
+class FirstReplyLate extends SignalRecording {
   acquires = 0
-  readonly freeingSignals: unknown[] = []
   constructor(
     inner: Backend,
     private readonly time: ManualTime,
@@ -69,14 +102,6 @@ class FirstReplyLate extends WithoutOptional {
     const record = await super.acquire(workId, holderId, ttlMs)
     await this.time.sleep(this.lateMs)
     return record
-  }
-  override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
-    this.freeingSignals.push(options?.signal)
-    return super.readCheckpoint(record, options)
-  }
-  override async release(record: LeaseRecord, options?: CallOptions) {
-    this.freeingSignals.push(options?.signal)
-    return super.release(record, options)
   }
 }
 
@@ -319,42 +344,16 @@ describe('a release retried after a lost reply', () => {
 
   test('every store call a lease makes hands the driver a signal to stop on, the listing included', async () => {
     const time = new ManualTime()
-    class Recording extends ForwardingBackend {
-      readonly signals = new Map<string, unknown>()
+    // The first release lands and its reply is lost: the retry's FENCED is settled by a listing.
+    class FirstReleaseReplyLost extends SignalRecording {
       releases = 0
-      #seen(method: string, options?: CallOptions) {
-        this.signals.set(method, options?.signal)
-      }
-      override async checkpoint(
-        record: LeaseRecord,
-        state: Uint8Array,
-        ttlMs: number,
-        options?: CheckpointOptions,
-      ) {
-        this.#seen('checkpoint', options)
-        return super.checkpoint(record, state, ttlMs, options)
-      }
-      override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
-        this.#seen('readCheckpoint', options)
-        return super.readCheckpoint(record, options)
-      }
-      override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
-        this.#seen('renewMany', options)
-        return super.renewMany(records, ttlMs, options)
-      }
-      // The first release lands and its reply is lost: the retry's FENCED is settled by a listing.
       override async release(record: LeaseRecord, options?: CallOptions) {
-        this.#seen('release', options)
         const first = ++this.releases === 1
         await super.release(record, options)
         if (first) throw Object.assign(new Error('reply lost'), { code: 'ECONNRESET' })
       }
-      override async list(options?: ListOptions) {
-        this.#seen('list', options)
-        return super.list(options)
-      }
     }
-    const backend = new Recording(new MemoryBackend({ clock: time.wall }))
+    const backend = new FirstReleaseReplyLost(new MemoryBackend({ clock: time.wall }))
     const leaser = quickLeaser(backend, time)
     const lease = await leaser.acquire('job')
     await lease.checkpoint(new Uint8Array([1]))
@@ -364,10 +363,13 @@ describe('a release retried after a lost reply', () => {
     await time.advance(200)
     expect(releasing.settled && !releasing.rejected).toBe(true)
     expect({ releases: backend.releases, loss: lease.lossError }).toEqual({ releases: 2, loss: undefined })
-    const methods = ['checkpoint', 'readCheckpoint', 'renewMany', 'release', 'list']
-    expect(methods.map((method) => backend.signals.get(method) instanceof AbortSignal)).toEqual(
-      methods.map(() => true),
-    )
+    expect(backend.signalled()).toEqual({
+      checkpoint: true,
+      readCheckpoint: true,
+      renewMany: true,
+      release: true,
+      list: true,
+    })
   })
 
   // Without list, nothing can correct a wrong guess that the first release landed (session 26).
@@ -439,7 +441,7 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     const time = new ManualTime()
     const memory = new MemoryBackend({ clock: time.wall })
     // Taken at 0, answered at 150: after the call timeout (100).
-    const backend = new FirstReplyLate(memory, time, 150)
+    const backend = new FirstReplyLate(new WithoutOptional(memory), time, 150)
     const leaser = quickLeaser(backend, time)
     const controller = new AbortController()
     const acquiring = track(leaser.acquire('job', { signal: controller.signal }))
@@ -454,14 +456,17 @@ describe('an acquire whose reply was lost (unknown outcome)', () => {
     expect((acquiring.error as Error).message).toBe('no longer wanted')
     // Freed now, not left to expire at 1000; a read first, as the acquire brought no checkpoint.
     await expectFreedCleanly(memory)
-    expect(backend.freeingSignals.map((signal) => signal instanceof AbortSignal)).toEqual([true, true])
+    expect(backend.signals.map(([method, signal]) => [method, signal instanceof AbortSignal])).toEqual([
+      ['readCheckpoint', true],
+      ['release', true],
+    ])
   })
 
   test('a reply that comes after the usable ttl is never handed out: that lease is freed, the acquire goes on', async () => {
     const time = new ManualTime()
     const memory = new MemoryBackend({ clock: time.wall })
     // Taken at 0, answered at 950: past ttl - margin (900).
-    const backend = new FirstReplyLate(memory, time, 950)
+    const backend = new FirstReplyLate(new WithoutOptional(memory), time, 950)
     const leaser = quickLeaser(backend, time, { retry: { maxAttempts: 100 } })
     const acquiring = track(leaser.acquire('job', { wait: true }))
     await time.advance(960)
