@@ -139,13 +139,12 @@ describe('LeasePool', () => {
   test('a member that lost its membership lease keeps rebalancing while the store still lists it', async () => {
     const { time, backend, leaser, named } = setup()
     let units: string[] = []
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       units: () => units,
       handler: (_lease, unit) =>
         new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     // Renewals land in the store but their replies are lost: the Leaser gives the membership up at its
     // local deadline while the store keeps it (under this member's holderId) for up to a ttl more.
@@ -191,7 +190,6 @@ describe('LeasePool', () => {
 
   test('a finished unit whose done mark fails is marked on a later try, then released', async () => {
     const { time, leaser, backend, store } = setup()
-    const events: PoolEvent[] = []
     const pool = new LeasePool({
       leaser,
       group: 'g',
@@ -201,7 +199,7 @@ describe('LeasePool', () => {
       // The store fails the mark's acquire as often as the Leaser retries it (retry.maxAttempts).
       handler: () => void backend.failNext('acquire', 5),
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(2 * TTL)
     expect(unhandled).toEqual([])
@@ -217,11 +215,10 @@ describe('LeasePool', () => {
 
   test('a finished unit whose done mark never lands is released unmarked at close, not left renewing', async () => {
     const { time, leaser, backend, store } = setup()
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       handler: () => void backend.failNext('acquire', 1_000),
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(2 * TTL)
     expect(unhandled).toEqual([])
@@ -286,14 +283,13 @@ describe('LeasePool', () => {
     // worker-c crashed holding u1: whoever runs it next must read an unclean handoff.
     await other.acquire('g/u/u1', 'worker-c', TTL)
     await time.advance(TTL + 1)
-    const events: PoolEvent[] = []
     const ran: string[] = []
     const pool = testPool(leaser, time, {
       handler: async (lease, unit) => {
         ran.push(`${unit.id} clean: ${(await lease.readCheckpoint()).cleanHandoff}`)
       },
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     // The mark could not be read: the unit may be finished already, so that take never runs it.
     expect(ran).toEqual([])
@@ -310,9 +306,8 @@ describe('LeasePool', () => {
     ['is refused as FENCED (the unit was revoked)', 'fenced'],
   ] as const)('a unit whose release %s is reported lost, never released', async (_, reason) => {
     const { time, leaser, backend, store, named } = setup()
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time)
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     expect(pool.units).toEqual(['u1'])
     if (reason === 'deadline') backend.failNext('release', 1_000)
@@ -844,7 +839,6 @@ describe('LeasePool listeners', () => {
     const randomBroke = new Error('random broke once')
     let breakRandom = false
     let runs = 0
-    const events: PoolEvent[] = []
     const pool = new LeasePool({
       leaser,
       group: 'g',
@@ -863,7 +857,7 @@ describe('LeasePool listeners', () => {
         if (runs <= 2) throw new Error('handler failed')
       },
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(3 * TTL)
     expect(thrown).toEqual([randomBroke])
@@ -956,11 +950,10 @@ describe('LeasePool input', () => {
       yield 'u1'
       yield 'u2'
     }
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       units: ids(),
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(3 * TTL)
     expect(events.map((event) => event.type)).not.toContain('givingUp')
@@ -972,11 +965,10 @@ describe('LeasePool input', () => {
   test('a unit source that returns no iterable fails the rebalance and gives nothing up', async () => {
     const { time, leaser, store } = setup()
     let answer: unknown = ['u1']
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       units: () => answer as string[],
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     expect(pool.units).toEqual(['u1'])
     for (const bad of [undefined, 'u1', 5]) {
@@ -1071,14 +1063,13 @@ describe('LeasePool input', () => {
   test("a unit source's ids that cannot be workIds are skipped with unitRefused; the rest run", async () => {
     const { time, leaser, backend, store } = setup()
     const runs = new Map<string, number>()
-    const events: PoolEvent[] = []
     const pool = testPool(leaser, time, {
       units: () => ['a', 5 as unknown as string, 'x'.repeat(300), 'b'],
       handler: (_lease, unit) => {
         runs.set(unit.id, (runs.get(unit.id) ?? 0) + 1)
       },
     })
-    pool.on((event) => events.push(event))
+    const { events } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(5 * TTL)
     // Finished once each: a numeric id read back from the store as '5' used to run again every rebalance.
