@@ -10,7 +10,7 @@ import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { defaultHolderId, Leaser, systemTimers } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { requiredOnly, setup, TTL, track } from './setup.js'
+import { expectRefused, requiredOnly, setup, TTL, track } from './setup.js'
 
 const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
@@ -265,18 +265,13 @@ describe('acquire', () => {
 
   test('validates its input, naming what it refused, before any store call', async () => {
     const { leaser, backend } = setup()
-    const refusals: [() => Promise<unknown>, RegExp][] = [
+    await expectRefused([
       [() => leaser.acquire(''), /workId/],
       [() => leaser.acquire('job', 5 as never), /options/],
       [() => leaser.acquire('job', { wait: 'yes' as never }), /wait/],
       [() => leaser.acquire('job', { signal: 5 as never }), /signal/],
       [() => leaser.acquire('job', { timeoutMs: -1 }), /timeoutMs/],
-    ]
-    for (const [call, named] of refusals) {
-      const error = await call().catch((e: unknown) => e)
-      expect(isInvalidArgumentError(error)).toBe(true)
-      expect((error as Error).message).toMatch(named)
-    }
+    ])
     expect(backend.calls.acquire).toBe(0)
   })
 

@@ -11,7 +11,7 @@ import {
   leaserChannels,
   systemTimers,
 } from '../src/index.js'
-import { bytes, DEADLINE, INTERVAL, predecessorOf, setup, TTL, text, track } from './setup.js'
+import { bytes, DEADLINE, expectRefused, INTERVAL, predecessorOf, setup, TTL, text, track } from './setup.js'
 
 const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
@@ -159,16 +159,11 @@ describe('run', () => {
 
   test('a callback that is not a function, or an onError it does not know, is INVALID_ARGUMENT before any store call', async () => {
     const { leaser, backend } = setup()
-    const refusals: [() => Promise<unknown>, RegExp][] = [
+    await expectRefused([
       [() => leaser.run('job', 'work' as never), /fn/],
       [() => leaser.run('', async () => 1), /workId/],
       [() => leaser.run('job', async () => 1, { onError: 'ignore' as never }), /onError/],
-    ]
-    for (const [call, named] of refusals) {
-      const error = await call().catch((e: unknown) => e)
-      expect(isInvalidArgumentError(error)).toBe(true)
-      expect((error as Error).message).toMatch(named)
-    }
+    ])
     expect(backend.calls.acquire).toBe(0)
   })
 

@@ -1,7 +1,7 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
-import type { Backend, BackendCapabilities } from '@worklease/spec'
+import { type Backend, type BackendCapabilities, isInvalidArgumentError } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
-import { afterEach, beforeEach } from 'vitest'
+import { afterEach, beforeEach, expect } from 'vitest'
 import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 
@@ -65,6 +65,15 @@ export function setup(options: SetupOptions = {}) {
   const named = <E extends LeaserEventName>(name: E) =>
     events.filter((e) => e.name === name).map((e) => e as Extract<RecordedEvent, { name: E }>)
   return { time, store, memory, backend, leaser, other, ahead, events, named }
+}
+
+/** Each call rejects with an `InvalidArgumentError` whose message names what it refused. */
+export async function expectRefused(refusals: readonly (readonly [() => Promise<unknown>, RegExp])[]) {
+  for (const [call, named] of refusals) {
+    const error = await call().catch((e: unknown) => e)
+    expect(isInvalidArgumentError(error)).toBe(true)
+    expect((error as Error).message).toMatch(named)
+  }
 }
 
 /** Observes a promise's outcome without awaiting it. */
