@@ -96,6 +96,19 @@ class AfterListing extends ForwardingBackend {
   }
 }
 
+/** Fails the acquire of every done mark while `down`, each failure once `delay` settled. */
+class DoneMarksDown extends ForwardingBackend {
+  down = true
+  delay: () => Promise<void> = () => Promise.resolve()
+  override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+    if (this.down && workId.startsWith('g/d/')) {
+      await this.delay()
+      throw new InjectedFaultError('acquire', false)
+    }
+    return super.acquire(workId, holderId, ttlMs, options)
+  }
+}
+
 /** Unhandled rejections seen during one test. */
 const unhandled = collectUnhandledRejections()
 
@@ -210,6 +223,60 @@ describe('LeasePool', () => {
     expect(types).toContain('doneMarkFailed')
     expect(types.at(-1)).toBe('done')
     expect(pool.units).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test("a done mark failing again and again is retried with handlerRetry's growing backoff", async () => {
+    let marks: DoneMarksDown | undefined
+    const { time, leaser, store } = setup({
+      wrap: (memory) => {
+        marks = new DoneMarksDown(memory)
+        return marks
+      },
+    })
+    const pool = testPool(leaser, time, { handler: () => undefined })
+    const failedAt: number[] = []
+    pool.on((event) => {
+      if (event.type === 'doneMarkFailed') failedAt.push(time.now())
+    })
+    await time.until(pool.start())
+    while (failedAt.length < 4) await time.advance(10)
+    marks!.down = false
+    await time.advance(10 * TTL)
+    // Each try waits out the mark's acquire (the store failing it for one interval, 333 ms), then
+    // handlerRetry's backoff at random 0.5: 500, 1000, 2000 ms. Between failures: 333 ms more than it.
+    const gaps = failedAt.slice(1).map((at, i) => at - failedAt[i]!)
+    expect(gaps.map((gap) => Math.round((gap - INTERVAL) / 100) * 100)).toEqual([500, 1000, 2000])
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    await time.until(pool.close())
+  })
+
+  test('a done mark that fails after the unit was lost ends it lost, without doneMarkFailed or a retry', async () => {
+    let marks: DoneMarksDown | undefined
+    const { time, leaser, other, store } = setup({
+      wrap: (memory) => {
+        marks = new DoneMarksDown(memory)
+        return marks
+      },
+    })
+    // The mark's acquire hangs past its call timeout: it fails 100 ms after the unit's lease learnt,
+    // at its renewal one interval in, that it was revoked.
+    marks!.delay = () => time.sleep(2 * INTERVAL)
+    let runs = 0
+    const pool = testPool(leaser, time, {
+      handler: async (lease, unit) => {
+        if (++runs > 1) return untilAborted(lease, unit)
+        await other.revoke('g/u/u1')
+        await time.sleep(100)
+      },
+    })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    await time.advance(3 * INTERVAL)
+    // Then the unit, free again, is taken and run anew.
+    expect(types('u1')).toEqual(['taken', 'lost', 'taken'])
+    expect(store.leases.get('g/d/u1')).toBeUndefined()
     await time.until(pool.close())
   })
 
