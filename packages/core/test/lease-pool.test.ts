@@ -1011,6 +1011,36 @@ describe('LeasePool input', () => {
     expect(iteratorReads).toBe(1)
   })
 
+  test('an option it cannot use is refused at construction, the message naming that option', () => {
+    const { time, leaser } = setup()
+    const base = { leaser, group: 'g', units: ['u1'], timers: time, handler: untilAborted }
+    const refusals: [Record<string, unknown>, RegExp][] = [
+      [{ leaser: {} }, /^options\.leaser /],
+      [{ group: 'a b' }, /^options\.group /],
+      [{ handler: 1 }, /^options\.handler /],
+      [{ units: 5 }, /^options\.units /],
+      [{ units: ['u\u0000'] }, /^options\.units\[0\] /],
+      [{ planner: 'x' }, /^options\.planner /],
+      [{ rebalanceIntervalMs: 0 }, /^rebalanceIntervalMs /],
+      [{ maxMovesPerRebalance: 1.5 }, /^maxMovesPerRebalance /],
+      [{ handlerRetry: 7 }, /^handlerRetry /],
+      [{ handlerRetry: { initialDelayMs: -1 } }, /^handlerRetry\.initialDelayMs /],
+      [{ timers: { now: 1 } }, /^options\.timers\.now /],
+      [{ random: 3 }, /^options\.random /],
+    ]
+    for (const [bad, named] of refusals) {
+      const error = (() => {
+        try {
+          new LeasePool({ ...base, ...bad } as never)
+        } catch (thrown) {
+          return thrown
+        }
+      })()
+      expect(isInvalidArgumentError(error)).toBe(true)
+      expect((error as Error).message).toMatch(named)
+    }
+  })
+
   test('units given as a one-shot iterable (a generator) are read once and kept', async () => {
     const { time, leaser, store } = setup()
     function* ids() {
