@@ -127,4 +127,55 @@ describe('planFairShare', () => {
     const plan = planFairShare({ me: 'new', members: ['a'], units: units(4), holders: new Map() }, 32)
     expect(plan).toEqual({ take: 2, release: 0 })
   })
+  /** The plan of `me` for holders given as counts per member (units u0.. in that order), the rest free. */
+  const planOf = (me: string, members: string[], held: Record<string, number>, n: number, maxMoves = 32) => {
+    const holders = new Map<string, string>()
+    let next = 0
+    for (const [holder, count] of Object.entries(held)) {
+      for (let i = 0; i < count; i++) holders.set(`u${next++}`, holder)
+    }
+    return planFairShare({ me, members, units: units(n), holders }, maxMoves)
+  }
+
+  test('the donors are those with most units first: a member above its ceiling gives before one at it', () => {
+    // 15 units, 4 members: floor 3, ceil 4. d is short by one, nothing is free: c's surplus fills it.
+    const held = { a: 4, b: 4, c: 5, d: 2 }
+    const members = ['a', 'b', 'c', 'd']
+    expect(planOf('a', members, held, 15)).toEqual({ take: 0, release: 0 })
+    expect(planOf('b', members, held, 15)).toEqual({ take: 0, release: 0 })
+    expect(planOf('c', members, held, 15)).toEqual({ take: 0, release: 1 })
+  })
+
+  test('between donors with as many units, the first holderId gives, wherever the view lists it', () => {
+    // a is not listed yet (its membership lease is being renewed late), so it comes last in the view.
+    const held = { a: 4, b: 4, c: 2 }
+    expect(planOf('a', ['b', 'c'], held, 10)).toEqual({ take: 0, release: 1 })
+    expect(planOf('b', ['b', 'c'], held, 10)).toEqual({ take: 0, release: 0 })
+  })
+
+  test('nobody gives while the free units cover every shortfall', () => {
+    // 10 units, 3 members: c is one short, and one unit is free for it.
+    const held = { a: 4, b: 3, c: 2 }
+    expect(planOf('a', ['a', 'b', 'c'], held, 10)).toEqual({ take: 0, release: 0 })
+    expect(planOf('c', ['a', 'b', 'c'], held, 10)).toEqual({ take: 1, release: 0 })
+    // More free than short (15 units, 4 members, 2 free for d's one): still nobody gives.
+    const more = { a: 4, b: 4, c: 3, d: 2 }
+    const members = ['a', 'b', 'c', 'd']
+    expect(planOf('a', members, more, 15)).toEqual({ take: 0, release: 0 })
+    expect(planOf('b', members, more, 15)).toEqual({ take: 0, release: 0 })
+  })
+
+  test('with nobody short, a member below its ceiling takes up to it, not more', () => {
+    // 15 units, 4 members at 3 each, 3 free: each may take one, to the ceiling of 4.
+    const held = { a: 3, b: 3, c: 3, d: 3 }
+    expect(planOf('a', ['a', 'b', 'c', 'd'], held, 15)).toEqual({ take: 1, release: 0 })
+  })
+
+  test("units of a holder that is no member are neither free nor counted as anyone's share", () => {
+    // 5 units, 2 members (floor 2, ceil 3); x crashed holding 2 whose leases have not expired yet.
+    // b is short by 2 and one unit is free: a, at its floor, leaves it to b.
+    const held = { a: 2, x: 2, b: 0 }
+    expect(planOf('a', ['a', 'b'], held, 5)).toEqual({ take: 0, release: 0 })
+    expect(planOf('b', ['a', 'b'], held, 5)).toEqual({ take: 1, release: 0 })
+  })
 })
