@@ -4,6 +4,7 @@ import { ErrorCode, isWorkleaseError } from '@worklease/spec'
 import { afterEach, describe, expect, test } from 'vitest'
 import { Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
+import { countingTimers } from './setup.js'
 
 // Issue 19: on a store answering in microseconds, the runner's own bookkeeping is the cost of a
 // lease. An AbortSignal (and its abort) costs microseconds on Node.js 20, so a lease nobody watches
@@ -131,25 +132,20 @@ describe('what an acquire and release cost in timers', () => {
   // backend. The shared ones now stay armed while leases come and go.
   test('a hundred acquire and release cycles, one after another, set four timers in all', async () => {
     const time = new ManualTime()
+    const { timers, counts } = countingTimers(time)
     // Without jitter: a lease due sooner than the one the schedule's timer waits for sets it again.
     const leaser = new Leaser({
       backend: new MemoryBackend({ clock: time.wall }),
       ttlMs: 1_000,
       holderId: 'worker-a',
-      timers: time,
+      timers,
       random: () => 0.5,
     })
-    const setTimeout = time.setTimeout.bind(time)
-    let timersSet = 0
-    time.setTimeout = (callback, ms) => {
-      timersSet++
-      return setTimeout(callback, ms)
-    }
     for (let cycle = 0; cycle < 100; cycle++) {
       const lease = await leaser.acquire(`job-${cycle}`)
       await lease.release()
     }
-    expect(timersSet).toBeLessThanOrEqual(4)
+    expect(counts.timersSet).toBeLessThanOrEqual(4)
     await leaser.close()
     expect(time.pending).toBe(0)
   })

@@ -4,7 +4,7 @@ import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { INTERVAL, setup, TTL } from './setup.js'
+import { countingTimers, INTERVAL, setup, TTL } from './setup.js'
 
 // floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
 // slot holding it: within the interval, at most a window early.
@@ -24,20 +24,17 @@ describe('renewals through renewMany', () => {
   })
 
   test('held leases set no timer of their own: one renewal schedule and one deadline wheel for all', async () => {
-    const { time, leaser } = setup({ batch: true })
+    const time = new ManualTime()
+    const { timers, counts } = countingTimers(time)
+    const { leaser } = setup({ batch: true, time, timers })
     const leases = await Promise.all(Array.from({ length: 200 }, (_, i) => leaser.acquire(`job-${i}`)))
-    const setTimeout = time.setTimeout.bind(time)
-    let timersSet = 0
-    time.setTimeout = (callback, ms) => {
-      timersSet++
-      return setTimeout(callback, ms)
-    }
+    counts.timersSet = 0
     const intervals = 10
     await time.advance(intervals * INTERVAL)
     for (const lease of leases) expect(lease.held).toBe(true)
     // Per interval: the batch's slot timer and its call timeout, and now and then the deadline
     // wheel's timer: 24. A watchdog timer per lease, set again at each deadline, made it 820.
-    expect(timersSet).toBeLessThanOrEqual(intervals * 3)
+    expect(counts.timersSet).toBeLessThanOrEqual(intervals * 3)
     await Promise.all(leases.map((lease) => lease.release()))
     await leaser.close()
     expect(time.pending).toBe(0)
@@ -47,28 +44,19 @@ describe('renewals through renewMany', () => {
     const time = new ManualTime()
     const backend = new MemoryBackend({ clock: time.wall })
     // No listener: a 'renewed' listener asks each lease for its remainingMs, which reads the clocks.
-    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, renewJitter: 0 })
+    const { timers, counts } = countingTimers(time)
+    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers, renewJitter: 0 })
     await Promise.all(Array.from({ length: 100 }, (_, i) => leaser.acquire(`job-${i}`)))
-    let reads = 0
-    const now = time.now.bind(time)
-    const wallNow = time.wallNow.bind(time)
-    time.now = () => {
-      reads++
-      return now()
-    }
-    time.wallNow = () => {
-      reads++
-      return wallNow()
-    }
+    counts.clockReads = 0
     await time.advance(INTERVAL)
     expect(backend.store.operations).toBeGreaterThan(0)
-    // 8 here. Four per lease (the deadline on both clocks, at the send and at the reply) made it 404.
-    expect(reads).toBeLessThanOrEqual(20)
+    // 9 here. Four per lease (the deadline on both clocks, at the send and at the reply) made it 404.
+    expect(counts.clockReads).toBeLessThanOrEqual(20)
     // Over three ttls the deadline wheel wakes each lease too: it reads the clocks once per wake.
-    reads = 0
+    counts.clockReads = 0
     await time.advance(3 * TTL)
     // 88 here; 2,080 when each lease read them five times a wake.
-    expect(reads).toBeLessThanOrEqual(120)
+    expect(counts.clockReads).toBeLessThanOrEqual(120)
     expect(leaser.leases.length).toBe(100)
   })
 

@@ -2,7 +2,13 @@ import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import { type Backend, type BackendCapabilities, isInvalidArgumentError } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend } from '@worklease/testkit'
 import { afterEach, beforeEach, expect } from 'vitest'
-import { Leaser, type LeaserEventName, type LeaserEvents, type LeaserOptions } from '../src/index.js'
+import {
+  Leaser,
+  type LeaserEventName,
+  type LeaserEvents,
+  type LeaserOptions,
+  type Timers,
+} from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 
 export const TTL = 1_000
@@ -29,6 +35,8 @@ export interface SetupOptions extends Partial<LeaserOptions> {
   batch?: boolean
   /** A backend of the test's own between the MemoryBackend and the fault injector (a scripted reply). */
   wrap?: (memory: MemoryBackend) => Backend
+  /** The fake clock, when the test made it first (to count its use with {@link countingTimers}). */
+  time?: ManualTime
 }
 
 /**
@@ -37,8 +45,7 @@ export interface SetupOptions extends Partial<LeaserOptions> {
  * over the same store with its own backend (not behind the fault injector), to play the successor.
  */
 export function setup(options: SetupOptions = {}) {
-  const { batch = false, wrap = (memory) => memory, ...leaserOptions } = options
-  const time = new ManualTime()
+  const { batch = false, wrap = (memory) => memory, time = new ManualTime(), ...leaserOptions } = options
   const store = new MemoryStore()
   const memory = new MemoryBackend({ store, clock: time.wall })
   const scripted = wrap(memory)
@@ -65,6 +72,31 @@ export function setup(options: SetupOptions = {}) {
   const named = <E extends LeaserEventName>(name: E) =>
     events.filter((e) => e.name === name).map((e) => e as Extract<RecordedEvent, { name: E }>)
   return { time, store, memory, backend, leaser, other, ahead, events, named }
+}
+
+/**
+ * `time` as a Leaser's timers, counting the timers set and the clock reads. Give it to the Leaser
+ * when it is made: a Leaser reads each function of its timers once, then, so patching `time` later
+ * counts nothing.
+ */
+export function countingTimers(time: ManualTime) {
+  const counts = { timersSet: 0, clockReads: 0 }
+  const timers: Timers = {
+    now: () => {
+      counts.clockReads++
+      return time.now()
+    },
+    wallNow: () => {
+      counts.clockReads++
+      return time.wallNow()
+    },
+    setTimeout: (callback, ms) => {
+      counts.timersSet++
+      return time.setTimeout(callback, ms)
+    },
+    clearTimeout: (handle) => time.clearTimeout(handle),
+  }
+  return { timers, counts }
 }
 
 /** Each call rejects with an `InvalidArgumentError` whose message names what it refused. */
