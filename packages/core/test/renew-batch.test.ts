@@ -1,6 +1,6 @@
 import { MemoryBackend } from '@worklease/memory'
-import { isLeaseHeldError } from '@worklease/spec'
-import { InjectedFaultError } from '@worklease/testkit'
+import { type CallOptions, isLeaseHeldError, type LeaseRecord, type RenewOutcome } from '@worklease/spec'
+import { ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
@@ -10,6 +10,17 @@ import { countingTimers, INTERVAL, setup, TTL } from './setup.js'
 // slot holding it: within the interval, at most a window early.
 const WINDOW = Math.floor(INTERVAL / 10)
 const SENT = Math.floor(INTERVAL / WINDOW) * WINDOW
+
+/** A store whose next renewMany reply is rewritten by `nextReply` (once), as a faulty driver's would be. */
+class RewrittenReply extends ForwardingBackend {
+  nextReply: ((outcomes: RenewOutcome[]) => unknown[]) | undefined
+  override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+    const outcomes = await super.renewMany(records, ttlMs, options)
+    const rewrite = this.nextReply
+    this.nextReply = undefined
+    return (rewrite ? rewrite(outcomes) : outcomes) as RenewOutcome[]
+  }
+}
 
 describe('renewals through renewMany', () => {
   test('many leases are renewed in one renewMany per interval, not one renew each', async () => {
@@ -122,6 +133,37 @@ describe('renewals through renewMany', () => {
     await time.advance(5 * TTL)
     for (const lease of leases) expect(lease.held).toBe(true)
     expect(named('lost')).toHaveLength(0)
+  })
+
+  test('a renewMany reply that is not one known outcome per record is a store failure, never a loss', async () => {
+    let store!: RewrittenReply
+    const { time, leaser, named } = setup({
+      batch: true,
+      wrap: (memory) => {
+        store = new RewrittenReply(memory)
+        return store
+      },
+    })
+    await Promise.all([leaser.acquire('a'), leaser.acquire('b'), leaser.acquire('c')])
+    const failed = () =>
+      named('renewFailed').map(({ event }) => [event.workId, (event.error as Error).constructor.name])
+    // One outcome short: the whole reply is unusable, for every lease in the batch alike.
+    store.nextReply = (outcomes) => outcomes.slice(0, -1)
+    await time.advance(INTERVAL)
+    expect(failed()).toEqual([
+      ['a', 'TypeError'],
+      ['b', 'TypeError'],
+      ['c', 'TypeError'],
+    ])
+    await time.advance(INTERVAL)
+    expect(named('renewed')).toHaveLength(3)
+    // An outcome nobody knows fails that lease's renewal alone; it is not taken for FENCED.
+    store.nextReply = (outcomes) => outcomes.map((outcome, i) => (i === 1 ? 'taken over' : outcome))
+    await time.advance(INTERVAL)
+    expect(failed().slice(3)).toEqual([['b', 'TypeError']])
+    await time.advance(5 * TTL)
+    expect(named('lost')).toHaveLength(0)
+    expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['a', 'b', 'c'])
   })
 
   test('the local deadline moves from when the batch was sent, not from the reply', async () => {
