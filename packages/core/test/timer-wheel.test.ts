@@ -98,22 +98,15 @@ describe('TimerWheel hands items over', () => {
     expect(handed).toEqual([{ at: 100, slots: [[10, ['a']]] }])
   })
 
-  test('an item due earlier than those waiting brings the one timer forward; the later follow on time', async () => {
+  // Filed later first, the earlier item brings the one timer forward; filed earlier first, the later
+  // item leaves it where it is.
+  test.each([
+    ['the later first', ['late', 'early']],
+    ['the earlier first', ['early', 'late']],
+  ])('items filed %s are each handed over at their own slot, on one timer', async (_, order) => {
     const { time, file, handed } = recordingWheel()
-    file('late', 500)
-    file('early', 200)
+    for (const item of order) file(item, item === 'early' ? 200 : 500)
     expect(time.pending).toBe(1)
-    await time.advance(1_000)
-    expect(handed).toEqual([
-      { at: 200, slots: [[20, ['early']]] },
-      { at: 500, slots: [[50, ['late']]] },
-    ])
-  })
-
-  test('an item due later than those waiting leaves the timer where it is', async () => {
-    const { time, file, handed } = recordingWheel()
-    file('early', 200)
-    file('late', 500)
     await time.advance(1_000)
     expect(handed).toEqual([
       { at: 200, slots: [[20, ['early']]] },
