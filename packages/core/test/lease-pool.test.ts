@@ -464,6 +464,21 @@ describe('LeasePool', () => {
     await time.until(pool.close())
   })
 
+  test('a finished unit still in the set is neither run nor taken again', async () => {
+    const { time, leaser, backend } = setup()
+    const pool = testPool(leaser, time, { handler: () => undefined })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    await time.advance(INTERVAL)
+    expect(types()).toEqual(['taken', 'done'])
+    const acquires = backend.calls.acquire
+    await time.advance(5 * INTERVAL)
+    // Five rebalances later: no take of it, not even one handed back once its done mark was read.
+    expect(backend.calls.acquire).toBe(acquires)
+    expect(types()).toEqual(['taken', 'done'])
+    await time.until(pool.close())
+  })
+
   test('a store failing the take of a unit fails that rebalance, reported; a later one takes the unit', async () => {
     const { time, leaser, backend } = setup()
     let units: string[] = []
