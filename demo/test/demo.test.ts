@@ -82,7 +82,7 @@ function runDemo(args: string[]): Promise<{ code: number | null; output: string 
 }
 
 /** The audit's verdict per check, from its table. */
-function verdicts(output: string, checks = CHECKS): Record<string, string> {
+function verdicts(output: string, checks: readonly string[] = CHECKS): Record<string, string> {
   const result: Record<string, string> = {}
   for (const line of output.split('\n')) {
     for (const name of checks) {
