@@ -429,12 +429,14 @@ describe('LeasePool', () => {
     const { time, leaser, store } = setup()
     let units = ['u1', 'u2']
     const stopped: string[] = []
+    const reasons: unknown[] = []
     const pool = testPool(leaser, time, {
       units: () => units,
       handler: (_lease, unit) =>
         new Promise<void>((resolve) =>
           unit.signal.addEventListener('abort', () => {
             stopped.push(unit.id)
+            reasons.push(unit.signal.reason)
             resolve()
           }),
         ),
@@ -446,6 +448,8 @@ describe('LeasePool', () => {
     units = ['u1']
     await time.advance(3 * TTL)
     expect({ units: pool.units, stopped }).toEqual({ units: ['u1'], stopped: ['u2'] })
+    // An abort the handler can tell from a lost lease (a LeaseLostError): the pool asked it to stop.
+    expect(reasons).toEqual([expect.objectContaining({ name: 'AbortError' })])
     expect(store.leases.get('g/u/u2')?.released).toBe(true)
     expect(types('u2')).toEqual(['taken', 'givingUp', 'released'])
     await time.until(pool.close())
@@ -948,6 +952,9 @@ describe('LeasePool listeners', () => {
     await time.until(pool.start())
     await time.advance(3 * TTL)
     expect(thrown).toEqual([randomBroke])
+    // Each handlerFailed carries the handler's own error.
+    const failures = events.flatMap((event) => (event.type === 'handlerFailed' ? [event.error] : []))
+    expect(failures).toEqual([new Error('handler failed'), new Error('handler failed')])
     // Released unmarked, taken again at a later rebalance, and finished there.
     expect(events.map((event) => event.type)).toEqual([
       'taken',
