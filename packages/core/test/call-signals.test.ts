@@ -91,6 +91,19 @@ describe('the signals backend calls carry', () => {
     expect(later.signal.aborted).toBe(false)
   })
 
+  test('abortAll leaves alone a signal whose calls all settled, and the timer of the waits queue', async () => {
+    const time = new ManualTime()
+    const signals = new CallSignals(time, 1_600)
+    const done = hangingCall(signals)
+    done.finish()
+    await done.settled
+    // A wait the runner queued and cancelled once its call settled: the queue's timer stays armed.
+    signals.timeouts.cancel(signals.timeouts.add(() => undefined))
+    signals.abortAll(new Error('closed'))
+    expect(done.signal.aborted).toBe(false)
+    expect(time.pending).toBe(0)
+  })
+
   test('a timeout at the timer limit leaves no room for a slice: each call gets its own signal', () => {
     const time = new ManualTime()
     const signals = new CallSignals(time, 2_147_483_647)
