@@ -176,4 +176,51 @@ describe('runner checks', () => {
     ]
     expect(checks([belief(1_000)], adopted)).toEqual([])
   })
+  test('only an acknowledged acquire, renew or checkpoint of its own moves the local deadline', () => {
+    // A's deadline is 0 + 100 - 10 = 90. Nothing after its acquire extended it: a renew whose reply
+    // was lost, one refused, a read, and another holder's acquire answered LEASE_HELD.
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 100 }),
+      op('renew', { holder: 'A', token: 1, invoke: 50, ttl: 100, outcome: 'info' }),
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke: 55,
+        complete: 57,
+        ttl: 100,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+      op('readCheckpoint', { holder: 'A', token: 1, invoke: 60, complete: 62 }),
+      op('acquire', { holder: 'C', invoke: 70, complete: 72, outcome: 'fail', code: 'LEASE_HELD' }),
+    ]
+    expect(checks([belief(130)], ops)).toEqual(['held-after-takeover'])
+  })
+
+  test('a takeover counts from the first proof of it, and only an op that proves it', () => {
+    // A's own deadline is far off (ttl 10,000): only B's takeover can make a yes wrong.
+    const holder = op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 10_000 })
+    const yes = belief(300, true, { ttl: 10_000 })
+    const taken = op('acquire', { holder: 'B', token: 2, invoke: 100, complete: 102 })
+    const renewed = op('renew', { holder: 'B', token: 2, invoke: 500, complete: 502 })
+    expect(checks([yes], [holder, taken, renewed])).toEqual(['held-after-takeover'])
+    // A renew of token 2 refused proves nobody took it.
+    const refused = op('renew', {
+      holder: 'B',
+      token: 2,
+      invoke: 100,
+      complete: 102,
+      outcome: 'fail',
+      code: 'FENCED',
+    })
+    expect(checks([yes], [holder, refused])).toEqual([])
+  })
+
+  test('the order the ops are listed in changes no verdict', () => {
+    // A's Leaser counted on a ttl of 1,000 (deadline 1,040): only B's takeover makes its yes wrong.
+    const yes = belief(200, true, { ttl: 1_000 })
+    expect(checks([yes], history())).toEqual(['held-after-takeover'])
+    expect(checks([yes], history().reverse())).toEqual(['held-after-takeover'])
+    expect(checks([belief(139)], history().reverse())).toEqual([])
+  })
 })
