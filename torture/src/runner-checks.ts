@@ -141,11 +141,7 @@ function wrongBelief(
   if (!successor || !(successor.complete + tolerance < belief.t)) return ownEvidence()
   // The holder's last extension the Leaser can have counted: its deadline is no later than this
   // one's start + ttl - margin, and the store's expiry is no earlier than its start + ttl.
-  let last: Op | undefined
-  for (const op of index.byToken.get(token) ?? []) {
-    if (op.holder !== belief.h || !extends_(op) || op.complete > belief.t) continue
-    if (!last || op.invoke > last.invoke) last = op
-  }
+  const last = lastCountedExtension(index.byToken.get(token) ?? [], [], belief.h, belief.t)
   const skew = skewBeyondHolder(successor, index.byToken.get(token) ?? [], belief, index.lostAcquires)
   if (skew > Math.max(belief.margin - tolerance, 0)) return ownEvidence() ?? 'beyond-margin'
   return {
