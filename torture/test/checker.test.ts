@@ -1135,6 +1135,25 @@ describe('checker', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   })
+
+  // Histories are listed in the order their lines were written, which no check may rely on.
+  const everyBadHistory: [string, () => Op[]][] = [
+    ...bad.map(([name, history]): [string, () => Op[]] => [name, history]),
+    ...[...blindSpots, ...session26, ...hiddenTokens, ...tooLate].map(
+      ([name, _check, history]): [string, () => Op[]] => [name, history],
+    ),
+  ]
+  const reorderings: ((ops: Op[]) => Op[])[] = [
+    (ops) => ops.reverse(),
+    (ops) => [...ops.filter((_, i) => i % 2 === 1), ...ops.filter((_, i) => i % 2 === 0)],
+    (ops) => [...ops.slice(ops.length >> 1), ...ops.slice(0, ops.length >> 1)],
+  ]
+  test.each(everyBadHistory)('the same verdict with the ops listed in other orders: %s', (_name, history) => {
+    for (const reorder of reorderings) expect(checks(reorder(history()))).toEqual(checks(history()))
+  })
+  test('a good history listed in other orders is still good', () => {
+    for (const reorder of reorderings) expect(checks(reorder(good()))).toEqual([])
+  })
 })
 
 // Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
