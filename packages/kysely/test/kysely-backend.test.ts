@@ -71,6 +71,28 @@ for (const target of TARGETS) {
       ).toBe(0)
     })
 
+    test('a signal that fires while a call is out rejects it with its reason, not with the reply', async () => {
+      const backend = h.open()
+      const record = await backend.acquire('job', 'a', HOUR)
+      const sentBefore = h.roundTrips()
+      const abandoned = (call: (signal: AbortSignal) => Promise<unknown>) => {
+        const controller = new AbortController()
+        const reason = new Error('given up')
+        const pending = call(controller.signal)
+        controller.abort(reason)
+        return expect(pending).rejects.toBe(reason)
+      }
+      await abandoned((signal) => backend.acquire('other', 'a', HOUR, { signal }))
+      await abandoned((signal) => backend.renew(record, HOUR, { signal }))
+      await abandoned((signal) => backend.checkpoint(record, bytes('s'), HOUR, { signal }))
+      await abandoned((signal) => backend.readCheckpoint(record, { signal }))
+      await abandoned((signal) => backend.list({ signal }))
+      await abandoned((signal) => backend.release(record, { signal }))
+      // Only the waits were abandoned: the six statements still finish (before the table is dropped).
+      for (let waited = 0; h.roundTrips() - sentBefore < 6 && waited < 10_000; waited += 10) await sleep(10)
+      expect(h.roundTrips() - sentBefore).toBeGreaterThanOrEqual(6)
+    })
+
     test('revoke is one statement with or without an expected token, on every path', async () => {
       const a = h.open()
       const operator = h.open()

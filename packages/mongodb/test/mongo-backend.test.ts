@@ -101,6 +101,27 @@ describe('commands per operation', () => {
     await expect(backend.release(record, { signal: aborted })).rejects.toThrow('stop')
     expect(harness.roundTrips!()).toBe(before)
   })
+
+  test('a signal that fires while a call is out rejects it with its reason, not with the reply', async () => {
+    const { harness, backend } = await setup()
+    const record = await backend.acquire('job', 'a', 60_000)
+    const sentBefore = harness.roundTrips!()
+    const abandoned = (call: (signal: AbortSignal) => Promise<unknown>) => {
+      const controller = new AbortController()
+      const reason = new Error('given up')
+      const pending = call(controller.signal)
+      controller.abort(reason)
+      return expect(pending).rejects.toBe(reason)
+    }
+    await abandoned((signal) => backend.acquire('other', 'a', 60_000, { signal }))
+    await abandoned((signal) => backend.renew(record, 60_000, { signal }))
+    await abandoned((signal) => backend.checkpoint(record, new Uint8Array([1]), 60_000, { signal }))
+    await abandoned((signal) => backend.readCheckpoint(record, { signal }))
+    await abandoned((signal) => backend.list({ signal }))
+    await abandoned((signal) => backend.release(record, { signal }))
+    // The client has the signal too, and aborted before a connection was checked out: nothing was sent.
+    expect(harness.roundTrips!()).toBe(sentBefore)
+  })
 })
 
 describe('renewMany', () => {
