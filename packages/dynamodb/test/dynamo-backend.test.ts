@@ -54,6 +54,27 @@ describe('DynamoBackend on a real server', () => {
     expect(await backend.readCheckpoint(record)).toEqual({ state: null, cleanHandoff: true })
   })
 
+  test('a signal that fires while a call is out rejects it, not with the reply', async () => {
+    const backend = table.open({ clock: manualClock() })
+    const record = await backend.acquire('job-1', 'a', 10_000)
+    const abandoned = async (call: (signal: AbortSignal) => Promise<unknown>) => {
+      const controller = new AbortController()
+      const pending = call(controller.signal)
+      controller.abort(new Error('given up'))
+      return pending.then(
+        () => 'answered',
+        (error: unknown) => (error as Error).name,
+      )
+    }
+    const outcomes = [
+      await abandoned((signal) => backend.acquire('job-2', 'a', 10_000, { signal })),
+      await abandoned((signal) => backend.renew(record, 10_000, { signal })),
+      await abandoned((signal) => backend.release(record, { signal })),
+    ]
+    // The AWS SDK rejects with an AbortError of its own, not the signal's reason (Kysely and MongoDB do).
+    expect(outcomes).toEqual(['AbortError', 'AbortError', 'AbortError'])
+  })
+
   test('a held lease is refused to everyone, including its own holder', async () => {
     const backend = table.open({ clock: manualClock() })
     await backend.acquire('job-1', 'a', 10_000)
