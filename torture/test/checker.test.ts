@@ -816,6 +816,16 @@ describe('checker', () => {
       ],
     ],
     [
+      'two skipped tokens, and only one lost acquire began before the token above them was acknowledged',
+      'token-gap',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'Y', invoke: 20, outcome: 'info', ttl: 10 }),
+        op('acquire', { holder: 'B', token: 4, invoke: 100, complete: 101, ttl: 10 }),
+        op('acquire', { holder: 'X', invoke: 200, outcome: 'info', ttl: 10 }),
+      ],
+    ],
+    [
       "a token its holder used though none of its acquires can have taken it (another holder's was lost)",
       'token-gap',
       () => [
