@@ -826,6 +826,23 @@ describe('checker', () => {
       ],
     ],
     [
+      'LEASE_HELD named token 1 after token 2 was acknowledged, the acquires listed out of time order',
+      'named-wrong-lease',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10 }),
+        op('acquire', { holder: 'C', token: 3, invoke: 1_999, complete: 2_000, ttl: 10 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 49, complete: 50, ttl: 1_000 }),
+        op('acquire', {
+          holder: 'Z',
+          invoke: 100,
+          complete: 101,
+          outcome: 'fail',
+          code: 'LEASE_HELD',
+          heldBy: { token: 1n, holder: 'A', expiresInMs: 900 },
+        }),
+      ],
+    ],
+    [
       "a token its holder used though none of its acquires can have taken it (another holder's was lost)",
       'token-gap',
       () => [
