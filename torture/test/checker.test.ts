@@ -1180,6 +1180,16 @@ describe('checker', () => {
   })
   test('a good history listed in other orders is still good', () => {
     for (const reorder of reorderings) expect(checks(reorder(good()))).toEqual([])
+    // A checkpoints (its lease extended to 110), then B takes over and checkpoints twice; listed with
+    // B's later checkpoint first, A's, written before B's took the lease, still interleaves nothing.
+    const handedOver = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 60 }),
+      op('checkpoint', { holder: 'B', token: 2, value: 'b2', invoke: 200, complete: 201, ttl: 60 }),
+      op('checkpoint', { holder: 'B', token: 2, value: 'b1', invoke: 130, complete: 131, ttl: 60 }),
+      op('checkpoint', { holder: 'A', token: 1, value: 'a1', invoke: 50, complete: 51, ttl: 60 }),
+      op('acquire', { holder: 'B', token: 2, invoke: 120, complete: 121, ttl: 60 }),
+    ]
+    expect(checks(handedOver)).toEqual([])
   })
 })
 
