@@ -843,6 +843,19 @@ describe('checker', () => {
       ],
     ],
     [
+      "a read of an older state after a newer checkpoint, a later token's checkpoint listed first",
+      'stale-read',
+      () => [
+        op('checkpoint', { holder: 'C', token: 3, value: 'c', invoke: 210, complete: 211, ttl: 50 }),
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 50 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'a', invoke: 10, complete: 11, ttl: 50 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 70, complete: 71, ttl: 50 }),
+        op('checkpoint', { holder: 'B', token: 2, value: 'b', invoke: 80, complete: 81, ttl: 50 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 90, complete: 91, read: 'a', clean: false }),
+        op('acquire', { holder: 'C', token: 3, invoke: 200, complete: 201, ttl: 50 }),
+      ],
+    ],
+    [
       "a token its holder used though none of its acquires can have taken it (another holder's was lost)",
       'token-gap',
       () => [
