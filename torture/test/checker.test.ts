@@ -1191,6 +1191,16 @@ describe('checker', () => {
   test.each(everyBadHistory)('the same verdict with the ops listed in other orders: %s', (_name, history) => {
     for (const reorder of reorderings) expect(checks(reorder(history()))).toEqual(checks(history()))
   })
+  test('a token used before the acquire acknowledged with it was sent is caught, its later use listed first', () => {
+    const ops = [
+      op('renew', { holder: 'A', token: 1, invoke: 100, complete: 101, ttl: 1_000 }),
+      op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 1_000 }),
+      op('renew', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 1_000 }),
+      op('acquire', { holder: 'A', token: 1, invoke: 50, complete: 51, ttl: 1_000 }),
+    ]
+    expect(checks(ops)).toContain('duplicate-token')
+  })
+
   test('a good history listed in other orders is still good', () => {
     for (const reorder of reorderings) expect(checks(reorder(good()))).toEqual([])
     // A checkpoints (its lease extended to 110), then B takes over and checkpoints twice; listed with
