@@ -1213,6 +1213,15 @@ describe('checker', () => {
       op('acquire', { holder: 'B', token: 2, invoke: 120, complete: 121, ttl: 60 }),
     ]
     expect(checks(handedOver)).toEqual([])
+    // Two renews whose replies were lost may each have extended the lease, the second only after the
+    // first did: listed second first, the acknowledged renew at 250 is still within their reach.
+    const renewedOn = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+      op('renew', { holder: 'A', token: 1, invoke: 150, outcome: 'info', ttl: 100 }),
+      op('renew', { holder: 'A', token: 1, invoke: 50, outcome: 'info', ttl: 100 }),
+      op('renew', { holder: 'A', token: 1, invoke: 250, complete: 251, ttl: 100 }),
+    ]
+    expect(checks(renewedOn)).toEqual([])
   })
 })
 
