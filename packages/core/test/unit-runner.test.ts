@@ -21,28 +21,21 @@ class FakeLease {
 function runner(handler: () => Promise<void> | void, gate?: UnitGate) {
   const lease = new FakeLease()
   const failures: unknown[] = []
+  const time = new ManualTime()
   const made = new UnitRunner(
     'u1',
     lease as unknown as Lease<any>,
     handler,
     {
       policy: DEFAULT_RETRY,
-      timers: new ManualTime(),
+      timers: time,
       // Every backoff is as long as it can be: only a stop or a loss ends it in these cases.
       random: () => 0.999,
       onError: (error) => failures.push(error),
     },
     gate,
   )
-  return { made, lease, failures }
-}
-
-/** Resolves once `condition` holds, letting promise chains run in between. */
-async function until(condition: () => boolean): Promise<void> {
-  for (let turn = 0; !condition(); turn++) {
-    if (turn > 1000) throw new Error('condition never held')
-    await Promise.resolve()
-  }
+  return { made, lease, failures, time }
 }
 
 describe('UnitRunner', () => {
@@ -57,7 +50,8 @@ describe('UnitRunner', () => {
         runs++
         throw new Error('boom')
       })
-      await until(() => unit.failures.length === 1)
+      await unit.time.flush()
+      expect(unit.failures.length).toBe(1)
       interrupt(unit)
       expect(await unit.made.ended).toBe(end)
       expect(runs).toBe(1)
