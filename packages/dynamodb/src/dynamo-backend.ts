@@ -781,7 +781,13 @@ export class DynamoBackend implements Backend {
       | BatchExecuteStatementCommand
       | BatchGetItemCommand,
   >(command: T, args: ValidatedCallOptions) {
-    return this.#client.send(singleAttempt(command), args.signal ? { abortSignal: args.signal } : undefined)
+    const { signal } = args
+    if (!signal) return this.#client.send(singleAttempt(command))
+    // The SDK rejects an aborted request with an AbortError of its own; the contract gives the caller
+    // back the reason it aborted with, so that it can tell its own abort from a store failure.
+    return this.#client.send(singleAttempt(command), { abortSignal: signal }).catch((error: unknown) => {
+      throw signal.aborted && isAbortError(error) ? signal.reason : error
+    })
   }
 
   #key(workId: string): Item {
@@ -795,6 +801,10 @@ export class DynamoBackend implements Backend {
   #validityValues(record: LeaseRecord, values: Item): Item {
     return { ':tok': num(record.fencingToken), ':hld': { S: record.holderId }, ':false': FALSE, ...values }
   }
+}
+
+function isAbortError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError'
 }
 
 function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Item } {

@@ -8,10 +8,24 @@
 export interface CallOptions {
   /**
    * Abandons the call. An already-aborted signal throws its `reason` before any round trip. A signal
-   * that fires while a request is in flight may leave the outcome unknown (the write may have landed):
-   * callers treat that like a lost reply. One signal may be shared by several calls in flight at
-   * once (`@worklease/core` gives calls that start close together the same one), so a backend removes
-   * the listeners it added when its call settles.
+   * that fires while a request is in flight rejects the call with its `reason` (never with an error
+   * of the store's client, such as the AWS SDK's `AbortError`), without waiting for the store's reply;
+   * a backend that already had its answer (an in-process one answers at once) may settle with it
+   * instead. After such a rejection the outcome is unknown (the write may have landed): callers treat
+   * it like a lost reply. One signal may be shared by several calls in flight at once
+   * (`@worklease/core` gives calls that start close together the same one), so a backend removes the
+   * listeners it added when its call settles.
+   *
+   * ```ts
+   * const giveUp = new AbortController()
+   * setTimeout(() => giveUp.abort(new Error('shutting down')), 2_000)
+   * try {
+   *   await backend.renew(record, 30_000, { signal: giveUp.signal })
+   * } catch (error) {
+   *   if (error === giveUp.signal.reason) return // our own abort: the renew may or may not have landed
+   *   throw error
+   * }
+   * ```
    */
   signal?: AbortSignal
 }

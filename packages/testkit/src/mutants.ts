@@ -327,6 +327,32 @@ export const mutants: readonly Mutant[] = [
     },
   ),
   mutant(
+    'a signal firing mid-call rejects renew with an AbortError of its own, not the reason',
+    'badInput',
+    class extends ForwardingBackend {
+      override renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+        const pending = super.renew(record, ttlMs, options)
+        const signal = options?.signal
+        if (!signal) return pending
+        // What the AWS SDK v3 does with its abortSignal; it removes its listener, so only the reason differs.
+        return new Promise<void>((resolve, reject) => {
+          const onAbort = () => reject(new DOMException('This operation was aborted', 'AbortError'))
+          signal.addEventListener('abort', onAbort, { once: true })
+          pending.then(
+            () => {
+              signal.removeEventListener('abort', onAbort)
+              resolve()
+            },
+            (error: unknown) => {
+              signal.removeEventListener('abort', onAbort)
+              reject(error)
+            },
+          )
+        })
+      }
+    },
+  ),
+  mutant(
     'renew takes two round trips',
     'roundTrips',
     class extends ForwardingBackend {

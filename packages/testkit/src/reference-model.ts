@@ -33,7 +33,10 @@ const TOKEN_CEILING = 2n ** 63n - 1n
 /**
  * The contract as a sequential state machine, written independently of any backend (including
  * `MemoryBackend`) so that the model-based group compares two implementations, not one with itself.
- * Time is whatever the caller says "now" is.
+ * Time is whatever the caller says "now" is. It predicts calls that settle with an outcome: a call
+ * whose signal fired while it was out rejects with the signal's reason, which is no outcome (the
+ * write may land, even after later calls), so the model group sends no signals; the `badInput` group
+ * checks that rejection, and the torture checker histories in which such writes land late.
  */
 export class ReferenceModel {
   readonly #leases = new Map<string, ModelLease>()

@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events'
 import type { Backend, LeaseRecord } from '@worklease/spec'
 import { isWorkleaseError } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
-import { type CaseContext, forge, LONG_TTL_MS } from '../case-context.js'
+import { type CaseContext, forge, LONG_TTL_MS, sleep } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
 
@@ -44,6 +44,50 @@ const BAD_STATES: ReadonlyArray<[string, unknown]> = [
   ['null', null],
   ['undefined', undefined],
 ]
+
+/**
+ * Each operation the backend has, ready to start with a signal: each on a lease of its own, set up
+ * first, so that one call's unknown outcome cannot change what another finds.
+ */
+async function abortableCalls(
+  c: CaseContext,
+): Promise<Array<[string, (signal: AbortSignal) => Promise<unknown>]>> {
+  const b = c.backend
+  const held = () => b.acquire(c.workId('aborted'), 'holder-a', LONG_TTL_MS)
+  const calls: Array<[string, (signal: AbortSignal) => Promise<unknown>]> = []
+  const free = c.workId('aborted')
+  calls.push(['acquire', (signal) => b.acquire(free, 'holder-a', LONG_TTL_MS, { signal })])
+  const renewed = await held()
+  calls.push(['renew', (signal) => b.renew(renewed, LONG_TTL_MS, { signal })])
+  const checkpointed = await held()
+  calls.push([
+    'checkpoint',
+    (signal) => b.checkpoint(checkpointed, bytes('aborted'), LONG_TTL_MS, { signal }),
+  ])
+  const read = await held()
+  calls.push(['readCheckpoint', (signal) => b.readCheckpoint(read, { signal })])
+  const released = await held()
+  calls.push(['release', (signal) => b.release(released, { signal })])
+  if (c.capabilities.acquireWithCheckpoint) {
+    const taken = c.workId('aborted')
+    calls.push([
+      'acquireWithCheckpoint',
+      (signal) => b.acquireWithCheckpoint!(taken, 'holder-a', LONG_TTL_MS, { signal }),
+    ])
+  }
+  if (c.capabilities.renewMany) {
+    const batch = [await held(), await held()]
+    calls.push(['renewMany', (signal) => b.renewMany!(batch, LONG_TTL_MS, { signal })])
+  }
+  if (c.capabilities.list) {
+    calls.push(['list', (signal) => b.list!({ prefix: c.prefix, signal })])
+  }
+  if (c.capabilities.revoke) {
+    const revoked = await held()
+    calls.push(['revoke', (signal) => b.revoke!(revoked.workId, { signal })])
+  }
+  return calls
+}
 
 function badRecords(record: LeaseRecord): ReadonlyArray<[string, unknown]> {
   const { workId, holderId, fencingToken, expiresAt } = record
@@ -376,6 +420,36 @@ export const badInputCases: CaseDefinition[] = [
       // Failure paths too: a FENCED renew may read once more.
       await c.backend.renew(record, LONG_TTL_MS, options).catch(() => undefined)
       checkEqual(getEventListeners(signal, 'abort').length, 0, "the signal's abort listeners after the calls")
+    },
+  },
+  {
+    name: "a signal that fires while a call is out settles it with its outcome or rejects with the signal's reason",
+    async run(c) {
+      // Callers tell an abort they caused from a store failure by the reason they gave (`fetch` does
+      // the same); an error of the client's own would read as a store failure and be retried as one.
+      const moments: ReadonlyArray<[string, (() => Promise<void>) | undefined]> = [
+        ['as the call returns', undefined],
+        ['a microtask later', () => Promise.resolve()],
+        ['a macrotask later', () => new Promise((resolve) => setImmediate(resolve))],
+        ['1 ms later', () => sleep(1)],
+      ]
+      for (const [moment, wait] of moments) {
+        for (const [name, call] of await abortableCalls(c)) {
+          const controller = new AbortController()
+          const reason = new Error(`given up ${moment}`)
+          const pending = call(controller.signal).then(
+            () => 'answered',
+            (error: unknown) => error,
+          )
+          if (wait) await wait()
+          controller.abort(reason)
+          const settled = await pending
+          check(
+            settled === 'answered' || settled === reason,
+            `${name} aborted ${moment} must settle with its outcome or reject with the signal's reason, got ${show(settled)}`,
+          )
+        }
+      }
     },
   },
   {
