@@ -577,7 +577,9 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         if (nowLo(x) >= latest + tolerance) {
           add(
             'renewed-after-expiry',
-            `renew of token ${t} was acknowledged ${(nowLo(x) - latest).toFixed(1)} ms after its lease certainly expired`,
+            latest === Number.NEGATIVE_INFINITY
+              ? `renew of token ${t} was acknowledged before the acquire that took the token was sent`
+              : `renew of token ${t} was acknowledged ${(nowLo(x) - latest).toFixed(1)} ms after its lease certainly expired`,
             [...same.filter((e) => mayExtend(e) && e.invoke < x.complete && e !== x), x],
           )
         }

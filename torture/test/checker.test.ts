@@ -1199,6 +1199,10 @@ describe('checker', () => {
       op('acquire', { holder: 'A', token: 1, invoke: 50, complete: 51, ttl: 1_000 }),
     ]
     expect(checks(ops)).toContain('duplicate-token')
+    // The early renew is also acknowledged with no lease behind it: said so, not as "Infinity ms".
+    expect(checkHistory(ops).find((v) => v.check === 'renewed-after-expiry')?.message).toBe(
+      'renew of token 1 was acknowledged before the acquire that took the token was sent',
+    )
   })
 
   test('a good history listed in other orders is still good', () => {
