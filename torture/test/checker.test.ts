@@ -1205,6 +1205,25 @@ describe('checker', () => {
     )
   })
 
+  test('a LEASE_HELD between two hidden windows, the later-starting one below the other, is caught', () => {
+    // Token 3's acquire began before token 1's: the window where the lost acquire's token 2 can hide
+    // (from token 1's start, 10) starts after the one for token 4 (from token 3's start, 1), which
+    // token 5's proof closes at 3. D's LEASE_HELD at 6..7 falls in neither, and token 5 had been
+    // released: held-when-free. (Token 1 taken after token 5 breaks more rules; this is the one asked.)
+    const ops = [
+      op('acquire', { holder: 'X', invoke: 0, outcome: 'info', ttl: 1_000 }),
+      op('acquire', { holder: 'Y', invoke: 0, outcome: 'info', ttl: 1_000 }),
+      op('acquire', { holder: 'B', token: 3, invoke: 1, complete: 60, ttl: 1_000 }),
+      op('acquire', { holder: 'C', token: 5, invoke: 2, complete: 3, ttl: 1_000 }),
+      op('release', { holder: 'C', token: 5, invoke: 4, complete: 5 }),
+      op('acquire', { holder: 'D', invoke: 6, complete: 7, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('acquire', { holder: 'A', token: 1, invoke: 10, complete: 11, ttl: 1_000 }),
+    ]
+    expect(checkHistory(ops).find((v) => v.check === 'held-when-free')?.message).toBe(
+      'LEASE_HELD though token 5 had been released',
+    )
+  })
+
   test('a good history listed in other orders is still good', () => {
     for (const reorder of reorderings) expect(checks(reorder(good()))).toEqual([])
     // A checkpoints (its lease extended to 110), then B takes over and checkpoints twice; listed with
