@@ -1224,6 +1224,28 @@ describe('checker', () => {
     )
   })
 
+  test('lost renews after a LEASE_EXPIRED refusal, listed late-first, still revive the lease', () => {
+    // A's lease (expiry 1001) is refused at 1100. A renew sent at 900, before the expiry, lands after
+    // the refusal (its "now" read as it was sent, on a client clock) and extends to 1900; one sent at
+    // 1500 then extends to 2500; the renew acknowledged at 2200 is within it. Taken late-first, the
+    // one sent at 1500 looks sent after the expiry and the acknowledgement 290 ms too late.
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+      op('renew', { holder: 'A', token: 1, invoke: 1500, outcome: 'info' }),
+      op('renew', { holder: 'A', token: 1, invoke: 900, outcome: 'info' }),
+      op('renew', {
+        holder: 'A',
+        token: 1,
+        invoke: 1100,
+        complete: 1101,
+        outcome: 'fail',
+        code: 'LEASE_EXPIRED',
+      }),
+      op('renew', { holder: 'A', token: 1, invoke: 2200, complete: 2201 }),
+    ]
+    expect(checks(ops)).toEqual([])
+  })
+
   test('a good history listed in other orders is still good', () => {
     for (const reorder of reorderings) expect(checks(reorder(good()))).toEqual([])
     // A checkpoints (its lease extended to 110), then B takes over and checkpoints twice; listed with
