@@ -105,6 +105,32 @@ describe('runner checks', () => {
     expect(beyond.summary.wrongBeliefsBeyondMargin).toBe(1)
   })
 
+  test("only the successor's own lost acquires, sent before its proof, can have read the skewed clock", () => {
+    // As above with A's ttl 400 (deadline 390): B's renew at 170..172 proves a takeover the store
+    // should not have allowed, and A's yes at 250 is wrong unless the acquire that took token 2 read a
+    // clock far ahead. Each op added here ran 500 ms ahead, but none can have been that acquire: one
+    // answered LEASE_HELD, another holder's lost acquire, B's own sent after its renew returned.
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
+      op('acquire', { holder: 'B', invoke: 150, outcome: 'info', ttl: 100 }),
+      op('renew', { holder: 'B', token: 2, invoke: 170, complete: 172, ttl: 100 }),
+    ]
+    const ahead = { offsetAtInvoke: 500, ttl: 100 }
+    const unrelated = [
+      op('acquire', { holder: 'B', invoke: 60, complete: 61, outcome: 'fail', code: 'LEASE_HELD', ...ahead }),
+      op('acquire', { holder: 'C', invoke: 140, outcome: 'info', ...ahead }),
+      op('acquire', { holder: 'B', invoke: 180, outcome: 'info', ...ahead }),
+    ]
+    for (const extra of [undefined, ...unrelated]) {
+      const { violations, summary } = checkRunner(
+        [belief(250, true, { ttl: 400 })],
+        extra ? [...ops, extra] : ops,
+      )
+      expect(violations.map((v) => v.check)).toEqual(['held-after-takeover'])
+      expect(summary.wrongBeliefsBeyondMargin).toBe(0)
+    }
+  })
+
   test('a takeover still in flight when held was asked proves nothing', () => {
     expect(checks([belief(159)], history())).toEqual([])
   })
