@@ -13,7 +13,9 @@ import { fenceSnapshot, readFenceable } from './with-fence.js'
 /** Options of {@link sendFenced}: the fence's attribute and placeholder, and the SDK's abort signal. */
 export interface SendFencedOptions extends FenceConditionOptions {
   /**
-   * Passed to `client.send` as `abortSignal`.
+   * Passed to `client.send` as `abortSignal`. When it fires, before or while the write is out, the
+   * call rejects with its `reason` (with `lease.signal`, the lease's `LeaseLostError`), not the SDK's
+   * own `AbortError`; a write already sent may still land, and its fence judges it there.
    *
    * ```ts
    * await sendFenced(client, input, token, { abortSignal: lease.signal })
@@ -26,10 +28,10 @@ export interface SendFencedOptions extends FenceConditionOptions {
  * Sends your `UpdateItem` (an input with `Key` and `UpdateExpression`) or `PutItem` (an input with
  * `Item`) fenced by {@link withFence}, and resolves whether it landed: `false` when DynamoDB refused the
  * condition (`ConditionalCheckFailedException`: a newer token has written, or a condition of yours
- * failed), nothing changed. Other errors propagate as the SDK threw them, including a lost reply: the
- * request is sent exactly once, whatever your client's `maxAttempts`, because the SDK's retry of a
- * write that landed but whose reply was lost would come back refused (or apply an `ADD` twice) and
- * be reported as "nothing changed". Retry such an error yourself: with the same token the retry is
+ * failed), nothing changed. An `abortSignal` that fires rejects with its reason. Other errors
+ * propagate as the SDK threw them, including a lost reply: the request is sent exactly once, whatever
+ * your client's `maxAttempts`, because the SDK's retry of a write that landed but whose reply was
+ * lost would come back refused (or apply an `ADD` twice) and be reported as "nothing changed". Retry such an error yourself: with the same token the retry is
  * accepted again. Your input and options are read once, and refused as {@link withFence} refuses
  * them (`InvalidArgumentError`, before any request).
  *
@@ -97,6 +99,7 @@ async function send(
   }
   const snapshot = readFenceable(input)
   const fenced = fenceSnapshot(snapshot, token, fence)
+  abortSignal?.throwIfAborted()
   const command =
     'Item' in snapshot && snapshot.Item !== undefined
       ? new PutItemCommand(fenced as PutItemCommandInput)
@@ -107,7 +110,9 @@ async function send(
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.
     if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return error
-    throw error
+    throw abortSignal?.aborted && error instanceof Error && error.name === 'AbortError'
+      ? abortSignal.reason
+      : error
   }
 }
 

@@ -173,6 +173,24 @@ describe('sendFenced on the server', () => {
     expect(await stored('o1')).toEqual({ total: 'again 8', token: 8n })
   })
 
+  test("an abortSignal that fires before or while the write is out rejects with the signal's reason", async () => {
+    // So that `lease.signal` passed here rejects with the lease's LeaseLostError, which the caller's
+    // loss handling knows, rather than the SDK's own AbortError ("Request aborted").
+    const { client, requests } = open()
+    const reason = new Error('lease lost')
+    for (const write of [sendFenced, sendFencedOrThrow]) {
+      const before = requests()
+      await expect(write(client, put('late'), 5n, { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(
+        reason,
+      )
+      expect(requests()).toBe(before)
+      const controller = new AbortController()
+      const pending = write(client, put('abandoned'), 5n, { abortSignal: controller.signal })
+      controller.abort(reason)
+      await expect(pending).rejects.toBe(reason)
+    }
+  })
+
   test('an item without the attribute accepts any token; UpdateItem creates a missing item unless told not to', async () => {
     const { client } = open()
     await admin.send(new PutItemCommand(put('legacy')))
