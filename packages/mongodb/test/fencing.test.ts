@@ -134,6 +134,26 @@ describe('fencedUpdateOne', () => {
     expect(await stored('missing')).toBeNull()
   })
 
+  test("a signal that fires before or while the update is out rejects with its reason (MongoDB's client does)", async () => {
+    // Passed `lease.signal`, an update abandoned on loss rejects with the lease's LeaseLostError.
+    const { collection } = open()
+    const reason = new Error('lease lost')
+    const update = { $set: { total: 'late' } }
+    await expect(
+      fencedUpdateOne(collection, { _id: 'o1' }, update, 2n, {
+        upsert: true,
+        signal: AbortSignal.abort(reason),
+      }),
+    ).rejects.toBe(reason)
+    const controller = new AbortController()
+    const pending = fencedUpdateOne(collection, { _id: 'o1' }, update, 2n, {
+      upsert: true,
+      signal: controller.signal,
+    })
+    controller.abort(reason)
+    await expect(pending).rejects.toBe(reason)
+  })
+
   test('upsert: inserts, refuses a stale token (nothing changes), accepts the same and higher tokens', async () => {
     const { collection } = open()
     const write = (total: string, token: bigint) =>
