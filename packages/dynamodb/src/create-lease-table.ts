@@ -1,5 +1,6 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import { InvalidArgumentError, readOnce, validateCallOptions } from '@worklease/spec'
+import { abortReasonOr } from './abort-reason.js'
 import type { DynamoClient } from './dynamo-client.js'
 import {
   Attr,
@@ -65,7 +66,8 @@ export interface CreateLeaseTableOptions {
    */
   timeoutMs?: number
   /**
-   * Gives up waiting (the table may still be created).
+   * Gives up waiting, rejecting with its reason (the table may still be created). The call keeps no
+   * listener on it once it settled, however long the table takes to become `ACTIVE`.
    *
    * ```ts
    * await createLeaseTable(client, { table: 'leases', signal: AbortSignal.timeout(30_000) })
@@ -181,8 +183,12 @@ export async function createLeaseTable(
   // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now.
   validateCallOptions({ signal })
   const sendOptions = signal ? { abortSignal: signal } : undefined
+  const send = <T>(command: Parameters<DynamoClient['send']>[0]): Promise<T> =>
+    client.send(command, sendOptions).catch((error: unknown) => {
+      throw abortReasonOr(error, signal)
+    })
   try {
-    await client.send(
+    await send(
       new CreateTableCommand({
         TableName: tableName,
         AttributeDefinitions: [
@@ -195,7 +201,6 @@ export async function createLeaseTable(
           ? {}
           : { GlobalSecondaryIndexes: [listIndexDefinition(listIndex, partitionKey)] }),
       }),
-      sendOptions,
     )
   } catch (error) {
     // DynamoDB says ResourceInUseException both for an existing table and one being created.
@@ -203,24 +208,32 @@ export async function createLeaseTable(
   }
   const deadline = Date.now() + timeoutMs
   for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 2_000)) {
-    const { Table } = await client.send(new DescribeTableCommand({ TableName: tableName }), sendOptions)
+    const { Table } = await send<{ Table?: { TableStatus?: string } }>(
+      new DescribeTableCommand({ TableName: tableName }),
+    )
     if (Table?.TableStatus === 'ACTIVE') {
       return { table: tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
     }
     if (Date.now() + delayMs > deadline) {
       throw new Error(`table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`)
     }
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(resolve, delayMs)
-      signal?.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer)
-          reject(signal.reason)
-        },
-        { once: true },
-      )
-    })
-    signal?.throwIfAborted()
+    await pause(delayMs, signal)
   }
+}
+
+/** Waits `ms`, or rejects with `signal`'s reason when it fires first; keeps no listener either way. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return new Promise((resolve) => setTimeout(resolve, ms))
+  signal.throwIfAborted()
+  return new Promise<void>((resolve, reject) => {
+    const onAbort = () => {
+      clearTimeout(timer)
+      reject(signal.reason)
+    }
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort)
+      resolve()
+    }, ms)
+    signal.addEventListener('abort', onAbort, { once: true })
+  })
 }

@@ -44,6 +44,7 @@ import {
   validateRenewManyArgs,
   validateRevokeArgs,
 } from '@worklease/spec'
+import { abortReasonOr } from './abort-reason.js'
 import type { DynamoClient } from './dynamo-client.js'
 import {
   Attr,
@@ -786,7 +787,7 @@ export class DynamoBackend implements Backend {
     // The SDK rejects an aborted request with an AbortError of its own; the contract gives the caller
     // back the reason it aborted with, so that it can tell its own abort from a store failure.
     return this.#client.send(singleAttempt(command), { abortSignal: signal }).catch((error: unknown) => {
-      throw signal.aborted && isAbortError(error) ? signal.reason : error
+      throw abortReasonOr(error, signal)
     })
   }
 
@@ -801,10 +802,6 @@ export class DynamoBackend implements Backend {
   #validityValues(record: LeaseRecord, values: Item): Item {
     return { ':tok': num(record.fencingToken), ':hld': { S: record.holderId }, ':false': FALSE, ...values }
   }
-}
-
-function isAbortError(error: unknown): boolean {
-  return error instanceof Error && error.name === 'AbortError'
 }
 
 function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Item } {

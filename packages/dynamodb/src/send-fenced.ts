@@ -5,6 +5,7 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
 import { FencedError, InvalidArgumentError } from '@worklease/spec'
+import { abortReasonOr } from './abort-reason.js'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
@@ -110,9 +111,7 @@ async function send(
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.
     if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return error
-    throw abortSignal?.aborted && error instanceof Error && error.name === 'AbortError'
-      ? abortSignal.reason
-      : error
+    throw abortReasonOr(error, abortSignal)
   }
 }
 

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import { afterAll, afterEach, expect, test } from 'vitest'
 import { createLeaseTable, DynamoBackend, listIndexDefinition } from '../src/index.js'
@@ -115,4 +116,45 @@ test('bad options are refused before any request', async () => {
   await expect(createLeaseTable(client, { ifNotExists: 'yes' as unknown as boolean })).rejects.toMatchObject({
     code: 'INVALID_ARGUMENT',
   })
+})
+
+test("polling a table still CREATING leaves no listener on the caller's signal", async () => {
+  // DynamoDB takes seconds to make a table ACTIVE; these servers take none, so the first two
+  // DescribeTable answers of this client say CREATING (the server's reply, rewritten on the way in).
+  const slow = newClient()
+  let creatingAnswers = 2
+  slow.middlewareStack.add(
+    (next, context) => async (args) => {
+      const result = await next(args)
+      const output = result.output as { Table?: { TableStatus?: string } }
+      if (context.commandName === 'DescribeTableCommand' && output.Table && creatingAnswers > 0) {
+        creatingAnswers--
+        output.Table.TableStatus = 'CREATING'
+      }
+      return result
+    },
+    { step: 'initialize', name: 'worklease-test-creating' },
+  )
+  try {
+    const { signal } = new AbortController()
+    const tableName = uniqueTableName()
+    await createLeaseTable(slow, { table: tableName, signal })
+    created.push(tableName)
+    expect(creatingAnswers).toBe(0)
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0)
+  } finally {
+    slow.destroy()
+  }
+})
+
+test("a signal that fires while a request is out rejects with its reason, not the SDK's AbortError", async () => {
+  const controller = new AbortController()
+  const reason = new Error('deploy cancelled')
+  const tableName = uniqueTableName()
+  const pending = createLeaseTable(client, { table: tableName, signal: controller.signal })
+  controller.abort(reason)
+  await expect(pending).rejects.toBe(reason)
+  // The CreateTable request may have landed anyway: wait for it, then drop the table if it is there.
+  await createLeaseTable(client, { table: tableName })
+  created.push(tableName)
 })
