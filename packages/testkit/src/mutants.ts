@@ -333,7 +333,8 @@ export const mutants: readonly Mutant[] = [
       override renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
         const pending = super.renew(record, ttlMs, options)
         const signal = options?.signal
-        if (!signal) return pending
+        // Only a real signal: the badInput group also passes ones the backend must refuse.
+        if (!(signal instanceof AbortSignal)) return pending
         // What the AWS SDK v3 does with its abortSignal; it removes its listener, so only the reason differs.
         return new Promise<void>((resolve, reject) => {
           const onAbort = () => reject(new DOMException('This operation was aborted', 'AbortError'))
