@@ -118,6 +118,8 @@ describe('commands per operation', () => {
     await abandoned((signal) => backend.checkpoint(record, new Uint8Array([1]), 60_000, { signal }))
     await abandoned((signal) => backend.readCheckpoint(record, { signal }))
     await abandoned((signal) => backend.list({ signal }))
+    if (backend.capabilities.renewMany)
+      await abandoned((signal) => backend.renewMany([record], 60_000, { signal }))
     await abandoned((signal) => backend.release(record, { signal }))
     // The client has the signal too, and aborted before a connection was checked out: nothing was sent.
     expect(harness.roundTrips!()).toBe(sentBefore)
