@@ -9,8 +9,10 @@ export interface CallOptions {
   /**
    * Abandons the call. An already-aborted signal throws its `reason` before any round trip. A signal
    * that fires while a request is in flight rejects the call with its `reason` (never with an error
-   * of the store's client, such as the AWS SDK's `AbortError`), without waiting for the store's reply;
-   * a backend that already had its answer (an in-process one answers at once) may settle with it
+   * of the store's client, such as the AWS SDK's `AbortError`), without waiting for the store's reply:
+   * the rejection comes before the event loop turns again (from the signal's `abort` event, or
+   * microtasks and `process.nextTick` callbacks it queues), so no reply is read in between. A backend
+   * that already had its answer (an in-process one answers at once) may settle with it
    * instead. After such a rejection the outcome is unknown (the write may have landed): callers treat
    * it like a lost reply. One signal may be shared by several calls in flight at once
    * (`@worklease/core` gives calls that start close together the same one), so a backend removes the

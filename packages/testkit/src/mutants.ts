@@ -354,6 +354,17 @@ export const mutants: readonly Mutant[] = [
     },
   ),
   mutant(
+    'a signal firing mid-call is left to the reply: renew waits for it',
+    'badInput',
+    class extends ForwardingBackend {
+      override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+        await super.renew(record, ttlMs, options)
+        // A reply that comes back over the network: the caller's abort is only seen once it is in.
+        await new Promise((resolve) => setImmediate(resolve))
+      }
+    },
+  ),
+  mutant(
     'renew takes two round trips',
     'roundTrips',
     class extends ForwardingBackend {

@@ -36,7 +36,8 @@ const TOKEN_CEILING = 2n ** 63n - 1n
  * Time is whatever the caller says "now" is. It predicts calls that settle with an outcome: a call
  * whose signal fired while it was out rejects with the signal's reason, which is no outcome (the
  * write may land, even after later calls), so the model group sends no signals; the `badInput` group
- * checks that rejection, and the torture checker histories in which such writes land late.
+ * checks that rejection (with the reason, before the event loop turns), and the torture checker
+ * histories in which such writes land late.
  */
 export class ReferenceModel {
   readonly #leases = new Map<string, ModelLease>()

@@ -9,6 +9,15 @@ import { bytes } from './shared.js'
 /** The backend as untyped JavaScript callers see it. */
 type Loose = Record<keyof Omit<Backend, 'capabilities'>, (...args: unknown[]) => Promise<unknown>>
 
+/** What a call's outcome reads while it has not settled. */
+const WAITING = Symbol('waiting')
+/**
+ * How many `process.nextTick` turns (each draining the microtasks queued so far) a call aborted while
+ * out gets to reject: enough for any chain of promises, and no I/O is read in between.
+ */
+const TICKS_BEFORE_IO = 64
+const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve))
+
 const BAD_IDS: ReadonlyArray<[string, unknown]> = [
   ['undefined', undefined],
   ['null', null],
@@ -423,7 +432,7 @@ export const badInputCases: CaseDefinition[] = [
     },
   },
   {
-    name: "a signal that fires while a call is out settles it with its outcome or rejects with the signal's reason",
+    name: "a signal that fires while a call is out rejects it with the signal's reason before the event loop turns, or it settles with an outcome it had",
     async run(c) {
       // Callers tell an abort they caused from a store failure by the reason they gave (`fetch` does
       // the same); an error of the client's own would read as a store failure and be retried as one.
@@ -437,12 +446,20 @@ export const badInputCases: CaseDefinition[] = [
         for (const [name, call] of await abortableCalls(c)) {
           const controller = new AbortController()
           const reason = new Error(`given up ${moment}`)
+          let outcome: unknown = WAITING
           const pending = call(controller.signal).then(
-            () => 'answered',
-            (error: unknown) => error,
+            () => (outcome = 'answered'),
+            (error: unknown) => (outcome = error),
           )
           if (wait) await wait()
+          const waitingAtAbort = outcome === WAITING
           controller.abort(reason)
+          // Ticks and microtasks only: no reply can come in before the event loop turns.
+          for (let tick = 0; tick < TICKS_BEFORE_IO && outcome === WAITING; tick++) await nextTick()
+          check(
+            !waitingAtAbort || outcome !== WAITING,
+            `${name} aborted ${moment} was still waiting after the signal fired: it must reject with the signal's reason then, not wait for the store's reply`,
+          )
           const settled = await pending
           check(
             settled === 'answered' || settled === reason,
