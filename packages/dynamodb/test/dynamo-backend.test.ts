@@ -54,27 +54,6 @@ describe('DynamoBackend on a real server', () => {
     expect(await backend.readCheckpoint(record)).toEqual({ state: null, cleanHandoff: true })
   })
 
-  test('a signal that fires while a call is out rejects it with its reason, not with the reply', async () => {
-    const backend = table.open({ clock: manualClock() })
-    const record = await backend.acquire('job-1', 'a', 10_000)
-    const abandoned = (call: (signal: AbortSignal) => Promise<unknown>) => {
-      const controller = new AbortController()
-      const reason = new Error('given up')
-      const pending = call(controller.signal)
-      controller.abort(reason)
-      return expect(pending).rejects.toBe(reason)
-    }
-    // The AWS SDK rejects with an AbortError of its own; the driver gives the caller its reason back.
-    await abandoned((signal) => backend.acquire('job-2', 'a', 10_000, { signal }))
-    await abandoned((signal) => backend.renew(record, 10_000, { signal }))
-    await abandoned((signal) => backend.checkpoint(record, new Uint8Array([1]), 10_000, { signal }))
-    await abandoned((signal) => backend.readCheckpoint(record, { signal }))
-    // dynalite has no PartiQL: there the backend declares no renewMany.
-    if (backend.capabilities.renewMany)
-      await abandoned((signal) => backend.renewMany([record], 10_000, { signal }))
-    await abandoned((signal) => backend.release(record, { signal }))
-  })
-
   test('a held lease is refused to everyone, including its own holder', async () => {
     const backend = table.open({ clock: manualClock() })
     await backend.acquire('job-1', 'a', 10_000)
