@@ -1,6 +1,5 @@
 import { CreateTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
-import { InvalidArgumentError, readOnce, validateCallOptions } from '@worklease/spec'
-import { abortReasonOr } from './abort-reason.js'
+import { InvalidArgumentError, raceAbort, readOnce, validateCallOptions } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import {
   Attr,
@@ -184,9 +183,7 @@ export async function createLeaseTable(
   validateCallOptions({ signal })
   const sendOptions = signal ? { abortSignal: signal } : undefined
   const send = <T>(command: Parameters<DynamoClient['send']>[0]): Promise<T> =>
-    client.send(command, sendOptions).catch((error: unknown) => {
-      throw abortReasonOr(error, signal)
-    })
+    raceAbort(client.send(command, sendOptions), signal)
   try {
     await send(
       new CreateTableCommand({

@@ -30,6 +30,7 @@ import {
   type RecordArgs,
   type RenewOutcome,
   type RevokeOptions,
+  raceAbort,
   readClock,
   readOnce,
   recordExpiresAtMs,
@@ -44,7 +45,6 @@ import {
   validateRenewManyArgs,
   validateRevokeArgs,
 } from '@worklease/spec'
-import { abortReasonOr } from './abort-reason.js'
 import type { DynamoClient } from './dynamo-client.js'
 import {
   Attr,
@@ -784,11 +784,10 @@ export class DynamoBackend implements Backend {
   >(command: T, args: ValidatedCallOptions) {
     const { signal } = args
     if (!signal) return this.#client.send(singleAttempt(command))
-    // The SDK rejects an aborted request with an AbortError of its own; the contract gives the caller
-    // back the reason it aborted with, so that it can tell its own abort from a store failure.
-    return this.#client.send(singleAttempt(command), { abortSignal: signal }).catch((error: unknown) => {
-      throw abortReasonOr(error, signal)
-    })
+    // The SDK hears its abortSignal only once the request reaches its HTTP handler (after credentials
+    // and signing), and rejects with an AbortError of its own: the race rejects with the caller's
+    // reason as the signal fires, and the SDK still cancels the request.
+    return raceAbort(this.#client.send(singleAttempt(command), { abortSignal: signal }), signal)
   }
 
   #key(workId: string): Item {

@@ -4,8 +4,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import { FencedError, InvalidArgumentError } from '@worklease/spec'
-import { abortReasonOr } from './abort-reason.js'
+import { FencedError, InvalidArgumentError, raceAbort } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
@@ -106,12 +105,16 @@ async function send(
       ? new PutItemCommand(fenced as PutItemCommandInput)
       : new UpdateItemCommand(fenced as UpdateItemCommandInput)
   try {
-    await client.send(singleAttempt(command), abortSignal ? { abortSignal } : undefined)
+    // Raced, not only passed: the SDK hears the signal only at its HTTP handler (see DynamoBackend).
+    await raceAbort(
+      client.send(singleAttempt(command), abortSignal ? { abortSignal } : undefined),
+      abortSignal,
+    )
     return undefined
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.
     if (error instanceof Error && error.name === 'ConditionalCheckFailedException') return error
-    throw abortReasonOr(error, abortSignal)
+    throw error
   }
 }
 

@@ -6,6 +6,7 @@ import {
 } from '@aws-sdk/client-dynamodb'
 import {
   type Clock,
+  createLeaseRecord,
   isLeaseHeldError,
   isTokensExhaustedError,
   isWorkleaseError,
@@ -13,7 +14,7 @@ import {
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
 import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
-import { DynamoBackend, type DynamoClient } from '../src/index.js'
+import { createLeaseTable, DynamoBackend, type DynamoClient, sendFenced } from '../src/index.js'
 import {
   createTestTable,
   type DynamoTestTable,
@@ -32,6 +33,8 @@ const manualClock = (start = T0): Clock & { now(): number; advance(ms: number): 
   }
 }
 const bytes = (text: string) => new TextEncoder().encode(text)
+const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve))
+const record = (workId: string) => createLeaseRecord(workId, 'a', 1n, T0 + 10_000)
 const code = (promise: Promise<unknown>) =>
   promise.then(
     () => 'ok',
@@ -52,6 +55,50 @@ describe('DynamoBackend on a real server', () => {
     expect(record).toMatchObject({ workId: 'job-1', holderId: 'a', fencingToken: 1n })
     expect(record.expiresAt.getTime()).toBe(T0 + 10_000)
     expect(await backend.readCheckpoint(record)).toEqual({ state: null, cleanHandoff: true })
+  })
+
+  test('a signal that fires while the SDK still resolves credentials rejects at once with its reason, in the helpers too', async () => {
+    // The SDK looks at its abortSignal only once the request reaches the HTTP handler: a first call
+    // that waits for credentials (a provider that reads a file or asks a metadata service) would
+    // otherwise wait for them before it hears the abort.
+    let resolveCredentials = () => {}
+    const credentials = new Promise<{ accessKeyId: string; secretAccessKey: string }>((resolve) => {
+      resolveCredentials = () => resolve({ accessKeyId: 'worklease', secretAccessKey: 'worklease' })
+    })
+    const client = newClient({ credentials: () => credentials })
+    const backend = new DynamoBackend({ client, table: table.tableName })
+    const calls: Array<[string, (signal: AbortSignal) => Promise<unknown>]> = [
+      ['acquire', (signal) => backend.acquire('job-1', 'a', 10_000, { signal })],
+      ['readCheckpoint', (signal) => backend.readCheckpoint(record('job-1'), { signal })],
+      ['release', (signal) => backend.release(record('job-1'), { signal })],
+      // The package's helpers send through the caller's client the same way.
+      [
+        'sendFenced',
+        (abortSignal) =>
+          sendFenced(client, { TableName: table.tableName, Item: { workId: { S: 'x' } } }, 1n, {
+            abortSignal,
+          }),
+      ],
+      ['createLeaseTable', (signal) => createLeaseTable(client, { table: `${table.tableName}-2`, signal })],
+    ]
+    try {
+      for (const [name, call] of calls) {
+        const controller = new AbortController()
+        const reason = new Error(`${name} given up`)
+        let settled: unknown = 'waiting'
+        const pending = call(controller.signal).then(
+          () => (settled = 'answered'),
+          (error: unknown) => (settled = error),
+        )
+        controller.abort(reason)
+        for (let tick = 0; tick < 64 && settled === 'waiting'; tick++) await nextTick()
+        expect(settled, name).toBe(reason)
+        await pending
+      }
+    } finally {
+      resolveCredentials()
+      client.destroy()
+    }
   })
 
   test('a held lease is refused to everyone, including its own holder', async () => {
