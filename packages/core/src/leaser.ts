@@ -311,7 +311,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return this.#acquire(workId, checked)
   }
 
-  async #acquire(workId: string, { wait, signal, timeoutMs }: CheckedAcquireOptions): Promise<Lease<S>> {
+  /** `callbackDone`: run's, registered as the lease is adopted, before close() or a listener can see it. */
+  async #acquire(
+    workId: string,
+    { wait, signal, timeoutMs }: CheckedAcquireOptions,
+    callbackDone?: Promise<void>,
+  ): Promise<Lease<S>> {
     if (this.closed) throw new LeaserClosedError()
     if (signal?.aborted) throw signal.reason
 
@@ -382,7 +387,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       }
       // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
       call.adopted = true
-      const lease = this.#adopt(call.found, attempts)
+      const lease = this.#adopt(call.found, attempts, callbackDone)
       if (call.found.confirm) lease[confirmLease]()
       return lease
     } finally {
@@ -427,14 +432,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     if (onError !== 'release' && onError !== 'expire') {
       throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${describeValue(onError)}`)
     }
-    const lease = await this.#acquire(workId, checkAcquireOptions(fields))
     let done!: () => void
-    this.#running.set(
-      lease,
-      new Promise<void>((resolve) => {
-        done = resolve
-      }),
-    )
+    const callbackDone = new Promise<void>((resolve) => {
+      done = resolve
+    })
+    const lease = await this.#acquire(workId, checkAcquireOptions(fields), callbackDone)
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     let loss: LeaseLostError | undefined
     try {
@@ -738,7 +740,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return invoke(() => this.backend.acquire(workId, this.holderId, ttlMs)).then((record) => ({ record }))
   }
 
-  #adopt({ record, start, checkpoint }: FoundLease, attempts: number): Lease<S> {
+  #adopt(
+    { record, start, checkpoint }: FoundLease,
+    attempts: number,
+    callbackDone?: Promise<void>,
+  ): Lease<S> {
     if (this.closed && checkpoint?.cleanHandoff !== true) {
       // Nobody will use it: after a crash (or not known to follow a clean end) an orphan, left to
       // expire or read first, so the successor still learns of the crash.
@@ -752,6 +758,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       lease.release().then(() => this.#settled())
       throw new LeaserClosedError()
     }
+    // Before anyone can see the lease: close() releases a run's lease only once its callback settled.
+    if (callbackDone) this.#running.set(lease, callbackDone)
     if (lease[storeSideLive]) this.#leases.add(lease)
     if (this.#events.wants('acquired')) {
       this.#events.emit('acquired', {

@@ -421,6 +421,40 @@ describe('close', () => {
     await time.advance(0)
     expect((running.error as LeaseLostError).reason).toBe('closed')
   })
+
+  // close() called as run's acquire is adopted (from an 'acquired' listener, or a microtask queued
+  // with the reply) once found the lease before run had registered its callback, and released it in
+  // the store while the callback was about to start.
+  for (const [when, closeAt] of [
+    ["from an 'acquired' listener", (leaser: Leaser) => void leaser.close()],
+    ['from a microtask right after the reply', (leaser: Leaser) => queueMicrotask(() => void leaser.close())],
+  ] as const) {
+    test(`close ${when} keeps run's lease in the store until its callback settles`, async () => {
+      const { time, leaser, backend, other } = setup()
+      const off = leaser.on('acquired', () => closeAt(leaser))
+      const steps: string[] = []
+      const running = track(
+        leaser.run('job', async (lease) => {
+          steps.push(`started, aborted: ${lease.signal.aborted}`)
+          await time.sleep(100) // winding down its current step, as close() lets it
+          steps.push(`settled, releases sent: ${backend.calls.release}`)
+        }),
+      )
+      await time.advance(10)
+      off()
+      const successor = await other.acquire('job', 'worker-b', TTL).then(
+        (record) => `got token ${record.fencingToken} while the callback ran`,
+        (error: Error) => `refused: ${error.name}`,
+      )
+      await time.until(leaser.close())
+      await time.advance(200)
+      expect({ successor, steps }).toEqual({
+        successor: 'refused: LeaseHeldError',
+        steps: ['started, aborted: true', 'settled, releases sent: 0'],
+      })
+      expect((running.error as LeaseLostError).reason).toBe('closed')
+    })
+  }
 })
 
 describe('observability', () => {
