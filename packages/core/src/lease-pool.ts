@@ -711,6 +711,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
           timeoutMs: this.#intervalMs,
         })
         await mark.release()
+        // release() never rejects: a mark whose release did not land (lost, or the store kept
+        // failing it) is no mark, and the unit released after it would be run again.
+        if (mark.lossError) throw mark.lossError
         return 'done'
       } catch (error) {
         if (!runner.lease.held) return 'lost'

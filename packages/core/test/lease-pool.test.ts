@@ -109,6 +109,15 @@ class DoneMarksDown extends ForwardingBackend {
   }
 }
 
+/** The store fails every release of a done mark (a store error, not a lease outcome) while `down`. */
+class DoneMarkReleasesDown extends ForwardingBackend {
+  down = true
+  override async release(record: LeaseRecord, options?: CallOptions) {
+    if (this.down && record.workId.startsWith('g/d/')) throw new InjectedFaultError('release', false)
+    return super.release(record, options)
+  }
+}
+
 /** Unhandled rejections seen during one test. */
 const unhandled = collectUnhandledRejections()
 
@@ -223,6 +232,33 @@ describe('LeasePool', () => {
     expect(types).toContain('doneMarkFailed')
     expect(types.at(-1)).toBe('done')
     expect(pool.units).toEqual([])
+    await time.until(pool.close())
+  })
+
+  test('a done mark whose release never lands is no mark: the unit is kept, not released to run again', async () => {
+    let marks: DoneMarkReleasesDown | undefined
+    const { time, leaser, store } = setup({
+      wrap: (memory) => {
+        marks = new DoneMarkReleasesDown(memory)
+        return marks
+      },
+    })
+    let runs = 0
+    const pool = testPool(leaser, time, { handler: () => void runs++ })
+    const { events } = recordEvents(pool)
+    await time.until(pool.start())
+    // The mark's release is retried until the mark's local deadline, then it counts as lost.
+    await time.advance(2 * TTL)
+    expect(runs).toBe(1)
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    expect(events.map((event) => event.type).filter((type) => type !== 'doneMarkFailed')).toEqual(['taken'])
+    expect(events.some((event) => event.type === 'doneMarkFailed')).toBe(true)
+    marks!.down = false
+    await time.advance(2 * TTL)
+    expect(runs).toBe(1)
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(events.at(-1)?.type).toBe('done')
     await time.until(pool.close())
   })
 
