@@ -441,6 +441,8 @@ export class MongoBackend implements Backend {
           // to find it empty. The limit closes it once every record's document is in.
           limit: args.records.length,
           batchSize: args.records.length + 1,
+          // Tokens as bigints: js-bson would hand back an int64 up to 2^53 as a number, and 2^53 is none.
+          ...READ_BSON,
           ...readOptions(args),
         },
       )

@@ -139,6 +139,46 @@ export const tokenCases: CaseDefinition[] = [
     },
   },
   {
+    name: "tokens where doubles stop being exact (2^53 - 1, 2^53, 2^53 + 1) are kept exactly on every call, renewMany's refusals too",
+    unsupported: needsSeed,
+    async run(c) {
+      // A client that decodes int64s as numbers where they fit (js-bson, JSON) hands back 2^53 as a
+      // number that is no safe integer, and 2^53 + 1 as 2^53.
+      const released = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(released)
+      for (const token of [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]) {
+        const workId = c.workId()
+        await c.seedToken(workId, token - 1n)
+        const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+        checkEqual(record.fencingToken, token, 'token after the seed')
+        await c.backend.renew(record, LONG_TTL_MS)
+        await c.backend.checkpoint(record, bytes(`at ${token}`), LONG_TTL_MS)
+        checkBytes((await c.backend.readCheckpoint(record)).state, bytes(`at ${token}`), `state at ${token}`)
+        if (c.capabilities.renewMany) {
+          // The refused record makes the backend look at every record's token again.
+          checkEqual(
+            JSON.stringify(await c.backend.renewMany!([record, released], LONG_TTL_MS)),
+            '["renewed","fenced"]',
+            `renewMany at ${token} beside a released record`,
+          )
+        }
+        if (c.capabilities.list) {
+          const page = await c.backend.list!({ prefix: workId })
+          const listed = page.leases.find((lease) => lease.workId === workId)
+          checkEqual(listed?.fencingToken, token, `listed token at ${token}`)
+        }
+        for (const forged of [token - 1n, token + 1n]) {
+          await checkRejects(
+            () => c.backend.renew(forge(record, { fencingToken: forged }), LONG_TTL_MS),
+            'FENCED',
+            `renew with ${forged} while ${token} holds`,
+          )
+        }
+        await c.backend.release(record)
+      }
+    },
+  },
+  {
     name: 'tokens compare exactly near the largest: one the same as a double is FENCED on every call',
     unsupported: needsSeed,
     async run(c) {
