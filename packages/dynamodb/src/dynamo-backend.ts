@@ -621,7 +621,8 @@ export class DynamoBackend implements Backend {
       workId === undefined ||
       holderId === undefined ||
       token === undefined ||
-      !Number.isSafeInteger(expiresAtMs) ||
+      // Not whole ms only: a client clock may read fractions (performance.timeOrigin + now()).
+      !Number.isFinite(expiresAtMs) ||
       released === undefined
     ) {
       throw new TypeError(`malformed lease item in the list index: ${String(workId)}`)

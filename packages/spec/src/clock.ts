@@ -1,7 +1,8 @@
 /**
- * A source of wall-clock time in epoch milliseconds. Client-clock backends take one so that tests
- * (and the testkit's skew cases) can run each simulated process on its own clock, and read it with
- * {@link readClock}, which refuses a reading that is no time.
+ * A source of wall-clock time in epoch milliseconds, whole or not: a high-resolution clock's
+ * fractions are a time, which a backend stores and reads back as any other. Client-clock backends
+ * take one so that tests (and the testkit's skew cases) can run each simulated process on its own
+ * clock, and read it with {@link readClock}, which refuses a reading that is no time.
  *
  * ```ts
  * const backend = new MemoryBackend({ clock: { now: () => Date.now() + 250 } })

@@ -106,6 +106,49 @@ export const skewCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a client clock that reads fractions of a millisecond works on every call, and its leases list for everyone',
+    unsupported: needsClientClock,
+    async run(c) {
+      // A high-resolution wall clock (performance.timeOrigin + performance.now()) is a usable time:
+      // what such a process writes must not break another process's calls, nor its list pages.
+      const fine = await c.open(0.25)
+      const workId = c.workId()
+      const record = await fine.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await fine.renew(record, LONG_TTL_MS)
+      await fine.checkpoint(record, bytes('fine'), LONG_TTL_MS)
+      checkBytes(
+        (await c.backend.readCheckpoint(record)).state,
+        bytes('fine'),
+        'state read by another process',
+      )
+      if (c.capabilities.renewMany) {
+        checkEqual(JSON.stringify(await fine.renewMany!([record], LONG_TTL_MS)), '["renewed"]', 'renewMany')
+      }
+      await checkRejects(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'LEASE_HELD',
+        'acquire by another process',
+      )
+      if (c.capabilities.list) {
+        for (const [who, lister] of [
+          ['its own process', fine],
+          ['another process', c.backend],
+        ] as const) {
+          const page = await lister.list!({ prefix: workId })
+          const listed = page.leases.find((lease) => lease.workId === workId)
+          checkEqual(listed?.fencingToken, record.fencingToken, `listed by ${who}`)
+          checkEqual(listed?.free, false, `free, as listed by ${who}`)
+        }
+      }
+      await fine.release(record)
+      checkEqual(
+        (await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)).fencingToken,
+        2n,
+        'successor token',
+      )
+    },
+  },
+  {
     name: 'a client clock that reads no usable time fails each call, and nothing stored changes',
     unsupported: needsClientClock,
     async run(c) {
