@@ -36,7 +36,10 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
     if (typeof fields !== 'object' || fields === null) continue
     const copy = snapshotDocument(fields, `update.${operator}`)
     checked[operator] = copy
-    for (const path of Object.keys(copy)) {
+    // $rename writes the paths it names as values too.
+    const paths = operator === '$rename' ? [...Object.keys(copy), ...Object.values(copy)] : Object.keys(copy)
+    for (const path of paths) {
+      if (typeof path !== 'string') continue
       const overlaps = path === field || path.startsWith(`${field}.`) || field.startsWith(`${path}.`)
       if (overlaps && !(operator === '$set' && path === field)) {
         throw new InvalidArgumentError(

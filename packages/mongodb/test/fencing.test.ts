@@ -100,6 +100,9 @@ describe('fenceFilter and fencedUpdate with updateOne', () => {
       [{ $unset: { fencingToken: '' } }, undefined],
       [{ $set: { 'fencingToken.x': 1 } }, undefined],
       [{ $set: { lease: {} } }, 'lease.token'],
+      // $rename names a path in its values too: renaming onto the fence field overwrites it.
+      [{ $rename: { total: 'fencingToken' } }, undefined],
+      [{ $rename: { total: 'lease.token.x' } }, 'lease.token'],
     ] as const) {
       const options = field === undefined ? {} : { field }
       expect(await code(fencedUpdateOne(collection, { _id: 'o1' }, update as never, 1n, options))).toBe(
