@@ -1,5 +1,12 @@
 import diagnosticsChannel from 'node:diagnostics_channel'
-import { InvalidArgumentError, isInvalidArgumentError, isLeaseHeldError, validateId } from '@worklease/spec'
+import {
+  InvalidArgumentError,
+  isInvalidArgumentError,
+  isLeaseHeldError,
+  type LeasePage,
+  type ListOptions,
+  validateId,
+} from '@worklease/spec'
 import { keepProcessAlive, sharedAbortController, sleep } from './abortable.js'
 import {
   checkFunction,
@@ -15,7 +22,7 @@ import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
-import { Leaser } from './leaser.js'
+import { boundedStoreCall, Leaser } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -369,13 +376,19 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     this.#closing = (async () => {
       this.#closed.abort(new LeaserClosedError('the pool is closed'))
       this.#options.timers.clearTimeout(this.#timer)
-      await this.#starting?.catch(() => undefined)
-      await this.#ticking
+      // Every handler hears it now, and the bound runs from now: a rebalance still out (a slow units
+      // function, a store call) neither holds the handlers back nor stretches the bound.
       for (const runner of this.#runners.values()) runner.stop()
       const { timers } = this.#options
       let timer: unknown
       await Promise.race([
-        Promise.allSettled(this.#finishing),
+        (async () => {
+          await this.#starting?.catch(() => undefined)
+          await this.#ticking
+          // Runners a take in flight added before it saw the close (takes check it after each acquire).
+          for (const runner of this.#runners.values()) runner.stop()
+          await Promise.allSettled(this.#finishing)
+        })(),
         new Promise<void>((resolve) => {
           timer = timers.setTimeout(() => resolve(), limit)
         }),
@@ -509,7 +522,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     try {
       if (!this.#membership?.held) await this.#rejoin()
       const wanted = await this.#wanted()
-      const group = await readGroup(leaser.backend, this.#keys, this.#closed.signal)
+      // The units function gets no signal: it may answer after close, and nothing is taken then.
+      if (this.#closed.signal.aborted) return 'later'
+      const group = await readGroup((options) => this.#list(options), this.#keys)
       const wantedSet = new Set(wanted)
       for (const [unit, runner] of this.#runners) {
         if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
@@ -599,15 +614,25 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
+   * One page of the pool's own listing, bounded as the Leaser bounds its calls (`callTimeoutMs`) and
+   * given up when the pool closes: one reply that never comes would otherwise stall the rebalance loop
+   * for good, or keep a taken unit held and never run.
+   */
+  #list(options: ListOptions): Promise<LeasePage> {
+    const { leaser } = this.#options
+    const { backend } = leaser
+    return leaser[boundedStoreCall]((signal) => backend.list!({ ...options, signal }), this.#closed.signal)
+  }
+
+  /**
    * Whether the unit's done mark is set, read once its lease is ours. The listing the take was planned
    * on can be stale, or read page by page at different moments: another member may have run the unit,
    * marked it and released it since. A member sets the mark before it releases the unit, so a read
    * after our acquire succeeded sees it (on a store whose listing is consistent).
    */
   async #markedDone(unit: string): Promise<boolean> {
-    const { backend } = this.#options.leaser
     const mark = this.#keys.doneMark(unit)
-    const page = await backend.list!({ prefix: mark, limit: 1, signal: this.#closed.signal })
+    const page = await this.#list({ prefix: mark, limit: 1 })
     // A prefix sorts before every id it begins, so the mark, if stored, comes first.
     const first = page.leases[0]
     return first?.workId === mark && first.released

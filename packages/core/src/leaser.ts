@@ -38,6 +38,13 @@ import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
+/**
+ * @internal A store call of a Leaser's user inside this package (LeasePool's listings), bounded as the
+ * Leaser bounds its own: the backend gets a signal that aborts at `callTimeoutMs`, and the caller
+ * stops waiting then, or when `stop` aborts, even if the backend ignores its signal.
+ */
+export const boundedStoreCall: unique symbol = Symbol('worklease.boundedStoreCall')
+
 /** The most workIds a Leaser remembers a let-go token of; the one let go longest ago is forgotten first. */
 const MAX_RETIRED = 100_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
@@ -261,6 +268,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         this.#retire(lease.workId, lease.fencingToken)
       },
     })
+  }
+
+  /** @internal See {@link boundedStoreCall}. */
+  [boundedStoreCall]<T>(call: (signal: AbortSignal) => Promise<T>, stop: AbortSignal): Promise<T> {
+    const { callSignals } = this.#ctx
+    return raceWithin(callSignals.call(call), stop, callSignals.timeouts)
   }
 
   /** The leases this Leaser currently holds. */

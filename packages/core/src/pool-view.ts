@@ -1,4 +1,4 @@
-import { type Backend, compareWorkIds } from '@worklease/spec'
+import { compareWorkIds, type LeasePage, type ListOptions } from '@worklease/spec'
 import type { PoolView } from './fair-share.js'
 
 /** The workIds a pool keeps in its group, one prefix for all, so one listing reads the whole group. */
@@ -30,25 +30,22 @@ export interface GroupListing {
 /**
  * Reads the whole group, page by page: live members (unexpired membership leases), the live holder
  * of every unit, and done marks. A done mark is a lease that was acquired and released; clearing it
- * takes it again and lets it expire, so `released` is the mark.
+ * takes it again and lets it expire, so `released` is the mark. `list` reads one page (the pool bounds
+ * each call in time).
  */
 export async function readGroup(
-  backend: Backend,
+  list: (options: ListOptions) => Promise<LeasePage>,
   keys: PoolKeys,
-  signal?: AbortSignal,
 ): Promise<GroupListing> {
-  const list = backend.list
-  if (!list) throw new TypeError('LeasePool needs a backend with the list capability')
   const members: string[] = []
   const holders = new Map<string, string>()
   const done = new Set<string>()
   let cursor: string | undefined
   do {
-    const page = await list.call(backend, {
+    const page = await list({
       prefix: keys.prefix,
       limit: 1_000,
       ...(cursor === undefined ? {} : { cursor }),
-      ...(signal ? { signal } : {}),
     })
     for (const lease of page.leases) {
       const rest = lease.workId.slice(keys.prefix.length)

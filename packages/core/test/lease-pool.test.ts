@@ -776,6 +776,118 @@ describe('LeasePool', () => {
 
 const refused = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
+/** A listing whose reply never comes (a half-open connection) where `hang` says; it honours its signal. */
+class HangsLists extends ForwardingBackend {
+  hang: (options?: ListOptions) => boolean = () => false
+  hung = 0
+  override list(options?: ListOptions): Promise<LeasePage> {
+    if (!this.hang(options)) return super.list(options)
+    this.hung++
+    return new Promise<never>((_, reject) => {
+      options?.signal?.addEventListener('abort', () => reject(options.signal!.reason), { once: true })
+    })
+  }
+}
+
+describe('LeasePool on a store call that never answers', () => {
+  test('a done-mark read that never answers is given up: the unit is taken again and run, not held unrun', async () => {
+    let hanging!: HangsLists
+    const { time, leaser, store } = setup({
+      wrap: (memory) => {
+        hanging = new HangsLists(memory)
+        return hanging
+      },
+    })
+    let once = true
+    hanging.hang = (options) => options?.prefix === 'g/d/u1' && once && !(once = false)
+    const ran: string[] = []
+    const pool = testPool(leaser, time, {
+      handler: (lease, unit) => {
+        ran.push(unit.id)
+        return untilAborted(lease, unit)
+      },
+    })
+    await time.until(pool.start())
+    await time.advance(4 * TTL)
+    expect(hanging.hung).toBe(1)
+    expect(store.leases.get('g/u/u1')?.holderId).toBe('worker-a')
+    expect(ran).toEqual(['u1'])
+    await time.until(pool.close())
+  })
+
+  test('a listing of the group that never answers is given up: the member rebalances on and takes its share', async () => {
+    const { time, leaser, other } = setup()
+    const hangingB = new HangsLists(other)
+    const b = new Leaser({
+      backend: hangingB,
+      ttlMs: TTL,
+      holderId: 'worker-b',
+      timers: time,
+      renewJitter: 0,
+    })
+    const running = new Set<string>()
+    const handler: LeasePoolOptions['handler'] = async (lease, unit) => {
+      running.add(unit.id)
+      try {
+        await untilAborted(lease, unit)
+      } finally {
+        running.delete(unit.id)
+      }
+    }
+    const options = { group: 'g', units: ['u0', 'u1', 'u2', 'u3'], timers: time, random: () => 0.5, handler }
+    const a = new LeasePool({ ...options, leaser })
+    await time.until(a.start())
+    const pb = new LeasePool({ ...options, leaser: b })
+    // b's second listing of the group never answers (its first, at start, found nothing free).
+    let lists = 0
+    hangingB.hang = (options) => options?.prefix === 'g/' && ++lists === 2
+    await time.until(pb.start())
+    await time.advance(4 * TTL)
+    expect(hangingB.hung).toBe(1)
+    // a counts b (its membership is renewed) and gives it half: b must go on to take them.
+    expect({ a: a.units.length, b: pb.units.length, running: running.size }).toEqual({
+      a: 2,
+      b: 2,
+      running: 4,
+    })
+    await time.until(Promise.all([a.close(), pb.close(), b.close()]))
+  })
+
+  test('close() while a rebalance waits on a slow units function stops every handler at once, within its timeout', async () => {
+    const { time, leaser, store } = setup()
+    let calls = 0
+    const units = async () => {
+      if (++calls > 1) await time.sleep(10 * TTL)
+      return ['u1']
+    }
+    const stoppedAt: number[] = []
+    const pool = testPool(leaser, time, {
+      units,
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) =>
+          unit.signal.addEventListener('abort', () => {
+            stoppedAt.push(time.now())
+            resolve()
+          }),
+        ),
+    })
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    while (calls < 2) await time.advance(5)
+    const closedAt = time.now()
+    const closing = track(pool.close({ timeoutMs: 200 }))
+    await time.advance(400)
+    expect({ stopped: stoppedAt.map((at) => at - closedAt), closed: closing.settled }).toEqual({
+      stopped: [0],
+      closed: true,
+    })
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    // The units function answers after close: nothing is taken then.
+    await time.advance(10 * TTL)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+  })
+})
+
 describe('LeasePool closing mid-take', () => {
   /** Calls `onUnitAcquire` as an acquire of unit u1 leaves for the store. */
   class SeesUnitAcquires extends ForwardingBackend {
