@@ -20,25 +20,41 @@ export function storeCallGivenUp(): boolean {
 }
 
 /**
+ * One store call that gives up after `timeoutMs`: the call gets a signal, and must reject with its
+ * reason when it fires (the drivers do; race a client that does not with `raceAbort`). Giving up is a
+ * store failure (exit 1) that says so, followed by `unanswered`.
+ *
+ * ```ts
+ * await boundedStoreCall((signal) => raceAbort(db.listCollections().toArray(), signal), '')
+ * ```
+ */
+export async function boundedStoreCall<T>(
+  call: (signal: AbortSignal) => Promise<T>,
+  unanswered: string,
+  timeoutMs = STORE_CALL_TIMEOUT_MS,
+): Promise<T> {
+  const signal = AbortSignal.timeout(timeoutMs)
+  try {
+    return await call(signal)
+  } catch (error) {
+    if (!signal.aborted || error !== signal.reason) throw error
+    gaveUp = true
+    throw new CliError(
+      `the store failed: it did not answer within ${timeoutMs / 1000} s${unanswered}`,
+      ExitCode.STORE_FAILED,
+      { cause: error },
+    )
+  }
+}
+
+/**
  * The backend the commands use: every call carries a signal that gives up after `timeoutMs`, and
  * giving up is a store failure (exit 1) that says so. The drivers stop waiting when the signal
  * fires; a statement already sent may still run (a revoke, then, may land later).
  */
 export function boundedStoreCalls(backend: Backend, timeoutMs = STORE_CALL_TIMEOUT_MS): Backend {
-  const within = async <T>(call: (signal: AbortSignal) => Promise<T>, unanswered: string): Promise<T> => {
-    const signal = AbortSignal.timeout(timeoutMs)
-    try {
-      return await call(signal)
-    } catch (error) {
-      if (!signal.aborted || error !== signal.reason) throw error
-      gaveUp = true
-      throw new CliError(
-        `the store failed: it did not answer within ${timeoutMs / 1000} s${unanswered}`,
-        ExitCode.STORE_FAILED,
-        { cause: error },
-      )
-    }
-  }
+  const within = <T>(call: (signal: AbortSignal) => Promise<T>, unanswered: string) =>
+    boundedStoreCall(call, unanswered, timeoutMs)
   const { list, revoke } = backend
   return {
     capabilities: backend.capabilities,

@@ -1,4 +1,5 @@
-import type { Backend } from '@worklease/spec'
+import { type Backend, raceAbort } from '@worklease/spec'
+import { boundedStoreCall, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 import { hideSecrets, redactStoreUrl, type StoreTarget } from './store-url.js'
@@ -119,9 +120,15 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       const db = mongo.db(target.database)
       const collectionName = target.collection ?? table ?? DEFAULT_LEASE_COLLECTION
       try {
+        // Connecting first, under its own bound (server selection), so that a server that never
+        // speaks is told apart from one that connects and then leaves a read unanswered.
+        await mongo.connect()
         await mustExist(db, collectionName)
       } catch (error) {
-        await mongo.close().catch(() => undefined)
+        // A client still waiting for the unanswered read may keep close waiting too: the process ends
+        // regardless (cli.ts), so close is not awaited then.
+        const closed = mongo.close().catch(() => undefined)
+        if (!storeCallGivenUp()) await closed
         throw error
       }
       const collection = db.collection(collectionName)
@@ -177,7 +184,15 @@ export async function openBackend(target: StoreTarget, table: string | undefined
  * database see the collections it may read.
  */
 async function mustExist(db: import('mongodb').Db, name: string): Promise<void> {
-  const found = await db.listCollections({ name }, { nameOnly: true, authorizedCollections: true }).toArray()
+  // Bounded as the commands' reads are: a server that finished the handshake may never answer it.
+  const found = await boundedStoreCall(
+    (signal) =>
+      raceAbort(
+        db.listCollections({ name }, { nameOnly: true, authorizedCollections: true }).toArray(),
+        signal,
+      ),
+    '',
+  )
   if (found.length === 0) {
     throw new CliError(
       `the store failed: collection ${JSON.stringify(`${db.databaseName}.${name}`)} does not exist`,

@@ -145,6 +145,85 @@ describe.skipIf(!ON_MONGODB)('MongoDB: a missing collection is a store failure',
   })
 })
 
+/**
+ * A proxy in front of the real MongoDB server that passes the handshake (hello, ping, ...) and then,
+ * on each connection, swallows every reply from the first other command on: a server that is up, and
+ * whose reads hang. Parses only what it must: each client message's length, and an OP_MSG's command
+ * name (the first key of its body).
+ */
+async function handshakeOnlyProxy(
+  target: URL,
+): Promise<{ port: number; swallowed: string[]; close(): void }> {
+  const HANDSHAKE = new Set([
+    'hello',
+    'ismaster',
+    'isMaster',
+    'ping',
+    'buildInfo',
+    'buildinfo',
+    'endSessions',
+  ])
+  const sockets = new Set<net.Socket>()
+  const swallowed: string[] = []
+  const server = net.createServer((client) => {
+    const upstream = net.connect(Number(target.port), target.hostname)
+    for (const socket of [client, upstream]) {
+      sockets.add(socket)
+      socket.on('error', () => undefined)
+    }
+    let silent = false
+    let pending = Buffer.alloc(0)
+    client.on('data', (chunk) => {
+      pending = Buffer.concat([pending, chunk])
+      while (pending.length >= 16 && pending.length >= pending.readInt32LE(0)) {
+        const message = pending.subarray(0, pending.readInt32LE(0))
+        pending = pending.subarray(message.length)
+        // OP_MSG: header (16), flagBits (4), section kind 0 (1), then the body: length (4), type (1), key.
+        if (message.readInt32LE(12) === 2013 && message[20] === 0) {
+          const name = message.subarray(26, message.indexOf(0, 26)).toString('utf8')
+          if (!HANDSHAKE.has(name)) {
+            silent = true
+            swallowed.push(name)
+          }
+        }
+        upstream.write(message)
+      }
+    })
+    upstream.on('data', (chunk) => {
+      if (!silent) client.write(chunk)
+    })
+    client.on('close', () => upstream.destroy())
+    upstream.on('close', () => client.destroy())
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    swallowed,
+    close() {
+      for (const socket of sockets) socket.destroy()
+      server.close()
+    },
+  }
+}
+
+describe.skipIf(!ON_MONGODB)('MongoDB connected, then silent', () => {
+  test('a server that answers the handshake and never a read: exit 1 with one line after 10 s', async () => {
+    const proxy = await handshakeOnlyProxy(new URL(MONGODB_URL))
+    try {
+      const store = `mongodb://127.0.0.1:${proxy.port}/test?directConnection=true`
+      const result = await cliWithin(45_000, ['list', '--store', store])
+      expect({ code: result.code, stderr: result.stderr }).toEqual({
+        code: 1,
+        stderr: 'worklease: the store failed: it did not answer within 10 s\n',
+      })
+      expect(proxy.swallowed[0]).toBe('listCollections')
+      expect(result.elapsedMs).toBeLessThan(20_000)
+    } finally {
+      proxy.close()
+    }
+  }, 60_000)
+})
+
 describe('a malformed MongoDB URL is a bad store URL', () => {
   test.each([
     [`${MONGODB_URL}/test?authMechanism=BOGUS`],
