@@ -76,7 +76,9 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     const table = new URLSearchParams(query).get('table') ?? undefined
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
-  const url = parseUrl(trimmed)
+  // WHATWG URL refuses a host list; parsed with one stand-in host, the list goes back in the URL.
+  const seeds = SEED_LIST.exec(trimmed)
+  const url = parseUrl(seeds ? `${seeds[1]}${SEED_STAND_IN}${seeds[3]}` : trimmed)
   switch (url.protocol) {
     case 'postgres:':
     case 'postgresql:': {
@@ -93,13 +95,13 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     }
     case 'mongodb:':
     case 'mongodb+srv:': {
-      checkPercentEncoding(url)
+      checkPercentEncoding(url, seeds?.[2])
       const collection = takeParam(url, 'collection', 'table')
       const binarySize = takeParam(url, 'binarySize')
       const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || undefined
       return {
         kind: 'mongodb',
-        url: url.toString(),
+        url: seeds ? url.toString().replace(SEED_STAND_IN, seeds[2]!) : url.toString(),
         ...(database ? { database } : {}),
         ...(collection ? { collection } : {}),
         ...(binarySize === undefined ? {} : { binarySizeProjection: flag('binarySize', binarySize) }),
@@ -111,6 +113,10 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
       throw usage(`unknown store ${JSON.stringify(url.protocol.replace(/:$/, ''))}`)
   }
 }
+
+/** A MongoDB seed list (`host1:27017,host2:27017`): the user info, the hosts, the rest. */
+const SEED_LIST = /^(mongodb:\/\/(?:[^/?#]*@)?)([^/?#@]*,[^/?#]*)(.*)$/s
+const SEED_STAND_IN = 'seed-list.invalid'
 
 function parseUrl(text: string): URL {
   try {
@@ -124,8 +130,8 @@ function parseUrl(text: string): URL {
  * The clients decode these parts themselves and fail with a bare "URI malformed" once connecting
  * (exit 1); a URL that cannot be decoded is the command line's fault (exit 2).
  */
-function checkPercentEncoding(url: URL): void {
-  const parts = { 'user name': url.username, password: url.password, path: url.pathname }
+function checkPercentEncoding(url: URL, host = url.hostname): void {
+  const parts = { 'user name': url.username, password: url.password, host, path: url.pathname }
   for (const [part, value] of Object.entries(parts)) {
     try {
       decodeURIComponent(value)

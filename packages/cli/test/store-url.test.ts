@@ -46,6 +46,16 @@ describe('parseStoreUrl', () => {
         binarySizeProjection: false,
       },
     ],
+    // A replica set's seed list: WHATWG URL refuses several hosts, the MongoDB client takes them.
+    [
+      'mongodb://u:p@a:27017,b:27017,[::1]:27019/app?replicaSet=rs0&collection=leases',
+      {
+        kind: 'mongodb',
+        url: 'mongodb://u:p@a:27017,b:27017,[::1]:27019/app?replicaSet=rs0',
+        database: 'app',
+        collection: 'leases',
+      },
+    ],
     [
       'mongodb://h/app?binarySize=true',
       { kind: 'mongodb', url: 'mongodb://h/app', database: 'app', binarySizeProjection: true },
@@ -62,6 +72,14 @@ describe('parseStoreUrl', () => {
     ],
   ])('%s', (text, expected) => {
     expect(parseStoreUrl(text, {})).toEqual(expected)
+  })
+
+  test('a seed list comes out as the MongoDB client takes it, its label with no password', async () => {
+    const { MongoClient } = await import('mongodb')
+    const target = parseStoreUrl(`mongodb://u:${SECRET}@a:27017,b:27017/app?replicaSet=rs0`, {})
+    // The client parses its URL when it is made, before any connection.
+    await new MongoClient((target as { url: string }).url).close()
+    expect(redactStoreUrl((target as { url: string }).url)).not.toContain(SECRET)
   })
 
   test('a bare kind reads the environment variable the tests use', () => {
@@ -128,6 +146,9 @@ describe('parseStoreUrl', () => {
   test.each([
     ['mongodb://h:27017/%zz', /percent-encoding/],
     ['postgres://u:%zz@h/db', /percent-encoding/],
+    // mysql2 decodes the host itself, and threw "URI malformed" once connecting (exit 1).
+    ['mysql://root@db%zz:3306/test', /percent-encoding in the host/],
+    ['mongodb://a:27017,b%zz:27017/app', /percent-encoding in the host/],
   ])('%j with a malformed percent escape is a usage error', (text, message) => {
     expect(() => parseStoreUrl(text, {})).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
     expect(() => parseStoreUrl(text, {})).toThrow(message)
