@@ -100,22 +100,43 @@ class AfterListing extends ForwardingBackend {
 class DoneMarksDown extends ForwardingBackend {
   down = true
   delay: () => Promise<void> = () => Promise.resolve()
+  /** Which call of a done mark the store fails: taking the mark, or releasing it (which sets it). */
+  constructor(
+    inner: Backend,
+    readonly fails: 'acquire' | 'release' = 'acquire',
+  ) {
+    super(inner)
+  }
   override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-    if (this.down && workId.startsWith('g/d/')) {
+    if (this.down && this.fails === 'acquire' && workId.startsWith('g/d/')) {
       await this.delay()
       throw new InjectedFaultError('acquire', false)
     }
     return super.acquire(workId, holderId, ttlMs, options)
   }
-}
-
-/** The store fails every release of a done mark (a store error, not a lease outcome) while `down`. */
-class DoneMarkReleasesDown extends ForwardingBackend {
-  down = true
   override async release(record: LeaseRecord, options?: CallOptions) {
-    if (this.down && record.workId.startsWith('g/d/')) throw new InjectedFaultError('release', false)
+    if (this.down && this.fails === 'release' && record.workId.startsWith('g/d/')) {
+      throw new InjectedFaultError('release', false)
+    }
     return super.release(record, options)
   }
+}
+
+/** Another member's Leaser, on the test's time, renewing without jitter. */
+function memberLeaser(backend: Backend, holderId: string, time: ManualTime): Leaser {
+  return new Leaser({ backend, ttlMs: TTL, holderId, timers: time, renewJitter: 0 })
+}
+
+/** setup() over the backend `wrap` makes of its store, and that backend. */
+function setupWrapped<W extends Backend>(wrap: (memory: Backend) => W) {
+  let wrapped!: W
+  const context = setup({
+    wrap: (memory) => {
+      wrapped = wrap(memory)
+      return wrapped
+    },
+  })
+  return { ...context, wrapped }
 }
 
 /** Unhandled rejections seen during one test. */
@@ -236,13 +257,12 @@ describe('LeasePool', () => {
   })
 
   test('a done mark whose release never lands is no mark: the unit is kept, not released to run again', async () => {
-    let marks: DoneMarkReleasesDown | undefined
-    const { time, leaser, store } = setup({
-      wrap: (memory) => {
-        marks = new DoneMarkReleasesDown(memory)
-        return marks
-      },
-    })
+    const {
+      time,
+      leaser,
+      store,
+      wrapped: marks,
+    } = setupWrapped((memory) => new DoneMarksDown(memory, 'release'))
     let runs = 0
     const pool = testPool(leaser, time, { handler: () => void runs++ })
     const { events } = recordEvents(pool)
@@ -253,7 +273,7 @@ describe('LeasePool', () => {
     expect(store.leases.get('g/u/u1')?.released).toBe(false)
     expect(events.map((event) => event.type).filter((type) => type !== 'doneMarkFailed')).toEqual(['taken'])
     expect(events.some((event) => event.type === 'doneMarkFailed')).toBe(true)
-    marks!.down = false
+    marks.down = false
     await time.advance(2 * TTL)
     expect(runs).toBe(1)
     expect(store.leases.get('g/d/u1')?.released).toBe(true)
@@ -263,13 +283,7 @@ describe('LeasePool', () => {
   })
 
   test("a done mark failing again and again is retried with handlerRetry's growing backoff", async () => {
-    let marks: DoneMarksDown | undefined
-    const { time, leaser, store } = setup({
-      wrap: (memory) => {
-        marks = new DoneMarksDown(memory)
-        return marks
-      },
-    })
+    const { time, leaser, store, wrapped: marks } = setupWrapped((memory) => new DoneMarksDown(memory))
     const pool = testPool(leaser, time, { handler: () => undefined })
     const failedAt: number[] = []
     pool.on((event) => {
@@ -277,7 +291,7 @@ describe('LeasePool', () => {
     })
     await time.until(pool.start())
     while (failedAt.length < 4) await time.advance(10)
-    marks!.down = false
+    marks.down = false
     await time.advance(10 * TTL)
     // Each try waits out the mark's acquire (the store failing it for one interval, 333 ms), then
     // handlerRetry's backoff at random 0.5: 500, 1000, 2000 ms. Between failures: 333 ms more than it.
@@ -289,16 +303,10 @@ describe('LeasePool', () => {
   })
 
   test('a done mark that fails after the unit was lost ends it lost, without doneMarkFailed or a retry', async () => {
-    let marks: DoneMarksDown | undefined
-    const { time, leaser, other, store } = setup({
-      wrap: (memory) => {
-        marks = new DoneMarksDown(memory)
-        return marks
-      },
-    })
+    const { time, leaser, other, store, wrapped: marks } = setupWrapped((memory) => new DoneMarksDown(memory))
     // The mark's acquire hangs past its call timeout: it fails 100 ms after the unit's lease learnt,
     // at its renewal one interval in, that it was revoked.
-    marks!.delay = () => time.sleep(2 * INTERVAL)
+    marks.delay = () => time.sleep(2 * INTERVAL)
     let runs = 0
     const pool = testPool(leaser, time, {
       handler: async (lease, unit) => {
@@ -599,7 +607,7 @@ describe('LeasePool', () => {
   test('a member short of its share looks again within a quarter interval, not a whole one', async () => {
     const { time, leaser, other } = setup()
     const units = Array.from({ length: 20 }, (_, i) => `u${i}`)
-    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    const b = memberLeaser(other, 'worker-b', time)
     // random() = 0.5: every rebalance comes 0.9 of an interval after the last one ended.
     const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
     const giver = new LeasePool({ ...options, leaser })
@@ -652,14 +660,8 @@ describe('LeasePool', () => {
     const { time, backend, other } = setup()
     backend.setLatency(50, 'checkpoint').setLatency(50, 'release')
     const counter = new HandBackCounter(backend)
-    const giverLeaser = new Leaser({
-      backend: counter,
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      renewJitter: 0,
-    })
-    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    const giverLeaser = memberLeaser(counter, 'worker-a', time)
+    const b = memberLeaser(other, 'worker-b', time)
     const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
     const options = { group: 'g', units, timers: time, random: () => 0.5 }
     const giver = new LeasePool({
@@ -695,13 +697,7 @@ describe('LeasePool', () => {
     const slowOther = new FaultInjectingBackend(other, { sleep: (ms, signal) => time.sleep(ms, signal) })
     slowOther.setLatency(50, 'acquire')
     const units = Array.from({ length: 40 }, (_, i) => `u${i}`)
-    const b = new Leaser({
-      backend: slowOther,
-      ttlMs: TTL,
-      holderId: 'worker-b',
-      timers: time,
-      renewJitter: 0,
-    })
+    const b = memberLeaser(slowOther, 'worker-b', time)
     const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
     const first = new LeasePool({ ...options, leaser })
     const givenUp: string[] = []
@@ -739,7 +735,7 @@ describe('LeasePool', () => {
       timers: time,
       renewJitter: 0,
     })
-    const b = new Leaser({ backend: other, ttlMs: TTL, holderId: 'worker-b', timers: time, renewJitter: 0 })
+    const b = memberLeaser(other, 'worker-b', time)
     const units = Array.from({ length: 10 }, (_, i) => `u${i}`)
     // Rebalances 180 ms after the last one ended (random() = 0.5): the listing after a give-up is
     // read before the first releases land (250 ms) and its reply read after (380 ms).
@@ -791,15 +787,9 @@ class HangsLists extends ForwardingBackend {
 
 describe('LeasePool on a store call that never answers', () => {
   test('a done-mark read that never answers is given up: the unit is taken again and run, not held unrun', async () => {
-    let hanging!: HangsLists
-    const { time, leaser, store } = setup({
-      wrap: (memory) => {
-        hanging = new HangsLists(memory)
-        return hanging
-      },
-    })
-    let once = true
-    hanging.hang = (options) => options?.prefix === 'g/d/u1' && once && !(once = false)
+    const { time, leaser, store, wrapped: hanging } = setupWrapped((memory) => new HangsLists(memory))
+    let reads = 0
+    hanging.hang = (options) => options?.prefix === 'g/d/u1' && ++reads === 1
     const ran: string[] = []
     const pool = testPool(leaser, time, {
       handler: (lease, unit) => {
@@ -818,13 +808,7 @@ describe('LeasePool on a store call that never answers', () => {
   test('a listing of the group that never answers is given up: the member rebalances on and takes its share', async () => {
     const { time, leaser, other } = setup()
     const hangingB = new HangsLists(other)
-    const b = new Leaser({
-      backend: hangingB,
-      ttlMs: TTL,
-      holderId: 'worker-b',
-      timers: time,
-      renewJitter: 0,
-    })
+    const b = memberLeaser(hangingB, 'worker-b', time)
     const running = new Set<string>()
     const handler: LeasePoolOptions['handler'] = async (lease, unit) => {
       running.add(unit.id)
@@ -902,13 +886,14 @@ describe('LeasePool closing mid-take', () => {
     ['a crashed member', true],
     ['a member that ended cleanly', false],
   ])('a unit taken from %s as the pool closes: released only after a clean handoff', async (_, crashed) => {
-    let seen: SeesUnitAcquires | undefined
-    const { time, store, backend, leaser, other } = setup({
-      wrap: (memory) => {
-        seen = new SeesUnitAcquires(memory)
-        return seen
-      },
-    })
+    const {
+      time,
+      store,
+      backend,
+      leaser,
+      other,
+      wrapped: seen,
+    } = setupWrapped((memory) => new SeesUnitAcquires(memory))
     // worker-c ran u1 and checkpointed 'page 3', then crashed (its lease expired) or released it.
     await predecessorOf({ other, time }, 'g/u/u1', { released: !crashed })
     backend.setLatency(50, 'acquire')
