@@ -8,6 +8,7 @@ import {
   validatePartitionKey,
   validateTableName,
 } from './lease-item.js'
+import { singleAttempt } from './single-attempt.js'
 
 /** The table {@link createLeaseTable} creates unless told otherwise. */
 export const DEFAULT_LEASE_TABLE = 'worklease_leases'
@@ -34,7 +35,8 @@ export interface CreateLeaseTableOptions {
   /**
    * Succeed without creating anything when the table already exists (it is not checked to have the
    * right key schema), so the helper is safe to call at every start. Default: `true`; `false` makes an
-   * existing table DynamoDB's `ResourceInUseException`.
+   * existing table DynamoDB's `ResourceInUseException`, and sends the create once (a lost reply is
+   * then the network error, not the SDK's retry finding the table it made).
    *
    * ```ts
    * await createLeaseTable(client, { table: 'leases', ifNotExists: false }) // throws if it exists
@@ -185,20 +187,21 @@ export async function createLeaseTable(
   const send = <T>(command: Parameters<DynamoClient['send']>[0]): Promise<T> =>
     raceAbort(client.send(command, sendOptions), signal)
   try {
-    await send(
-      new CreateTableCommand({
-        TableName: tableName,
-        AttributeDefinitions: [
-          { AttributeName: partitionKey, AttributeType: 'S' },
-          ...(listIndex === undefined ? [] : [{ AttributeName: Attr.listKey, AttributeType: 'S' as const }]),
-        ],
-        KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
-        BillingMode: 'PAY_PER_REQUEST',
-        ...(listIndex === undefined
-          ? {}
-          : { GlobalSecondaryIndexes: [listIndexDefinition(listIndex, partitionKey)] }),
-      }),
-    )
+    const create = new CreateTableCommand({
+      TableName: tableName,
+      AttributeDefinitions: [
+        { AttributeName: partitionKey, AttributeType: 'S' },
+        ...(listIndex === undefined ? [] : [{ AttributeName: Attr.listKey, AttributeType: 'S' as const }]),
+      ],
+      KeySchema: [{ AttributeName: partitionKey, KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      ...(listIndex === undefined
+        ? {}
+        : { GlobalSecondaryIndexes: [listIndexDefinition(listIndex, partitionKey)] }),
+    })
+    // Where an existing table is an error, one attempt: the SDK's retry of a create that landed but
+    // whose reply was lost would find the table it made and say it existed.
+    await send(ifNotExists ? create : singleAttempt(create))
   } catch (error) {
     // DynamoDB says ResourceInUseException both for an existing table and one being created.
     if (!(ifNotExists && error instanceof Error && error.name === 'ResourceInUseException')) throw error

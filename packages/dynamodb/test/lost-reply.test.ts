@@ -1,12 +1,18 @@
-import { type DynamoDBClient, GetItemCommand, UpdateItemCommand } from '@aws-sdk/client-dynamodb'
+import {
+  DeleteTableCommand,
+  type DynamoDBClient,
+  GetItemCommand,
+  UpdateItemCommand,
+} from '@aws-sdk/client-dynamodb'
 import { isWorkleaseError } from '@worklease/spec'
 import { afterEach, beforeEach, expect, test } from 'vitest'
-import { DynamoBackend, sendFenced } from '../src/index.js'
+import { createLeaseTable, DynamoBackend, sendFenced } from '../src/index.js'
 import {
   createTestTable,
   type DynamoTestTable,
   newClient,
   returnValuesOnConditionCheckFailure,
+  uniqueTableName,
 } from './dynamo-harness.js'
 import { type LostReplyProxy, startLostReplyProxy } from './lost-reply-proxy.js'
 
@@ -133,4 +139,22 @@ test('sendFenced whose reply is lost: a network error, never "refused, nothing c
   expect(outcome).not.toEqual({ landed: false })
   expect(outcome).toHaveProperty('error')
   expect((await stored('fenced-item'))?.written).toEqual({ S: 'token-1 write' })
+})
+
+test('createLeaseTable with ifNotExists: false whose reply is lost: a network error, never "it exists"', async () => {
+  const name = uniqueTableName()
+  proxy.loseNextReplies('CreateTable')
+  try {
+    const error = await createLeaseTable(client, { table: name, ifNotExists: false }).then(
+      () => undefined,
+      (e: unknown) => e,
+    )
+    // With the SDK's retry the resend finds the table the first attempt made: ResourceInUseException,
+    // which says someone else made it.
+    expect((error as Error | undefined)?.name).not.toBe('ResourceInUseException')
+    expect(error).toBeInstanceOf(Error)
+    expect(proxy.forwarded.CreateTable).toBe(1)
+  } finally {
+    await table.admin.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined)
+  }
 })
