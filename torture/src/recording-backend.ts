@@ -7,6 +7,7 @@ import type {
   LeasePage,
   LeaseRecord,
   ListOptions,
+  RenewOutcome,
 } from '@worklease/spec'
 import type { HistoryWriter, OpName } from './history.js'
 
@@ -17,7 +18,9 @@ const decoder = new TextDecoder()
  * what `@worklease/core` sends (retries, renewals, abandoned calls, releases after a loss) is judged by
  * the same checker. No timeout of its own: the Leaser bounds and abandons its calls, and an abandoned
  * or failed call is recorded as indeterminate, since it may still land. `list` (what a LeasePool reads
- * to find its group) changes nothing and is forwarded unrecorded.
+ * to find its group) changes nothing and is forwarded unrecorded. Where the store has `renewMany`, so
+ * does this backend (the Leaser then renews in batches): each record of a batch is recorded as a renew
+ * of its own, with the outcome the batch gave it.
  */
 export class RecordingBackend implements Backend {
   readonly capabilities: BackendCapabilities
@@ -25,11 +28,22 @@ export class RecordingBackend implements Backend {
   readonly #history: HistoryWriter
   readonly #offset: () => number
 
+  readonly renewMany?: (
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ) => Promise<RenewOutcome[]>
+
   constructor(inner: Backend, history: HistoryWriter, offset: () => number) {
     this.#inner = inner
     this.capabilities = inner.capabilities
     this.#history = history
     this.#offset = offset
+    const renewMany = inner.renewMany
+    if (typeof renewMany === 'function') {
+      this.renewMany = (records, ttlMs, options) =>
+        this.#renewMany(renewMany.bind(inner), records, ttlMs, options)
+    }
   }
 
   acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions): Promise<LeaseRecord> {
@@ -85,6 +99,35 @@ export class RecordingBackend implements Backend {
   list(options?: ListOptions): Promise<LeasePage> {
     if (!this.#inner.list) return Promise.reject(new TypeError('the backend cannot list leases'))
     return this.#inner.list(options)
+  }
+
+  async #renewMany(
+    renewMany: NonNullable<Backend['renewMany']>,
+    records: readonly LeaseRecord[],
+    ttlMs: number,
+    options?: CallOptions,
+  ): Promise<RenewOutcome[]> {
+    const ids = records.map((record) =>
+      this.#history.invoke(on(record, 'renew', { ttl: ttlMs }), this.#offset()),
+    )
+    let outcomes: RenewOutcome[]
+    try {
+      outcomes = await renewMany(records, ttlMs, options)
+    } catch (error) {
+      const offset = this.#offset()
+      for (const id of ids) this.#history.threw(id, error, offset)
+      throw error
+    }
+    const offset = this.#offset()
+    ids.forEach((id, i) => {
+      const outcome = Array.isArray(outcomes) ? outcomes[i] : undefined
+      if (outcome === 'renewed') this.#history.complete(id, 'ok', offset)
+      else if (outcome === 'fenced') this.#history.complete(id, 'fail', offset, { code: 'FENCED' })
+      else if (outcome === 'expired') this.#history.complete(id, 'fail', offset, { code: 'LEASE_EXPIRED' })
+      // An outcome the contract has no word for: the runner treats it as a failure, which may have landed.
+      else this.#history.complete(id, 'info', offset, { code: `renewMany outcome ${String(outcome)}` })
+    })
+    return outcomes
   }
 
   async #record<T>(
