@@ -706,6 +706,28 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   const stateReads = ops
     .filter((r) => isRead(r) && r.read !== null && sent.has(r.read))
     .sort((x, y) => x.complete - y.complete)
+  // Reads by when they returned, to find the ones that returned before a read began.
+  const readsByComplete = ops.filter(isRead).sort((x, y) => x.complete - y.complete)
+  /**
+   * A read that began after `source`'s lease had certainly ended, returned before `r` began, and did
+   * not see `source` (no state, or an older one): `source` had not landed by then, and the store
+   * fences it from then on, so it can never land.
+   */
+  const missedAfterEnd = (source: { token: bigint; first: number }, r: Op): Op | undefined => {
+    const end = ended.get(source.token)
+    if (!end) return undefined
+    const before = partitionPoint(
+      readsByComplete.length,
+      (index) => readsByComplete[index]!.complete < r.invoke,
+    )
+    for (let k = 0; k < before; k++) {
+      const r0 = readsByComplete[k]!
+      if (r0.invoke <= end.complete) continue
+      const seen = r0.read === null ? undefined : sent.get(r0.read)
+      if (r0.read === null || (seen && sentLater(source, seen))) return r0
+    }
+    return undefined
+  }
   const newestReadBy: Op[] = []
   for (const r of stateReads) {
     const before = newestReadBy.at(-1)
@@ -749,6 +771,15 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
           ...ends,
           r,
         ])
+        continue
+      }
+      const missed = missedAfterEnd(source, r)
+      if (missed) {
+        add(
+          'failed-checkpoint-visible',
+          `read the state of a checkpoint of token ${source.token} that a read begun after that lease had ended did not see (${missed.read === null ? 'no state' : JSON.stringify(missed.read)}): it had not landed, and could not after`,
+          [...source.attempts, ended.get(source.token)!, missed, r],
+        )
         continue
       }
       if (source.token > t || source.first > r.complete) {

@@ -98,8 +98,9 @@ describe('checker', () => {
       }),
     ]
     expect(checkHistory(ops)).toEqual([])
-    // The same history where B read nothing instead is fine too (the write may not have landed).
-    const other = ops.map((o) => (o.holder === 'B' && o.op === 'readCheckpoint' ? { ...o, read: null } : o))
+    // The same history where B read nothing instead is fine too (the write may not have landed), and
+    // then it never did: B's read began after token 1's lease had ended, so D reads nothing either.
+    const other = ops.map((o) => (o.op === 'readCheckpoint' ? { ...o, read: null } : o))
     expect(checkHistory(other).map((v) => v.check)).toEqual([])
   })
 
@@ -795,6 +796,30 @@ describe('checker', () => {
         op('readCheckpoint', { holder: 'B', token: 2, invoke: 22, complete: 23, read: 'ghost', clean: true }),
       ],
     ],
+    // A lost checkpoint lands only while its lease is valid: a read begun after the lease ended that
+    // did not see it proves it never lands (found by review, 2026-12-05).
+    ...(['A#1.0', null] as const).map((missed): [string, CheckName, () => Op[]] => [
+      `a lost checkpoint read after a read begun after its lease ended saw ${missed ?? 'no state'}`,
+      'failed-checkpoint-visible',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 20 }),
+        ...(missed === null
+          ? []
+          : [op('checkpoint', { holder: 'A', token: 1, value: 'A#1.0', invoke: 10, complete: 11, ttl: 20 })]),
+        op('checkpoint', { holder: 'A', token: 1, value: 'A#1.1', invoke: 12, outcome: 'info', ttl: 20 }),
+        op('acquire', { holder: 'B', token: 2, invoke: 50, complete: 51, ttl: 20 }),
+        op('readCheckpoint', { holder: 'B', token: 2, invoke: 52, complete: 53, read: missed, clean: false }),
+        op('acquire', { holder: 'C', token: 3, invoke: 100, complete: 101, ttl: 20 }),
+        op('readCheckpoint', {
+          holder: 'C',
+          token: 3,
+          invoke: 102,
+          complete: 103,
+          read: 'A#1.1',
+          clean: false,
+        }),
+      ],
+    ]),
     [
       'cleanHandoff true after an expiry, "explained" by a release sent after the read returned',
       'clean-handoff',
