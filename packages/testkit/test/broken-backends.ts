@@ -12,6 +12,7 @@ import {
   LeaseHeldError,
   type LeaseRecord,
   type ListOptions,
+  MAX_FENCING_TOKEN,
   type RenewOutcome,
   type RevokeOptions,
   validateCheckpointArgs,
@@ -724,6 +725,144 @@ const broken: Record<string, BrokenBackendClass> = {
       super(new MemoryBackend({ store, clock: { now: () => Number(clock.now()) || 0 } }))
     }
   },
+  // Found by a review of the suite (2026-12-05): each passed every case before.
+  'renewMany reporting a failure of the store as every record fenced': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.renewMany(records, ttlMs, options)
+      } catch (error) {
+        if (isWorkleaseError(error)) throw error
+        return records.map((): RenewOutcome => 'fenced')
+      }
+    }
+  },
+  'acquireWithCheckpoint reporting a failure of the store as LEASE_HELD': class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      try {
+        return await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      } catch (error) {
+        throw isWorkleaseError(error) ? error : new LeaseHeldError(undefined, { cause: error })
+      }
+    }
+  },
+  'revoke reporting a failure of the store as nothing revoked': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      try {
+        return await super.revoke(workId, options)
+      } catch (error) {
+        if (isWorkleaseError(error)) throw error
+        return false
+      }
+    }
+  },
+  'list reporting a failure of the store as an empty last page': class extends Flawed {
+    override async list(options?: ListOptions) {
+      try {
+        return await super.list(options)
+      } catch (error) {
+        if (isWorkleaseError(error)) throw error
+        return { leases: [], now: new Date(this.clock.now()) }
+      }
+    }
+  },
+  "acquireWithCheckpoint keeping the previous lease's checkpoint sequence": class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      const sequence = typeof workId === 'string' ? this.lease(workId)?.checkpointSequence : undefined
+      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      if (sequence !== undefined) this.lease(workId)!.checkpointSequence = sequence
+      return taken
+    }
+  },
+  'a takeover of an expired lease keeping its checkpoint sequence': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      const previous = typeof workId === 'string' ? this.lease(workId) : undefined
+      const sequence = previous && !previous.released ? previous.checkpointSequence : undefined
+      const record = await super.acquire(workId, holderId, ttlMs, options)
+      if (sequence !== undefined) this.lease(workId)!.checkpointSequence = sequence
+      return record
+    }
+  },
+  "LEASE_HELD naming the holder's token through a double": class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      try {
+        return await super.acquire(workId, holderId, ttlMs, options)
+      } catch (error) {
+        if (!isLeaseHeldError(error) || !error.holder) throw error
+        const fencingToken = BigInt(Number(error.holder.fencingToken))
+        throw new LeaseHeldError(undefined, { holder: { ...error.holder, fencingToken } })
+      }
+    }
+  },
+  'acquireWithCheckpoint returning its token through a double': class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      const { record } = taken
+      const token = BigInt(Number(record.fencingToken))
+      if (token > MAX_FENCING_TOKEN) return taken
+      return {
+        ...taken,
+        record: createLeaseRecord(record.workId, record.holderId, token, record.expiresAt.getTime()),
+      }
+    }
+  },
+  'acquireWithCheckpoint returning an empty state as none': class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      if (taken.checkpoint.state?.byteLength !== 0) return taken
+      return { ...taken, checkpoint: { ...taken.checkpoint, state: null } }
+    }
+  },
+  'list showing an empty checkpoint as none': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      return {
+        ...page,
+        leases: page.leases.map((lease) => ({ ...lease, checkpointBytes: lease.checkpointBytes || null })),
+      }
+    }
+  },
+  'list truncating expiresAt to whole seconds': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      const seconds = (at: Date) => new Date(Math.floor(at.getTime() / 1000) * 1000)
+      return {
+        ...page,
+        leases: page.leases.map((lease) => ({ ...lease, expiresAt: seconds(lease.expiresAt) })),
+      }
+    }
+  },
+  'revoke of a released lease blanking its holderId': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const args = validateRevokeArgs(workId, options)
+      const revoked = await super.revoke(args.workId, {
+        ...(args.fencingToken === undefined ? {} : { fencingToken: args.fencingToken }),
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+      const lease = this.lease(args.workId)
+      if (!revoked && lease?.released) lease.holderId = ''
+      return revoked
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -803,6 +942,18 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'revoke ending a released lease that its clock calls live': 'skew',
   "release reading the expiry from the record's Date": 'release',
   'a clock that reads no time taken as epoch 0': 'skew',
+  'renewMany reporting a failure of the store as every record fenced': 'renew',
+  'acquireWithCheckpoint reporting a failure of the store as LEASE_HELD': 'renew',
+  'revoke reporting a failure of the store as nothing revoked': 'renew',
+  'list reporting a failure of the store as an empty last page': 'renew',
+  "acquireWithCheckpoint keeping the previous lease's checkpoint sequence": 'checkpoint',
+  'a takeover of an expired lease keeping its checkpoint sequence': 'checkpoint',
+  "LEASE_HELD naming the holder's token through a double": 'tokens',
+  'acquireWithCheckpoint returning its token through a double': 'tokens',
+  'acquireWithCheckpoint returning an empty state as none': 'acquireWithCheckpoint',
+  'list showing an empty checkpoint as none': 'list',
+  'list truncating expiresAt to whole seconds': 'list',
+  'revoke of a released lease blanking its holderId': 'revoke',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

@@ -91,6 +91,19 @@ export const acquireWithCheckpointCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'an empty state comes back as an empty state, not as none',
+    unsupported: needsIt,
+    async run(c) {
+      const workId = c.workId()
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(first, new Uint8Array(0), LONG_TTL_MS)
+      await c.backend.release(first)
+      const taken = await take(c, workId, 'holder-b')
+      checkBytes(taken.checkpoint.state, new Uint8Array(0), 'state')
+      await checkAgreesWithRead(c, taken, 'an empty state')
+    },
+  },
+  {
     name: 'after a crash (expiry) it returns the state kept and an unclean handoff',
     unsupported: needsIt,
     async run(c) {

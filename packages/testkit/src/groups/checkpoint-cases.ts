@@ -249,17 +249,41 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'acquire starts a lease with no sequence: a successor stores any sequence',
+    name: 'every lease starts with no sequence: after a release, an expiry or a revoke, by acquire or acquireWithCheckpoint',
     async run(c) {
-      const workId = c.workId()
-      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
-      await c.backend.checkpoint(first, bytes('big sequence'), LONG_TTL_MS, {
-        sequence: Number.MAX_SAFE_INTEGER,
-      })
-      await c.backend.release(first)
-      const second = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
-      await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
-      checkBytes((await c.backend.readCheckpoint(second)).state, bytes('successor'), 'state')
+      // A takeover written apart from the release path (an expired lease, a revoked one, the statement
+      // of acquireWithCheckpoint) must reset the sequence too, or the successor's checkpoints are
+      // acknowledged and silently not stored.
+      const ends: Array<[string, (record: LeaseRecord) => Promise<unknown>]> = [
+        ['a release', (record) => c.backend.release(record)],
+        ['an expiry', () => c.expire()],
+      ]
+      if (c.capabilities.revoke) ends.push(['a revoke', (record) => c.backend.revoke!(record.workId)])
+      const takes: Array<[string, (workId: string) => Promise<LeaseRecord>]> = [
+        ['acquire', (workId) => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)],
+      ]
+      if (c.capabilities.acquireWithCheckpoint) {
+        takes.push([
+          'acquireWithCheckpoint',
+          async (workId) => (await c.backend.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS)).record,
+        ])
+      }
+      for (const [end, endLease] of ends) {
+        for (const [take, takeLease] of takes) {
+          const workId = c.workId()
+          const ttl = end === 'an expiry' ? SHORT_TTL_MS : LONG_TTL_MS
+          const first = await c.backend.acquire(workId, 'holder-a', ttl)
+          await c.backend.checkpoint(first, bytes('big sequence'), ttl, { sequence: Number.MAX_SAFE_INTEGER })
+          await endLease(first)
+          const second = await takeLease(workId)
+          await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
+          checkBytes(
+            (await c.backend.readCheckpoint(second)).state,
+            bytes('successor'),
+            `state after ${end} and ${take}`,
+          )
+        }
+      }
     },
   },
   {

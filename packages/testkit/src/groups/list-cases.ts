@@ -46,6 +46,9 @@ export const listCases: CaseDefinition[] = [
     async run(c) {
       const held = await c.backend.acquire(`${c.prefix}held`, 'holder-a', LONG_TTL_MS)
       await c.backend.checkpoint(held, bytes('12345'), LONG_TTL_MS)
+      // An empty state is a state stored: 0 bytes, not none.
+      const empty = await c.backend.acquire(`${c.prefix}held-empty`, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(empty, new Uint8Array(0), LONG_TTL_MS)
       const released = await c.backend.acquire(`${c.prefix}released`, 'holder-b', LONG_TTL_MS)
       await c.backend.release(released)
       await c.backend.acquire(`${c.prefix}expired`, 'holder-c', SHORT_TTL_MS)
@@ -53,8 +56,22 @@ export const listCases: CaseDefinition[] = [
       const page = await list(c, { prefix: c.prefix })
       check(page.now instanceof Date && !Number.isNaN(page.now.getTime()), 'page.now must be a valid Date')
       checkEqual(page.cursor, undefined, 'cursor of the only page')
-      checkIds(page.leases, [`${c.prefix}expired`, `${c.prefix}held`, `${c.prefix}released`], 'workIds')
-      const [expired, h, r] = page.leases as [LeaseListing, LeaseListing, LeaseListing]
+      checkIds(
+        page.leases,
+        [`${c.prefix}expired`, `${c.prefix}held`, `${c.prefix}held-empty`, `${c.prefix}released`],
+        'workIds',
+      )
+      const [expired, h, e, r] = page.leases as [LeaseListing, LeaseListing, LeaseListing, LeaseListing]
+      checkEqual(e.checkpointBytes, 0, 'held-empty.checkpointBytes')
+      for (const lease of page.leases) {
+        checkEqual(
+          lease.free,
+          lease.released || lease.expiresAt.getTime() <= page.now.getTime(),
+          `${lease.workId}: free is released, or expiresAt <= page.now`,
+        )
+      }
+      // On a client clock the listing shows the expiry the record has, to the millisecond.
+      if (c.clientClock) checkEqual(h.expiresAt.getTime(), held.expiresAt.getTime(), 'held.expiresAt')
       checkEqual(h.holderId, 'holder-a', 'held.holderId')
       checkEqual(h.fencingToken, 1n, 'held.fencingToken')
       checkEqual(h.released, false, 'held.released')

@@ -165,6 +165,27 @@ export const renewCases: CaseDefinition[] = [
         ['acquire of a new workId', () => c.backend.acquire(c.workId('new'), 'holder-b', LONG_TTL_MS)],
         ['acquire of the held lease', () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)],
       ]
+      // The optional operations too: a failure never comes back as per-record outcomes, a held lease,
+      // "nothing revoked" or an empty page.
+      const b = c.backend
+      if (c.capabilities.renewMany) calls.push(['renewMany', () => b.renewMany!([record], LONG_TTL_MS)])
+      if (c.capabilities.acquireWithCheckpoint) {
+        calls.push(
+          [
+            'acquireWithCheckpoint of a new workId',
+            () => b.acquireWithCheckpoint!(c.workId('new'), 'holder-b', LONG_TTL_MS),
+          ],
+          [
+            'acquireWithCheckpoint of the held lease',
+            () => b.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS),
+          ],
+        )
+      }
+      const revoked = c.capabilities.revoke
+        ? await b.acquire(c.workId('revoked'), 'holder-c', LONG_TTL_MS)
+        : undefined
+      if (revoked) calls.push(['revoke', () => b.revoke!(revoked.workId)])
+      if (c.capabilities.list) calls.push(['list', () => b.list!({ prefix: workId })])
       for (const [name, call] of calls) {
         c.failNextCall()
         const error = await rejection(call, `${name} when the store fails`)
@@ -180,6 +201,13 @@ export const renewCases: CaseDefinition[] = [
         'LEASE_HELD',
         'the lease after the failures',
       )
+      if (revoked) {
+        await checkRejects(
+          () => b.acquire(revoked.workId, 'holder-b', LONG_TTL_MS),
+          'LEASE_HELD',
+          'the lease a failed revoke named',
+        )
+      }
     },
   },
 ]

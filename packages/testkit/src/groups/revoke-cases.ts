@@ -19,6 +19,13 @@ const needsRevokeSeeded = (caps: BackendCapabilities, support: SupportContext) =
   needsRevoke(caps) ?? (support.seedsTokens ? undefined : 'the harness cannot seed a token (no seedToken())')
 
 /** The name of the case that lists a revoked lease: mutants that only it can see name it. */
+/** How `list` shows `workId` (holder, token, expiry, released), or `undefined` where it cannot list. */
+async function listedAs(c: CaseContext, workId: string): Promise<string | undefined> {
+  if (!c.capabilities.list) return undefined
+  const lease = (await c.backend.list!({ prefix: workId })).leases.find((listed) => listed.workId === workId)
+  return lease && `${lease.holderId} ${lease.fencingToken} ${lease.expiresAt.toISOString()} ${lease.released}`
+}
+
 export const REVOKED_LISTING_CASE = "list shows a revoked lease expired, not released, with holderId ''"
 
 function revoke(c: CaseContext, workId: string, options?: unknown): Promise<boolean> {
@@ -105,7 +112,10 @@ export const revokeCases: CaseDefinition[] = [
       checkEqual(await revoke(c, c.workId('never')), false, 'revoke of an unknown workId')
       const releasedId = c.workId('released')
       await c.backend.release(await c.backend.acquire(releasedId, 'holder-a', LONG_TTL_MS))
+      // Nothing changed is nothing listed differently either: holder, token, expiry, released mark.
+      const listedBefore = await listedAs(c, releasedId)
       checkEqual(await revoke(c, releasedId), false, 'revoke of a released lease')
+      checkEqual(await listedAs(c, releasedId), listedBefore, 'the released lease as listed after the revoke')
       const next = await c.backend.acquire(releasedId, 'holder-b', LONG_TTL_MS)
       checkEqual(next.fencingToken, 2n, 'token after a revoke that did nothing')
       checkEqual((await c.backend.readCheckpoint(next)).cleanHandoff, true, 'cleanHandoff kept')

@@ -1,5 +1,5 @@
-import { MAX_FENCING_TOKEN } from '@worklease/spec'
-import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
+import { type LeaseHeldError, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { checkBytes, checkEqual, checkRejects, rejection } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -146,36 +146,61 @@ export const tokenCases: CaseDefinition[] = [
       // number that is no safe integer, and 2^53 + 1 as 2^53.
       const released = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
       await c.backend.release(released)
-      for (const token of [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]) {
-        const workId = c.workId()
-        await c.seedToken(workId, token - 1n)
-        const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
-        checkEqual(record.fencingToken, token, 'token after the seed')
-        await c.backend.renew(record, LONG_TTL_MS)
-        await c.backend.checkpoint(record, bytes(`at ${token}`), LONG_TTL_MS)
-        checkBytes((await c.backend.readCheckpoint(record)).state, bytes(`at ${token}`), `state at ${token}`)
-        if (c.capabilities.renewMany) {
-          // The refused record makes the backend look at every record's token again.
-          checkEqual(
-            JSON.stringify(await c.backend.renewMany!([record, released], LONG_TTL_MS)),
-            '["renewed","fenced"]',
-            `renewMany at ${token} beside a released record`,
-          )
-        }
-        if (c.capabilities.list) {
-          const page = await c.backend.list!({ prefix: workId })
-          const listed = page.leases.find((lease) => lease.workId === workId)
-          checkEqual(listed?.fencingToken, token, `listed token at ${token}`)
-        }
-        for (const forged of [token - 1n, token + 1n]) {
-          await checkRejects(
-            () => c.backend.renew(forge(record, { fencingToken: forged }), LONG_TTL_MS),
-            'FENCED',
-            `renew with ${forged} while ${token} holds`,
-          )
-        }
-        await c.backend.release(record)
+      const takes: Array<[string, (workId: string) => Promise<LeaseRecord>]> = [
+        ['acquire', (workId) => c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)],
+      ]
+      if (c.capabilities.acquireWithCheckpoint) {
+        takes.push([
+          'acquireWithCheckpoint',
+          async (workId) => (await c.backend.acquireWithCheckpoint!(workId, 'holder-a', LONG_TTL_MS)).record,
+        ])
       }
+      for (const [take, takeLease] of takes)
+        for (const token of [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]) {
+          const workId = c.workId()
+          await c.seedToken(workId, token - 1n)
+          const record = await takeLease(workId)
+          checkEqual(record.fencingToken, token, `token ${take} took after the seed`)
+          if (c.capabilities.reportsHolder) {
+            const refused = await rejection(
+              () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+              `acquire of the lease at ${token}`,
+            )
+            checkEqual(
+              (refused as LeaseHeldError).holder?.fencingToken,
+              token,
+              `LEASE_HELD's holder at ${token}`,
+            )
+          }
+          await c.backend.renew(record, LONG_TTL_MS)
+          await c.backend.checkpoint(record, bytes(`at ${token}`), LONG_TTL_MS)
+          checkBytes(
+            (await c.backend.readCheckpoint(record)).state,
+            bytes(`at ${token}`),
+            `state at ${token}`,
+          )
+          if (c.capabilities.renewMany) {
+            // The refused record makes the backend look at every record's token again.
+            checkEqual(
+              JSON.stringify(await c.backend.renewMany!([record, released], LONG_TTL_MS)),
+              '["renewed","fenced"]',
+              `renewMany at ${token} beside a released record`,
+            )
+          }
+          if (c.capabilities.list) {
+            const page = await c.backend.list!({ prefix: workId })
+            const listed = page.leases.find((lease) => lease.workId === workId)
+            checkEqual(listed?.fencingToken, token, `listed token at ${token}`)
+          }
+          for (const forged of [token - 1n, token + 1n]) {
+            await checkRejects(
+              () => c.backend.renew(forge(record, { fencingToken: forged }), LONG_TTL_MS),
+              'FENCED',
+              `renew with ${forged} while ${token} holds`,
+            )
+          }
+          await c.backend.release(record)
+        }
     },
   },
   {
