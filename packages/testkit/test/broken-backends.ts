@@ -47,6 +47,15 @@ function forceFree(lease: StoredLease | undefined): void {
 
 const isObject = (o: unknown): o is Record<string, unknown> => typeof o === 'object' && o !== null
 
+/** What `pending` settles with, a rejection passed through `change` (which throws, or answers instead). */
+async function onRejection<T, R = never>(pending: Promise<T>, change: (error: unknown) => R): Promise<T | R> {
+  try {
+    return await pending
+  } catch (error) {
+    return change(error)
+  }
+}
+
 type BrokenBackendClass = new (store: MemoryStore, clock: Clock) => Backend
 
 const broken: Record<string, BrokenBackendClass> = {
@@ -164,14 +173,12 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'refused checkpoint still moves the expiry': class extends Flawed {
-    override async checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
-      try {
-        return await super.checkpoint(record, state, ttlMs)
-      } catch (error) {
+    override checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number) {
+      return onRejection(super.checkpoint(record, state, ttlMs), (error) => {
         const lease = this.lease(record.workId)
         if (lease) lease.expiresAtMs = this.clock.now() + ttlMs
         throw error
-      }
+      })
     }
   },
   'state read after checkpoint returned': class extends Flawed {
@@ -217,13 +224,11 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'token ceiling reported as LEASE_HELD': class extends Flawed {
-    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.acquire(workId, holderId, ttlMs, options)
-      } catch (error) {
+    override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
         if (isTokensExhaustedError(error)) throw new LeaseHeldError(undefined, { cause: error })
         throw error
-      }
+      })
     }
   },
   'record read again after validation': class extends Flawed {
@@ -239,17 +244,15 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'holder reported with the wrong token': class extends Flawed {
-    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.acquire(workId, holderId, ttlMs, options)
-      } catch (error) {
+    override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
         if (isLeaseHeldError(error) && error.holder) {
           throw new LeaseHeldError(undefined, {
             holder: { ...error.holder, fencingToken: error.holder.fencingToken + 1n },
           })
         }
         throw error
-      }
+      })
     }
   },
   'list sorted by UTF-16 code units': class extends Flawed {
@@ -348,12 +351,10 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'failed acquire reported as FENCED': class extends Flawed {
-    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.acquire(workId, holderId, ttlMs, options)
-      } catch (error) {
+    override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
         throw new FencedError(undefined, { cause: error })
-      }
+      })
     }
   },
   'list returning a cursor on a full last page': class extends Flawed {
@@ -485,20 +486,16 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'acquireWithCheckpoint at the token ceiling saying LEASE_HELD': class extends Flawed {
-    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
-      try {
-        return await super.acquireWithCheckpoint(w, h, t, o)
-      } catch (error) {
+    override acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      return onRejection(super.acquireWithCheckpoint(w, h, t, o), (error) => {
         if (isTokensExhaustedError(error)) throw new LeaseHeldError()
         throw error
-      }
+      })
     }
   },
   "acquireWithCheckpoint's LEASE_HELD giving expiresInMs in seconds": class extends Flawed {
-    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
-      try {
-        return await super.acquireWithCheckpoint(w, h, t, o)
-      } catch (error) {
+    override acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      return onRejection(super.acquireWithCheckpoint(w, h, t, o), (error) => {
         if (isLeaseHeldError(error) && error.holder) {
           const { holder } = error
           throw new LeaseHeldError(undefined, {
@@ -506,7 +503,7 @@ const broken: Record<string, BrokenBackendClass> = {
           })
         }
         throw error
-      }
+      })
     }
   },
   'renewMany reading each record again after validating it': class extends Flawed {
@@ -574,13 +571,11 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'renew reporting a failure of the store as FENCED': class extends Flawed {
-    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.renew(record, ttlMs, options)
-      } catch (error) {
+    override renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.renew(record, ttlMs, options), (error) => {
         if (isWorkleaseError(error) || options?.signal?.aborted) throw error
         throw new FencedError(undefined, { cause: error })
-      }
+      })
     }
   },
   // Found by running mutants of the memory backend through the suite (session 25): each passed every
@@ -727,59 +722,41 @@ const broken: Record<string, BrokenBackendClass> = {
   },
   // Found by a review of the suite (2026-12-05): each passed every case before.
   'renewMany reporting a failure of the store as every record fenced': class extends Flawed {
-    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.renewMany(records, ttlMs, options)
-      } catch (error) {
+    override renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      return onRejection(super.renewMany(records, ttlMs, options), (error) => {
         if (isWorkleaseError(error)) throw error
         return records.map((): RenewOutcome => 'fenced')
-      }
+      })
     }
   },
   'acquireWithCheckpoint reporting a failure of the store as LEASE_HELD': class extends Flawed {
-    override async acquireWithCheckpoint(
-      workId: string,
-      holderId: string,
-      ttlMs: number,
-      options?: CallOptions,
-    ) {
-      try {
-        return await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
-      } catch (error) {
+    override acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      return onRejection(super.acquireWithCheckpoint(w, h, t, o), (error) => {
         throw isWorkleaseError(error) ? error : new LeaseHeldError(undefined, { cause: error })
-      }
+      })
     }
   },
   'revoke reporting a failure of the store as nothing revoked': class extends Flawed {
-    override async revoke(workId: string, options?: RevokeOptions) {
-      try {
-        return await super.revoke(workId, options)
-      } catch (error) {
+    override revoke(workId: string, options?: RevokeOptions) {
+      return onRejection(super.revoke(workId, options), (error) => {
         if (isWorkleaseError(error)) throw error
         return false
-      }
+      })
     }
   },
   'list reporting a failure of the store as an empty last page': class extends Flawed {
-    override async list(options?: ListOptions) {
-      try {
-        return await super.list(options)
-      } catch (error) {
+    override list(options?: ListOptions) {
+      return onRejection(super.list(options), (error) => {
         if (isWorkleaseError(error)) throw error
         return { leases: [], now: new Date(this.clock.now()) }
-      }
+      })
     }
   },
   "acquireWithCheckpoint keeping the previous lease's checkpoint sequence": class extends Flawed {
-    override async acquireWithCheckpoint(
-      workId: string,
-      holderId: string,
-      ttlMs: number,
-      options?: CallOptions,
-    ) {
-      const sequence = typeof workId === 'string' ? this.lease(workId)?.checkpointSequence : undefined
-      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
-      if (sequence !== undefined) this.lease(workId)!.checkpointSequence = sequence
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      const sequence = typeof w === 'string' ? this.lease(w)?.checkpointSequence : undefined
+      const taken = await super.acquireWithCheckpoint(w, h, t, o)
+      if (sequence !== undefined) this.lease(w)!.checkpointSequence = sequence
       return taken
     }
   },
@@ -793,24 +770,17 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   "LEASE_HELD naming the holder's token through a double": class extends Flawed {
-    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
-      try {
-        return await super.acquire(workId, holderId, ttlMs, options)
-      } catch (error) {
+    override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
         if (!isLeaseHeldError(error) || !error.holder) throw error
         const fencingToken = BigInt(Number(error.holder.fencingToken))
         throw new LeaseHeldError(undefined, { holder: { ...error.holder, fencingToken } })
-      }
+      })
     }
   },
   'acquireWithCheckpoint returning its token through a double': class extends Flawed {
-    override async acquireWithCheckpoint(
-      workId: string,
-      holderId: string,
-      ttlMs: number,
-      options?: CallOptions,
-    ) {
-      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      const taken = await super.acquireWithCheckpoint(w, h, t, o)
       const { record } = taken
       const token = BigInt(Number(record.fencingToken))
       if (token > MAX_FENCING_TOKEN) return taken
@@ -821,13 +791,8 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'acquireWithCheckpoint returning an empty state as none': class extends Flawed {
-    override async acquireWithCheckpoint(
-      workId: string,
-      holderId: string,
-      ttlMs: number,
-      options?: CallOptions,
-    ) {
-      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+    override async acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      const taken = await super.acquireWithCheckpoint(w, h, t, o)
       if (taken.checkpoint.state?.byteLength !== 0) return taken
       return { ...taken, checkpoint: { ...taken.checkpoint, state: null } }
     }
