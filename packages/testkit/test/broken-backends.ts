@@ -816,6 +816,15 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  "acquireWithCheckpoint's LEASE_HELD naming no holder once the lease expired": class extends Flawed {
+    override acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      return onRejection(super.acquireWithCheckpoint(w, h, t, o), (error) => {
+        // The holder read after the refused write judged by a later "now": expired, so none named.
+        if (isLeaseHeldError(error) && (error.holder?.expiresInMs ?? 0) <= 1) throw new LeaseHeldError()
+        throw error
+      })
+    }
+  },
   'revoke of a released lease blanking its holderId': class extends Flawed {
     override async revoke(workId: string, options?: RevokeOptions) {
       const args = validateRevokeArgs(workId, options)
@@ -918,6 +927,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'acquireWithCheckpoint returning an empty state as none': 'acquireWithCheckpoint',
   'list showing an empty checkpoint as none': 'list',
   'list truncating expiresAt to whole seconds': 'list',
+  "acquireWithCheckpoint's LEASE_HELD naming no holder once the lease expired": 'acquire',
   'revoke of a released lease blanking its holderId': 'revoke',
 }
 

@@ -1,4 +1,5 @@
 import {
+  type Backend,
   type BackendCapabilities,
   createLeaseRecord,
   isLeaseHeldError,
@@ -178,33 +179,42 @@ export const acquireCases: CaseDefinition[] = [
       // A waiter that wakes at the expiry can be refused a moment before it, while a driver that
       // reads the holder afterwards finds the lease already expired. It must still report the lease
       // that refused it (expiring in 0 ms), or the waiter, told nothing, backs off blindly.
-      const workId = c.workId()
-      const ttl = 5_000
-      const record = await c.backend.acquire(workId, 'holder-a', ttl)
-      const refusedAt = c.clock.now() + ttl - 1
-      let reads = 0
-      let sentBefore = Number.POSITIVE_INFINITY
-      // After the acquire's first reading and once its write has gone out, the lease has expired.
-      const writeSent = () => (c.harness.roundTrips ? c.harness.roundTrips() > sentBefore : true)
-      const late = await c.harness.open({
-        clock: { now: () => (reads++ > 0 && writeSent() ? refusedAt + 2 : refusedAt) },
-      })
-      sentBefore = c.harness.roundTrips?.() ?? 0
-      const error = await rejection(
-        () => late.acquire(workId, 'holder-b', ttl),
-        'acquire refused 1 ms before the expiry',
-      )
-      check(isLeaseHeldError(error), `expected LEASE_HELD, got ${show(error)}`)
-      check(
-        error.holder !== undefined,
-        'LeaseHeldError.holder is missing: the lease expired after it refused the acquire, and is still the one that did',
-      )
-      checkEqual(error.holder.holderId, 'holder-a', 'holder.holderId')
-      checkEqual(error.holder.fencingToken, record.fencingToken, 'holder.fencingToken')
-      check(
-        error.holder.expiresInMs >= 0 && error.holder.expiresInMs <= 1,
-        `holder.expiresInMs ${error.holder.expiresInMs}: the lease had at most 1 ms left when it refused`,
-      )
+      // acquireWithCheckpoint has acquire's failure-path reads: the same, through it.
+      const takes: Array<[string, (b: Backend, workId: string, ttl: number) => Promise<unknown>]> = [
+        ['acquire', (b, workId, ttl) => b.acquire(workId, 'holder-b', ttl)],
+      ]
+      if (c.capabilities.acquireWithCheckpoint) {
+        takes.push([
+          'acquireWithCheckpoint',
+          (b, workId, ttl) => b.acquireWithCheckpoint!(workId, 'holder-b', ttl),
+        ])
+      }
+      for (const [name, take] of takes) {
+        const workId = c.workId()
+        const ttl = 5_000
+        const record = await c.backend.acquire(workId, 'holder-a', ttl)
+        const refusedAt = c.clock.now() + ttl - 1
+        let reads = 0
+        let sentBefore = Number.POSITIVE_INFINITY
+        // After the acquire's first reading and once its write has gone out, the lease has expired.
+        const writeSent = () => (c.harness.roundTrips ? c.harness.roundTrips() > sentBefore : true)
+        const late = await c.harness.open({
+          clock: { now: () => (reads++ > 0 && writeSent() ? refusedAt + 2 : refusedAt) },
+        })
+        sentBefore = c.harness.roundTrips?.() ?? 0
+        const error = await rejection(() => take(late, workId, ttl), `${name} refused 1 ms before the expiry`)
+        check(isLeaseHeldError(error), `${name}: expected LEASE_HELD, got ${show(error)}`)
+        check(
+          error.holder !== undefined,
+          `${name}: LeaseHeldError.holder is missing: the lease expired after it refused, and is still the one that did`,
+        )
+        checkEqual(error.holder.holderId, 'holder-a', `${name}: holder.holderId`)
+        checkEqual(error.holder.fencingToken, record.fencingToken, `${name}: holder.fencingToken`)
+        check(
+          error.holder.expiresInMs >= 0 && error.holder.expiresInMs <= 1,
+          `${name}: holder.expiresInMs ${error.holder.expiresInMs}: the lease had at most 1 ms left when it refused`,
+        )
+      }
     },
   },
   {
