@@ -77,8 +77,8 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
   // WHATWG URL refuses a host list; parsed with one stand-in host, the list goes back in the URL.
-  const seeds = SEED_LIST.exec(trimmed)
-  const url = parseUrl(seeds ? `${seeds[1]}${SEED_STAND_IN}${seeds[3]}` : trimmed)
+  const seeds = seedListOf(trimmed)
+  const url = parseUrl(seeds ? `${seeds.before}${SEED_STAND_IN}${seeds.after}` : trimmed)
   switch (url.protocol) {
     case 'postgres:':
     case 'postgresql:': {
@@ -95,13 +95,14 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     }
     case 'mongodb:':
     case 'mongodb+srv:': {
-      checkPercentEncoding(url, seeds?.[2])
+      checkPercentEncoding(url, seeds && { host: seeds.hosts, typed: trimmed })
       const collection = takeParam(url, 'collection', 'table')
       const binarySize = takeParam(url, 'binarySize')
       const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || undefined
       return {
         kind: 'mongodb',
-        url: seeds ? url.toString().replace(SEED_STAND_IN, seeds[2]!) : url.toString(),
+        // A function, so that `$` in the hosts is not read as a replacement pattern.
+        url: seeds ? url.toString().replace(SEED_STAND_IN, () => seeds.hosts) : url.toString(),
         ...(database ? { database } : {}),
         ...(collection ? { collection } : {}),
         ...(binarySize === undefined ? {} : { binarySizeProjection: flag('binarySize', binarySize) }),
@@ -114,9 +115,23 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
   }
 }
 
-/** A MongoDB seed list (`host1:27017,host2:27017`): the user info, the hosts, the rest. */
-const SEED_LIST = /^(mongodb:\/\/(?:[^/?#]*@)?)([^/?#@]*,[^/?#]*)(.*)$/s
 const SEED_STAND_IN = 'seed-list.invalid'
+
+/**
+ * A MongoDB URL's seed list (`host1:27017,host2:27017`), which WHATWG URL refuses: the text before the
+ * hosts, the hosts, the text after. The hosts are what follows the authority's last `@` (a password
+ * may hold a `,`), up to its end; one host is no seed list.
+ */
+function seedListOf(text: string): { before: string; hosts: string; after: string } | undefined {
+  const scheme = /^mongodb:\/\//i.exec(text)
+  if (!scheme) return undefined
+  const start = scheme[0].length
+  const length = text.slice(start).search(/[/?#]/)
+  const end = length < 0 ? text.length : start + length
+  const hostsAt = start + text.slice(start, end).lastIndexOf('@') + 1
+  const hosts = text.slice(hostsAt, end)
+  return hosts.includes(',') ? { before: text.slice(0, hostsAt), hosts, after: text.slice(end) } : undefined
+}
 
 function parseUrl(text: string): URL {
   try {
@@ -130,14 +145,15 @@ function parseUrl(text: string): URL {
  * The clients decode these parts themselves and fail with a bare "URI malformed" once connecting
  * (exit 1); a URL that cannot be decoded is the command line's fault (exit 2).
  */
-function checkPercentEncoding(url: URL, host = url.hostname): void {
+function checkPercentEncoding(url: URL, seeds?: { host: string; typed: string }): void {
+  const host = seeds?.host ?? url.hostname
   const parts = { 'user name': url.username, password: url.password, host, path: url.pathname }
   for (const [part, value] of Object.entries(parts)) {
     try {
       decodeURIComponent(value)
     } catch {
       throw usage(
-        `malformed percent-encoding in the ${part} of ${JSON.stringify(redactStoreUrl(url.toString()))}`,
+        `malformed percent-encoding in the ${part} of ${JSON.stringify(redactStoreUrl(seeds?.typed ?? url.toString()))}`,
       )
     }
   }

@@ -74,6 +74,14 @@ describe('parseStoreUrl', () => {
     expect(parseStoreUrl(text, {})).toEqual(expected)
   })
 
+  test.each([
+    'mongodb://app:pa$$w,rd@db.example:27017/app',
+    'mongodb://app:x$&y,z@db.example/app',
+    'mongodb://u:pa$&w,x@a:1,b:2/db',
+  ])('%s: a "," or "$" in the password is neither a seed list nor a replacement pattern', (text) => {
+    expect((parseStoreUrl(text, {}) as { url: string }).url).toBe(text)
+  })
+
   test('a seed list comes out as the MongoDB client takes it, its label with no password', async () => {
     const { MongoClient } = await import('mongodb')
     const target = parseStoreUrl(`mongodb://u:${SECRET}@a:27017,b:27017/app?replicaSet=rs0`, {})
@@ -148,7 +156,10 @@ describe('parseStoreUrl', () => {
     ['postgres://u:%zz@h/db', /percent-encoding/],
     // mysql2 decodes the host itself, and threw "URI malformed" once connecting (exit 1).
     ['mysql://root@db%zz:3306/test', /percent-encoding in the host/],
-    ['mongodb://a:27017,b%zz:27017/app', /percent-encoding in the host/],
+    [
+      'MONGODB://a:27017,b%zz:27017/app',
+      /percent-encoding in the host of "MONGODB:\/\/a:27017,b%zz:27017\/app"/,
+    ],
   ])('%j with a malformed percent escape is a usage error', (text, message) => {
     expect(() => parseStoreUrl(text, {})).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
     expect(() => parseStoreUrl(text, {})).toThrow(message)
