@@ -350,7 +350,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   /**
    * Leaves the group: stops every handler (their unit signal aborts; each may checkpoint), releases
    * each unit once its handler returned, then the membership. Bounded by `timeoutMs` (default: the
-   * Leaser's ttl): a handler still running then keeps its lease until it returns. Idempotent: once
+   * Leaser's ttl), from the call: a handler still running then keeps its lease until it returns, and
+   * store calls of a rebalance still out (a take, a listing) may settle after close resolved (a unit
+   * such a take gets is handed back unrun). Close the Leaser, not only the pool, before you close
+   * the store's client. Idempotent: once
    * closing, every call returns the first call's promise. Options that are not valid (`timeoutMs`
    * outside 0..2147483647) reject with an `InvalidArgumentError` and change nothing: the pool runs on,
    * and a valid `close()` still closes it.
@@ -384,9 +387,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       await Promise.race([
         (async () => {
           await this.#starting?.catch(() => undefined)
+          // A take still out adds no runner (it checks the close after each acquire, and hands back).
           await this.#ticking
-          // Runners a take in flight added before it saw the close (takes check it after each acquire).
-          for (const runner of this.#runners.values()) runner.stop()
           await Promise.allSettled(this.#finishing)
         })(),
         new Promise<void>((resolve) => {

@@ -272,6 +272,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   /** @internal See {@link boundedStoreCall}. */
   [boundedStoreCall]<T>(call: (signal: AbortSignal) => Promise<T>, stop: AbortSignal): Promise<T> {
+    // Nothing sent once stopped; a call already out hears its own timeout, not `stop`.
+    if (stop.aborted) return Promise.reject(stop.reason)
     const { callSignals } = this.#ctx
     return raceWithin(callSignals.call(call), stop, callSignals.timeouts)
   }

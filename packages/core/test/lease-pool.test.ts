@@ -20,6 +20,7 @@ import {
   type PoolEvent,
   type PoolUnit,
 } from '../src/index.js'
+import { boundedStoreCall } from '../src/leaser.js'
 import type { ManualTime } from './manual-time.js'
 import {
   collectUncaughtExceptions,
@@ -786,6 +787,25 @@ class HangsLists extends ForwardingBackend {
 }
 
 describe('LeasePool on a store call that never answers', () => {
+  test("the pool's own store calls end at the Leaser's call timeout, and none is sent once the pool closed", async () => {
+    const { time, leaser } = setup()
+    let sent = 0
+    const closed = new AbortController()
+    closed.abort(new Error('the pool is closed'))
+    const afterClose = leaser[boundedStoreCall](async () => void sent++, closed.signal)
+    await expect(afterClose).rejects.toThrow('the pool is closed')
+    expect(sent).toBe(0)
+    // The default call timeout is the renew interval.
+    const unanswered = track(
+      leaser[boundedStoreCall](() => new Promise(() => {}), new AbortController().signal),
+    )
+    await time.advance(INTERVAL - 1)
+    expect(unanswered.settled).toBe(false)
+    await time.advance(1)
+    expect((unanswered.error as Error).name).toBe('TimeoutError')
+    await time.until(leaser.close())
+  })
+
   test('a done-mark read that never answers is given up: the unit is taken again and run, not held unrun', async () => {
     const { time, leaser, store, wrapped: hanging } = setupWrapped((memory) => new HangsLists(memory))
     let reads = 0
