@@ -18,7 +18,6 @@ const needsRevokeCounted = (caps: BackendCapabilities, support: SupportContext) 
 const needsRevokeSeeded = (caps: BackendCapabilities, support: SupportContext) =>
   needsRevoke(caps) ?? (support.seedsTokens ? undefined : 'the harness cannot seed a token (no seedToken())')
 
-/** The name of the case that lists a revoked lease: mutants that only it can see name it. */
 /** How `list` shows `workId` (holder, token, expiry, released), or `undefined` where it cannot list. */
 async function listedAs(c: CaseContext, workId: string): Promise<string | undefined> {
   if (!c.capabilities.list) return undefined
@@ -26,6 +25,7 @@ async function listedAs(c: CaseContext, workId: string): Promise<string | undefi
   return lease && `${lease.holderId} ${lease.fencingToken} ${lease.expiresAt.toISOString()} ${lease.released}`
 }
 
+/** The name of the case that lists a revoked lease: mutants that only it can see name it. */
 export const REVOKED_LISTING_CASE = "list shows a revoked lease expired, not released, with holderId ''"
 
 function revoke(c: CaseContext, workId: string, options?: unknown): Promise<boolean> {
