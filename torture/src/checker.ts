@@ -488,13 +488,29 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // or, if there are more lost acquires than missing and proven-only tokens, after the largest known
   // token. Each place is a window in which a hidden lease may have existed; outside them, a lost
   // acquire explains nothing.
+  // And a hidden token above k is taken only once k's lease is free: not before k's acknowledged
+  // acquire's expiry (on the largest clock offset a lost acquire read; the expiry never moves back but
+  // by a release), unless a release of k may have landed first.
+  const lostOffsetMax = acquiresInfo.reduce(
+    (m, a) => Math.max(m, a.offsetAtInvoke, a.offsetAtComplete),
+    Number.NEGATIVE_INFINITY,
+  )
+  const freeFrom = (k: bigint): number => {
+    const acquired = byToken.get(k)
+    if (!acquired || acquired.ttl === null) return Number.NEGATIVE_INFINITY
+    let at = nowLo(acquired) + acquired.ttl - lostOffsetMax - tolerance
+    for (const r of opsByToken.get(k) ?? []) {
+      if (r.op === 'release' && mayHaveHappened(r)) at = Math.min(at, r.invoke)
+    }
+    return at
+  }
   const hidden: { from: number; to: number; above: bigint }[] = []
   {
     let belowFrom = Number.NEGATIVE_INFINITY
     let belowToken = 0n
     for (const t of known) {
       if (t > belowToken + 1n) {
-        const from = Math.max(belowFrom, firstInfoAcquire)
+        const from = Math.max(belowFrom, firstInfoAcquire, freeFrom(belowToken))
         const to = evidence.get(t)!.complete
         if (from < to) hidden.push({ from, to, above: belowToken })
       }
@@ -502,7 +518,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       belowToken = t
     }
     if (spare > 0n) {
-      const from = Math.max(belowFrom, spareFrom)
+      const from = Math.max(belowFrom, spareFrom, freeFrom(belowToken))
       hidden.push({ from, to: Number.POSITIVE_INFINITY, above: belowToken })
     }
   }

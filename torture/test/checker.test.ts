@@ -693,16 +693,15 @@ describe('checker', () => {
       // ... a LEASE_HELD after A's release,
       op('acquire', { holder: 'D', invoke: 10, complete: 11, outcome: 'fail', code: 'LEASE_HELD' }),
       op('acquire', { holder: 'B', token: 3, invoke: 2_000, complete: 2_001, ttl: 1_000 }),
-      // ... and, past the last token anyone saw, one more lost acquire may have taken token 4 and
-      // fenced B.
+      // ... and, past the last token anyone saw, one more lost acquire may have taken token 4 once
+      // B's lease was free (it expires at 3000 at the earliest), fenced B and held the lease.
       op('acquire', { holder: 'Y', invoke: 2_002, outcome: 'info' }),
-      op('renew', { holder: 'B', token: 3, invoke: 2_010, complete: 2_011, outcome: 'fail', code: 'FENCED' }),
-      op('acquire', { holder: 'E', invoke: 2_020, complete: 2_021, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('renew', { holder: 'B', token: 3, invoke: 3_010, complete: 3_011, outcome: 'fail', code: 'FENCED' }),
+      op('acquire', { holder: 'E', invoke: 3_020, complete: 3_021, outcome: 'fail', code: 'LEASE_HELD' }),
     ]
     expect(checkHistory(ops)).toEqual([])
-    // Without Y, nothing could have fenced B or held the lease after B's renew was refused... but B's
-    // lease itself still holds it: only the FENCED is wrong.
-    expect(checks(ops.filter((o) => o.holder !== 'Y'))).toEqual(['fenced-while-valid'])
+    // Without Y, nothing could have fenced B, nor held the lease once B's had expired.
+    expect(checks(ops.filter((o) => o.holder !== 'Y'))).toEqual(['fenced-while-valid', 'held-when-free'])
   })
 
   test('a renew of a token only a lost acquire took is not judged against an unknown expiry', () => {
@@ -774,6 +773,25 @@ describe('checker', () => {
   // a lease that had certainly ended when it began: then it explains nothing (found by review,
   // 2026-12-03).
   const tooLate: [string, CheckName, () => Op[]][] = [
+    // A lost acquire takes a token only once the lease below is free: it cannot explain a FENCED on
+    // a live lease nobody released (found by review, 2026-12-05).
+    [
+      "a lost acquire begun while the lease was live 'explains' a FENCED answered before it expired",
+      'fenced-while-valid',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 1_000 }),
+        op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 1_000 }),
+        op('renew', {
+          holder: 'A',
+          token: 1,
+          invoke: 10,
+          complete: 11,
+          ttl: 1_000,
+          outcome: 'fail',
+          code: 'FENCED',
+        }),
+      ],
+    ],
     [
       "the successor reads a checkpoint its lease's holder sent after the takeover",
       'failed-checkpoint-visible',
