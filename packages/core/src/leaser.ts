@@ -533,6 +533,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       const closed = new LeaserClosedError()
       this.#ctx.callSignals.abortAll(closed)
       this.#ctx.checkpointSignals.abortAll(closed)
+      this.#ctx.schedule?.abortAll(closed)
       // Left armed as leases came and went (each fires once and finds nothing): not past close.
       this.#ctx.deadlines.clearIfIdle()
       this.#ctx.schedule?.clearIfIdle()

@@ -6,7 +6,7 @@ import {
   type RenewOutcome,
   raceAbort,
 } from '@worklease/spec'
-import { linkedController } from './abortable.js'
+import { Cancel, invoke, linkedController } from './abortable.js'
 import { RenewalChunks } from './renewal-chunks.js'
 import { type DueSlot, TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
@@ -59,6 +59,8 @@ export class RenewalSchedule {
   readonly #maxRecords: number
   readonly #wheel: TimerWheel<ScheduledLease>
   readonly #mayRepeat: () => boolean
+  /** Aborts the batches still out when the Leaser closes. */
+  readonly #stopped = new Cancel()
 
   /**
    * `mayRepeat` tells whether two leases of one workId may be due together (the Leaser knows: it
@@ -113,6 +115,14 @@ export class RenewalSchedule {
     this.#wheel.clearIfIdle()
   }
 
+  /**
+   * Aborts every batch still out with `reason` (the Leaser closed: the store may hang, and no call of
+   * ours outlives close), and any batch sent after.
+   */
+  abortAll(reason: unknown): void {
+    this.#stopped.abort(reason)
+  }
+
   /** Renews `lease` with the next batch, within one window from now, so renewals asked together share it. */
   soon(lease: ScheduledLease, current?: number): number {
     return this.at(lease, this.#timers.now() + this.#wheel.windowMs, current)
@@ -134,16 +144,19 @@ export class RenewalSchedule {
   }
 
   async #send(chunk: readonly ScheduledLease[]): Promise<void> {
-    const { controller, dispose } = linkedController(this.#timers, [], this.#callTimeoutMs)
+    const { controller, dispose } = linkedController(this.#timers, [this.#stopped], this.#callTimeoutMs)
     const sentAt = instant(this.#timers)
     let outcomes: RenewOutcome[]
     try {
-      // raceAbort: a driver that ignored the signal still frees its leases at the timeout.
+      // raceAbort: a driver that ignored the signal still frees its leases at the timeout. invoke: a
+      // driver's method is user code, which may throw or answer without a promise.
       outcomes = await raceAbort(
-        this.#renewMany(
-          chunk.map((lease) => lease.record),
-          this.#ttlMs,
-          { signal: controller.signal },
+        invoke(() =>
+          this.#renewMany(
+            chunk.map((lease) => lease.record),
+            this.#ttlMs,
+            { signal: controller.signal },
+          ),
         ),
         controller.signal,
       )

@@ -1,10 +1,16 @@
-import { MemoryBackend } from '@worklease/memory'
-import { type CallOptions, isLeaseHeldError, type LeaseRecord, type RenewOutcome } from '@worklease/spec'
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
+import {
+  type Backend,
+  type CallOptions,
+  isLeaseHeldError,
+  type LeaseRecord,
+  type RenewOutcome,
+} from '@worklease/spec'
 import { ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { countingTimers, INTERVAL, setup, TTL } from './setup.js'
+import { countingTimers, INTERVAL, setup, TTL, track } from './setup.js'
 
 // floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
 // slot holding it: within the interval, at most a window early.
@@ -164,6 +170,55 @@ describe('renewals through renewMany', () => {
     await time.advance(5 * TTL)
     expect(named('lost')).toHaveLength(0)
     expect(leaser.leases.map((lease) => lease.workId).sort()).toEqual(['a', 'b', 'c'])
+  })
+
+  test('a renewMany that answers without a promise is taken as resolved: the lease stays held', async () => {
+    // The runner's promise for backends (user code): a value that is not a promise is a resolved one.
+    const time = new ManualTime()
+    const store = new MemoryStore()
+    const memory = new MemoryBackend({ store, clock: time.wall })
+    const backend: Backend = {
+      capabilities: memory.capabilities,
+      acquire: (...args) => memory.acquire(...args),
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+      // Renews in the in-process store (synchronous under the hood) and answers at once.
+      renewMany: ((records: readonly LeaseRecord[], ttlMs: number) => {
+        for (const record of records) void memory.renew(record, ttlMs)
+        return records.map((): RenewOutcome => 'renewed')
+      }) as unknown as Backend['renewMany'],
+    }
+    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, renewJitter: 0 })
+    const failed: unknown[] = []
+    leaser.on('renewFailed', ({ error }) => failed.push(error))
+    const lease = await leaser.acquire('job')
+    await time.advance(3 * TTL)
+    expect({ held: lease.held, failed }).toEqual({ held: true, failed: [] })
+    await time.until(leaser.close())
+  })
+
+  test('close aborts a batch still out in the store and leaves no timer behind', async () => {
+    const { time, leaser, backend } = setup({ batch: true })
+    const lease = await leaser.acquire('job')
+    let batchSignal: AbortSignal | undefined
+    backend.inner.renewMany = (_records, _ttlMs, options) => {
+      batchSignal = options?.signal
+      return new Promise(() => undefined)
+    }
+    await time.advance(SENT)
+    expect(batchSignal?.aborted).toBe(false)
+    backend.setDown(true, 'hang')
+    const closing = track(leaser.close({ timeoutMs: 100 }))
+    await time.advance(100)
+    expect(closing.settled).toBe(true)
+    expect(lease.held).toBe(false)
+    await time.advance(0)
+    expect({ pending: time.pending, batchAborted: batchSignal!.aborted }).toEqual({
+      pending: 0,
+      batchAborted: true,
+    })
   })
 
   test('the local deadline moves from when the batch was sent, not from the reply', async () => {
