@@ -10,7 +10,15 @@ import {
   validateId,
   validateTtl,
 } from '@worklease/spec'
-import { Cancel, invoke, keepProcessAlive, linkedCancel, raceWithin, sleep } from './abortable.js'
+import {
+  Cancel,
+  invoke,
+  keepProcessAlive,
+  linkedCancel,
+  linkedController,
+  raceWithin,
+  sleep,
+} from './abortable.js'
 import { CallSignals } from './call-signals.js'
 import {
   checkBackend,
@@ -272,10 +280,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   /** @internal See {@link boundedStoreCall}. */
   [boundedStoreCall]<T>(call: (signal: AbortSignal) => Promise<T>, stop: AbortSignal): Promise<T> {
-    // Nothing sent once stopped; a call already out hears its own timeout, not `stop`.
+    // Nothing sent once stopped; a call already out is told of both, its timeout and `stop`.
     if (stop.aborted) return Promise.reject(stop.reason)
-    const { callSignals } = this.#ctx
-    return raceWithin(callSignals.call(call), stop, callSignals.timeouts)
+    const { callSignals, timers } = this.#ctx
+    const sent = callSignals.call((signal) => {
+      const { controller, dispose } = linkedController(timers, [signal, stop])
+      return invoke(() => call(controller.signal)).finally(dispose)
+    })
+    return raceWithin(sent, stop, callSignals.timeouts)
   }
 
   /** The leases this Leaser currently holds. */

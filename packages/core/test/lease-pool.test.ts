@@ -795,6 +795,21 @@ describe('LeasePool on a store call that never answers', () => {
     const afterClose = leaser[boundedStoreCall](async () => void sent++, closed.signal)
     await expect(afterClose).rejects.toThrow('the pool is closed')
     expect(sent).toBe(0)
+    // A call out when the pool closes is told, not only left behind.
+    const closing = new AbortController()
+    let heard: AbortSignal | undefined
+    const out = track(
+      leaser[boundedStoreCall]((signal) => {
+        heard = signal
+        return new Promise(() => {})
+      }, closing.signal),
+    )
+    closing.abort(new Error('closed now'))
+    await time.advance(0)
+    expect({ told: heard?.aborted, error: (out.error as Error).message }).toEqual({
+      told: true,
+      error: 'closed now',
+    })
     // The default call timeout is the renew interval.
     const unanswered = track(
       leaser[boundedStoreCall](() => new Promise(() => {}), new AbortController().signal),
