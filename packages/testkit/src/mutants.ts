@@ -358,8 +358,12 @@ export const mutants: readonly Mutant[] = [
     'badInput',
     class extends ForwardingBackend {
       override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
-        await super.renew(record, ttlMs, options)
-        // A reply that comes back over the network: the caller's abort is only seen once it is in.
+        const signal = options?.signal
+        // Refused signals and an aborted one as the driver refuses them; a live one never reaches the
+        // store's client, which answers (over the network: a macrotask later at least) whatever the
+        // caller does meanwhile.
+        if (!(signal instanceof AbortSignal) || signal.aborted) return super.renew(record, ttlMs, options)
+        await super.renew(record, ttlMs)
         await new Promise((resolve) => setImmediate(resolve))
       }
     },
