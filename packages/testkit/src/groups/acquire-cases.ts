@@ -1,5 +1,4 @@
 import {
-  type Backend,
   type BackendCapabilities,
   createLeaseRecord,
   isLeaseHeldError,
@@ -8,7 +7,7 @@ import {
 import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { bytes, checkRecord } from './shared.js'
+import { bytes, checkRecord, takeWays } from './shared.js'
 
 const needsHolder = (caps: BackendCapabilities) =>
   caps.reportsHolder ? undefined : 'the backend does not report the holder (capabilities.reportsHolder)'
@@ -180,16 +179,7 @@ export const acquireCases: CaseDefinition[] = [
       // reads the holder afterwards finds the lease already expired. It must still report the lease
       // that refused it (expiring in 0 ms), or the waiter, told nothing, backs off blindly.
       // acquireWithCheckpoint has acquire's failure-path reads: the same, through it.
-      const takes: Array<[string, (b: Backend, workId: string, ttl: number) => Promise<unknown>]> = [
-        ['acquire', (b, workId, ttl) => b.acquire(workId, 'holder-b', ttl)],
-      ]
-      if (c.capabilities.acquireWithCheckpoint) {
-        takes.push([
-          'acquireWithCheckpoint',
-          (b, workId, ttl) => b.acquireWithCheckpoint!(workId, 'holder-b', ttl),
-        ])
-      }
-      for (const [name, take] of takes) {
+      for (const [name, take] of takeWays(c)) {
         const workId = c.workId()
         const ttl = 5_000
         const record = await c.backend.acquire(workId, 'holder-a', ttl)
@@ -202,7 +192,10 @@ export const acquireCases: CaseDefinition[] = [
           clock: { now: () => (reads++ > 0 && writeSent() ? refusedAt + 2 : refusedAt) },
         })
         sentBefore = c.harness.roundTrips?.() ?? 0
-        const error = await rejection(() => take(late, workId, ttl), `${name} refused 1 ms before the expiry`)
+        const error = await rejection(
+          () => take(late, workId, 'holder-b', ttl),
+          `${name} refused 1 ms before the expiry`,
+        )
         check(isLeaseHeldError(error), `${name}: expected LEASE_HELD, got ${show(error)}`)
         check(
           error.holder !== undefined,

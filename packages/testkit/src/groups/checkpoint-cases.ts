@@ -2,7 +2,7 @@ import type { LeaseRecord } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { bytes } from './shared.js'
+import { bytes, takeWays } from './shared.js'
 
 /** Sends checkpoints one after another, each `[state, sequence]`, then checks which state is stored. */
 async function checkpointsLand(
@@ -259,23 +259,14 @@ export const checkpointCases: CaseDefinition[] = [
         ['an expiry', () => c.expire()],
       ]
       if (c.capabilities.revoke) ends.push(['a revoke', (record) => c.backend.revoke!(record.workId)])
-      const takes: Array<[string, (workId: string) => Promise<LeaseRecord>]> = [
-        ['acquire', (workId) => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)],
-      ]
-      if (c.capabilities.acquireWithCheckpoint) {
-        takes.push([
-          'acquireWithCheckpoint',
-          async (workId) => (await c.backend.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS)).record,
-        ])
-      }
       for (const [end, endLease] of ends) {
-        for (const [take, takeLease] of takes) {
+        for (const [take, takeLease] of takeWays(c)) {
           const workId = c.workId()
           const ttl = end === 'an expiry' ? SHORT_TTL_MS : LONG_TTL_MS
           const first = await c.backend.acquire(workId, 'holder-a', ttl)
           await c.backend.checkpoint(first, bytes('big sequence'), ttl, { sequence: Number.MAX_SAFE_INTEGER })
           await endLease(first)
-          const second = await takeLease(workId)
+          const second = await takeLease(c.backend, workId, 'holder-b', LONG_TTL_MS)
           await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
           checkBytes(
             (await c.backend.readCheckpoint(second)).state,

@@ -1,4 +1,4 @@
-import type { LeaseRecord } from '@worklease/spec'
+import type { Backend, LeaseRecord } from '@worklease/spec'
 import { check, checkEqual } from '../assertions.js'
 import type { CaseContext } from '../case-context.js'
 
@@ -32,4 +32,29 @@ export function checkRecord(
       `record.expiresAt ${record.expiresAt.toISOString()} is not about now + ttl (${expected.ttlMs} ms)`,
     )
   }
+}
+
+/** One way to take a lease: `acquire`, or `acquireWithCheckpoint` (its record) on `backend`. */
+export type TakeLease = (
+  backend: Backend,
+  workId: string,
+  holderId: string,
+  ttlMs: number,
+) => Promise<LeaseRecord>
+
+/**
+ * The ways `c`'s backend takes a lease: `acquire`, and `acquireWithCheckpoint` where it has it, which
+ * must take it exactly as `acquire` does (same tokens, same failure paths).
+ */
+export function takeWays(c: CaseContext): Array<[string, TakeLease]> {
+  const ways: Array<[string, TakeLease]> = [
+    ['acquire', (b, workId, holderId, ttlMs) => b.acquire(workId, holderId, ttlMs)],
+  ]
+  if (c.capabilities.acquireWithCheckpoint) {
+    ways.push([
+      'acquireWithCheckpoint',
+      async (b, workId, holderId, ttlMs) => (await b.acquireWithCheckpoint!(workId, holderId, ttlMs)).record,
+    ])
+  }
+  return ways
 }

@@ -1,8 +1,8 @@
-import { type LeaseHeldError, type LeaseRecord, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { type LeaseHeldError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { checkBytes, checkEqual, checkRejects, rejection } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
-import { bytes } from './shared.js'
+import { bytes, takeWays } from './shared.js'
 
 const CYCLES = 200
 
@@ -146,20 +146,11 @@ export const tokenCases: CaseDefinition[] = [
       // number that is no safe integer, and 2^53 + 1 as 2^53.
       const released = await c.backend.acquire(c.workId('released'), 'holder-a', LONG_TTL_MS)
       await c.backend.release(released)
-      const takes: Array<[string, (workId: string) => Promise<LeaseRecord>]> = [
-        ['acquire', (workId) => c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)],
-      ]
-      if (c.capabilities.acquireWithCheckpoint) {
-        takes.push([
-          'acquireWithCheckpoint',
-          async (workId) => (await c.backend.acquireWithCheckpoint!(workId, 'holder-a', LONG_TTL_MS)).record,
-        ])
-      }
-      for (const [take, takeLease] of takes)
+      for (const [take, takeLease] of takeWays(c))
         for (const token of [2n ** 53n - 1n, 2n ** 53n, 2n ** 53n + 1n]) {
           const workId = c.workId()
           await c.seedToken(workId, token - 1n)
-          const record = await takeLease(workId)
+          const record = await takeLease(c.backend, workId, 'holder-a', LONG_TTL_MS)
           checkEqual(record.fencingToken, token, `token ${take} took after the seed`)
           if (c.capabilities.reportsHolder) {
             const refused = await rejection(
