@@ -277,29 +277,13 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     query: Q & OnFencedTable<Q, C>,
     token: bigint,
   ): Promise<boolean> {
-    const update = query as UpdateQueryBuilder<any, any, any, any>
     const tokenValue = this.value(token)
-    const node = typeof update?.toOperationNode === 'function' ? update.toOperationNode() : undefined
-    if (node?.kind !== 'UpdateQueryNode') {
-      throw new InvalidArgumentError('a fenced update takes a Kysely updateTable() query')
-    }
-    // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
-    // trip) and, elsewhere, one of the two silently wins. SQLite and MySQL fold a name's case.
-    const fenceColumn = this.column.toLowerCase()
-    if (node.updates?.some((set) => assignedColumn(set.column)?.toLowerCase() === fenceColumn)) {
-      throw new InvalidArgumentError(
-        `a fenced update must not set ${JSON.stringify(this.column)}: the fence writes the token there itself`,
-      )
-    }
-    if (node.returning) {
-      throw new InvalidArgumentError(
-        'a fenced update takes no returning(): it reads the updated-row count to tell whether the write landed',
-      )
-    }
-    const result = await update
-      .set(sql.ref(this.column) as any, tokenValue)
+    // The caller's builder is read once (its set()); what it would run is checked in a plugin on the
+    // node Kysely compiles, so a builder cannot show the check one statement and send another.
+    const set = readUpdateSet(query)
+    const result = await (set(sql.ref(this.column), tokenValue) as UpdateQueryBuilder<any, any, any, any>)
       .where(this.condition(token))
-      .withPlugin(KEEP_CALLER_WHERE_WHOLE)
+      .withPlugin(fencedUpdatePlugin(this.column))
       .executeTakeFirst()
     return (result.numUpdatedRows ?? 0n) > 0n
   }
@@ -444,21 +428,56 @@ function takesRowAlias(version: string): boolean {
   return major > 8 || (major === 8 && (minor > 0 || patch >= 19))
 }
 
+const NOT_AN_UPDATE = 'a fenced update takes a Kysely updateTable() query'
+
+/** The caller's `set`, read once, bound to the builder it came from. */
+function readUpdateSet(query: unknown): (column: unknown, value: unknown) => unknown {
+  let set: unknown
+  try {
+    set = (query as { set?: unknown } | null | undefined)?.set
+  } catch (cause) {
+    throw new InvalidArgumentError(`${NOT_AN_UPDATE}, and this one cannot be read`, { cause })
+  }
+  if (typeof set !== 'function') throw new InvalidArgumentError(NOT_AN_UPDATE)
+  return (column, value) => set.call(query, column, value)
+}
+
 /**
- * Wraps what the caller's update query already had in its where-clause in parentheses beside the
- * fence's condition, which {@link SqlFence.update} appends last: Kysely joins where-clauses with a
- * bare `and`, and raw SQL such as `id = 1 OR id = 2` would otherwise leave `id = 1` unfenced.
+ * Checks the statement {@link SqlFence.update} is about to send, as Kysely compiles it (after the
+ * caller's plugins), and wraps what the caller's query had in its where-clause in parentheses beside
+ * the fence's condition, which the fence appends last: Kysely joins where-clauses with a bare `and`,
+ * and raw SQL such as `id = 1 OR id = 2` would otherwise leave `id = 1` unfenced. The fence's own
+ * assignment is the last one; every one before it is the caller's.
  */
-const KEEP_CALLER_WHERE_WHOLE: KyselyPlugin = {
-  transformQuery({ node }): RootOperationNode {
-    const both = node.kind === 'UpdateQueryNode' ? node.where?.where : undefined
-    if (both === undefined || !AndNode.is(both)) return node
-    return Object.freeze({
-      ...node,
-      where: WhereNode.create(AndNode.create(ParensNode.create(both.left), both.right)),
-    })
-  },
-  transformResult: async ({ result }) => result,
+function fencedUpdatePlugin(column: string): KyselyPlugin {
+  const fenceColumn = column.toLowerCase()
+  return {
+    transformQuery({ node }): RootOperationNode {
+      if (node.kind !== 'UpdateQueryNode' || !node.updates?.length || !node.where) {
+        throw new InvalidArgumentError(NOT_AN_UPDATE)
+      }
+      const callers = node.updates.slice(0, -1)
+      // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
+      // trip) and, elsewhere, one of the two silently wins. SQLite and MySQL fold a name's case.
+      if (callers.some((set) => assignedColumn(set.column)?.toLowerCase() === fenceColumn)) {
+        throw new InvalidArgumentError(
+          `a fenced update must not set ${JSON.stringify(column)}: the fence writes the token there itself`,
+        )
+      }
+      if (node.returning) {
+        throw new InvalidArgumentError(
+          'a fenced update takes no returning(): it reads the updated-row count to tell whether the write landed',
+        )
+      }
+      const both = node.where.where
+      if (!AndNode.is(both)) return node
+      return Object.freeze({
+        ...node,
+        where: WhereNode.create(AndNode.create(ParensNode.create(both.left), both.right)),
+      })
+    },
+    transformResult: async ({ result }) => result,
+  }
 }
 
 /** The upsert's write, each property and each column read once (a getter or Proxy could change). */

@@ -1,6 +1,6 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { CamelCasePlugin, type Kysely, sql } from 'kysely'
-import { afterEach, beforeEach, describe, expect, test } from 'vitest'
+import { afterEach, assert, beforeEach, describe, expect, test } from 'vitest'
 import { type DialectFamily, SqlFence } from '../src/index.js'
 import { code } from './helpers.js'
 import { mysqlDb, runs, TARGETS, type TargetStorage } from './targets.js'
@@ -289,11 +289,36 @@ for (const target of TARGETS) {
       const query = db.updateTable(storage.table).where('id', '=', 'order-1')
       for (const bad of [
         {},
+        new Proxy({}, { get: () => assert.fail('a builder that throws when read') }),
         db.selectFrom(storage.table).selectAll(),
         query.set({ total: 'x', fencing_token: '99' }),
         query.set({ total: 'x', FENCING_TOKEN: '99' } as never),
       ]) {
         expect(await code(fence.update(bad as never, 5n))).toBe('INVALID_ARGUMENT')
+      }
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
+    })
+
+    test('update: the statement checked is the statement sent (a query that shows one node and runs another is refused)', async () => {
+      // SQLite and MySQL let the second of two fencing_token assignments win, so a query that showed
+      // a clean node to the check and then ran one setting fencing_token = 99 raised the fence for good.
+      await seed('order-1', 'from 1', 1n)
+      const before = statements
+      const clean = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
+      for (const sent of [
+        clean.set({ fencing_token: '99' }),
+        clean.returning('id'),
+        db.deleteFrom(storage.table).where('id', '=', 'order-1'),
+      ]) {
+        const showsClean = new Proxy(sent, {
+          get(target, key) {
+            if (key === 'toOperationNode') return () => clean.toOperationNode()
+            const value = Reflect.get(target, key, target)
+            return typeof value === 'function' ? value.bind(target) : value
+          },
+        })
+        expect(await code(fence.update(showsClean as never, 5n))).toBe('INVALID_ARGUMENT')
       }
       expect(statements).toBe(before)
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
