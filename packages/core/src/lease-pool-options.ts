@@ -69,7 +69,7 @@ export interface LeasePoolOptions<S = Uint8Array> {
   /**
    * Time between rebalances (each one lists the group once), randomly shortened by up to 20% so
    * members that started together spread out; a member still short of its share after a rebalance
-   * looks again after a quarter of it (8 times in a row at most). Default: the Leaser's
+   * looks again after a quarter of it (8 looks in a row at most while it stays short). Default: the Leaser's
    * `renewIntervalMs`.
    *
    * ```ts

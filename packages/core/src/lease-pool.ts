@@ -42,6 +42,10 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * unit leases' own `acquired`, `released` and `lost` events come from the Leaser as usual.
  * `taken`: this member runs the unit, reported as its handler first starts (a unit taken but found
  * finished is handed back without it).
+ * `givingUp`: a rebalance gives a taken unit whose handler is still running back (another member's
+ * share, no longer in `units`, or marked done elsewhere); its handler is asked to stop, and `released`
+ * or `lost` follows (`done` if the handler finished before it heard). A unit given up before its
+ * handler started, or after it returned, is not reported.
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
  * until the lease's deadline) is `lost` instead.
@@ -690,7 +694,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   #giveUp(runner: UnitRunner): void {
     this.#handBacks.add(runner)
-    this.#emit({ type: 'givingUp', group: this.group, unit: runner.id })
+    // Only a unit reported taken, and not yet ended, is reported given up: one still reading its done
+    // mark goes back unrun, one whose handler has returned is being marked done or released already.
+    if (runner.running) this.#emit({ type: 'givingUp', group: this.group, unit: runner.id })
   }
 
   async #finish(runner: UnitRunner, end: UnitEnd): Promise<void> {

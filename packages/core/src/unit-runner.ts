@@ -50,6 +50,7 @@ export class UnitRunner {
   readonly ended: Promise<UnitEnd>
   readonly #stop = new AbortController()
   #leaving = false
+  #running = false
 
   constructor(
     id: string,
@@ -72,6 +73,14 @@ export class UnitRunner {
   /** Whether the pool gave this unit up: its handler was asked to stop, or will be. */
   get stopping(): boolean {
     return this.#leaving || this.#stop.signal.aborted
+  }
+
+  /**
+   * Whether the handler is running: it started (the gate passed) and has not returned for the last
+   * time. A unit given up before or after that is no unit its member was seen working on.
+   */
+  get running(): boolean {
+    return this.#running
   }
 
   /** Counts the unit as given up before its handler is asked to stop (see `HandBackQueue`). */
@@ -98,9 +107,14 @@ export class UnitRunner {
     if (gate) {
       const done = await gate.isDone().catch(() => undefined)
       if (done !== false || !this.lease.held || this.#stop.signal.aborted) return 'unrun'
-      gate.started()
     }
-    return this.#run(handler, retry)
+    this.#running = true
+    try {
+      gate?.started()
+      return await this.#run(handler, retry)
+    } finally {
+      this.#running = false
+    }
   }
 
   async #run(

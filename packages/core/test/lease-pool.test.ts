@@ -840,6 +840,42 @@ describe('LeasePool on a store call that never answers', () => {
     await time.until(pool.close())
   })
 
+  test('a unit given up while its done mark is read was never taken: no givingUp for it, no event at all', async () => {
+    const { time, leaser, wrapped: hanging } = setupWrapped((memory) => new HangsLists(memory))
+    let reads = 0
+    hanging.hang = (options) => options?.prefix === 'g/d/u2' && ++reads === 1
+    let units = ['u1', 'u2']
+    const pool = testPool(leaser, time, { units: () => units, rebalanceIntervalMs: INTERVAL / 4 })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    expect({ hung: hanging.hung, taken: types('u1') }).toEqual({ hung: 1, taken: ['taken'] })
+    // u2's lease is held, its done mark still being read, when the next rebalance finds it unwanted.
+    units = ['u1']
+    await time.advance(2 * INTERVAL)
+    expect({ units: pool.units, events: types('u2') }).toEqual({ units: ['u1'], events: [] })
+    await time.until(pool.close())
+  })
+
+  test('a unit that finished and is marked done is not reported given up while its release is out', async () => {
+    let time!: ManualTime
+    class SlowUnitReleases extends ForwardingBackend {
+      override async release(record: LeaseRecord, options?: CallOptions) {
+        if (record.workId === 'g/u/u1') await time.sleep(INTERVAL / 2)
+        return super.release(record, options)
+      }
+    }
+    const context = setup({ wrap: (memory) => new SlowUnitReleases(memory) })
+    time = context.time
+    const pool = testPool(context.leaser, time, { handler: () => {}, rebalanceIntervalMs: INTERVAL / 4 })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    // Rebalances list the group, its done mark set, while the unit's release is still out.
+    await time.advance(2 * INTERVAL)
+    expect(context.store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(types('u1')).toEqual(['taken', 'done'])
+    await time.until(pool.close())
+  })
+
   test('a listing of the group that never answers is given up: the member rebalances on and takes its share', async () => {
     const { time, leaser, other } = setup()
     const hangingB = new HangsLists(other)
