@@ -190,6 +190,11 @@ export class RedisBackend implements Backend {
     // A string once: an object with Symbol.toPrimitive would be made a key again on every call.
     if (typeof keyPrefix !== 'string')
       throw new InvalidArgumentError('worklease redis: keyPrefix must be a string')
+    // Sent as UTF-8, which has no lone surrogate: two prefixes differing only in one would name the
+    // same keys (both halves become U+FFFD), and two backends meant apart would share their leases.
+    if (/\p{Surrogate}/u.test(keyPrefix)) {
+      throw new InvalidArgumentError('worklease redis: keyPrefix must not contain lone surrogates')
+    }
     if (listIndex !== undefined && typeof listIndex !== 'boolean') {
       throw new InvalidArgumentError('worklease redis: listIndex must be a boolean')
     }

@@ -399,6 +399,8 @@ describe('a command whose reply was lost is never sent twice', () => {
         { client: {} },
         { client, keyPrefix: 5 },
         { client, keyPrefix: shifting },
+        // UTF-8 has no lone surrogate: 'a\ud800:' and 'a\udfff:' would both be sent as 'a\ufffd:'.
+        { client, keyPrefix: 'a\ud800:' },
         { client, listIndex: 'no' },
         { client, maxStateBytes: -1 },
         { client, maxStateBytes: 'x' },
