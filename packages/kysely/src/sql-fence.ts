@@ -352,14 +352,17 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
       const stored = (column: string) => sql.ref(rowAlias ? `${table}.${column}` : column)
       const old = stored(this.column)
       const ok = sql`(${old} IS NULL OR ${old} <= ${incoming(this.column)})`
-      const set: Record<string, unknown> = {}
-      for (const column of valueColumns) {
-        set[column] = sql`IF(${ok}, ${incoming(column)}, ${stored(column)})`
-      }
-      // Last, so every IF above still reads the old fence. LAST_INSERT_ID(1) in VALUES marks an insert;
-      // on a duplicate the update's LAST_INSERT_ID(1 or 0) replaces it, as the lease's acquire does.
-      set[this.column] =
-        sql`IF(${ok}, IF(LAST_INSERT_ID(1), ${incoming(this.column)}, NULL), ${old} + LAST_INSERT_ID(0))`
+      // Built from entries, never by assignment: a column named __proto__ would set the prototype.
+      const set = Object.fromEntries([
+        ...valueColumns.map((column) => [column, sql`IF(${ok}, ${incoming(column)}, ${stored(column)})`]),
+        // Last, so every IF above still reads the old fence. LAST_INSERT_ID(1) in VALUES marks an
+        // insert; on a duplicate the update's LAST_INSERT_ID(1 or 0) replaces it, as the lease's
+        // acquire does.
+        [
+          this.column,
+          sql`IF(${ok}, IF(LAST_INSERT_ID(1), ${incoming(this.column)}, NULL), ${old} + LAST_INSERT_ID(0))`,
+        ],
+      ])
       const row: Record<string, unknown> = {
         ...key,
         ...pick(values, valueColumns),
@@ -382,11 +385,11 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
       .onConflict((conflict) =>
         conflict
           .columns(keyColumns as any)
-          .doUpdateSet((eb) => {
-            const set: Record<string, unknown> = {}
-            for (const column of [...valueColumns, this.column]) set[column] = eb.ref(`excluded.${column}`)
-            return set
-          })
+          .doUpdateSet((eb) =>
+            Object.fromEntries(
+              [...valueColumns, this.column].map((column) => [column, eb.ref(`excluded.${column}`)]),
+            ),
+          )
           .where(sql<SqlBool>`(${table_} IS NULL OR ${table_} <= ${sql.ref(`excluded.${this.column}`)})`),
       )
       .executeTakeFirst()

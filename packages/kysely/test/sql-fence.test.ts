@@ -156,6 +156,30 @@ for (const target of TARGETS) {
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 2', token: 2n })
     })
 
+    test('upsert: a column named __proto__ is written on insert and on update alike', async () => {
+      // Collected by assignment into a plain object, the update's __proto__ set its prototype instead:
+      // the row kept its old value while the upsert answered true.
+      const type = sql.raw(family === 'mysql' ? 'varchar(64)' : 'TEXT')
+      await sql`ALTER TABLE ${sql.table(storage.table)} ADD COLUMN ${sql.ref('__proto__')} ${type}`.execute(
+        storage.admin,
+      )
+      const write = (proto: string, token: bigint) =>
+        fence.upsert({
+          table: storage.table,
+          key: { id: 'order-1' },
+          values: JSON.parse(`{"__proto__": "${proto}", "total": "${proto}"}`),
+          token,
+        })
+      expect(await write('first', 1n)).toBe(true)
+      expect(await write('second', 2n)).toBe(true)
+      const row = await storage.admin
+        .selectFrom(storage.table)
+        .select([sql<string>`${sql.ref('__proto__')}`.as('proto'), 'total'])
+        .where('id', '=', 'order-1')
+        .executeTakeFirst()
+      expect(row).toEqual({ proto: 'second', total: 'second' })
+    })
+
     // The fence is per row, not per unit of work: documented where SqlFence is introduced.
     const ORDERS = ['order-1', 'order-2', 'order-3']
 
