@@ -19,6 +19,23 @@ describe('worklease, whatever the store', () => {
     [['show', 'x', '--store', 'mongodb://h/db?binarySize=maybe'], 2, /binarySize= takes 0 or 1/],
     [['list'], 2, /^worklease: no store: pass --store <url> or set WORKLEASE_STORE\n$/],
     [['list', '--store', 'sqlite:/nonexistent/dir/leases.db'], 1, /^worklease: no SQLite database at /],
+    // An id no lease can have is a usage error before the store is opened (which here does not exist).
+    [['show', '', '--store', 'sqlite:/nonexistent/dir/leases.db'], 2, /workId must not be empty/],
+    [
+      ['revoke', 'x'.repeat(256), '--yes', '--store', 'sqlite:/nonexistent/dir/leases.db'],
+      2,
+      /workId must be at most 255/,
+    ],
+    [
+      ['list', 'x'.repeat(256), '--store', 'sqlite:/nonexistent/dir/leases.db'],
+      2,
+      /prefix must be at most 255/,
+    ],
+    [
+      ['watch', 'x'.repeat(256), '--store', 'sqlite:/nonexistent/dir/leases.db'],
+      2,
+      /prefix must be at most 255/,
+    ],
   ])('%j exits %i with one line on stderr, no stack trace', async (args, exitCode, message) => {
     const { code, stdout, stderr } = await cli(args)
     expect(stdout).toBe('')

@@ -1,4 +1,5 @@
 import { Command } from 'commander'
+import { idArgument } from '../id-argument.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { jsonLine, quoted, toRow } from '../lease-row.js'
 import { positiveInteger } from '../parse-number.js'
@@ -15,7 +16,12 @@ interface ListOptions extends StoreOptions {
 export function listCommand(io: Io): Command {
   return addStoreOptions(new Command('list'))
     .description('list leases, in workId order, page by page (memory stays bounded whatever the table holds)')
-    .argument('[prefix]', 'only workIds that start with this (literally: no wildcards)', '')
+    .argument(
+      '[prefix]',
+      'only workIds that start with this (literally: no wildcards)',
+      idArgument('prefix', { emptyMeansAll: true }),
+      '',
+    )
     .option('--json', 'one JSON object per lease and line (see the README for the fields)')
     .option('-n, --limit <count>', 'stop after this many leases', positiveInteger('--limit'))
     .option('--page-size <count>', 'leases per query, 1..1000', positiveInteger('--page-size', 1_000), 500)

@@ -4,6 +4,7 @@ import { Command } from 'commander'
 import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
+import { idArgument } from '../id-argument.js'
 import { type Io, writeLine } from '../io.js'
 import { jsonLine, quoted, statusOf } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
@@ -69,7 +70,7 @@ export function revokeCommand(io: Io): Command {
       "end a wedged holder's lease: its record is refused (FENCED) from now on, and the next holder " +
         'gets the next token with an unclean handoff; exits 3 if the lease was not live',
     )
-    .argument('<workId>', 'the unit of work')
+    .argument('<workId>', 'the unit of work', idArgument('workId'))
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--json', 'print {"workId","revoked","previous"} as JSON')
     .action(async (workId: string, options: RevokeCommandOptions) => {

@@ -2,6 +2,7 @@ import { Command } from 'commander'
 import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
+import { idArgument } from '../id-argument.js'
 import { colorsFor, type Io, writeLine } from '../io.js'
 import { formatBytes, formatDuration, jsonLine, quoted, terminalSafe, toRow } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
@@ -13,7 +14,7 @@ interface ShowOptions extends StoreOptions {
 export function showCommand(io: Io): Command {
   return addStoreOptions(new Command('show'))
     .description('show one lease; exits 3 if the store has none for that workId')
-    .argument('<workId>', 'the unit of work')
+    .argument('<workId>', 'the unit of work', idArgument('workId'))
     .option('--json', 'one JSON object (the fields of list --json)')
     .action(async (workId: string, options: ShowOptions) => {
       await withStore(options, io, async ({ backend, label }) => {

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
+import { idArgument } from '../id-argument.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { jsonLine, type LeaseRow, quoted, toRow } from '../lease-row.js'
 import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
@@ -26,7 +27,12 @@ export function watchCommand(io: Io): Command {
     .description(
       'watch leases: a live table on a terminal; elsewhere (or with --json) one line per lease that appears, changes or goes',
     )
-    .argument('[prefix]', 'only workIds that start with this', '')
+    .argument(
+      '[prefix]',
+      'only workIds that start with this',
+      idArgument('prefix', { emptyMeansAll: true }),
+      '',
+    )
     .option(
       '--json',
       'one JSON object per change: {"change":"added"|"changed"|"removed", ...the list --json fields}',
