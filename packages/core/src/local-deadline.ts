@@ -36,6 +36,10 @@ export class LocalDeadline {
    * counted for more (replies can arrive out of order once calls overlap).
    */
   extend(start: Instant): boolean {
+    // A reading that is no time (NaN from a mocked Date, say) would make a deadline that never
+    // passes: NaN compares false with everything. It proves nothing, so it moves nothing.
+    if (!Number.isFinite(start.mono) || (start.wall !== undefined && !Number.isFinite(start.wall)))
+      return false
     const startMs = Math.floor(start.mono)
     if (this.#extended && startMs < this.#lastSuccessStart) return false
     this.#extended = true
@@ -51,11 +55,16 @@ export class LocalDeadline {
    * of `now` (default: read the clocks), which a batch reads once for all its leases.
    */
   remaining(now?: Instant): number {
-    const mono = this.#mono - (now === undefined ? this.#timers.now() : now.mono)
+    const monoNow = now === undefined ? this.#timers.now() : now.mono
+    // A clock that reads no time now cannot show the lease is still ours.
+    if (!Number.isFinite(monoNow)) return 0
+    const mono = this.#mono - monoNow
     if (this.#wall === undefined) return mono
     const wallNow = now === undefined ? this.#timers.wallNow?.() : now.wall
+    if (wallNow === undefined) return mono
+    if (!Number.isFinite(wallNow)) return 0
     // Integer + integer first: exact, so the difference is as exact as the clock reading.
-    return wallNow === undefined ? mono : Math.min(mono, this.#wall + WALL_ORIGIN - wallNow)
+    return Math.min(mono, this.#wall + WALL_ORIGIN - wallNow)
   }
 }
 

@@ -34,4 +34,29 @@ describe('LocalDeadline', () => {
     expect(deadline.extend({ mono: 600, wall: undefined })).toBe(true)
     expect(deadline.remaining({ mono: 0, wall: undefined })).toBe(1_600)
   })
+
+  test('a clock reading that is no finite number never moves the deadline, and read now it leaves no time', () => {
+    // One NaN reading (a mocked Date, a broken timers.now) kept a lease live for good: NaN compares
+    // false with everything, so the deadline never passed.
+    const wall = Date.now()
+    const deadline = new LocalDeadline(timers(wall), 1_000, { mono: 0, wall })
+    for (const start of [
+      { mono: Number.NaN, wall: wall + 100 },
+      { mono: Number.POSITIVE_INFINITY, wall: wall + 100 },
+      { mono: 100, wall: Number.NaN },
+      { mono: 100, wall: Number.POSITIVE_INFINITY },
+    ]) {
+      expect(deadline.extend(start)).toBe(false)
+    }
+    expect(deadline.remaining({ mono: 100, wall: wall + 100 })).toBe(900)
+    for (const now of [
+      { mono: Number.NaN, wall: wall + 100 },
+      { mono: 100, wall: Number.NaN },
+      { mono: Number.NEGATIVE_INFINITY, wall: wall + 100 },
+    ]) {
+      expect(deadline.remaining(now)).toBe(0)
+    }
+    const bornBad = new LocalDeadline(timers(), 1_000, { mono: Number.NaN, wall: undefined })
+    expect(bornBad.remaining({ mono: 0, wall: undefined })).toBeLessThanOrEqual(0)
+  })
 })

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest'
-import { isLeaseEndedError, type LeaseLostError } from '../src/index.js'
+import { isLeaseEndedError, type LeaseLostError, type Timers } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
 import { bytes, DEADLINE, setup, TTL, text, track } from './setup.js'
 
 // Guarantees no other test pinned down. Each case was found by mutating the runner (session 26, 75
@@ -84,4 +85,36 @@ test('an acquire whose signal is already aborted makes no store call', async () 
   controller.abort(new Error('no longer wanted'))
   await expect(leaser.acquire('job', { signal: controller.signal })).rejects.toThrow('no longer wanted')
   expect(backend.calls.acquire).toBe(0)
+})
+
+describe('a clock that reads no time', () => {
+  test.each([
+    ['wall clock', 'wallNow'],
+    ['monotonic clock', 'now'],
+  ] as const)(
+    'one NaN reading of the %s at the acquire ends the lease at its deadline, not never',
+    async (_, clock) => {
+      const time = new ManualTime()
+      let bad = 0
+      const read = (value: number) => (bad-- > 0 ? Number.NaN : value)
+      const timers: Timers = {
+        now: () => (clock === 'now' ? read(time.now()) : time.now()),
+        wallNow: () => (clock === 'wallNow' ? read(time.wallNow()) : time.wallNow()),
+        setTimeout: (callback, ms) => time.setTimeout(callback, Number.isNaN(ms) ? 1 : ms),
+        clearTimeout: (handle) => time.clearTimeout(handle),
+      }
+      const { leaser, backend, other, named } = setup({ time, timers })
+      bad = 1 // the acquire's start reads each clock once
+      const lease = await leaser.acquire('job')
+      backend.setDown(true) // no renew lands from now on
+      await time.advance(3 * TTL)
+      const successor = await other.acquire('job', 'worker-b', TTL)
+      expect({
+        successor: successor.fencingToken,
+        held: lease.held,
+        aborted: lease.signal.aborted,
+        lost: named('lost').map(({ event }) => event.reason),
+      }).toEqual({ successor: 2n, held: false, aborted: true, lost: ['deadline'] })
+    },
+  )
 })
