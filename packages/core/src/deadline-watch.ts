@@ -16,6 +16,9 @@ export interface WatchedLease {
   [deadlineDue](slot: number, now: Instant): void
 }
 
+/** A forward step of the wall clock against the monotonic one this large has every deadline checked. */
+const WALL_STEP_MS = 100
+
 /**
  * @internal Where one Leaser's leases wait for their local deadlines, with one timer for all of them:
  * a lease files itself under its deadline; when that slot begins it is renewed (and files itself again
@@ -25,16 +28,63 @@ export interface WatchedLease {
  *
  * The window is a tenth of the usable ttl, at most a second: a few dozen wakeups per ttl for the whole
  * Leaser, and a deadline rarely less than a window away when its slot begins.
+ *
+ * Deadlines are filed on the monotonic clock, but a lease also ends by the wall clock, which a host
+ * suspend (the monotonic clock stands still) or an NTP step moves on its own. So while leases wait,
+ * and the timers have a wall clock, the watch compares the two clocks once a window; when the wall
+ * clock has gained {@link WALL_STEP_MS} or more (a window, if shorter), every lease is checked at
+ * once: a kept `lease.signal` aborts within a window of the step, not at the lease's next renewal.
  */
-export function deadlineWatch(timers: Timers, usableMs: number): TimerWheel<WatchedLease> {
-  const windowMs = Math.max(1, Math.min(1_000, Math.floor(usableMs / 10)))
-  return new TimerWheel<WatchedLease>(
-    timers,
-    windowMs,
-    (due) => {
-      const now = instant(timers)
-      for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot, now)
-    },
-    (lease) => lease[deadlineSlot],
-  )
+export class DeadlineWatch extends TimerWheel<WatchedLease> {
+  readonly #timers: Timers
+  readonly #stepMs: number
+  #heartbeat: unknown
+  /** How far the wall clock was ahead of the monotonic one at the last look. */
+  #wallLead = 0
+
+  constructor(timers: Timers, usableMs: number) {
+    const windowMs = Math.max(1, Math.min(1_000, Math.floor(usableMs / 10)))
+    super(
+      timers,
+      windowMs,
+      (due) => {
+        const now = instant(timers)
+        for (const { slot, items } of due) for (const lease of items) lease[deadlineDue](slot, now)
+      },
+      (lease) => lease[deadlineSlot],
+    )
+    this.#timers = timers
+    this.#stepMs = Math.min(windowMs, WALL_STEP_MS)
+  }
+
+  override at(item: WatchedLease, dueAt: number, current?: number): number {
+    const slot = super.at(item, dueAt, current)
+    if (this.#heartbeat === undefined && this.#timers.wallNow !== undefined) {
+      this.#wallLead = wallLead(instant(this.#timers)) || 0
+      this.#heartbeat = this.#timers.setTimeout(this.#onHeartbeat, this.windowMs)
+    }
+    return slot
+  }
+
+  override clearIfIdle(): void {
+    super.clearIfIdle()
+    if (!this.idle || this.#heartbeat === undefined) return
+    this.#timers.clearTimeout(this.#heartbeat)
+    this.#heartbeat = undefined
+  }
+
+  readonly #onHeartbeat = (): void => {
+    this.#heartbeat = undefined
+    if (this.idle) return
+    const lead = wallLead(instant(this.#timers))
+    // A reading that is no time is checked too: each lease then reads the clocks itself.
+    const stepped = !(lead - this.#wallLead < this.#stepMs)
+    if (Number.isFinite(lead)) this.#wallLead = lead
+    this.#heartbeat = this.#timers.setTimeout(this.#onHeartbeat, this.windowMs)
+    if (stepped) this.dueAll()
+  }
+}
+
+function wallLead(now: Instant): number {
+  return now.wall! - now.mono
 }

@@ -45,7 +45,7 @@ export interface LeaseContext {
   readonly renewJitter: number
   /** Where the backend renews in batches: renewals go through it, with no timer of their own. */
   readonly schedule: RenewalSchedule | undefined
-  /** Where leases wait for their local deadlines, with one timer for all (see deadlineWatch). */
+  /** Where leases wait for their local deadlines, with one timer for all (see DeadlineWatch). */
   readonly deadlines: TimerWheel<WatchedLease>
   readonly callTimeoutMs: number
   readonly checkpointTimeoutMs: number

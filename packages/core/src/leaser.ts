@@ -33,7 +33,7 @@ import {
   resolveRetry,
 } from './check-option.js'
 import { bytesCodec } from './checkpoint-codec.js'
-import { deadlineWatch } from './deadline-watch.js'
+import { DeadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { HeldLeases } from './held-leases.js'
 import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive } from './lease.js'
@@ -256,7 +256,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       renewIntervalMs,
       renewJitter,
       schedule,
-      deadlines: deadlineWatch(timers, ttlMs - safetyMarginMs),
+      deadlines: new DeadlineWatch(timers, ttlMs - safetyMarginMs),
       callTimeoutMs,
       checkpointTimeoutMs,
       callSignals,

@@ -84,6 +84,20 @@ export class TimerWheel<T> {
     this.#slots.delete(slot)
   }
 
+  /** Whether no item waits in any slot. */
+  get idle(): boolean {
+    return this.#slots.size === 0
+  }
+
+  /**
+   * Hands every slot to `onDue` now, as if all had begun: the clock items were filed on no longer
+   * tells when they are due (another clock they also count on was stepped).
+   */
+  dueAll(): void {
+    if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
+    this.#fire(Number.POSITIVE_INFINITY)
+  }
+
   /** Clears the timer if nothing waits (a Leaser that closed leaves nothing armed). */
   clearIfIdle(): void {
     if (this.#slots.size > 0 || this.#timer === undefined) return

@@ -130,7 +130,7 @@ describe('what an acquire and release cost in timers', () => {
   // call's timeout, its slice's signal, the deadline wheel's and the renewal schedule's slot, each
   // set for the lease and cleared when it left) were a fifth of the runner's CPU on the memory
   // backend. The shared ones now stay armed while leases come and go.
-  test('a hundred acquire and release cycles, one after another, set four timers in all', async () => {
+  test('a hundred acquire and release cycles, one after another, set five timers in all', async () => {
     const time = new ManualTime()
     const { timers, counts } = countingTimers(time)
     // Without jitter: a lease due sooner than the one the schedule's timer waits for sets it again.
@@ -145,7 +145,8 @@ describe('what an acquire and release cost in timers', () => {
       const lease = await leaser.acquire(`job-${cycle}`)
       await lease.release()
     }
-    expect(counts.timersSet).toBeLessThanOrEqual(4)
+    // The fifth: the deadline wheel's look at the wall clock, set once while leases come and go.
+    expect(counts.timersSet).toBeLessThanOrEqual(5)
     await leaser.close()
     expect(time.pending).toBe(0)
   })

@@ -3,6 +3,7 @@ import { InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { keepAliveState } from '../src/abortable.js'
 import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
+import type { ManualTime } from './manual-time.js'
 import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
 
 describe('renewal', () => {
@@ -181,6 +182,39 @@ describe('renewal', () => {
     expect(named('lost')[0]!.event.reason).toBe('deadline')
     expect(backend.calls.renew).toBe(0)
   })
+
+  test.each([
+    ['a system suspend', (time: ManualTime) => time.suspend(DEADLINE)],
+    [
+      "this host's wall clock stepped forward",
+      (time: ManualTime) => {
+        time.localWallOffset += DEADLINE
+      },
+    ],
+  ])(
+    'after %s past the deadline, a kept signal aborts within a deadline window, not at the next renewal',
+    async (_, step) => {
+      for (const batch of [false, true]) {
+        const { time, leaser, named } = setup({ batch })
+        const lease = await leaser.acquire('job')
+        const signal = lease.signal // kept, as a caller hands it to its writes
+        await time.advance(10)
+        step(time)
+        // The deadline window is a tenth of the usable ttl (90 ms); the renewal is due at 333 ms.
+        await time.advance(100)
+        expect({
+          batch,
+          aborted: signal.aborted,
+          lost: named('lost').map(({ event }) => event.reason),
+        }).toEqual({
+          batch,
+          aborted: true,
+          lost: ['deadline'],
+        })
+        await time.until(leaser.close())
+      }
+    },
+  )
 
   test('a renew reply that arrives after a system suspend past the deadline is not trusted', async () => {
     const { time, backend, leaser, named } = setup()
