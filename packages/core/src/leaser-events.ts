@@ -19,7 +19,10 @@ export interface LeaseEventBase {
  * ```
  */
 export interface LeaserEvents {
-  /** A lease was acquired; `attempts` counts the backend calls it took (LEASE_HELD polls included). */
+  /**
+   * A lease was acquired; `attempts` counts the backend calls it took (LEASE_HELD polls included).
+   * One whose reply was read after its local deadline (the process paused) is reported `lost` only.
+   */
   acquired: LeaseEventBase & { readonly record: LeaseRecord; readonly attempts: number }
   /** A renew or checkpoint succeeded; `remainingMs` is the new time to the local deadline. */
   renewed: LeaseEventBase & { readonly op: 'renew' | 'checkpoint'; readonly remainingMs: number }

@@ -788,7 +788,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     }
     // Before anyone can see the lease: close() releases a run's lease only once its callback settled.
     if (callbackDone) this.#running.set(lease, callbackDone)
-    if (lease[storeSideLive]) this.#leases.add(lease)
+    // Dead at birth (its reply was read after the local deadline: a pause), the lease was reported
+    // lost as it was made; reported acquired after that, a listener would count it held.
+    if (!lease[storeSideLive]) return lease
+    this.#leases.add(lease)
     if (this.#events.wants('acquired')) {
       this.#events.emit('acquired', {
         workId: record.workId,

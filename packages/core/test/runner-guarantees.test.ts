@@ -1,3 +1,5 @@
+import type { CallOptions } from '@worklease/spec'
+import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseEndedError, type LeaseLostError, type Timers } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
@@ -76,6 +78,32 @@ describe('the Leaser', () => {
     await time.advance(400) // the renew at 333 is FENCED
     expect(seen).toEqual([[true, false, 0]])
   })
+})
+
+// Found by a review (session 35): 'acquired' was emitted after 'lost' for a lease dead at birth, so a
+// listener that tracks held leases from the events kept one that was gone.
+test('a lease whose acquire reply is read after its deadline (a pause) is reported lost, not acquired after', async () => {
+  let time!: ManualTime
+  class PausesAfterAcquire extends ForwardingBackend {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      time.jump(2 * TTL) // the process pauses with the reply in hand
+      return taken
+    }
+  }
+  const context = setup({ wrap: (memory) => new PausesAfterAcquire(memory) })
+  time = context.time
+  const lease = await context.leaser.acquire('job')
+  expect({
+    held: lease.held,
+    events: context.events.map(({ name }) => name),
+    leases: context.leaser.leases.length,
+  }).toEqual({ held: false, events: ['lost'], leases: 0 })
 })
 
 // Caught: an acquire that checks its signal only once the store was called.
