@@ -655,8 +655,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
 
   /** Built field by field: a spread of {@link #base} costs more than the rest of a batched renewal. */
   #emitRenewed(op: 'renew' | 'checkpoint'): void {
+    // Read first: it checks the deadline again, and one that passed since the reply was judged (a
+    // listener of an earlier lease of the batch blocked) ends the lease here, reported lost only.
+    const remainingMs = this.remainingMs()
+    if (this.#loss !== undefined) return
     const { workId, holderId, fencingToken } = this.record
-    this.#ctx.events.emit('renewed', { workId, holderId, fencingToken, op, remainingMs: this.remainingMs() })
+    this.#ctx.events.emit('renewed', { workId, holderId, fencingToken, op, remainingMs })
   }
 
   /**

@@ -82,7 +82,8 @@ export class ManualTime implements Timers {
       next.callback()
       await this.flush()
     }
-    this.#now = target
+    // Never back: a timer's callback may have jumped the clock past the target (a pause).
+    this.#now = Math.max(this.#now, target)
     await this.flush()
   }
 

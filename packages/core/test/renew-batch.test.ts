@@ -79,6 +79,23 @@ describe('renewals through renewMany', () => {
     expect(leaser.leases.length).toBe(100)
   })
 
+  // Found by a review (session 35): the batch reads its reply time once, and a listener that blocks
+  // makes that time stale for the leases after it.
+  test("a lease of a batch whose deadline passed while a 'renewed' listener ran is reported lost, not renewed", async () => {
+    const { time, leaser } = setup({ batch: true })
+    await Promise.all([leaser.acquire('a'), leaser.acquire('b')])
+    const seen: string[] = []
+    leaser.on('renewed', (event) => {
+      seen.push(`renewed ${event.workId}`)
+      if (seen.length === 1) time.jump(2 * TTL) // the listener blocks the process past every deadline
+    })
+    leaser.on('lost', (event) => seen.push(`lost ${event.workId}`))
+    await time.advance(INTERVAL)
+    expect(seen).toEqual(['renewed a', 'lost b'])
+    await time.advance(100) // a's deadline passed in the pause too: the wheel's next look finds it
+    expect(seen).toEqual(['renewed a', 'lost b', 'lost a'])
+  })
+
   test('a renewal waiting for its batch is still sent within the interval', async () => {
     const { time, leaser, named } = setup({ batch: true })
     await leaser.acquire('job')
