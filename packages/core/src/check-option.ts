@@ -160,16 +160,34 @@ export function checkCodec<S>(name: string, value: unknown): CheckpointCodec<S> 
 /** What every backend has: the runner calls each of these on every lease. */
 const REQUIRED_OPERATIONS = ['acquire', 'renew', 'checkpoint', 'release', 'readCheckpoint'] as const
 
+/** @internal A backend as the runner uses it: its capabilities read once, on the same read as checked. */
+export interface CheckedBackend {
+  readonly backend: Backend
+  /** Whether the acquire can bring the checkpoint (declared, and the method is there). */
+  readonly acquireWithCheckpoint: boolean
+  /** Whether LEASE_HELD names the holder. */
+  readonly reportsHolder: boolean
+  /** The largest `renewMany` batch; undefined when leases are renewed one by one. */
+  readonly renewManyMaxRecords: number | undefined
+}
+
 /**
  * @internal Checks a backend before it is used: it has what the contract requires. A missing one
  * would otherwise fail on every call as a TypeError, which the runner cannot tell from a store
  * failure: retried until the lease is lost. An optional operation is used only where the
  * capabilities declare it and the method is there too (a wrapper that forwards the capabilities but
- * not every operation, as the testing suites' do, is still a backend): `renewMany`'s `maxRecords` is
- * checked where it will be used. The backend is used as it is (its methods called on it), not copied.
+ * not every operation, as the testing suites' do, is still a backend). The capabilities the runner
+ * acts on are read once and returned: a getter answering another `maxRecords` later cannot pass the
+ * check with one and be used with another. The backend is used as it is (its methods called on it),
+ * not copied.
  */
-export function checkBackend(name: string, value: unknown): Backend {
-  const fields = readFields(name, value, ['capabilities', 'renewMany', ...REQUIRED_OPERATIONS])
+export function checkBackend(name: string, value: unknown): CheckedBackend {
+  const fields = readFields(name, value, [
+    'capabilities',
+    'renewMany',
+    'acquireWithCheckpoint',
+    ...REQUIRED_OPERATIONS,
+  ])
   for (const operation of REQUIRED_OPERATIONS) {
     if (typeof fields[operation] !== 'function') {
       throw new InvalidArgumentError(
@@ -177,12 +195,30 @@ export function checkBackend(name: string, value: unknown): Backend {
       )
     }
   }
-  const { renewMany } = readFields(`${name}.capabilities`, fields.capabilities, ['renewMany'])
-  if (renewMany !== undefined && typeof fields.renewMany === 'function') {
-    const { maxRecords } = readFields(`${name}.capabilities.renewMany`, renewMany, ['maxRecords'])
-    checkInteger(`${name}.capabilities.renewMany.maxRecords`, maxRecords, 1, Number.MAX_SAFE_INTEGER)
+  const capabilities = readFields(`${name}.capabilities`, fields.capabilities, [
+    'renewMany',
+    'acquireWithCheckpoint',
+    'reportsHolder',
+  ])
+  let renewManyMaxRecords: number | undefined
+  if (capabilities.renewMany !== undefined && typeof fields.renewMany === 'function') {
+    const { maxRecords } = readFields(`${name}.capabilities.renewMany`, capabilities.renewMany, [
+      'maxRecords',
+    ])
+    renewManyMaxRecords = checkInteger(
+      `${name}.capabilities.renewMany.maxRecords`,
+      maxRecords,
+      1,
+      Number.MAX_SAFE_INTEGER,
+    )
   }
-  return value as Backend
+  return {
+    backend: value as Backend,
+    acquireWithCheckpoint:
+      capabilities.acquireWithCheckpoint === true && typeof fields.acquireWithCheckpoint === 'function',
+    reportsHolder: capabilities.reportsHolder === true,
+    renewManyMaxRecords,
+  }
 }
 
 /**

@@ -182,12 +182,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #onQuiet: (() => void) | undefined
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
+  readonly #reportsHolder: boolean
 
   constructor(leaserOptions: LeaserOptions<S>) {
     if (typeof leaserOptions !== 'object' || leaserOptions === null)
       throw new InvalidArgumentError('options are required')
     const options = readFields('options', leaserOptions, LEASER_OPTIONS)
-    const backend = checkBackend('options.backend', options.backend)
+    const checked = checkBackend('options.backend', options.backend)
+    const { backend } = checked
     const { ttlMs } = options
     validateTtl(ttlMs)
     const holderId = options.holderId ?? defaultHolderId()
@@ -232,22 +234,23 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     this.ttlMs = ttlMs
     this.renewIntervalMs = renewIntervalMs
     this.safetyMarginMs = safetyMarginMs
-    this.#prefetchCheckpoint =
-      prefetchCheckpoint &&
-      backend.capabilities.acquireWithCheckpoint === true &&
-      typeof backend.acquireWithCheckpoint === 'function'
+    this.#prefetchCheckpoint = prefetchCheckpoint && checked.acquireWithCheckpoint
+    this.#reportsHolder = checked.reportsHolder
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
     // most a second) go out together where the backend can renew many at once.
-    const schedule = RenewalSchedule.supports(backend)
-      ? new RenewalSchedule(backend, {
-          ttlMs,
-          timers,
-          windowMs: Math.min(MAX_RENEW_BATCH_WINDOW_MS, Math.floor(renewIntervalMs / 10)),
-          callTimeoutMs,
-          // Every lease whose renewal starts is live in the store, so among these.
-          mayRepeat: () => this.#leases.sharesWorkIds,
-        })
-      : undefined
+    const maxRecords = checked.renewManyMaxRecords
+    const schedule =
+      maxRecords !== undefined
+        ? new RenewalSchedule(backend, {
+            maxRecords,
+            ttlMs,
+            timers,
+            windowMs: Math.min(MAX_RENEW_BATCH_WINDOW_MS, Math.floor(renewIntervalMs / 10)),
+            callTimeoutMs,
+            // Every lease whose renewal starts is live in the store, so among these.
+            mayRepeat: () => this.#leases.sharesWorkIds,
+          })
+        : undefined
     const callSignals = new CallSignals(timers, callTimeoutMs)
     this.#ctx = Object.freeze({
       backend,
@@ -699,7 +702,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * the backend names the holder in `LEASE_HELD`; elsewhere such a lease expires after its ttl.
    */
   #settleUnknown(call: PendingAcquire): void {
-    if (!this.backend.capabilities.reportsHolder) return
+    if (!this.#reportsHolder) return
     const start = instant(this.#ctx.timers)
     this.#unawaited++
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.

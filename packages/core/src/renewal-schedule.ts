@@ -70,6 +70,8 @@ export class RenewalSchedule {
   constructor(
     backend: Backend,
     options: {
+      /** The backend's `capabilities.renewMany.maxRecords`, as the Leaser read and checked it. */
+      maxRecords: number
       ttlMs: number
       timers: Timers
       windowMs: number
@@ -88,12 +90,7 @@ export class RenewalSchedule {
     )
     this.#callTimeoutMs = options.callTimeoutMs
     this.#mayRepeat = options.mayRepeat ?? (() => true)
-    this.#maxRecords = Math.max(1, Math.floor(backend.capabilities.renewMany?.maxRecords ?? 1))
-  }
-
-  /** Whether `backend` can renew in batches: it declares the capability and has the method. */
-  static supports(backend: Backend): boolean {
-    return backend.capabilities.renewMany !== undefined && typeof backend.renewMany === 'function'
+    this.#maxRecords = options.maxRecords
   }
 
   /**

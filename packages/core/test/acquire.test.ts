@@ -1,8 +1,10 @@
 import { MemoryBackend } from '@worklease/memory'
 import {
   type Backend,
+  type CallOptions,
   isInvalidArgumentError,
   isLeaseHeldError,
+  type LeaseRecord,
   raceAbort,
   TokensExhaustedError,
 } from '@worklease/spec'
@@ -415,6 +417,34 @@ describe('options', () => {
     const lease = await leaser.acquire('job')
     expect(lease.held).toBe(true)
     expect(reads).toBe(1)
+  })
+
+  test("a backend's capabilities are read once: a getter that answers another maxRecords later changes nothing", async () => {
+    const time = new ManualTime()
+    const memory = new MemoryBackend({ clock: time.wall })
+    let reads = 0
+    const batches: number[] = []
+    const backend = {
+      get capabilities() {
+        reads++
+        return { ...memory.capabilities, renewMany: { maxRecords: reads === 1 ? 2 : Number.NaN } }
+      },
+      acquire: memory.acquire.bind(memory),
+      renew: memory.renew.bind(memory),
+      checkpoint: memory.checkpoint.bind(memory),
+      release: memory.release.bind(memory),
+      readCheckpoint: memory.readCheckpoint.bind(memory),
+      renewMany: (records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) => {
+        batches.push(records.length)
+        return memory.renewMany(records, ttlMs, options)
+      },
+    }
+    const leaser = new Leaser({ backend, ttlMs: TTL, timers: time, renewJitter: 0 })
+    await Promise.all(Array.from({ length: 6 }, (_, i) => leaser.acquire(`job-${i}`)))
+    await time.advance(TTL)
+    // Read again, NaN chunks never closed: the six went out in one renewMany.
+    expect({ reads, batches: [...new Set(batches)] }).toEqual({ reads: 1, batches: [2] })
+    await time.until(leaser.close())
   })
 
   test('a backend must have what the contract requires, and capabilities', async () => {

@@ -56,6 +56,7 @@ function setup(maxRecords: number, mayRepeat?: () => boolean) {
   const memory = new MemoryBackend({ clock: time.wall })
   const backend = new SmallBatches(memory, maxRecords)
   const schedule = new RenewalSchedule(backend, {
+    maxRecords,
     ttlMs: TTL,
     timers: time,
     windowMs: 10,
