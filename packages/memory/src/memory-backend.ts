@@ -83,6 +83,7 @@ const REVOKED_HOLDER = ''
 export class MemoryBackend implements Backend {
   readonly capabilities: BackendCapabilities
   readonly store: MemoryStore
+  readonly #leases: Map<string, StoredLease>
   readonly #clock: Clock
 
   constructor(options: MemoryBackendOptions = {}) {
@@ -91,18 +92,25 @@ export class MemoryBackend implements Backend {
       clock = systemClock,
       maxStateBytes = DEFAULT_MAX_STATE_BYTES,
     } = readOptions(options)
-    if (typeof store !== 'object' || store === null || !(store.leases instanceof Map)) {
+    if (typeof store !== 'object' || store === null)
       throw new InvalidArgumentError('store must be a MemoryStore')
-    }
-    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
+    // The map read once and kept: a getter answering another map later would split one store in two.
+    const { leases } = readOnce(store, ['leases'], 'store')
+    if (!(leases instanceof Map)) throw new InvalidArgumentError('store must be a MemoryStore')
+    if (
+      typeof clock !== 'object' ||
+      clock === null ||
+      typeof readOnce(clock, ['now'], 'clock').now !== 'function'
+    ) {
       throw new InvalidArgumentError('clock must have a now() method')
     }
     if (typeof maxStateBytes !== 'number' || !Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
       throw new InvalidArgumentError(
-        `maxStateBytes must be a non-negative integer, got ${String(maxStateBytes)}`,
+        `maxStateBytes must be a non-negative integer, got ${typeof maxStateBytes === 'number' ? maxStateBytes : typeof maxStateBytes}`,
       )
     }
     this.store = store
+    this.#leases = leases
     this.#clock = clock
     this.capabilities = Object.freeze({
       clock: 'client',
@@ -145,7 +153,7 @@ export class MemoryBackend implements Backend {
     // The clock first: a reading that is no time fails the call before the store is touched.
     const now = readClock(this.#clock)
     this.store.operations++
-    const previous = this.store.leases.get(args.workId)
+    const previous = this.#leases.get(args.workId)
     if (previous && !previous.released && previous.expiresAtMs > now) {
       throw new LeaseHeldError(undefined, {
         holder: {
@@ -166,7 +174,7 @@ export class MemoryBackend implements Backend {
       state: previous?.state ?? null,
       checkpointSequence: 0,
     }
-    this.store.leases.set(args.workId, next)
+    this.#leases.set(args.workId, next)
     return next
   }
 
@@ -210,7 +218,7 @@ export class MemoryBackend implements Backend {
     const now = readClock(this.#clock)
     this.store.operations++
     return args.records.map((record): RenewOutcome => {
-      const lease = this.store.leases.get(record.workId)
+      const lease = this.#leases.get(record.workId)
       if (
         !lease ||
         lease.released ||
@@ -229,14 +237,14 @@ export class MemoryBackend implements Backend {
     const { prefix, cursor, limit } = validateListArgs(options)
     const now = readClock(this.#clock)
     this.store.operations++
-    const workIds = [...this.store.leases.keys()]
+    const workIds = [...this.#leases.keys()]
       .filter(
         (workId) => workId.startsWith(prefix) && (cursor === undefined || compareWorkIds(workId, cursor) > 0),
       )
       .sort(compareWorkIds)
     const page = workIds.slice(0, limit)
     const leases = page.map((workId): LeaseListing => {
-      const lease = this.store.leases.get(workId)!
+      const lease = this.#leases.get(workId)!
       return Object.freeze({
         workId,
         holderId: lease.holderId,
@@ -254,7 +262,7 @@ export class MemoryBackend implements Backend {
     const args = validateRevokeArgs(workId, options)
     const now = readClock(this.#clock)
     this.store.operations++
-    const lease = this.store.leases.get(args.workId)
+    const lease = this.#leases.get(args.workId)
     if (!lease || lease.released || lease.expiresAtMs <= now) return false
     // Only the tenure the caller named, when it named one: a later holder's lease is not its to end.
     if (args.fencingToken !== undefined && lease.fencingToken !== args.fencingToken) return false
@@ -280,7 +288,7 @@ export class MemoryBackend implements Backend {
   }
 
   #valid(record: LeaseRecord): StoredLease {
-    const lease = this.store.leases.get(record.workId)
+    const lease = this.#leases.get(record.workId)
     if (
       !lease ||
       lease.released ||

@@ -1,4 +1,4 @@
-import { describe, expect, test } from 'vitest'
+import { assert, describe, expect, test } from 'vitest'
 import { MemoryBackend, MemoryStore } from '../src/index.js'
 
 // The conformance suite runs against MemoryBackend in @worklease/testkit's own tests; these cover
@@ -39,6 +39,11 @@ describe('MemoryBackend', () => {
       { maxStateBytes: -1 },
       { maxStateBytes: Number.NaN },
       { maxStateBytes: '5' },
+      // Thrown from a getter, or unprintable: still INVALID_ARGUMENT, not the getter's error.
+      { store: Object.defineProperty({}, 'leases', { get: () => assert.fail('boom') }) },
+      { clock: Object.defineProperty({}, 'now', { get: () => assert.fail('boom') }) },
+      { maxStateBytes: Object.create(null) },
+      { maxStateBytes: { toString: () => assert.fail('boom') } },
     ]) {
       expect(() => new MemoryBackend(options as never), String(Object.keys(options ?? {}))).toThrow(invalid)
     }
@@ -51,6 +56,18 @@ describe('MemoryBackend', () => {
     }
     expect(new MemoryBackend(lying).capabilities.maxStateBytes).toBe(4)
     expect(reads).toBe(1)
+  })
+
+  test("the store's map is read once: a store whose leases getter answers another map stays one store", async () => {
+    const store = new MemoryStore()
+    let reads = 0
+    const shifting = Object.defineProperty({ operations: 0 }, 'leases', {
+      get: () => (++reads === 1 ? store.leases : new Map()),
+    })
+    const backend = new MemoryBackend({ store: shifting as MemoryStore })
+    await backend.acquire('w', 'a', 60_000)
+    await expect(backend.acquire('w', 'b', 60_000)).rejects.toMatchObject({ code: 'LEASE_HELD' })
+    expect({ reads, stored: [...store.leases.keys()] }).toEqual({ reads: 1, stored: ['w'] })
   })
 
   test('maxStateBytes is declared and enforced', async () => {
