@@ -136,9 +136,10 @@ function validateCollectionName(name: unknown): asserts name is string {
   if (typeof name !== 'string' || name.length === 0) {
     throw new InvalidArgumentError('options.collection must be a non-empty string')
   }
-  if (name.includes('$') || name.includes('\u0000') || name.startsWith('system.')) {
+  // A lone surrogate has no UTF-8: two names differing only in one would name the same collection.
+  if (/[$\0\p{Surrogate}]/u.test(name) || name.startsWith('system.')) {
     throw new InvalidArgumentError(
-      `options.collection ${JSON.stringify(name)} is not a collection name MongoDB accepts (no $ or U+0000, not system.*)`,
+      `options.collection ${JSON.stringify(name)} is not a collection name MongoDB accepts (no $, U+0000 or lone surrogate, not system.*)`,
     )
   }
   if (Buffer.byteLength(name) > 255) {

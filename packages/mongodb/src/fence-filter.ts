@@ -50,8 +50,16 @@ export function fenceField(options: FenceOptions | undefined): string {
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
   const field = given ?? 'fencingToken'
-  if (typeof field !== 'string' || field.length === 0 || field.startsWith('$')) {
-    throw new InvalidArgumentError('options.field must be a non-empty field name (not an operator)')
+  // U+0000 ends a BSON key, and a lone surrogate has no UTF-8: either would name another field.
+  if (
+    typeof field !== 'string' ||
+    field.length === 0 ||
+    field.startsWith('$') ||
+    /[\0\p{Surrogate}]/u.test(field)
+  ) {
+    throw new InvalidArgumentError(
+      'options.field must be a non-empty field name (not an operator, no U+0000 or lone surrogate)',
+    )
   }
   return field
 }

@@ -33,7 +33,11 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
   // Each operator's fields are read once, and what was checked is what is sent.
   const checked: Record<string, LeaseDocumentLike> = {}
   for (const [operator, fields] of Object.entries(operators)) {
-    if (typeof fields !== 'object' || fields === null) continue
+    // Every update operator takes a document of fields; the server refuses anything else, after a
+    // round trip.
+    if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+      throw new InvalidArgumentError(`update.${operator} must be a document of fields`)
+    }
     const copy = snapshotDocument(fields, `update.${operator}`)
     checked[operator] = copy
     // $rename writes the paths it names as values too.
@@ -48,7 +52,5 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
       }
     }
   }
-  const set =
-    checked.$set ?? (operators.$set === undefined ? {} : snapshotDocument(operators.$set, 'update.$set'))
-  return { ...operators, ...checked, $set: { ...set, [field]: token } } as U & { $set: LeaseDocumentLike }
+  return { ...checked, $set: { ...checked.$set, [field]: token } } as U & { $set: LeaseDocumentLike }
 }

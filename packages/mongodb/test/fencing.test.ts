@@ -93,6 +93,14 @@ describe('fenceFilter and fencedUpdate with updateOne', () => {
     expect(() => fencedUpdate({ total: 1 }, 1n)).toThrow(/update operators/)
     expect(() => fencedUpdate([{ $set: { a: 1 } }] as never, 1n)).toThrow(/pipeline/)
     expect(() => fenceFilter(1n, { field: '$or' })).toThrow(/field/)
+    // U+0000 ends a BSON key: the server (or the driver) would refuse it after the check passed.
+    expect(() => fenceFilter(1n, { field: 'fence\u0000x' })).toThrow(/field/)
+    // Every update operator takes a document; the server refused these only after a round trip.
+    for (const update of [{ $inc: 'total' }, { $unset: 5 }, { $set: null }]) {
+      expect(await code(fencedUpdateOne(collection, { _id: 'o1' }, update as never, 1n))).toBe(
+        'INVALID_ARGUMENT',
+      )
+    }
     // Other operators on the fence field, a path in it or its parent: the server would refuse the
     // command (a path conflict) after a round trip.
     for (const [update, field] of [

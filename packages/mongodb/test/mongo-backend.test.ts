@@ -628,6 +628,8 @@ test('createLeaseCollection refuses bad names, a db that is no Db and unreadable
     for (const [on, options] of [
       [db, { collection: 'a$b' }],
       [db, { collection: 'a\u0000b' }],
+      // Sent as UTF-8, 'a\ud800' and 'a\udfff' would name one collection ('a\ufffd').
+      [db, { collection: 'a\ud800' }],
       [db, { collection: 'system.leases' }],
       [db, { collection: 'x'.repeat(256) }],
       [db, null],
