@@ -22,7 +22,7 @@ import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
-import { boundedStoreCall, Leaser } from './leaser.js'
+import { boundedStoreCall, isLeaser, Leaser } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -239,7 +239,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       'timers',
       'random',
     ])
-    if (!(leaser instanceof Leaser)) throw new InvalidArgumentError('options.leaser must be a Leaser')
+    if (!Leaser[isLeaser](leaser)) throw new InvalidArgumentError('options.leaser must be a Leaser')
     if (!leaser.backend.capabilities.list || typeof leaser.backend.list !== 'function') {
       throw new InvalidArgumentError(
         "options.leaser's backend cannot list leases, which pools need to find members",
@@ -247,7 +247,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     }
     if (typeof group !== 'string' || !GROUP.test(group)) {
       throw new InvalidArgumentError(
-        `options.group must be 1-100 letters, digits or ._:-, got ${JSON.stringify(group)}`,
+        `options.group must be 1-100 letters, digits or ._:-, got ${typeof group === 'string' ? JSON.stringify(group) : describeValue(group)}`,
       )
     }
     const runHandler = checkFunction<PoolHandler<S>>('options.handler', handler)
@@ -376,7 +376,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       if (typeof options !== 'object' || options === null) {
         throw new InvalidArgumentError('close options must be an object')
       }
-      limit = checkNumber('timeoutMs', options.timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
+      const { timeoutMs } = readFields('close options', options, ['timeoutMs'])
+      limit = checkNumber('timeoutMs', timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
     } catch (error) {
       return Promise.reject(error)
     }

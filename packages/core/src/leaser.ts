@@ -53,6 +53,12 @@ import { type Instant, instant, systemTimers } from './timers.js'
  */
 export const boundedStoreCall: unique symbol = Symbol('worklease.boundedStoreCall')
 
+/**
+ * @internal Whether a value is a Leaser this class built: a Proxy of one passes `instanceof` but not
+ * this (its private fields are out of reach, so every call on it would throw a TypeError).
+ */
+export const isLeaser: unique symbol = Symbol('worklease.isLeaser')
+
 /** The most workIds a Leaser remembers a let-go token of; the one let go longest ago is forgotten first. */
 const MAX_RETIRED = 100_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
@@ -279,6 +285,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         this.#retire(lease.workId, lease.fencingToken)
       },
     })
+  }
+
+  /** @internal See {@link isLeaser}. */
+  static [isLeaser](value: unknown): value is Leaser<any> {
+    return typeof value === 'object' && value !== null && #ctx in value
   }
 
   /** @internal See {@link boundedStoreCall}. */

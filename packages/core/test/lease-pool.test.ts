@@ -9,7 +9,7 @@ import {
   type ListOptions,
 } from '@worklease/spec'
 import { FaultInjectingBackend, ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
-import { describe, expect, test } from 'vitest'
+import { assert, describe, expect, test } from 'vitest'
 import {
   isLeaserClosedError,
   type LeaseLostError,
@@ -1247,7 +1247,13 @@ describe('LeasePool input', () => {
     const base = { leaser, group: 'g', units: ['u1'], timers: time, handler: untilAborted }
     const refusals: [Record<string, unknown>, RegExp][] = [
       [{ leaser: {} }, /^options\.leaser /],
+      // A Proxy of a Leaser passes instanceof, and every call on it would throw a TypeError.
+      [{ leaser: new Proxy(leaser, {}) }, /^options\.leaser /],
       [{ group: 'a b' }, /^options\.group /],
+      // Not printable by JSON.stringify: still refused as the group, not a TypeError of the message.
+      [{ group: 1n }, /^options\.group .*got 1n/],
+      [{ group: { toJSON: () => assert.fail('boom') } }, /^options\.group /],
+      [{ group: Symbol('g') }, /^options\.group .*got a symbol/],
       [{ handler: 1 }, /^options\.handler /],
       [{ units: 5 }, /^options\.units /],
       [{ units: ['u\u0000'] }, /^options\.units\[0\] /],
@@ -1319,6 +1325,8 @@ describe('LeasePool input', () => {
     await expect(pool.close({ timeoutMs: -1 })).rejects.toThrow(refused)
     await expect(pool.close({ timeoutMs: Number.NaN })).rejects.toThrow(refused)
     await expect(pool.close(null as never)).rejects.toThrow(refused)
+    const unreadable = Object.defineProperty({}, 'timeoutMs', { get: () => assert.fail('boom') })
+    await expect(pool.close(unreadable)).rejects.toThrow(refused)
     expect(pool.units).toEqual(['u1'])
     const closing = pool.close()
     await time.until(closing)
