@@ -3,7 +3,7 @@ import { type Kysely, type Migration, sql } from 'kysely'
 import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
 import { familyOf } from './table-family.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
-import { readTableOptions } from './table-options.js'
+import { readTableOptions, readTableOptionsOnly } from './table-options.js'
 import { upgradeLeaseTable } from './upgrade-lease-table.js'
 
 /** Options of {@link createLeaseTable}, {@link dropLeaseTable} and {@link createLeaseTableMigration}. */
@@ -170,11 +170,13 @@ export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions
  * ```
  */
 export function createLeaseTableMigration(options: LeaseTableOptions = {}): Migration {
-  validateTableName(options.table ?? DEFAULT_TABLE)
+  // Read once, now: `up` may run much later, and must create the table that was checked.
+  const read = readTableOptionsOnly(options)
+  validateTableName(read.table ?? DEFAULT_TABLE)
   return {
     up: async (db) => {
-      await createLeaseTable(db, options)
+      await createLeaseTable(db, read)
     },
-    down: (db) => dropLeaseTable(db, options),
+    down: (db) => dropLeaseTable(db, read),
   }
 }

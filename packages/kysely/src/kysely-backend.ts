@@ -32,6 +32,7 @@ import {
   validateRevokeArgs,
 } from '@worklease/spec'
 import type { CompiledQuery, Kysely, QueryResult } from 'kysely'
+import { checkKysely } from './kysely-instance.js'
 import {
   type DialectFamily,
   detectFamily,
@@ -169,11 +170,8 @@ export class KyselyBackend implements Backend {
       ['db', 'table', 'dialect', 'maxStateBytes', 'allowTransaction'],
       'options',
     ) as KyselyBackendOptions
-    const inTransaction =
-      typeof db === 'object' && db !== null && readOnce(db, ['isTransaction'], 'options.db').isTransaction
-    if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
-      throw new InvalidArgumentError('options.db must be a Kysely instance')
-    }
+    checkKysely('options.db', db)
+    const { isTransaction: inTransaction } = readOnce(db, ['isTransaction'], 'options.db')
     if (typeof allowTransaction !== 'boolean') {
       throw new InvalidArgumentError('options.allowTransaction must be a boolean')
     }

@@ -11,6 +11,7 @@ import {
   type UpdateQueryBuilder,
   WhereNode,
 } from 'kysely'
+import { checkKysely } from './kysely-instance.js'
 import { type DialectFamily, detectFamily, LEASE_DIALECTS, type LeaseDialect } from './lease-dialect.js'
 import { validateColumnName, validateTableName } from './table-name.js'
 import { tokenSql } from './token-sql.js'
@@ -192,9 +193,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
   #rowAlias: Promise<boolean> | undefined
 
   constructor(db: Kysely<DB>, options: SqlFenceOptions<DB, C> = {}) {
-    if (typeof db !== 'object' || db === null || typeof db.getExecutor !== 'function') {
-      throw new InvalidArgumentError('db must be a Kysely instance')
-    }
+    checkKysely('db', db)
     if (typeof options !== 'object' || options === null) {
       throw new InvalidArgumentError('options must be an object')
     }
@@ -336,7 +335,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     for (const column of keyColumns) validateColumnName(column, 'a key column')
     for (const column of valueColumns) validateColumnName(column, 'a values column')
     const tokenValue = this.value(token as bigint)
-    const db = (given as Kysely<any> | undefined) ?? this.#db
+    const db = given === undefined ? this.#db : checkKysely('write.db', given)
     // As the database will name them, after any plugin (CamelCasePlugin renames): compiled, not sent.
     refuseRepeatedColumns(
       db

@@ -3,6 +3,7 @@ import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, test } from 'vitest'
 import {
   createLeaseTable,
+  createLeaseTableMigration,
   type DialectFamily,
   dropLeaseTable,
   KyselyBackend,
@@ -343,7 +344,24 @@ for (const target of TARGETS) {
             expect(await code(helper(on as never, options as never)), helper.name).toBe('INVALID_ARGUMENT')
           }
         }
-        expect(statements).toBe(0)
+        // The migration reads its options once, when it is made: null or a throwing getter is refused
+        // then, and the table it checked is the table `up` creates.
+        for (const options of [null, throwing]) {
+          expect(() => createLeaseTableMigration(options as never)).toThrow(
+            expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+          )
+        }
+        let reads = 0
+        const shifting = {
+          get table() {
+            return ++reads === 1 ? h.storage.table : 'never_checked'
+          },
+        }
+        const migration = createLeaseTableMigration(shifting)
+        await migration.up(db)
+        expect(reads).toBe(1)
+        await migration.down?.(db)
+        expect(statements).toBeGreaterThan(0)
       } finally {
         if (h.storage.separateConnections) await db.destroy()
       }
@@ -361,6 +379,11 @@ for (const target of TARGETS) {
         expect(() => new KyselyBackend(throwing as never)).toThrow(invalid)
         const options = { db, table: h.storage.table, allowTransaction: 'yes' }
         expect(() => new KyselyBackend(options as never)).toThrow(invalid)
+        // Runs queries but cannot shed plugins: a TypeError from the constructor's last line, before.
+        const executorOnly = { getExecutor: () => db.getExecutor() }
+        expect(() => new KyselyBackend({ db: executorOnly as never, table: h.storage.table })).toThrow(
+          invalid,
+        )
       } finally {
         if (h.storage.separateConnections) await db.destroy()
       }

@@ -361,6 +361,14 @@ for (const target of TARGETS) {
       }
     })
 
+    test("upsert: a write's db that is no Kysely is refused before any statement", async () => {
+      const write = { table: storage.table, key: { id: 'order-1' }, values: { total: 'x' }, token: 5n }
+      for (const given of [5, {}, { insertInto: () => ({}) }]) {
+        expect(await code(fence.upsert({ ...write, db: given } as never))).toBe('INVALID_ARGUMENT')
+      }
+      expect(statements).toBe(0)
+    })
+
     test('upsert: an undefined or symbol key or value is refused before any statement, and writes no other row', async () => {
       // Kysely leaves a column whose value is undefined out of the INSERT: without its key, PostgreSQL's
       // default or MariaDB's AUTO_INCREMENT picked another row; without a value, the column's default
