@@ -178,7 +178,7 @@ export async function createLeaseTable(
   // NaN would make the deadline never come: a table that never turns ACTIVE would be polled forever.
   if (typeof timeoutMs !== 'number' || !Number.isFinite(timeoutMs) || timeoutMs < 0) {
     throw new InvalidArgumentError(
-      `options.timeoutMs must be a finite number of ms, got ${String(timeoutMs)}`,
+      `options.timeoutMs must be a finite number of ms, got ${typeof timeoutMs === 'number' ? timeoutMs : typeof timeoutMs}`,
     )
   }
   // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now.

@@ -4,7 +4,13 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import { FencedError, InvalidArgumentError, raceAbort } from '@worklease/spec'
+import {
+  FencedError,
+  InvalidArgumentError,
+  isInvalidArgumentError,
+  raceAbort,
+  validateCallOptions,
+} from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
@@ -88,18 +94,17 @@ async function send(
   if (typeof client !== 'object' || client === null || typeof client.send !== 'function') {
     throw new InvalidArgumentError('client must be a DynamoDBClient')
   }
-  if (
-    abortSignal !== undefined &&
-    (typeof abortSignal !== 'object' ||
-      abortSignal === null ||
-      typeof abortSignal.aborted !== 'boolean' ||
-      typeof (abortSignal as AbortSignal).addEventListener !== 'function')
-  ) {
-    throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
-  }
   const snapshot = readFenceable(input)
   const fenced = fenceSnapshot(snapshot, token, fence)
-  abortSignal?.throwIfAborted()
+  // The check every backend call makes: an AbortSignal (one whose getters throw is none), and an
+  // aborted one throws its reason now.
+  try {
+    validateCallOptions({ signal: abortSignal })
+  } catch (error) {
+    if (isInvalidArgumentError(error))
+      throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
+    throw error
+  }
   const command =
     'Item' in snapshot && snapshot.Item !== undefined
       ? new PutItemCommand(fenced as PutItemCommandInput)

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events'
 import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
-import { afterAll, afterEach, expect, test } from 'vitest'
+import { afterAll, afterEach, assert, expect, test } from 'vitest'
 import { createLeaseTable, DynamoBackend, listIndexDefinition } from '../src/index.js'
 import { newClient, returnValuesOnConditionCheckFailure, uniqueTableName } from './dynamo-harness.js'
 
@@ -82,6 +82,8 @@ test('bad options are INVALID_ARGUMENT before any request: a NaN timeout would p
   for (const options of [
     { table: 'tbl', timeoutMs: Number.NaN },
     { table: 'tbl', timeoutMs: 'x' },
+    // Unprintable: its toString threw from the message meant to refuse it.
+    { table: 'tbl', timeoutMs: { toString: () => assert.fail('boom') } },
     { table: 'tbl', signal: 'x' },
     { table: 'tbl', signal: { aborted: false } },
     { table: 'ab' },

@@ -9,7 +9,7 @@ import {
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
 import { isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
-import { afterEach, beforeEach, describe, expect, inject, test } from 'vitest'
+import { afterEach, assert, beforeEach, describe, expect, inject, test } from 'vitest'
 import { createLeaseTable, fenceCondition, sendFenced, sendFencedOrThrow, withFence } from '../src/index.js'
 import { countRequests, newClient, uniqueTableName } from './dynamo-harness.js'
 
@@ -130,7 +130,10 @@ describe('fenceCondition and withFence', () => {
     expect(await code(sendFenced(client, colliding, 1n, { placeholder: 'other' }))).toBe('ok')
     expect(() => fenceCondition(1n, { placeholder: 'has space' })).toThrow(/placeholder/)
     expect(() => withFence({ Item: {}, UpdateExpression: 'SET #a = :a' }, 1n)).toThrow(/both/)
-    for (const abortSignal of ['x', { aborted: true }]) {
+    const unreadable = Object.defineProperty({}, 'aborted', { get: () => assert.fail('boom') })
+    // Without throwIfAborted (an AbortSignal has it): a TypeError when it was called, before.
+    const partial = { aborted: false, addEventListener() {}, removeEventListener() {} }
+    for (const abortSignal of ['x', { aborted: true }, unreadable, partial]) {
       expect(await code(sendFenced(client, put('x'), 1n, { abortSignal } as never))).toBe('INVALID_ARGUMENT')
     }
     expect(await code(sendFenced({} as never, put('x'), 1n))).toBe('INVALID_ARGUMENT')
