@@ -820,8 +820,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   #timeoutError(workId: string, timeoutMs: number, lastError: unknown): unknown {
     if (isLeaseHeldError(lastError)) {
+      // With the holder the store last named, as every LEASE_HELD that knows it carries it.
+      const { holder } = lastError as LeaseHeldError
       return new LeaseHeldError(`${JSON.stringify(workId)} was still held after ${timeoutMs} ms`, {
         cause: lastError,
+        ...(holder === undefined ? {} : { holder }),
       })
     }
     return lastError ?? new DOMException(`timed out after ${timeoutMs} ms`, 'TimeoutError')

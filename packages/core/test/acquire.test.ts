@@ -4,6 +4,7 @@ import {
   type CallOptions,
   isInvalidArgumentError,
   isLeaseHeldError,
+  type LeaseHeldError,
   type LeaseRecord,
   raceAbort,
   TokensExhaustedError,
@@ -84,6 +85,8 @@ describe('acquire', () => {
     expect(waiting.rejected).toBe(true)
     expect(isLeaseHeldError(waiting.error)).toBe(true)
     expect(String((waiting.error as Error).message)).toMatch(/500 ms/)
+    // Every LEASE_HELD that knows the holder carries it, this one too.
+    expect((waiting.error as LeaseHeldError).holder).toMatchObject({ holderId: 'worker-b', fencingToken: 1n })
     const calls = backend.calls.acquire
     await time.advance(5_000)
     expect(backend.calls.acquire).toBe(calls)
