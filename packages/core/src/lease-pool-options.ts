@@ -98,8 +98,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    */
   planner?: (view: PoolView, maxMoves: number) => PoolPlan
   /**
-   * Backoff between runs of a handler that threw, and between tries of a done mark that failed.
-   * Default: 1 s doubling to 30 s.
+   * Backoff between runs of a handler that threw, and between tries of a done mark that failed:
+   * full jitter (a random delay up to a cap), as every retry policy here. Default: a cap of 1 s
+   * doubling to 30 s.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, handlerRetry: { initialDelayMs: 100 } })

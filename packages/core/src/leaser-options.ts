@@ -67,8 +67,9 @@ export interface LeaserOptions<S = Uint8Array> {
    * start within that time share one AbortSignal (a fresh one per call costs microseconds on
    * Node.js 20). A lease's end or `abandon()` stops the runner's wait, not the backend's call;
    * `close()` aborts every call still in flight. An acquire is not cancelled (only no longer awaited),
-   * so if it lands later the lease it took is used when the acquire still wants it, released at once
-   * otherwise. Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
+   * so if it lands later the lease it took is used when the acquire still wants it; otherwise it is
+   * released at once after a clean handoff, and left to expire after a crash (so its successor still
+   * learns of the crash). Checkpoints have their own {@link checkpointTimeoutMs}. Default: `renewIntervalMs`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 30_000, callTimeoutMs: 3_000 })
