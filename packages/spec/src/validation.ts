@@ -226,8 +226,8 @@ export function validateRecord(record: unknown): LeaseRecord {
     throw new InvalidArgumentError(`record must be a LeaseRecord, got ${describe(record)}`)
   }
   const { workId, holderId, fencingToken, expiresAt } = readOnce(record, RECORD_KEYS, 'record')
-  validateId('workId', workId)
-  validateId('holderId', holderId)
+  validateId('record.workId', workId)
+  validateId('record.holderId', holderId)
   validateFencingToken(fencingToken, 'record.fencingToken')
   const expiresAtMs = dateTime(expiresAt)
   if (Number.isNaN(expiresAtMs)) throw new InvalidArgumentError('record.expiresAt must be a valid Date')
@@ -276,25 +276,31 @@ function validateOptions(
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
   if (signal === undefined) return value === undefined ? NO_OPTIONS : { extra: value }
-  if (!isSignal(signal)) throw new InvalidArgumentError('options.signal must be an AbortSignal')
-  // Outside the check: what it throws is the signal's reason, the call's outcome.
-  signal.throwIfAborted()
+  const aborted = abortedOf(signal)
+  if (aborted === undefined) throw new InvalidArgumentError('options.signal must be an AbortSignal')
+  // Outside the check: what it throws is the signal's reason, the call's outcome. Asked only of a
+  // signal that said it aborted: `aborted` is read once, and one that said no is not asked again.
+  if (aborted) (signal as AbortSignal).throwIfAborted()
   return { signal: signal as AbortSignal, extra: value }
 }
 
-// Duck-typed, so a Proxy of a signal or one from another realm passes; what it cannot answer (a
-// throwing getter, AbortSignal.prototype itself) makes it no signal.
-function isSignal(value: unknown): value is AbortSignal {
-  if (typeof value !== 'object' || value === null) return false
+/**
+ * Whether `value`, an AbortSignal, has aborted; undefined when it is no signal. Duck-typed, so a
+ * Proxy of a signal or one from another realm passes; what it cannot answer (a throwing getter,
+ * AbortSignal.prototype itself) makes it no signal.
+ */
+function abortedOf(value: unknown): boolean | undefined {
+  if (typeof value !== 'object' || value === null) return undefined
   try {
     const signal = value as AbortSignal
-    return (
-      typeof signal.aborted === 'boolean' &&
+    const { aborted } = signal
+    return typeof aborted === 'boolean' &&
       typeof signal.addEventListener === 'function' &&
       typeof signal.throwIfAborted === 'function'
-    )
+      ? aborted
+      : undefined
   } catch {
-    return false
+    return undefined
   }
 }
 

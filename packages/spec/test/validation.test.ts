@@ -110,6 +110,10 @@ describe('validateRecord', () => {
   ])('rejects %s', (_label, bad) => {
     expect(() => validateRecord(bad)).toThrow(expect.objectContaining(invalid))
   })
+  test("names the record's field it refuses, as it names record.fencingToken", () => {
+    expect(() => validateRecord({ ...record, workId: '' })).toThrow(/^record\.workId /)
+    expect(() => validateRecord({ ...record, holderId: 5 })).toThrow(/^record\.holderId /)
+  })
 })
 
 describe('lying input is read once', () => {
@@ -337,6 +341,19 @@ describe('validateCallOptions', () => {
     ]) {
       expect(() => validateCallOptions({ signal })).toThrow(expect.objectContaining(invalid))
     }
+  })
+  test('reads aborted once: a signal that says it has not aborted is not asked to throw', () => {
+    let asked = 0
+    const lying = {
+      aborted: false,
+      addEventListener() {},
+      throwIfAborted() {
+        asked++
+        throw new TypeError('aborted after all')
+      },
+    }
+    expect(validateCallOptions({ signal: lying }).signal).toBe(lying)
+    expect(asked).toBe(0)
   })
 })
 
