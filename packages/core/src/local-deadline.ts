@@ -55,6 +55,9 @@ export class LocalDeadline {
    * of `now` (default: read the clocks), which a batch reads once for all its leases.
    */
   remaining(now?: Instant): number {
+    // Until a start is counted (the first was a reading of no time), no time is left, whatever the
+    // monotonic clock's origin.
+    if (!this.#extended) return 0
     const monoNow = now === undefined ? this.#timers.now() : now.mono
     // A clock that reads no time now cannot show the lease is still ours.
     if (!Number.isFinite(monoNow)) return 0

@@ -58,5 +58,7 @@ describe('LocalDeadline', () => {
     }
     const bornBad = new LocalDeadline(timers(), 1_000, { mono: Number.NaN, wall: undefined })
     expect(bornBad.remaining({ mono: 0, wall: undefined })).toBeLessThanOrEqual(0)
+    // A monotonic clock of any origin: one far below zero still leaves no time.
+    expect(bornBad.remaining({ mono: -1e6, wall: undefined })).toBeLessThanOrEqual(0)
   })
 })
