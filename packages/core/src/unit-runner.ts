@@ -106,7 +106,8 @@ export class UnitRunner {
   ): Promise<UnitEnd> {
     if (gate) {
       const done = await gate.isDone().catch(() => undefined)
-      if (done !== false || !this.lease.held || this.#stop.signal.aborted) return 'unrun'
+      // Given up while the mark was read (queued to stop, or stopped): never started.
+      if (done !== false || !this.lease.held || this.stopping) return 'unrun'
     }
     this.#running = true
     try {

@@ -856,6 +856,55 @@ describe('LeasePool on a store call that never answers', () => {
     await time.until(pool.close())
   })
 
+  // Found by a review (session 35): the gate asked only whether the unit had been told to stop, and a
+  // unit queued to stop behind busy hand-back slots ran its handler after it was given up.
+  test('a unit given up while its done mark is read never runs, though the hand-back slots are busy', async () => {
+    class HeldDoneMark extends ForwardingBackend {
+      answer: (() => void) | undefined
+      override async list(options?: ListOptions): Promise<LeasePage> {
+        if (options?.prefix === 'g/d/u5' && this.answer === undefined) {
+          await new Promise<void>((resolve) => {
+            this.answer = resolve
+          })
+        }
+        return super.list(options)
+      }
+    }
+    const { time, leaser, wrapped: marks } = setupWrapped((memory) => new HeldDoneMark(memory))
+    let finishSlow!: () => void
+    const slow = new Promise<void>((resolve) => {
+      finishSlow = resolve
+    })
+    let units = ['u1', 'u2', 'u3', 'u4']
+    const ran: string[] = []
+    const pool = testPool(leaser, time, {
+      units: () => units,
+      rebalanceIntervalMs: INTERVAL / 4,
+      // u1-u4 take their time to stop (a checkpoint to flush, say), so they hold every hand-back slot.
+      handler: (lease, unit) => {
+        ran.push(unit.id)
+        return unit.id === 'u5' ? untilAborted(lease, unit) : slow
+      },
+    })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    units = ['u1', 'u2', 'u3', 'u4', 'u5']
+    for (let i = 0; i < 20 && !marks.answer; i++) await time.advance(10)
+    expect(marks.answer).toBeDefined() // u5 is taken, its done mark being read
+    units = [] // everything is given up: u1-u4 fill the four slots, u5 waits for one
+    await time.advance(INTERVAL / 4 + 5)
+    marks.answer!() // u5's mark: not done
+    await time.advance(10)
+    finishSlow()
+    await time.advance(INTERVAL)
+    expect({ ran, u5: types('u5'), units: pool.units }).toEqual({
+      ran: ['u1', 'u2', 'u3', 'u4'],
+      u5: [],
+      units: [],
+    })
+    await time.until(pool.close())
+  })
+
   test('a unit that finished and is marked done is not reported given up while its release is out', async () => {
     let time!: ManualTime
     class SlowUnitReleases extends ForwardingBackend {
