@@ -658,7 +658,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // Read first: it checks the deadline again, and one that passed since the reply was judged (a
     // listener of an earlier lease of the batch blocked) ends the lease here, reported lost only.
     const remainingMs = this.remainingMs()
-    if (this.#loss !== undefined) return
+    if (this.#halted) return
     const { workId, holderId, fencingToken } = this.record
     this.#ctx.events.emit('renewed', { workId, holderId, fencingToken, op, remainingMs })
   }

@@ -3,7 +3,7 @@ import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseEndedError, type LeaseLostError, type Timers } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { bytes, DEADLINE, setup, TTL, text, track } from './setup.js'
+import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
 
 // Guarantees no other test pinned down. Each case was found by mutating the runner (session 26, 75
 // mutants): with the bug named beside it the case fails, on the real code it passes.
@@ -66,6 +66,26 @@ describe('the Leaser', () => {
     expect(closing.settled).toBe(true)
     await time.advance(0)
     expect(time.pending).toBe(0)
+  })
+
+  // Found by a review (session 35) of the change that stopped 'renewed' after a loss: a closed
+  // Leaser's run lease renews on until its callback settles, and those renewals are reported.
+  test("a run's lease renewing after leaser.close() while its callback runs is reported renewed", async () => {
+    const { time, leaser, backend, named } = setup()
+    let finish!: () => void
+    const running = track(leaser.run('job', () => new Promise<void>((resolve) => (finish = resolve))))
+    await time.advance(10)
+    const closing = leaser.close()
+    const renews = backend.calls.renew
+    const renewed = named('renewed').length
+    await time.advance(3 * INTERVAL)
+    expect({ renews: backend.calls.renew - renews, renewed: named('renewed').length - renewed }).toEqual({
+      renews: 3,
+      renewed: 3,
+    })
+    finish()
+    await time.until(closing)
+    expect(running.settled).toBe(true)
   })
 
   // Caught: 'lost' emitted before the lease ends locally.
