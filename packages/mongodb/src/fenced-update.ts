@@ -33,6 +33,8 @@ export function fencedUpdate<U extends LeaseDocumentLike>(
   // Each operator's fields are read once, and what was checked is what is sent.
   const checked: Record<string, LeaseDocumentLike> = {}
   for (const [operator, fields] of Object.entries(operators)) {
+    // Absent, as the driver reads an undefined operator.
+    if (fields === undefined) continue
     // Every update operator takes a document of fields; the server refuses anything else, after a
     // round trip.
     if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {

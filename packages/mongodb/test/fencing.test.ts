@@ -101,6 +101,11 @@ describe('fenceFilter and fencedUpdate with updateOne', () => {
         'INVALID_ARGUMENT',
       )
     }
+    // An operator left undefined is absent, as the driver reads it: the fence's own $set stands.
+    expect(fencedUpdate({ $set: undefined, $inc: { n: 1 } } as never, 3n)).toEqual({
+      $inc: { n: 1 },
+      $set: { fencingToken: 3n },
+    })
     // Other operators on the fence field, a path in it or its parent: the server would refuse the
     // command (a path conflict) after a round trip.
     for (const [update, field] of [
