@@ -4,13 +4,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import {
-  FencedError,
-  InvalidArgumentError,
-  isInvalidArgumentError,
-  raceAbort,
-  validateCallOptions,
-} from '@worklease/spec'
+import { FencedError, InvalidArgumentError, raceAbort, validateCallOptions } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
@@ -96,15 +90,12 @@ async function send(
   }
   const snapshot = readFenceable(input)
   const fenced = fenceSnapshot(snapshot, token, fence)
-  // The check every backend call makes: an AbortSignal (one whose getters throw is none), and an
-  // aborted one throws its reason now.
-  try {
-    validateCallOptions({ signal: abortSignal })
-  } catch (error) {
-    if (isInvalidArgumentError(error))
-      throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
-    throw error
+  if (abortSignal !== undefined && !isAbortSignal(abortSignal)) {
+    throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
   }
+  // The check every backend call makes: an aborted signal throws its reason now, whatever it is (a
+  // caller's own InvalidArgumentError included: the call's outcome, not a word on the option).
+  validateCallOptions({ signal: abortSignal })
   const command =
     'Item' in snapshot && snapshot.Item !== undefined
       ? new PutItemCommand(fenced as PutItemCommandInput)
@@ -131,5 +122,21 @@ function readOptions(options: unknown): SendFencedOptions {
     return { ...options }
   } catch (error) {
     throw new InvalidArgumentError('options could not be read', { cause: error })
+  }
+}
+
+/** Shaped as spec's check wants a signal; one whose getters throw is none. */
+function isAbortSignal(value: unknown): boolean {
+  try {
+    const signal = value as AbortSignal
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      typeof signal.aborted === 'boolean' &&
+      typeof signal.addEventListener === 'function' &&
+      typeof signal.throwIfAborted === 'function'
+    )
+  } catch {
+    return false
   }
 }

@@ -8,7 +8,7 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import { isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
+import { InvalidArgumentError, isWorkleaseError, MAX_FENCING_TOKEN } from '@worklease/spec'
 import { afterEach, assert, beforeEach, describe, expect, inject, test } from 'vitest'
 import { createLeaseTable, fenceCondition, sendFenced, sendFencedOrThrow, withFence } from '../src/index.js'
 import { countRequests, newClient, uniqueTableName } from './dynamo-harness.js'
@@ -183,6 +183,11 @@ describe('sendFenced on the server', () => {
     const reason = new Error('lease lost')
     for (const write of [sendFenced, sendFencedOrThrow]) {
       const before = requests()
+      // A reason of any class is the call's outcome, an InvalidArgumentError too.
+      const invalid = new InvalidArgumentError('stopped for a bad order')
+      await expect(write(client, put('late'), 5n, { abortSignal: AbortSignal.abort(invalid) })).rejects.toBe(
+        invalid,
+      )
       await expect(write(client, put('late'), 5n, { abortSignal: AbortSignal.abort(reason) })).rejects.toBe(
         reason,
       )
