@@ -60,7 +60,7 @@ export class DeadlineWatch extends TimerWheel<WatchedLease> {
   override at(item: WatchedLease, dueAt: number, current?: number): number {
     const slot = super.at(item, dueAt, current)
     if (this.#heartbeat === undefined && this.#timers.wallNow !== undefined) {
-      this.#wallLead = wallLead(instant(this.#timers)) || 0
+      this.#wallLead = wallLead(this.#timers, this.#stepMs) ?? 0
       this.#heartbeat = this.#timers.setTimeout(this.#onHeartbeat, this.windowMs)
     }
     return slot
@@ -76,15 +76,29 @@ export class DeadlineWatch extends TimerWheel<WatchedLease> {
   readonly #onHeartbeat = (): void => {
     this.#heartbeat = undefined
     if (this.idle) return
-    const lead = wallLead(instant(this.#timers))
+    const lead = wallLead(this.#timers, this.#stepMs)
+    this.#heartbeat = this.#timers.setTimeout(this.#onHeartbeat, this.windowMs)
+    // No trustworthy reading this time (the process was descheduled between its reads): the next.
+    if (lead === undefined) return
     // A reading that is no time is checked too: each lease then reads the clocks itself.
     const stepped = !(lead - this.#wallLead < this.#stepMs)
     if (Number.isFinite(lead)) this.#wallLead = lead
-    this.#heartbeat = this.#timers.setTimeout(this.#onHeartbeat, this.windowMs)
     if (stepped) this.dueAll()
   }
 }
 
-function wallLead(now: Instant): number {
-  return now.wall! - now.mono
+/**
+ * How far the wall clock is ahead of the monotonic one: the monotonic clock read between two wall
+ * readings, so a process descheduled between its reads (both clocks moving on alike) does not look
+ * like a step. Undefined when the wall clock moved `toleranceMs` or more across the three reads, three
+ * times in a row; NaN when a clock reads no time.
+ */
+function wallLead(timers: Timers, toleranceMs: number): number | undefined {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const before = timers.wallNow!()
+    const mono = timers.now()
+    const after = timers.wallNow!()
+    if (!(after - before >= toleranceMs)) return (before + after) / 2 - mono
+  }
+  return undefined
 }

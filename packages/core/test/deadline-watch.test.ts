@@ -1,4 +1,7 @@
 import { describe, expect, test } from 'vitest'
+import type { Timers } from '../src/index.js'
+import { TimerWheel } from '../src/timer-wheel.js'
+import { ManualTime } from './manual-time.js'
 import { DEADLINE, setup, TTL } from './setup.js'
 
 // Leases wait for their local deadlines in the Leaser's wheel (renew-batch.test.ts counts its timers)
@@ -18,5 +21,48 @@ describe('waiting for the local deadline', () => {
     expect(named('lost')).toHaveLength(0)
     await time.advance(1)
     expect(named('lost').map((event) => event.at)).toEqual([7 + DEADLINE])
+  })
+})
+
+describe('looking for a wall-clock step', () => {
+  // Found by a review (session 35): a process descheduled between the monotonic and the wall read of
+  // one look saw both clocks move alike, yet read a step, and checked every lease at once (287 ms at
+  // 100,000 leases).
+  test('a pause between the two reads of one look is no step: no lease is checked early', async () => {
+    const time = new ManualTime()
+    let pauseAfterMonoRead = false
+    const timers: Timers = {
+      now: () => {
+        const mono = time.now()
+        if (pauseAfterMonoRead) {
+          pauseAfterMonoRead = false
+          time.jump(150)
+        }
+        return mono
+      },
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback, ms) => time.setTimeout(callback, ms),
+      clearTimeout: (handle) => time.clearTimeout(handle),
+    }
+    const { leaser } = setup({ time, timers })
+    await leaser.acquire('job')
+    let checkedAll = 0
+    const dueAll = TimerWheel.prototype.dueAll
+    TimerWheel.prototype.dueAll = function (this: TimerWheel<unknown>) {
+      checkedAll++
+      dueAll.call(this)
+    }
+    try {
+      for (let look = 0; look < 5; look++) {
+        await time.advance(89) // just short of the next look (a window: 90 ms)
+        pauseAfterMonoRead = true
+        await time.advance(1)
+        pauseAfterMonoRead = false
+      }
+    } finally {
+      TimerWheel.prototype.dueAll = dueAll
+    }
+    expect(checkedAll).toBe(0)
+    await time.until(leaser.close())
   })
 })
