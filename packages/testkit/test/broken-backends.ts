@@ -636,6 +636,71 @@ const broken: Record<string, BrokenBackendClass> = {
       this.lease(record.workId)!.checkpointSequence = 0
     }
   },
+  // A refused or read-only call resetting the holder's stored sequence (found by mutation, session 35).
+  'a refused acquire resetting the holder checkpoint sequence': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
+        const lease = this.lease(workId)
+        if (lease) lease.checkpointSequence = 0
+        throw error
+      })
+    }
+  },
+  'a FENCED renew resetting the current lease checkpoint sequence': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.renew(record, ttlMs, options), (error) => {
+        const lease = this.lease(record.workId)
+        if (lease && isObject(error) && error.code === 'FENCED') lease.checkpointSequence = 0
+        throw error
+      })
+    }
+  },
+  'renewMany resetting the sequence of a lease whose record it refused': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      outcomes.forEach((outcome, i) => {
+        const lease = this.lease(records[i]!.workId)
+        if (outcome === 'fenced' && lease) lease.checkpointSequence = 0
+      })
+      return outcomes
+    }
+  },
+  'list resetting the checkpoint sequence of what it lists': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      for (const lease of page.leases) {
+        const stored = this.lease(lease.workId)
+        if (stored) stored.checkpointSequence = 0
+      }
+      return page
+    }
+  },
+  'revoke naming another token resetting the checkpoint sequence': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const revoked = await super.revoke(workId, options)
+      const lease = this.lease(workId)
+      if (!revoked && lease) lease.checkpointSequence = 0
+      return revoked
+    }
+  },
+  'a renew refused as LEASE_EXPIRED marking the lease released': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.renew(record, ttlMs, options), (error) => {
+        const lease = this.lease(record.workId)
+        if (lease && isObject(error) && error.code === 'LEASE_EXPIRED') lease.released = true
+        throw error
+      })
+    }
+  },
+  'a refused acquire flipping the holder cleanHandoff': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
+        const lease = this.lease(workId)
+        if (lease) lease.cleanHandoff = !lease.cleanHandoff
+        throw error
+      })
+    }
+  },
   "renew applying the max rule to the record's expiry": class extends Flawed {
     override async renew(record: LeaseRecord, ttlMs: number) {
       await super.renew(record, ttlMs)
@@ -906,6 +971,13 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'a refused late checkpoint lowering the stored sequence': 'checkpoint',
   'a late checkpoint extending without the max rule': 'expiry',
   'renew resetting the stored checkpoint sequence': 'checkpoint',
+  'a refused acquire resetting the holder checkpoint sequence': 'checkpoint',
+  'a FENCED renew resetting the current lease checkpoint sequence': 'checkpoint',
+  'renewMany resetting the sequence of a lease whose record it refused': 'checkpoint',
+  'list resetting the checkpoint sequence of what it lists': 'checkpoint',
+  'revoke naming another token resetting the checkpoint sequence': 'checkpoint',
+  'a renew refused as LEASE_EXPIRED marking the lease released': 'checkpoint',
+  'a refused acquire flipping the holder cleanHandoff': 'handoff',
   "renew applying the max rule to the record's expiry": 'expiry',
   "renewMany judging expiry by the records' expiresAt": 'renewMany',
   'renewMany of an empty list skipping validation': 'renewMany',

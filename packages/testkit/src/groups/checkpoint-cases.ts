@@ -347,6 +347,53 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
+    // Found by mutating the memory backend (session 35): a refused or read-only call that reset the
+    // stored sequence passed every case, and a checkpoint sent earlier then replaced a later one.
+    name: 'no refused or read-only call touches the stored sequence: a late checkpoint after one is still refused',
+    async run(c) {
+      const disturbances: [string, (record: LeaseRecord) => Promise<unknown>][] = [
+        ['a refused acquire', (record) => c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS)],
+        ['a stale renew', (record) => c.backend.renew(stale(record), LONG_TTL_MS)],
+        ['a stale checkpoint', (record) => c.backend.checkpoint(stale(record), bytes('stale'), LONG_TTL_MS)],
+        ['a stale release', (record) => c.backend.release(stale(record))],
+        ['a stale readCheckpoint', (record) => c.backend.readCheckpoint(stale(record))],
+      ]
+      if (c.capabilities.renewMany) {
+        disturbances.push(['a renewMany refusing the record', (r) => c.backend.renewMany!([stale(r)], LONG_TTL_MS)])
+      }
+      if (c.capabilities.list) disturbances.push(['a list', (record) => c.backend.list!({ prefix: record.workId })])
+      if (c.capabilities.revoke) {
+        disturbances.push([
+          'a revoke naming another token',
+          (record) => c.backend.revoke!(record.workId, { fencingToken: record.fencingToken + 1n }),
+        ])
+      }
+      for (const [what, disturb] of disturbances) {
+        const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+        await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
+        await disturb(record).catch(() => undefined)
+        await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
+        checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), `state after ${what}`)
+      }
+    },
+  },
+  {
+    name: 'a renew refused as LEASE_EXPIRED changes nothing: the holder can still checkpoint, its successor reads a crash',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'LEASE_EXPIRED', 'renew after expiry')
+      // Expired but not taken: the contract lets the holder's checkpoint land and extend it.
+      await c.backend.checkpoint(record, bytes('late but valid'), SHORT_TTL_MS)
+      await c.expire()
+      const successor = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      const read = await c.backend.readCheckpoint(successor)
+      checkEqual(read.cleanHandoff, false, "the successor's cleanHandoff after the holder's lease expired")
+      checkBytes(read.state, bytes('late but valid'), "the successor's state")
+    },
+  },
+  {
     name: 'a late checkpoint to an expired lease nobody took succeeds and extends it, keeping the later state',
     async run(c) {
       const workId = c.workId()
@@ -363,3 +410,8 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
 ]
+
+/** The record with a token this lease never had: every call with it is refused as FENCED. */
+function stale(record: LeaseRecord): LeaseRecord {
+  return forge(record, { fencingToken: record.fencingToken + 1n })
+}

@@ -49,6 +49,26 @@ export const handoffCases: CaseDefinition[] = [
     },
   },
   {
+    // Found by mutating the memory backend (session 35): only the random model caught a refused
+    // acquire that rewrote the holder's cleanHandoff.
+    name: "a refused acquire leaves the holder's cleanHandoff as it was, clean or not",
+    async run(c) {
+      for (const previous of ['released', 'crashed'] as const) {
+        const workId = c.workId()
+        const first = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+        if (previous === 'released') await c.backend.release(first)
+        else await c.expire()
+        const holder = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+        await c.backend.acquire(workId, 'holder-c', LONG_TTL_MS).catch(() => undefined)
+        checkEqual(
+          (await c.backend.readCheckpoint(holder)).cleanHandoff,
+          previous === 'released',
+          `the holder's cleanHandoff after a refused acquire (previous lease ${previous})`,
+        )
+      }
+    },
+  },
+  {
     name: 'state survives holders that never checkpoint',
     async run(c) {
       const workId = c.workId()
