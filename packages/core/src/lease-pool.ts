@@ -640,9 +640,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   async #markedDone(unit: string): Promise<boolean> {
     const mark = this.#keys.doneMark(unit)
     const page = await this.#list({ prefix: mark, limit: 1 })
-    // A prefix sorts before every id it begins, so the mark, if stored, comes first.
+    // A prefix sorts before every id it begins, so the mark, if stored, comes first. Held counts as
+    // set (see readGroup): a mark being cleared is not yet a unit to run again.
     const first = page.leases[0]
-    return first?.workId === mark && first.released
+    return first?.workId === mark && (first.released || !first.free)
   }
 
   /**

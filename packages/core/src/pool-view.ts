@@ -23,15 +23,19 @@ export function poolKeys(group: string): PoolKeys {
 export interface GroupListing {
   readonly members: readonly string[]
   readonly holders: ReadonlyMap<string, string>
-  /** Units whose done mark is set: finished, not to be run again while they stay wanted. */
+  /**
+   * Units whose done mark is set or held (being set, or being cleared): not to be run now, and a
+   * finished unit not again while it stays wanted.
+   */
   readonly done: ReadonlySet<string>
 }
 
 /**
  * Reads the whole group, page by page: live members (unexpired membership leases), the live holder
  * of every unit, and done marks. A done mark is a lease that was acquired and released; clearing it
- * takes it again and lets it expire, so `released` is the mark. `list` reads one page (the pool bounds
- * each call in time).
+ * takes it again and lets it expire, so `released` is the mark, and a mark that is held (being set or
+ * being cleared) keeps the unit from running until it is one or the other. `list` reads one page (the
+ * pool bounds each call in time).
  */
 export async function readGroup(
   list: (options: ListOptions) => Promise<LeasePage>,
@@ -53,7 +57,9 @@ export async function readGroup(
       const id = rest.slice(2)
       if (kind === 'm/' && !lease.free) members.push(lease.holderId)
       else if (kind === 'u/' && !lease.free) holders.set(id, lease.holderId)
-      else if (kind === 'd/' && lease.released) done.add(id)
+      // Set (released), or held: being set by the member that finished the unit, or being cleared
+      // (taken, left to expire) because the unit left the set. Either way not to run now.
+      else if (kind === 'd/' && (lease.released || !lease.free)) done.add(id)
     }
     cursor = page.cursor
   } while (cursor !== undefined)

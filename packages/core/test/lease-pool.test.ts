@@ -12,6 +12,7 @@ import { FaultInjectingBackend, ForwardingBackend, InjectedFaultError } from '@w
 import { assert, describe, expect, test } from 'vitest'
 import {
   isLeaserClosedError,
+  type Lease,
   type LeaseLostError,
   LeasePool,
   type LeasePoolOptions,
@@ -468,6 +469,59 @@ describe('LeasePool', () => {
     await time.advance(3 * TTL)
     expect(ran).toEqual(['u1', 'u1'])
     await time.until(pool.close())
+  })
+
+  // Found by a review (session 35): clearing a mark takes it (held, no longer released), and a member
+  // that read the set just before the unit left it saw no mark while it was being cleared.
+  test('a finished unit leaving the set is not run again by a member that read the set just before', async () => {
+    const { time, leaser, other, store } = setup()
+    class ListsLate extends ForwardingBackend {
+      before: (() => Promise<void>) | undefined
+      override async list(options?: ListOptions): Promise<LeasePage> {
+        const before = this.before
+        if (before && options?.prefix === 'g/' && options.cursor === undefined) {
+          this.before = undefined
+          await before()
+        }
+        return super.list(options)
+      }
+    }
+    const late = { a: new ListsLate(leaser.backend), b: new ListsLate(other) }
+    let units = ['u1', 'u2']
+    const ran: string[] = []
+    const options = {
+      group: 'g',
+      units: () => units,
+      timers: time,
+      random: () => 0.5,
+      handler: (lease: Lease<Uint8Array>, unit: PoolUnit) => {
+        ran.push(unit.id)
+        return unit.id === 'u1' ? undefined : untilAborted(lease, unit)
+      },
+    }
+    const pools = {
+      a: new LeasePool({ ...options, leaser: memberLeaser(late.a, 'worker-a', time) }),
+      b: new LeasePool({ ...options, leaser: memberLeaser(late.b, 'worker-b', time) }),
+    }
+    await time.until(Promise.all([pools.a.start(), pools.b.start()]))
+    await time.advance(5 * INTERVAL)
+    expect({ ran: ran.toSorted(), marked: store.leases.get('g/d/u1')?.released }).toEqual({
+      ran: ['u1', 'u2'],
+      marked: true,
+    })
+    // The member without u2 is short once u1 counts again. It has read the set (u1 in it); u1 leaves
+    // the set, and its listing reaches the store while the other member clears u1's mark.
+    const short = pools.a.units.includes('u2') ? 'b' : 'a'
+    late[short].before = async () => {
+      units = ['u2']
+      while (store.leases.get('g/d/u1')?.released !== false) await time.sleep(5)
+    }
+    await time.advance(5 * INTERVAL)
+    expect({ ran: ran.toSorted(), listedLate: late[short].before === undefined }).toEqual({
+      ran: ['u1', 'u2'],
+      listedLate: true,
+    })
+    await time.until(Promise.all([pools.a.close(), pools.b.close()]))
   })
 
   test('a unit taken out of the set while it runs is given up: its handler stops and the unit is released', async () => {
