@@ -22,7 +22,7 @@ import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
-import { boundedStoreCall, isLeaser, Leaser } from './leaser.js'
+import { boundedStoreCall, isLeaser, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -286,6 +286,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
               throw error
             }),
           )
+    // A membership carries no state: one a join no longer wants (the pool closed while it was out) is
+    // released, not left to count this member in the group for a ttl after it is gone.
+    leaser[releaseOrphansOf](keys.member(leaser.holderId))
   }
 
   /** The ids of the units this member runs now (including ones it is handing back). */

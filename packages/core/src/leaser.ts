@@ -54,6 +54,13 @@ import { type Instant, instant, systemTimers } from './timers.js'
 export const boundedStoreCall: unique symbol = Symbol('worklease.boundedStoreCall')
 
 /**
+ * @internal Marks a workId whose leases carry no state and no handoff (a pool's membership key): a
+ * lease of it that an acquire no longer wants is released, even after a crashed holder. Left to
+ * expire, it would show a member that is gone for a ttl.
+ */
+export const releaseOrphansOf: unique symbol = Symbol('worklease.releaseOrphansOf')
+
+/**
  * @internal Whether a value is a Leaser this class built: a Proxy of one passes `instanceof` but not
  * this (its private fields are out of reach, so every call on it would throw a TypeError).
  */
@@ -189,6 +196,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
   readonly #reportsHolder: boolean
+  /** WorkIds whose orphans are released whatever their handoff (see {@link releaseOrphansOf}). */
+  readonly #stateless = new Set<string>()
 
   constructor(leaserOptions: LeaserOptions<S>) {
     if (typeof leaserOptions !== 'object' || leaserOptions === null)
@@ -285,6 +294,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         this.#retire(lease.workId, lease.fencingToken)
       },
     })
+  }
+
+  /** @internal See {@link releaseOrphansOf}. */
+  [releaseOrphansOf](workId: string): void {
+    this.#stateless.add(workId)
   }
 
   /** @internal See {@link isLeaser}. */
@@ -742,13 +756,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #releaseOrphan(workId: string, { record, checkpoint }: Taken): void {
     if (this.#handedOut(workId, record.fencingToken)) return
     this.#retire(workId, record.fencingToken)
-    if (checkpoint?.cleanHandoff === false) return
+    const stateless = this.#stateless.has(workId)
+    if (checkpoint?.cleanHandoff === false && !stateless) return
     this.#unawaited++
     const settled = () => this.#settled()
     const { callSignals } = this.#ctx
     const release = () => callSignals.call((signal) => this.backend.release(record, { signal }))
     const freed =
-      checkpoint === undefined
+      checkpoint === undefined && !stateless
         ? callSignals
             .call((signal) => this.backend.readCheckpoint(record, { signal }))
             .then((read) => (read.cleanHandoff === true ? release() : undefined))

@@ -624,6 +624,24 @@ describe('LeasePool', () => {
     await time.until(pool.close())
   })
 
+  // Found by a review (session 35): the Leaser left a late membership lease to expire, as it does any
+  // lease taken from a crashed holder, and the other members counted a member that was gone for a ttl.
+  test('a member closed while its rejoin is out leaves no membership behind it', async () => {
+    const { time, leaser, backend, store } = setup()
+    const pool = testPool(leaser, time, { units: [] })
+    await time.until(pool.start())
+    backend.setDown(true, 'hang')
+    await time.advance(3 * TTL) // the membership is lost, and expired in the store; a rejoin hangs
+    backend.setDown(false)
+    await time.until(pool.close())
+    await time.until(leaser.close())
+    const membership = store.leases.get('g/m/worker-a')!
+    expect({
+      token: membership.fencingToken,
+      live: !membership.released && membership.expiresAtMs > time.wall.now(),
+    }).toEqual({ token: 2n, live: false })
+  })
+
   test('a closed pool cannot be started again', async () => {
     const { time, leaser, backend } = setup()
     const pool = testPool(leaser, time)
