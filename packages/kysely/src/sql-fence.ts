@@ -1,10 +1,14 @@
 import { FencedError, InvalidArgumentError, validateFencingToken } from '@worklease/spec'
 import {
   AndNode,
+  ColumnNode,
   type Kysely,
   type KyselyPlugin,
+  type OperationNode,
   ParensNode,
   type RawBuilder,
+  RawNode,
+  ReferenceNode,
   type RootOperationNode,
   type SqlBool,
   sql,
@@ -445,11 +449,11 @@ function readUpdateSet(query: unknown): (column: unknown, value: unknown) => unk
 }
 
 /**
- * Checks the statement {@link SqlFence.update} is about to send, as Kysely compiles it (after the
- * caller's plugins), and wraps what the caller's query had in its where-clause in parentheses beside
- * the fence's condition, which the fence appends last: Kysely joins where-clauses with a bare `and`,
- * and raw SQL such as `id = 1 OR id = 2` would otherwise leave `id = 1` unfenced. The fence's own
- * assignment is the last one; every one before it is the caller's.
+ * Checks the statement {@link SqlFence.update} is about to send, as Kysely compiles it (after every
+ * plugin, the caller's and the db's, which may add assignments of their own), and wraps what the
+ * caller's query had in its where-clause in parentheses beside the fence's condition, which the fence
+ * appends last: Kysely joins where-clauses with a bare `and`, and raw SQL such as `id = 1 OR id = 2`
+ * would otherwise leave `id = 1` unfenced.
  */
 function fencedUpdatePlugin(column: string): KyselyPlugin {
   const fenceColumn = column.toLowerCase()
@@ -458,13 +462,22 @@ function fencedUpdatePlugin(column: string): KyselyPlugin {
       if (node.kind !== 'UpdateQueryNode' || !node.updates?.length || !node.where) {
         throw new InvalidArgumentError(NOT_AN_UPDATE)
       }
-      const callers = node.updates.slice(0, -1)
       // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
-      // trip) and, elsewhere, one of the two silently wins. SQLite and MySQL fold a name's case.
-      if (callers.some((set) => assignedColumn(set.column)?.toLowerCase() === fenceColumn)) {
-        throw new InvalidArgumentError(
-          `a fenced update must not set ${JSON.stringify(column)}: the fence writes the token there itself`,
-        )
+      // trip) and, elsewhere, one of the two silently wins. Whoever added it (the caller's set(), a
+      // plugin), any column assigned twice is refused: the fence's own assignment is one of them
+      // whatever a plugin renamed it to. SQLite and MySQL fold a name's case.
+      const assigned = new Set<string>()
+      for (const update of node.updates) {
+        const name = assignedName(update.column)?.toLowerCase()
+        if (name === undefined) continue
+        if (assigned.has(name)) {
+          throw new InvalidArgumentError(
+            name === fenceColumn
+              ? `a fenced update must not set ${JSON.stringify(column)}: the fence writes the token there itself`
+              : `a fenced update sets ${JSON.stringify(name)} twice (a plugin's assignment counts too)`,
+          )
+        }
+        assigned.add(name)
       }
       if (node.returning) {
         throw new InvalidArgumentError(
@@ -480,6 +493,19 @@ function fencedUpdatePlugin(column: string): KyselyPlugin {
     },
     transformResult: async ({ result }) => result,
   }
+}
+
+/**
+ * The column an assignment names: a column (`set({ total })`), a reference (`set('orders.total', ...)`,
+ * its table left aside), or a reference in raw SQL alone (`sql.ref(...)`, as the fence writes its own).
+ */
+function assignedName(node: OperationNode): string | undefined {
+  if (ColumnNode.is(node)) return node.column.name
+  if (ReferenceNode.is(node)) return ColumnNode.is(node.column) ? node.column.column.name : undefined
+  if (RawNode.is(node) && node.parameters.length === 1 && node.sqlFragments.every((part) => part === '')) {
+    return assignedName(node.parameters[0]!)
+  }
+  return undefined
 }
 
 /** The upsert's write, each property and each column read once (a getter or Proxy could change). */
@@ -546,11 +572,4 @@ function pick(values: Record<string, unknown>, columns: string[]): Record<string
 function checkToken(token: unknown): string {
   validateFencingToken(token)
   return token.toString()
-}
-
-/** The name a `set()` assigns, when it is a plain column (`ColumnNode`, or a reference to one). */
-function assignedColumn(node: unknown): string | undefined {
-  const column = (node as { column?: { name?: unknown; column?: { name?: unknown } } } | undefined)?.column
-  const name = column?.name ?? column?.column?.name
-  return typeof name === 'string' ? name : undefined
 }

@@ -1,5 +1,13 @@
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
-import { CamelCasePlugin, type Kysely, sql } from 'kysely'
+import {
+  CamelCasePlugin,
+  ColumnNode,
+  ColumnUpdateNode,
+  type Kysely,
+  type KyselyPlugin,
+  sql,
+  ValueNode,
+} from 'kysely'
 import { afterEach, assert, beforeEach, describe, expect, test } from 'vitest'
 import { type DialectFamily, SqlFence } from '../src/index.js'
 import { code } from './helpers.js'
@@ -344,6 +352,46 @@ for (const target of TARGETS) {
         })
         expect(await code(fence.update(showsClean as never, 5n))).toBe('INVALID_ARGUMENT')
       }
+      expect(statements).toBe(before)
+      expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
+    })
+
+    test('update: an assignment of the fence column that a plugin adds is refused too, before any statement', async () => {
+      // Found by a review (session 35) of the check moved into a plugin: it took the last assignment for
+      // the fence's own, and a plugin running before it appended fencing_token = 99 unseen.
+      await seed('order-1', 'from 1', 1n)
+      const before = statements
+      const appendsFence: KyselyPlugin = {
+        transformQuery: ({ node }) =>
+          node.kind === 'UpdateQueryNode'
+            ? {
+                ...node,
+                updates: [
+                  ...(node.updates ?? []),
+                  ColumnUpdateNode.create(ColumnNode.create('fencing_token'), ValueNode.create('99')),
+                ],
+              }
+            : node,
+        transformResult: async ({ result }) => result,
+      }
+      const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
+      for (const [on, update] of [
+        [fence, query.withPlugin(appendsFence)],
+        [
+          new SqlFence(db.withPlugin(appendsFence)),
+          db
+            .withPlugin(appendsFence)
+            .updateTable(storage.table)
+            .set({ total: 'x' })
+            .where('id', '=', 'order-1'),
+        ],
+      ] as const) {
+        expect(await code(on.update(update, 5n))).toBe('INVALID_ARGUMENT')
+      }
+      // A column named twice in one statement is refused whatever it is.
+      expect(await code(fence.update(query.set({ total: 'y' }).set('total', 'z'), 5n))).toBe(
+        'INVALID_ARGUMENT',
+      )
       expect(statements).toBe(before)
       expect(await read('order-1')).toEqual({ id: 'order-1', total: 'from 1', token: 1n })
     })
