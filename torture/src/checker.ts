@@ -730,19 +730,28 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
    * fences it from then on, so it can never land.
    */
   const missedAfterEnd = (source: { token: bigint; first: number }, r: Op): Op | undefined => {
-    const end = ended.get(source.token)
-    if (!end) return undefined
-    const before = partitionPoint(
-      readsByComplete.length,
-      (index) => readsByComplete[index]!.complete < r.invoke,
-    )
-    for (let k = 0; k < before; k++) {
-      const r0 = readsByComplete[k]!
-      if (r0.invoke <= end.complete) continue
-      const seen = r0.read === null ? undefined : sent.get(r0.read)
-      if (r0.read === null || (seen && sentLater(source, seen))) return r0
+    const missed = firstMissed(source)
+    return missed && missed.complete < r.invoke ? missed : undefined
+  }
+  // The first such read to return, whichever read asks: a later `r` only lets more of them count, so
+  // the first that returned before `r` began is this one, or there is none. One scan per source, not
+  // one per read of it (quadratic in the reads of a workId).
+  const missedBySource = new Map<object, Op | null>()
+  const firstMissed = (source: { token: bigint; first: number }): Op | undefined => {
+    let missed = missedBySource.get(source)
+    if (missed === undefined) {
+      const end = ended.get(source.token)
+      missed =
+        (end &&
+          readsByComplete.find((r0) => {
+            if (r0.invoke <= end.complete) return false
+            const seen = r0.read === null ? undefined : sent.get(r0.read)
+            return r0.read === null || (seen !== undefined && sentLater(source, seen))
+          })) ??
+        null
+      missedBySource.set(source, missed)
     }
-    return undefined
+    return missed ?? undefined
   }
   const newestReadBy: Op[] = []
   for (const r of stateReads) {
