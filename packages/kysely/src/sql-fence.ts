@@ -271,6 +271,9 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
    * The query's own where-clause is kept whole, in parentheses, beside the fence's, so raw SQL with a
    * top-level `OR` cannot leave rows unfenced. A query with `returning` is refused (`INVALID_ARGUMENT`,
    * before anything is sent): its rows would replace the count that says whether the write landed.
+   * So is a statement that assigns a column twice, the fence column above all, as Kysely compiles it
+   * (after every plugin: one that adds its own assignment counts). A builder that does not run its
+   * plugins (a Proxy that drops them) cannot be fenced this way.
    *
    * ```ts
    * const landed = await fence.update(db.updateTable('orders').set({ total: 42 }).where('id', '=', 7), token)
