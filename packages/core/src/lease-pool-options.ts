@@ -33,7 +33,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    * An iterable is read once, when the pool is constructed, and that list is kept: a generator or
    * any other one-shot iterable is fine, and changing an array afterwards changes nothing (pass a
    * function for a set that changes). A function's every answer is read once, in the rebalance it
-   * was called for.
+   * was called for; one that has not answered within the rebalance interval fails that rebalance
+   * (`rebalanceFailed`), and a member failing 3 rebalances in a row with no unit leaves the group
+   * until it can read them again (see docs/pools.md).
    *
    * A unit id is a string that, after the pool's prefix (`group + '/u/'`), makes a valid workId: not
    * empty, no U+0000 or lone surrogates, and the whole workId at most 255 UTF-16 code units (so at

@@ -93,6 +93,11 @@ const HAND_BACK_CONCURRENCY = 4
 /** A member short of its share rebalances this many times faster, for at most {@link MAX_HURRIES} in a row. */
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
+/**
+ * A member holding no unit whose rebalances fail this many times in a row leaves the group until one
+ * succeeds: counted, it would keep the units the others give it for its share free and unrun.
+ */
+const STALLED_LOOKS = 3
 
 /** When a member looks again after a rebalance: at once, after a quarter interval, or an interval on. */
 type NextLook = 'now' | 'soon' | 'later'
@@ -216,6 +221,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly #closed = sharedAbortController()
   readonly #listeners = new Set<(event: PoolEvent) => void>()
   #membership: Lease<S> | undefined
+  /** Rebalances that failed in a row (see {@link STALLED_LOOKS}). */
+  #failedLooks = 0
+  /** Times this member left the group stalled since it last ran a unit; each doubles its time out. */
+  #stalls = 0
+  /** When a member that left stalled may join again (monotonic ms). */
+  #rejoinAt = 0
   #starting: Promise<void> | undefined
   #closing: Promise<void> | undefined
   #ticking: Promise<void> = Promise.resolve()
@@ -510,7 +521,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   async #wanted(): Promise<readonly string[]> {
     const source = this.#units
     if (typeof source !== 'function') return source
-    const answer: unknown = await source()
+    const answer: unknown = await this.#withinInterval(source(), 'options.units() did not answer')
     const readAnswer = readerOf(answer, 'options.units()')
     if (readAnswer === undefined) {
       throw new InvalidArgumentError(
@@ -523,6 +534,28 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
+   * `pending`, or a TimeoutError once a rebalance interval has passed: a units function that never
+   * answers would otherwise stop the member's rebalances for good, without a word.
+   */
+  async #withinInterval<T>(pending: Promise<T> | T, what: string): Promise<T> {
+    const { timers } = this.#options
+    let timer: unknown
+    try {
+      return await Promise.race([
+        pending,
+        new Promise<never>((_, reject) => {
+          timer = timers.setTimeout(
+            () => reject(new DOMException(`${what} within ${this.#intervalMs} ms`, 'TimeoutError')),
+            this.#intervalMs,
+          )
+        }),
+      ])
+    } finally {
+      timers.clearTimeout(timer)
+    }
+  }
+
+  /**
    * One rebalance: list the group once, stop what is no longer ours to run, then plan and move.
    * Resolves to when this member should look again.
    */
@@ -530,11 +563,17 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (this.#closed.signal.aborted) return 'later'
     const { leaser, planner } = this.#options
     try {
-      if (!this.#membership?.held) await this.#rejoin()
       const wanted = await this.#wanted()
       // The units function gets no signal: it may answer after close, and nothing is taken then.
       if (this.#closed.signal.aborted) return 'later'
       const group = await readGroup((options) => this.#list(options), this.#keys)
+      // Once it could read the units and the group: a member that left because it could not (see
+      // STALLED_LOOKS) is counted again only when it can, and after a time out that doubles with each
+      // stall: one that can read but never take would otherwise come back to be given units again.
+      if (!this.#membership?.held) {
+        if (this.#options.timers.now() < this.#rejoinAt) return 'later'
+        await this.#rejoin()
+      }
       const wantedSet = new Set(wanted)
       for (const [unit, runner] of this.#runners) {
         if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
@@ -566,12 +605,30 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // never hurries: its next look could make it a donor on a view that is only in flux.
       const { lower, upper } = evenShare(view)
       const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
+      this.#failedLooks = 0
+      if (running > 0) this.#stalls = 0
       if (running >= upper || (running >= lower && taken >= toTake)) return 'later'
       return cut && taken > 0 ? 'now' : 'soon'
     } catch (error) {
       this.#rebalanceFailed(error)
+      await this.#leaveIfStalled()
       return 'later'
     }
+  }
+
+  /**
+   * After a failed rebalance: a member that holds no unit and has failed {@link STALLED_LOOKS}
+   * rebalances in a row releases its membership, so the others stop giving it units it cannot take.
+   * Its next rebalance that reads the units and the group joins again.
+   */
+  async #leaveIfStalled(): Promise<void> {
+    if (++this.#failedLooks < STALLED_LOOKS || this.#runners.size > 0) return
+    const membership = this.#membership
+    if (!membership?.held || this.#closed.signal.aborted) return
+    this.#membership = undefined
+    this.#stalls++
+    this.#rejoinAt = this.#options.timers.now() + this.#intervalMs * 2 ** Math.min(this.#stalls, 6)
+    await membership.release()
   }
 
   /**

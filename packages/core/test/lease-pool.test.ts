@@ -642,6 +642,37 @@ describe('LeasePool', () => {
     }).toEqual({ token: 2n, live: false })
   })
 
+  // Found by a review (session 35): a member whose units function fails (or never answers) stays in
+  // the group, the others give it their surplus, and those units stay free and unrun for good.
+  test.each([
+    ['throws', () => assert.fail('the units source is down')],
+    ['never answers', () => new Promise<never>(() => {})],
+  ])(
+    'a member whose units function %s leaves the group after 3 failed looks; its share runs elsewhere',
+    async (_, broken) => {
+      const { time, leaser, other } = setup()
+      const all = ['u1', 'u2', 'u3', 'u4']
+      const a = testPool(leaser, time, { units: all })
+      await time.until(a.start())
+      await time.advance(2 * INTERVAL)
+      expect(a.units).toHaveLength(4)
+      const d = testPool(memberLeaser(other, 'worker-d', time), time, { units: broken as never })
+      const { types } = recordEvents(d)
+      await time.until(d.start())
+      await time.advance(10 * INTERVAL)
+      expect({
+        a: a.units.length,
+        d: d.units.length,
+        failed: types().filter((type) => type === 'rebalanceFailed').length > 2,
+      }).toEqual({
+        a: 4,
+        d: 0,
+        failed: true,
+      })
+      await time.until(Promise.all([a.close(), d.close()]))
+    },
+  )
+
   test('a closed pool cannot be started again', async () => {
     const { time, leaser, backend } = setup()
     const pool = testPool(leaser, time)
