@@ -2,6 +2,7 @@ import { FencedError, InvalidArgumentError, validateFencingToken } from '@workle
 import {
   AndNode,
   ColumnNode,
+  IdentifierNode,
   type Kysely,
   type KyselyPlugin,
   type OperationNode,
@@ -289,7 +290,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     const set = readUpdateSet(query)
     const result = await (set(sql.ref(this.column), tokenValue) as UpdateQueryBuilder<any, any, any, any>)
       .where(this.condition(token))
-      .withPlugin(fencedUpdatePlugin(this.column))
+      .withPlugin(fencedUpdatePlugin(this.column, this.family))
       .executeTakeFirst()
     return (result.numUpdatedRows ?? 0n) > 0n
   }
@@ -458,8 +459,10 @@ function readUpdateSet(query: unknown): (column: unknown, value: unknown) => unk
  * appends last: Kysely joins where-clauses with a bare `and`, and raw SQL such as `id = 1 OR id = 2`
  * would otherwise leave `id = 1` unfenced.
  */
-function fencedUpdatePlugin(column: string): KyselyPlugin {
+function fencedUpdatePlugin(column: string, family: DialectFamily): KyselyPlugin {
   const fenceColumn = column.toLowerCase()
+  // SQLite and MySQL fold a name's case; PostgreSQL keeps a quoted one as it is.
+  const fold = (name: string) => (family === 'postgres' ? name : name.toLowerCase())
   return {
     transformQuery({ node }): RootOperationNode {
       if (node.kind !== 'UpdateQueryNode' || !node.updates?.length || !node.where) {
@@ -467,20 +470,32 @@ function fencedUpdatePlugin(column: string): KyselyPlugin {
       }
       // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
       // trip) and, elsewhere, one of the two silently wins. Whoever added it (the caller's set(), a
-      // plugin), any column assigned twice is refused: the fence's own assignment is one of them
-      // whatever a plugin renamed it to. SQLite and MySQL fold a name's case.
+      // plugin), the fence column assigned twice in any spelling is refused, the fence's own
+      // assignment being one; so is any other column of one table assigned twice.
+      let fenceAssignments = 0
       const assigned = new Set<string>()
       for (const update of node.updates) {
-        const name = assignedName(update.column)?.toLowerCase()
-        if (name === undefined) continue
-        if (assigned.has(name)) {
+        const target = assignedTarget(update.column)
+        const isFence =
+          target === undefined
+            ? mayName(update.column, fenceColumn)
+            : target.column.toLowerCase() === fenceColumn
+        if (isFence) {
+          if (++fenceAssignments > 1) {
+            throw new InvalidArgumentError(
+              `a fenced update must not set ${JSON.stringify(column)}: the fence writes the token there itself`,
+            )
+          }
+          continue
+        }
+        if (target === undefined) continue
+        const key = fold(`${target.table ?? ''}.${target.column}`)
+        if (assigned.has(key)) {
           throw new InvalidArgumentError(
-            name === fenceColumn
-              ? `a fenced update must not set ${JSON.stringify(column)}: the fence writes the token there itself`
-              : `a fenced update sets ${JSON.stringify(name)} twice (a plugin's assignment counts too)`,
+            `a fenced update sets ${JSON.stringify(target.column)} twice (a plugin's assignment counts too)`,
           )
         }
-        assigned.add(name)
+        assigned.add(key)
       }
       if (node.returning) {
         throw new InvalidArgumentError(
@@ -499,16 +514,30 @@ function fencedUpdatePlugin(column: string): KyselyPlugin {
 }
 
 /**
- * The column an assignment names: a column (`set({ total })`), a reference (`set('orders.total', ...)`,
- * its table left aside), or a reference in raw SQL alone (`sql.ref(...)`, as the fence writes its own).
+ * The column an assignment names, and its table where it says one: a column (`set({ total })`), a
+ * reference (`set('orders.total', ...)`), an identifier, or one of these alone in raw SQL (`sql.ref`,
+ * as the fence writes its own; `sql.id`; a bare or quoted name, `` sql`fencing_token` ``).
  */
-function assignedName(node: OperationNode): string | undefined {
-  if (ColumnNode.is(node)) return node.column.name
-  if (ReferenceNode.is(node)) return ColumnNode.is(node.column) ? node.column.column.name : undefined
-  if (RawNode.is(node) && node.parameters.length === 1 && node.sqlFragments.every((part) => part === '')) {
-    return assignedName(node.parameters[0]!)
+function assignedTarget(node: OperationNode): { table?: string; column: string } | undefined {
+  if (ColumnNode.is(node)) return { column: node.column.name }
+  if (IdentifierNode.is(node)) return { column: node.name }
+  if (ReferenceNode.is(node)) {
+    if (!ColumnNode.is(node.column)) return undefined
+    const table = node.table?.table.identifier.name
+    return table === undefined
+      ? { column: node.column.column.name }
+      : { table, column: node.column.column.name }
   }
-  return undefined
+  if (!RawNode.is(node)) return undefined
+  const text = node.sqlFragments.join('').trim()
+  if (node.parameters.length === 1 && text === '') return assignedTarget(node.parameters[0]!)
+  const bare = node.parameters.length === 0 ? /^(["`]?)([A-Za-z_][\w$]*)\1$/.exec(text) : null
+  return bare ? { column: bare[2]! } : undefined
+}
+
+/** Whether raw SQL this module cannot read might name `column`: refused then, rather than guessed. */
+function mayName(node: OperationNode, column: string): boolean {
+  return RawNode.is(node) && node.sqlFragments.join(' ').toLowerCase().includes(column)
 }
 
 /** The upsert's write, each property and each column read once (a getter or Proxy could change). */

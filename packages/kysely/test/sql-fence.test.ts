@@ -5,6 +5,7 @@ import {
   ColumnUpdateNode,
   type Kysely,
   type KyselyPlugin,
+  RawNode,
   sql,
   ValueNode,
 } from 'kysely'
@@ -400,6 +401,78 @@ for (const target of TARGETS) {
         )
       })
     })
+
+    test('update: the fence column named in raw SQL, by the caller or a plugin, is refused too', async () => {
+      // Found by a review (session 35): only a column, a reference or sql.ref were recognised.
+      const appendsRaw: KyselyPlugin = {
+        transformQuery: ({ node }) =>
+          node.kind === 'UpdateQueryNode'
+            ? {
+                ...node,
+                updates: [
+                  ...(node.updates ?? []),
+                  ColumnUpdateNode.create(RawNode.createWithSql('fencing_token'), ValueNode.create('99')),
+                ],
+              }
+            : node,
+        transformResult: async ({ result }) => result,
+      }
+      const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
+      await refusedBeforeAnyStatement(async () => {
+        for (const update of [
+          query.withPlugin(appendsRaw),
+          query.set(sql`fencing_token` as never, '99' as never),
+          query.set(sql.id('fencing_token') as never, '99' as never),
+          query.set(sql`"FENCING_TOKEN"` as never, '99' as never),
+        ]) {
+          expect(await code(fence.update(update, 5n))).toBe('INVALID_ARGUMENT')
+        }
+      })
+    })
+
+    test.runIf(family === 'postgres')(
+      'update on PostgreSQL: columns whose names differ only in case are two columns, both written',
+      async () => {
+        await sql`ALTER TABLE ${sql.table(storage.table)} ADD COLUMN "Total" text`.execute(storage.admin)
+        await seed('order-1', 'from 1', 1n)
+        const query = db
+          .updateTable(storage.table)
+          .set({ Total: 'T', total: 't' })
+          .where('id', '=', 'order-1')
+        expect(await fence.update(query, 2n)).toBe(true)
+        expect(await read('order-1')).toEqual({ id: 'order-1', total: 't', token: 2n })
+      },
+    )
+
+    test.runIf(family === 'mysql')(
+      'update on MySQL: a multi-table update setting one column name in two tables lands',
+      async () => {
+        const other = `${storage.table}_b`
+        await sql`CREATE TABLE ${sql.table(other)} (id varchar(64) PRIMARY KEY, total varchar(64))`.execute(
+          storage.admin,
+        )
+        try {
+          await seed('order-1', 'from 1', 1n)
+          await sql`INSERT INTO ${sql.table(other)} VALUES ('order-1', 'b0')`.execute(storage.admin)
+          const query = db
+            .updateTable([storage.table, other] as never)
+            .set(`${storage.table}.total` as never, 'a2' as never)
+            .set(`${other}.total` as never, 'b2' as never)
+            .whereRef(`${other}.id` as never, '=', `${storage.table}.id` as never)
+            .where(`${storage.table}.id` as never, '=', 'order-1' as never)
+          expect(await fence.update(query as never, 2n)).toBe(true)
+          const { rows } = await sql<{ total: string }>`SELECT total FROM ${sql.table(other)}`.execute(
+            storage.admin,
+          )
+          expect({ a: await read('order-1'), b: rows[0]?.total }).toEqual({
+            a: { id: 'order-1', total: 'a2', token: 2n },
+            b: 'b2',
+          })
+        } finally {
+          await sql`DROP TABLE ${sql.table(other)}`.execute(storage.admin)
+        }
+      },
+    )
 
     test('the constructor refuses options that are no object or cannot be read', () => {
       const throwing = Object.defineProperty({}, 'column', {
