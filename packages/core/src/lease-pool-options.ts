@@ -33,7 +33,7 @@ export interface LeasePoolOptions<S = Uint8Array> {
    * An iterable is read once, when the pool is constructed, and that list is kept: a generator or
    * any other one-shot iterable is fine, and changing an array afterwards changes nothing (pass a
    * function for a set that changes). A function's every answer is read once, in the rebalance it
-   * was called for; one that has not answered within the rebalance interval fails that rebalance
+   * was called for; one that has not answered within 10 rebalance intervals fails that rebalance
    * (`rebalanceFailed`), and a member failing 3 rebalances in a row with no unit leaves the group
    * until it can read them again (see docs/pools.md).
    *

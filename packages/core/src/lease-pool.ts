@@ -98,6 +98,11 @@ const MAX_HURRIES = 8
  * succeeds: counted, it would keep the units the others give it for its share free and unrun.
  */
 const STALLED_LOOKS = 3
+/**
+ * How many rebalance intervals a units function may take before its rebalance fails: generous, so a
+ * slow source still works; bounded, so one that never answers does not stop the member unheard.
+ */
+const UNITS_TIMEOUT_INTERVALS = 10
 
 /** When a member looks again after a rebalance: at once, after a quarter interval, or an interval on. */
 type NextLook = 'now' | 'soon' | 'later'
@@ -223,8 +228,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   #membership: Lease<S> | undefined
   /** Rebalances that failed in a row (see {@link STALLED_LOOKS}). */
   #failedLooks = 0
-  /** Times this member left the group stalled since it last ran a unit; each doubles its time out. */
+  /** Times in a row this member left the group stalled, with no rebalance done since; each doubles its time out. */
   #stalls = 0
+  /** Whether this member left the group stalled, to join again only once it can rebalance. */
+  #leftStalled = false
   /** When a member that left stalled may join again (monotonic ms). */
   #rejoinAt = 0
   #starting: Promise<void> | undefined
@@ -521,7 +528,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   async #wanted(): Promise<readonly string[]> {
     const source = this.#units
     if (typeof source !== 'function') return source
-    const answer: unknown = await this.#withinInterval(source(), 'options.units() did not answer')
+    const answer: unknown = await this.#within(
+      source(),
+      UNITS_TIMEOUT_INTERVALS * this.#intervalMs,
+      'options.units() did not answer',
+    )
     const readAnswer = readerOf(answer, 'options.units()')
     if (readAnswer === undefined) {
       throw new InvalidArgumentError(
@@ -534,10 +545,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * `pending`, or a TimeoutError once a rebalance interval has passed: a units function that never
-   * answers would otherwise stop the member's rebalances for good, without a word.
+   * `pending`, or a TimeoutError once `limitMs` has passed: a units function that never answers would
+   * otherwise stop the member's rebalances for good, without a word.
    */
-  async #withinInterval<T>(pending: Promise<T> | T, what: string): Promise<T> {
+  async #within<T>(pending: Promise<T> | T, limitMs: number, what: string): Promise<T> {
     const { timers } = this.#options
     let timer: unknown
     try {
@@ -545,8 +556,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         pending,
         new Promise<never>((_, reject) => {
           timer = timers.setTimeout(
-            () => reject(new DOMException(`${what} within ${this.#intervalMs} ms`, 'TimeoutError')),
-            this.#intervalMs,
+            () => reject(new DOMException(`${what} within ${limitMs} ms`, 'TimeoutError')),
+            limitMs,
           )
         }),
       ])
@@ -563,15 +574,17 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (this.#closed.signal.aborted) return 'later'
     const { leaser, planner } = this.#options
     try {
+      if (!this.#membership?.held && !this.#leftStalled) await this.#rejoin()
       const wanted = await this.#wanted()
       // The units function gets no signal: it may answer after close, and nothing is taken then.
       if (this.#closed.signal.aborted) return 'later'
       const group = await readGroup((options) => this.#list(options), this.#keys)
-      // Once it could read the units and the group: a member that left because it could not (see
-      // STALLED_LOOKS) is counted again only when it can, and after a time out that doubles with each
-      // stall: one that can read but never take would otherwise come back to be given units again.
-      if (!this.#membership?.held) {
+      // A member that left stalled (see STALLED_LOOKS) joins again once it could read the units and
+      // the group, and after a time out that doubles with each stall in a row: one that can read but
+      // never take would otherwise come back at once, to be given units again.
+      if (this.#leftStalled) {
         if (this.#options.timers.now() < this.#rejoinAt) return 'later'
+        this.#leftStalled = false
         await this.#rejoin()
       }
       const wantedSet = new Set(wanted)
@@ -606,7 +619,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       const { lower, upper } = evenShare(view)
       const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
       this.#failedLooks = 0
-      if (running > 0) this.#stalls = 0
+      this.#stalls = 0
       if (running >= upper || (running >= lower && taken >= toTake)) return 'later'
       return cut && taken > 0 ? 'now' : 'soon'
     } catch (error) {
@@ -626,8 +639,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const membership = this.#membership
     if (!membership?.held || this.#closed.signal.aborted) return
     this.#membership = undefined
+    this.#leftStalled = true
+    // The first stall in a row joins again at the next rebalance that can: a passing outage costs
+    // nothing more. After that, 1, 3, 7, ... intervals (at most 63).
+    this.#rejoinAt = this.#options.timers.now() + this.#intervalMs * (2 ** Math.min(this.#stalls, 6) - 1)
     this.#stalls++
-    this.#rejoinAt = this.#options.timers.now() + this.#intervalMs * 2 ** Math.min(this.#stalls, 6)
     await membership.release()
   }
 

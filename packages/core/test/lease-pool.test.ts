@@ -659,7 +659,8 @@ describe('LeasePool', () => {
       const d = testPool(memberLeaser(other, 'worker-d', time), time, { units: broken as never })
       const { types } = recordEvents(d)
       await time.until(d.start())
-      await time.advance(10 * INTERVAL)
+      // A units function that never answers fails its rebalance after 10 intervals: 3 of them.
+      await time.advance(40 * INTERVAL)
       expect({
         a: a.units.length,
         d: d.units.length,
@@ -672,6 +673,28 @@ describe('LeasePool', () => {
       await time.until(Promise.all([a.close(), d.close()]))
     },
   )
+
+  // Found by a review (session 35) of the rule above: bounded by one interval, a slow units function
+  // failed every rebalance; and a standby member's time out grew with every passing outage.
+  test('a units function slower than the interval still works, and a member back from a stall rejoins at once', async () => {
+    const { time, leaser, other } = setup()
+    const slow = testPool(leaser, time, {
+      units: () => time.sleep(1.5 * INTERVAL).then(() => ['u1', 'u2']),
+    })
+    await time.until(slow.start())
+    await time.advance(5 * INTERVAL)
+    expect(slow.units.toSorted()).toEqual(['u1', 'u2'])
+    let down = true
+    const standby = testPool(memberLeaser(other, 'worker-b', time), time, {
+      units: () => (down ? assert.fail('the units source is down') : ['u1', 'u2']),
+    })
+    await time.until(standby.start())
+    await time.advance(4 * INTERVAL) // 3 failed looks: it left
+    down = false
+    await time.advance(2 * INTERVAL) // its next look reads the units: it joins and takes its share
+    expect({ slow: slow.units.length, standby: standby.units.length }).toEqual({ slow: 1, standby: 1 })
+    await time.until(Promise.all([slow.close(), standby.close()]))
+  })
 
   test('a closed pool cannot be started again', async () => {
     const { time, leaser, backend } = setup()
