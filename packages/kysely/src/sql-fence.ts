@@ -2,6 +2,7 @@ import { FencedError, InvalidArgumentError, validateFencingToken } from '@workle
 import {
   AndNode,
   ColumnNode,
+  type ColumnUpdateNode,
   IdentifierNode,
   type Kysely,
   type KyselyPlugin,
@@ -13,7 +14,9 @@ import {
   type RootOperationNode,
   type SqlBool,
   sql,
+  TableNode,
   type UpdateQueryBuilder,
+  ValueNode,
   WhereNode,
 } from 'kysely'
 import { checkKysely } from './kysely-instance.js'
@@ -290,7 +293,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
     const set = readUpdateSet(query)
     const result = await (set(sql.ref(this.column), tokenValue) as UpdateQueryBuilder<any, any, any, any>)
       .where(this.condition(token))
-      .withPlugin(fencedUpdatePlugin(this.column, this.family))
+      .withPlugin(fencedUpdatePlugin(this.column, this.family, checkToken(token)))
       .executeTakeFirst()
     return (result.numUpdatedRows ?? 0n) > 0n
   }
@@ -459,8 +462,7 @@ function readUpdateSet(query: unknown): (column: unknown, value: unknown) => unk
  * appends last: Kysely joins where-clauses with a bare `and`, and raw SQL such as `id = 1 OR id = 2`
  * would otherwise leave `id = 1` unfenced.
  */
-function fencedUpdatePlugin(column: string, family: DialectFamily): KyselyPlugin {
-  const fenceColumn = column.toLowerCase()
+function fencedUpdatePlugin(column: string, family: DialectFamily, token: string): KyselyPlugin {
   // SQLite and MySQL fold a name's case; PostgreSQL keeps a quoted one as it is.
   const fold = (name: string) => (family === 'postgres' ? name : name.toLowerCase())
   return {
@@ -470,16 +472,23 @@ function fencedUpdatePlugin(column: string, family: DialectFamily): KyselyPlugin
       }
       // The fence sets its column itself; a second assignment is an error on PostgreSQL (after a round
       // trip) and, elsewhere, one of the two silently wins. Whoever added it (the caller's set(), a
-      // plugin), the fence column assigned twice in any spelling is refused, the fence's own
-      // assignment being one; so is any other column of one table assigned twice.
+      // plugin), the fence column assigned twice, in any spelling, in any table's name, is refused:
+      // by the name the fence was given, and by the name its own assignment has after the plugins
+      // (CamelCasePlugin renames it). So is any other column of one table assigned twice.
+      const own = node.updates.find((update) => isFenceAssignment(update, token))
+      const ownName = own && assignedTarget(own.column)?.column
+      const fenceNames = [column, ...(ownName === undefined ? [] : [ownName])].map((name) =>
+        name.toLowerCase(),
+      )
+      const target = node.table && TableNode.is(node.table) ? node.table.table.identifier.name : ''
       let fenceAssignments = 0
       const assigned = new Set<string>()
       for (const update of node.updates) {
-        const target = assignedTarget(update.column)
+        const assignedTo = assignedTarget(update.column)
         const isFence =
-          target === undefined
-            ? mayName(update.column, fenceColumn)
-            : target.column.toLowerCase() === fenceColumn
+          assignedTo === undefined
+            ? mentions(update.column, fenceNames)
+            : fenceNames.includes(assignedTo.column.toLowerCase())
         if (isFence) {
           if (++fenceAssignments > 1) {
             throw new InvalidArgumentError(
@@ -488,11 +497,12 @@ function fencedUpdatePlugin(column: string, family: DialectFamily): KyselyPlugin
           }
           continue
         }
-        if (target === undefined) continue
-        const key = fold(`${target.table ?? ''}.${target.column}`)
+        if (assignedTo === undefined) continue
+        // An unqualified column is the target table's (when there is one table).
+        const key = fold(`${assignedTo.table ?? target}.${assignedTo.column}`)
         if (assigned.has(key)) {
           throw new InvalidArgumentError(
-            `a fenced update sets ${JSON.stringify(target.column)} twice (a plugin's assignment counts too)`,
+            `a fenced update sets ${JSON.stringify(assignedTo.column)} twice (a plugin's assignment counts too)`,
           )
         }
         assigned.add(key)
@@ -511,6 +521,20 @@ function fencedUpdatePlugin(column: string, family: DialectFamily): KyselyPlugin
     },
     transformResult: async ({ result }) => result,
   }
+}
+
+/** The fence's own assignment, as the plugins left it: a lone reference, set to `CAST(<token> AS ...)`. */
+function isFenceAssignment(update: ColumnUpdateNode, token: string): boolean {
+  const { column, value } = update
+  return (
+    RawNode.is(column) &&
+    column.sqlFragments.every((part) => part === '') &&
+    RawNode.is(value) &&
+    value.sqlFragments[0] === 'CAST(' &&
+    value.parameters[0] !== undefined &&
+    ValueNode.is(value.parameters[0]) &&
+    value.parameters[0].value === token
+  )
 }
 
 /**
@@ -535,9 +559,25 @@ function assignedTarget(node: OperationNode): { table?: string; column: string }
   return bare ? { column: bare[2]! } : undefined
 }
 
-/** Whether raw SQL this module cannot read might name `column`: refused then, rather than guessed. */
-function mayName(node: OperationNode, column: string): boolean {
-  return RawNode.is(node) && node.sqlFragments.join(' ').toLowerCase().includes(column)
+/**
+ * Whether raw SQL this module cannot read whole names one of `names` (lower case): as a word of its
+ * text, or as a name among its parts (`` sql`${sql.table(t)}.${sql.id('fencing_token')}` ``). Refused
+ * then, rather than guessed.
+ */
+function mentions(node: OperationNode, names: readonly string[]): boolean {
+  if (!RawNode.is(node)) {
+    const named = assignedTarget(node)
+    return named !== undefined && names.includes(named.column.toLowerCase())
+  }
+  const text = node.sqlFragments.join(' ').toLowerCase()
+  return (
+    names.some((name) => new RegExp(`(^|[^\\w$])${escapeRegExp(name)}($|[^\\w$])`).test(text)) ||
+    node.parameters.some((part) => mentions(part, names))
+  )
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
 }
 
 /** The upsert's write, each property and each column read once (a getter or Proxy could change). */

@@ -430,6 +430,37 @@ for (const target of TARGETS) {
       })
     })
 
+    test('update: the fence column qualified, renamed by a plugin, or as a part of raw SQL is refused; a longer name is not', async () => {
+      // Found by a review (session 35) of the check keeping tables apart: CamelCasePlugin renamed the
+      // fence's fencingToken to fencing_token, and a caller's '<table>.fencingToken' went unseen; a
+      // column and its qualified spelling were two; and any raw text containing the name was refused.
+      const camel = db.withPlugin(new CamelCasePlugin())
+      const camelFence = new SqlFence(camel, { column: 'fencingToken' } as never)
+      const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
+      await refusedBeforeAnyStatement(async () => {
+        const caught = [
+          camelFence.update(
+            camel
+              .updateTable(storage.table)
+              .set(`${storage.table}.fencingToken` as never, '99' as never)
+              .where('id', '=', 'order-1' as never),
+            5n,
+          ),
+          fence.update(query.set(`${storage.table}.total` as never, 'y' as never), 5n),
+          fence.update(
+            query.set(sql`${sql.table(storage.table)}.${sql.id('fencing_token')}` as never, '99' as never),
+            5n,
+          ),
+        ]
+        for (const refused of caught) expect(await code(refused)).toBe('INVALID_ARGUMENT')
+      })
+      await sql`ALTER TABLE ${sql.table(storage.table)} ADD COLUMN ${sql.ref('prev_fencing_token')} ${sql.raw(family === 'mysql' ? 'varchar(64)' : 'TEXT')}`.execute(
+        storage.admin,
+      )
+      const longer = query.set(sql`prev_fencing_token` as never, 'p' as never)
+      expect(await fence.update(longer, 2n)).toBe(true)
+    })
+
     test.runIf(family === 'postgres')(
       'update on PostgreSQL: columns whose names differ only in case are two columns, both written',
       async () => {
