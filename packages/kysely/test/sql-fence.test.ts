@@ -5,6 +5,7 @@ import {
   ColumnUpdateNode,
   type Kysely,
   type KyselyPlugin,
+  type OperationNode,
   RawNode,
   sql,
   ValueNode,
@@ -21,6 +22,20 @@ interface Row {
   id: string
   total: string | null
   token: bigint | null
+}
+
+/** A plugin that appends `column = '99'` to every update, as a caller's or a db's plugin could. */
+function appendsAssignment(column: OperationNode): KyselyPlugin {
+  return {
+    transformQuery: ({ node }) =>
+      node.kind === 'UpdateQueryNode'
+        ? {
+            ...node,
+            updates: [...(node.updates ?? []), ColumnUpdateNode.create(column, ValueNode.create('99'))],
+          }
+        : node,
+    transformResult: async ({ result }) => result,
+  }
 }
 
 for (const target of TARGETS) {
@@ -367,19 +382,7 @@ for (const target of TARGETS) {
     test('update: an assignment of the fence column that a plugin adds is refused too, before any statement', async () => {
       // Found by a review (session 35) of the check moved into a plugin: it took the last assignment for
       // the fence's own, and a plugin running before it appended fencing_token = 99 unseen.
-      const appendsFence: KyselyPlugin = {
-        transformQuery: ({ node }) =>
-          node.kind === 'UpdateQueryNode'
-            ? {
-                ...node,
-                updates: [
-                  ...(node.updates ?? []),
-                  ColumnUpdateNode.create(ColumnNode.create('fencing_token'), ValueNode.create('99')),
-                ],
-              }
-            : node,
-        transformResult: async ({ result }) => result,
-      }
+      const appendsFence = appendsAssignment(ColumnNode.create('fencing_token'))
       const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
       await refusedBeforeAnyStatement(async () => {
         for (const [on, update] of [
@@ -404,19 +407,7 @@ for (const target of TARGETS) {
 
     test('update: the fence column named in raw SQL, by the caller or a plugin, is refused too', async () => {
       // Found by a review (session 35): only a column, a reference or sql.ref were recognised.
-      const appendsRaw: KyselyPlugin = {
-        transformQuery: ({ node }) =>
-          node.kind === 'UpdateQueryNode'
-            ? {
-                ...node,
-                updates: [
-                  ...(node.updates ?? []),
-                  ColumnUpdateNode.create(RawNode.createWithSql('fencing_token'), ValueNode.create('99')),
-                ],
-              }
-            : node,
-        transformResult: async ({ result }) => result,
-      }
+      const appendsRaw = appendsAssignment(RawNode.createWithSql('fencing_token'))
       const query = db.updateTable(storage.table).set({ total: 'x' }).where('id', '=', 'order-1')
       await refusedBeforeAnyStatement(async () => {
         for (const update of [

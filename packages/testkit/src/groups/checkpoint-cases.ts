@@ -359,9 +359,13 @@ export const checkpointCases: CaseDefinition[] = [
         ['a stale readCheckpoint', (record) => c.backend.readCheckpoint(stale(record))],
       ]
       if (c.capabilities.renewMany) {
-        disturbances.push(['a renewMany refusing the record', (r) => c.backend.renewMany!([stale(r)], LONG_TTL_MS)])
+        disturbances.push([
+          'a renewMany refusing the record',
+          (r) => c.backend.renewMany!([stale(r)], LONG_TTL_MS),
+        ])
       }
-      if (c.capabilities.list) disturbances.push(['a list', (record) => c.backend.list!({ prefix: record.workId })])
+      if (c.capabilities.list)
+        disturbances.push(['a list', (record) => c.backend.list!({ prefix: record.workId })])
       if (c.capabilities.revoke) {
         disturbances.push([
           'a revoke naming another token',
@@ -373,7 +377,11 @@ export const checkpointCases: CaseDefinition[] = [
         await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
         await disturb(record).catch(() => undefined)
         await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
-        checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), `state after ${what}`)
+        checkBytes(
+          (await c.backend.readCheckpoint(record)).state,
+          bytes('sent second'),
+          `state after ${what}`,
+        )
       }
     },
   },
