@@ -18,6 +18,22 @@ async function checkpointsLand(
   checkBytes((await c.backend.readCheckpoint(record)).state, bytes(stored), what)
 }
 
+/**
+ * On a fresh lease, a checkpoint with sequence 20, then `call`, then one with sequence 10 sent late:
+ * the state stored must still be the first one's (`call` left the stored sequence alone).
+ */
+async function keepsSequence(
+  c: CaseContext,
+  what: string,
+  call: (record: LeaseRecord) => Promise<unknown>,
+): Promise<void> {
+  const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+  await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
+  await call(record)
+  await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
+  checkBytes((await c.backend.readCheckpoint(record)).state, bytes('sent second'), `state after ${what}`)
+}
+
 export const checkpointCases: CaseDefinition[] = [
   {
     name: 'checkpoint stores state that readCheckpoint returns',
@@ -331,18 +347,9 @@ export const checkpointCases: CaseDefinition[] = [
   {
     name: 'renew and renewMany keep the stored sequence: a late checkpoint after them is still refused',
     async run(c) {
-      for (const renewal of ['renew', 'renewMany'] as const) {
-        if (renewal === 'renewMany' && !c.capabilities.renewMany) continue
-        const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-        await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
-        if (renewal === 'renew') await c.backend.renew(record, LONG_TTL_MS)
-        else await c.backend.renewMany!([record], LONG_TTL_MS)
-        await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
-        checkBytes(
-          (await c.backend.readCheckpoint(record)).state,
-          bytes('sent second'),
-          `state after ${renewal}`,
-        )
+      await keepsSequence(c, 'renew', (record) => c.backend.renew(record, LONG_TTL_MS))
+      if (c.capabilities.renewMany) {
+        await keepsSequence(c, 'renewMany', (record) => c.backend.renewMany!([record], LONG_TTL_MS))
       }
     },
   },
@@ -373,15 +380,7 @@ export const checkpointCases: CaseDefinition[] = [
         ])
       }
       for (const [what, disturb] of disturbances) {
-        const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
-        await c.backend.checkpoint(record, bytes('sent second'), LONG_TTL_MS, { sequence: 20 })
-        await disturb(record).catch(() => undefined)
-        await c.backend.checkpoint(record, bytes('sent first'), LONG_TTL_MS, { sequence: 10 })
-        checkBytes(
-          (await c.backend.readCheckpoint(record)).state,
-          bytes('sent second'),
-          `state after ${what}`,
-        )
+        await keepsSequence(c, what, (record) => disturb(record).catch(() => undefined))
       }
     },
   },
