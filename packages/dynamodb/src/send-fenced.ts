@@ -4,7 +4,13 @@ import {
   UpdateItemCommand,
   type UpdateItemCommandInput,
 } from '@aws-sdk/client-dynamodb'
-import { FencedError, InvalidArgumentError, raceAbort, validateCallOptions } from '@worklease/spec'
+import {
+  FencedError,
+  InvalidArgumentError,
+  isAbortSignal,
+  raceAbort,
+  validateCallOptions,
+} from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
 import { singleAttempt } from './single-attempt.js'
@@ -122,21 +128,5 @@ function readOptions(options: unknown): SendFencedOptions {
     return { ...options }
   } catch (error) {
     throw new InvalidArgumentError('options could not be read', { cause: error })
-  }
-}
-
-/** Shaped as spec's check wants a signal; one whose getters throw is none. */
-function isAbortSignal(value: unknown): boolean {
-  try {
-    const signal = value as AbortSignal
-    return (
-      typeof value === 'object' &&
-      value !== null &&
-      typeof signal.aborted === 'boolean' &&
-      typeof signal.addEventListener === 'function' &&
-      typeof signal.throwIfAborted === 'function'
-    )
-  } catch {
-    return false
   }
 }

@@ -39,6 +39,7 @@ export {
   compareWorkIds,
   createLeaseRecord,
   DEFAULT_LIST_LIMIT,
+  isAbortSignal,
   type ListArgs,
   MAX_FENCING_TOKEN,
   MAX_ID_LENGTH,

@@ -285,6 +285,20 @@ function validateOptions(
 }
 
 /**
+ * Whether `value` is an AbortSignal as every backend call's check takes one: `aborted` a boolean,
+ * `addEventListener` and `throwIfAborted` functions, none of them a getter that throws. Duck-typed,
+ * so a signal of another realm passes. For a driver's own helpers that take a signal under another
+ * name (`abortSignal`), to refuse a bad one as its own option.
+ *
+ * ```ts
+ * if (!isAbortSignal(options.abortSignal)) throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
+ * ```
+ */
+export function isAbortSignal(value: unknown): value is AbortSignal {
+  return abortedOf(value) !== undefined
+}
+
+/**
  * Whether `value`, an AbortSignal, has aborted; undefined when it is no signal. Duck-typed, so a
  * Proxy of a signal or one from another realm passes; what it cannot answer (a throwing getter,
  * AbortSignal.prototype itself) makes it no signal.
