@@ -13,6 +13,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
+  nextCheckpointSequence,
   type RenewOutcome,
   type RevokeOptions,
   validateCheckpointArgs,
@@ -588,6 +589,26 @@ const broken: Record<string, BrokenBackendClass> = {
       return record
     }
   },
+  'checkpoint drawing its default sequence after an await': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const given = isObject(options) ? options.sequence : undefined
+      const args = validateCheckpointArgs(record, state, ttlMs, Number.MAX_SAFE_INTEGER, options)
+      await null
+      const sequence = given === undefined ? nextCheckpointSequence() : args.sequence
+      const signal = args.signal
+      return super.checkpoint(
+        args.record,
+        args.state,
+        args.ttlMs,
+        signal ? { sequence, signal } : { sequence },
+      )
+    }
+  },
   'checkpoint comparing sequences as strings': class extends Flawed {
     override async checkpoint(
       record: LeaseRecord,
@@ -967,6 +988,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'renewMany accepting options that are not an object': 'renewMany',
   'renew reporting a failure of the store as FENCED': 'renew',
   'a holder re-taking its own expired lease reading a clean handoff': 'handoff',
+  'checkpoint drawing its default sequence after an await': 'checkpoint',
   'checkpoint comparing sequences as strings': 'checkpoint',
   'a refused late checkpoint lowering the stored sequence': 'checkpoint',
   'a late checkpoint extending without the max rule': 'expiry',

@@ -1,4 +1,4 @@
-import type { LeaseRecord } from '@worklease/spec'
+import { type LeaseRecord, nextCheckpointSequence } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
@@ -317,6 +317,24 @@ export const checkpointCases: CaseDefinition[] = [
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
       for (let i = 0; i < 5; i++) await c.backend.checkpoint(record, bytes(`step ${i}`), LONG_TTL_MS)
       checkBytes((await c.backend.readCheckpoint(record)).state, bytes('step 4'), 'state')
+    },
+  },
+  {
+    // A driver that draws the default after an await (an async validation, a connection checkout)
+    // numbers a checkpoint by when it reached the store, not by when it was called: the earlier call
+    // then replaces a later one that passed its own sequence.
+    name: 'a checkpoint without a sequence draws it when the call is made, not later',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      const first = c.backend.checkpoint(record, bytes('called first'), LONG_TTL_MS)
+      // The clock moves on before the draw below: a driver that draws from its own copy of
+      // nextCheckpointSequence (seeded from the wall clock) at call time still drew a smaller one.
+      const until = Date.now() + 3
+      while (Date.now() < until) {}
+      const sequence = nextCheckpointSequence()
+      const second = c.backend.checkpoint(record, bytes('called second'), LONG_TTL_MS, { sequence })
+      await Promise.all([first, second])
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('called second'), 'state')
     },
   },
   {
