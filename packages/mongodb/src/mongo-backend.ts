@@ -344,7 +344,12 @@ export class MongoBackend implements Backend {
       // A document no lease can be made of is a store failure, whatever the duplicate key meant.
       throw new TypeError((error as Error).message, { cause })
     }
-    const expiresAtMs = document.expiresAt instanceof Date ? document.expiresAt.getTime() : Number.NaN
+    let expiresAtMs: number
+    try {
+      expiresAtMs = expiresAtOf(document).getTime()
+    } catch (error) {
+      throw new TypeError((error as Error).message, { cause })
+    }
     const heldThen = document.released === false && expiresAtMs > refusedAt
     if (!heldThen && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError(undefined, { cause })
     if (typeof document.holderId !== 'string') return new LeaseHeldError(undefined, { cause })
@@ -400,10 +405,13 @@ export class MongoBackend implements Backend {
     if (result.matchedCount === 1) return
     // Only to name the failure; nothing is written on this path.
     const stillValid = await this.#collection.findOne(validFilter(args.record), {
-      projection: { _id: 1 },
+      projection: { _id: 1, expiresAt: 1 },
       ...readOptions(args),
     })
-    throw stillValid ? new LeaseExpiredError() : new FencedError()
+    if (stillValid === null) throw new FencedError()
+    // An expiry the filter could not compare with a date is a broken document, not an expired lease.
+    expiresAtOf(stillValid)
+    throw new LeaseExpiredError()
   }
 
   /**
@@ -452,8 +460,7 @@ export class MongoBackend implements Backend {
     return args.records.map((record): RenewOutcome => {
       const document = byId.get(record.workId)
       if (!document || toToken(document.fencingToken) !== record.fencingToken) return 'fenced'
-      const expiresAt = document.expiresAt
-      return expiresAt instanceof Date && expiresAt.getTime() > readAt ? 'renewed' : 'expired'
+      return expiresAtOf(document).getTime() > readAt ? 'renewed' : 'expired'
     })
   }
 
@@ -621,13 +628,21 @@ function toToken(value: unknown, missing?: bigint): bigint {
   throw new TypeError(`expected a 64-bit integer in the lease document, got ${String(value)}`)
 }
 
+/** A lease document's expiry; one that is no date is a store failure, never a lease outcome. */
+function expiresAtOf(document: { readonly _id?: unknown; readonly expiresAt?: unknown }): Date {
+  const { expiresAt } = document
+  if (!(expiresAt instanceof Date))
+    throw new TypeError(`lease document ${String(document._id)} has no expiresAt date`)
+  return expiresAt
+}
+
 /** A listed document as the contract shows it; a document no lease can be made of is a store failure. */
 function toListing(document: LeaseDocumentLike, now: number, sizedByServer: boolean): LeaseListing {
-  const { _id: workId, holderId, expiresAt, released } = document
+  const { _id: workId, holderId, released } = document
   if (typeof workId !== 'string' || typeof holderId !== 'string' || typeof released !== 'boolean') {
     throw new TypeError(`malformed lease document ${String(workId)}`)
   }
-  if (!(expiresAt instanceof Date)) throw new TypeError(`lease document ${workId} has no expiresAt date`)
+  const expiresAt = expiresAtOf(document)
   return Object.freeze({
     workId,
     holderId,

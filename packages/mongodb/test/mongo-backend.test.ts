@@ -576,6 +576,30 @@ describe('storage', () => {
     expect((error as Error).cause).toBeInstanceOf(MongoServerError)
   })
 
+  test('a lease document whose expiresAt is no date is a store failure for renew, renewMany and acquire', async () => {
+    const { harness, clock, backend } = await setup()
+    await harness.collection.insertOne({
+      _id: 'job' as never,
+      fencingToken: 1n,
+      holderId: 'a',
+      expiresAt: '2100-01-01T00:00:00Z' as never,
+      released: false,
+      releasedToken: 0n,
+    })
+    const record = createLeaseRecord('job', 'a', 1n, clock.ms + 60_000)
+    // The filters compare a date with a string and never match: only the read that names the
+    // outcome sees the document, and an expiry that is no date names none.
+    for (const call of [
+      () => backend.renew(record, 10_000),
+      () => backend.renewMany([record], 10_000),
+      () => backend.acquire('job', 'b', 10_000),
+    ]) {
+      const error = await caught(call())
+      expect(error).toBeInstanceOf(TypeError)
+      expect(isWorkleaseError(error)).toBe(false)
+    }
+  })
+
   test("the harness's failNextCall fails one operation before its command is sent, as a reset connection", async () => {
     const { harness, backend } = await setup()
     const record = await backend.acquire('job', 'a', 10_000)
