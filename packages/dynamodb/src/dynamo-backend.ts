@@ -331,7 +331,12 @@ export class DynamoBackend implements Backend {
   async #whyNotFree(args: AcquireArgs, now: number, cause: Error & { Item?: Item }): Promise<Error> {
     const item = cause.Item ?? (await this.#readItem(args.workId, args))
     const token = item?.[Attr.token]?.N
-    const expiresAtMs = Number(item?.[Attr.expiresAt]?.N)
+    let expiresAtMs = Number.NaN
+    try {
+      if (item) expiresAtMs = expiresAtMsOf(item, args.workId)
+    } catch (error) {
+      throw new TypeError((error as Error).message, { cause })
+    }
     const holderId = item?.[Attr.holder]?.S
     const held = item?.[Attr.released]?.BOOL === false && expiresAtMs > now
     if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
@@ -426,7 +431,7 @@ export class DynamoBackend implements Backend {
     )
     if (outcome === 'written') return
     // Valid, so only the expiry failed the condition: already later (success), or expired.
-    if (Number(outcome[Attr.expiresAt]?.N) >= expiresAtMs) return
+    if (expiresAtMsOf(outcome, args.record.workId) >= expiresAtMs) return
     throw new LeaseExpiredError()
   }
 
@@ -845,7 +850,17 @@ function readOptions(options: DynamoBackendOptions): DynamoBackendOptions & { ol
  */
 function renewOutcome(item: Item, record: LeaseRecord, expiresAtMs: number): RenewOutcome {
   if (!isValid(item, record)) return 'fenced'
-  return Number(item[Attr.expiresAt]?.N) >= expiresAtMs ? 'renewed' : 'expired'
+  return expiresAtMsOf(item, record.workId) >= expiresAtMs ? 'renewed' : 'expired'
+}
+
+/**
+ * A lease item's expiry. One that is no number failed every expiry condition without being expired:
+ * a broken item is a store failure, never a lease outcome.
+ */
+function expiresAtMsOf(item: Item, workId: string): number {
+  const expiresAtMs = Number(item[Attr.expiresAt]?.N)
+  if (!Number.isFinite(expiresAtMs)) throw new TypeError(`lease item ${workId} has no expiresAt number`)
+  return expiresAtMs
 }
 
 /**

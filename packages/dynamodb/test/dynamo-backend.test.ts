@@ -373,6 +373,37 @@ describe('DynamoBackend on a real server', () => {
     expect((error as Error).name).toBe('ResourceNotFoundException')
   })
 
+  test('an item whose expiresAt is no number is a store failure for renew, renewMany and acquire', async () => {
+    const clock = manualClock()
+    const backend = table.open({ clock })
+    await table.admin.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: {
+          workId: { S: 'job-1' },
+          fencingToken: { N: '1' },
+          holderId: { S: 'a' },
+          expiresAt: { S: String(T0 + 60_000) },
+          released: { BOOL: false },
+          cleanHandoff: { BOOL: true },
+          listKey: { S: 'lease' },
+        },
+      }),
+    )
+    // Every expiry condition compares a number with a string and fails: only the item the failure
+    // brings back (or one read) is left to name the outcome, and an expiry that is no number names none.
+    const calls: (() => Promise<unknown>)[] = [
+      () => backend.renew(record('job-1'), 10_000),
+      () => backend.acquire('job-1', 'b', 10_000),
+    ]
+    if (backend.capabilities.renewMany) calls.push(() => backend.renewMany!([record('job-1')], 10_000))
+    for (const call of calls) {
+      const error = await call().catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(TypeError)
+      expect(isWorkleaseError(error)).toBe(false)
+    }
+  })
+
   test("the harness's failNextCall fails one request before it is sent, as a reset connection", async () => {
     const backend = table.open({ clock: manualClock() })
     const record = await backend.acquire('job-1', 'a', 10_000)
