@@ -52,6 +52,9 @@ export interface CreatedLeaseTable {
 // Column types per family, and why:
 // - token: a signed 64-bit integer everywhere (SQLite's INTEGER is one; the CHECK turns SQLite's silent
 //   overflow to REAL into an error).
+// - SQLite keeps any type in any column: text in expires_at sorts above every integer (a lease renewed
+//   forever), text in checkpoint_seq above every sequence (checkpoints that store nothing). The CHECKs
+//   make such a row an error where it is written, as the other databases' column types do.
 // - expires_at: epoch milliseconds as BIGINT, an instant that no session or server time zone can shift.
 // - work_id/holder: compared byte for byte. PostgreSQL: COLLATE "C". MySQL/MariaDB: VARBINARY, because
 //   the utf8mb4 collations (utf8mb4_bin included) are PAD SPACE, so 'a' and 'a ' would be one key and
@@ -90,10 +93,10 @@ function createTableSql(family: DialectFamily, table: string, ifNotExists: boole
   work_id TEXT NOT NULL PRIMARY KEY,
   token INTEGER NOT NULL CHECK (typeof(token) = 'integer' AND token >= 1),
   holder TEXT NOT NULL,
-  expires_at INTEGER NOT NULL,
-  released INTEGER NOT NULL DEFAULT 0,
-  clean_handoff INTEGER NOT NULL DEFAULT 1,
-  checkpoint_seq INTEGER NOT NULL DEFAULT 0,
+  expires_at INTEGER NOT NULL CHECK (typeof(expires_at) = 'integer'),
+  released INTEGER NOT NULL DEFAULT 0 CHECK (released IN (0, 1)),
+  clean_handoff INTEGER NOT NULL DEFAULT 1 CHECK (clean_handoff IN (0, 1)),
+  checkpoint_seq INTEGER NOT NULL DEFAULT 0 CHECK (typeof(checkpoint_seq) = 'integer'),
   state BLOB
 )`
   }

@@ -367,6 +367,36 @@ describe.skipIf(!selected('sqlite'))('SQLite pitfalls', () => {
     }, 60_000)
   })
 
+  test('a row no lease can be made of is refused where it is written, not renewed forever', async () => {
+    const table = sql.table(h.storage.table)
+    const row = (column: string, value: unknown) => {
+      const values: Record<string, unknown> = {
+        work_id: `bad-${column}`,
+        token: 1,
+        holder: 'a',
+        expires_at: Date.now() + HOUR,
+        released: 0,
+        clean_handoff: 1,
+        checkpoint_seq: 0,
+        [column]: value,
+      }
+      return sql`INSERT INTO ${table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
+        VALUES (${values.work_id}, ${values.token}, ${values.holder}, ${values.expires_at}, ${values.released},
+          ${values.clean_handoff}, ${values.checkpoint_seq})`.execute(h.storage.admin)
+    }
+    // Text sorts above every integer in SQLite: such an expiry passed every renew's `expires_at > now`.
+    for (const [column, value] of [
+      ['expires_at', 'not a time'],
+      ['expires_at', 1.5],
+      ['released', 2],
+      ['clean_handoff', 'yes'],
+      ['checkpoint_seq', 'not a sequence'],
+    ] as const) {
+      await expect(row(column, value), `${column} = ${String(value)}`).rejects.toThrow(/CHECK constraint/)
+    }
+    await row('expires_at', Date.now() + HOUR)
+  })
+
   test('a schema-qualified table name works (main.<table>)', async () => {
     const table = `main.${randomTable()}`
     await createLeaseTable(h.storage.admin, { table })
