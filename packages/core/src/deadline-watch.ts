@@ -32,14 +32,21 @@ const WALL_STEP_MS = 100
  * Deadlines are filed on the monotonic clock, but a lease also ends by the wall clock, which a host
  * suspend (the monotonic clock stands still) or an NTP step moves on its own. So while leases wait,
  * and the timers have a wall clock, the watch compares the two clocks once a window; when the wall
- * clock has gained {@link WALL_STEP_MS} or more (a window, if shorter), every lease is checked at
- * once: a kept `lease.signal` aborts within a window of the step, not at the lease's next renewal.
+ * clock has gained {@link WALL_STEP_MS} or more (a window, if shorter) since every lease last read
+ * both clocks, in one step or in many smaller ones, every lease is checked at once: a kept
+ * `lease.signal` aborts within a window and a step of its wall-clock deadline, not at the lease's
+ * next renewal. A wall clock that gains slowly (NTP slewing, at most 0.05%) costs one such check
+ * every few minutes.
  */
 export class DeadlineWatch extends TimerWheel<WatchedLease> {
   readonly #timers: Timers
   readonly #stepMs: number
   #heartbeat: unknown
-  /** How far the wall clock was ahead of the monotonic one at the last look. */
+  /**
+   * How far the wall clock was ahead of the monotonic one: the least since every lease last read both
+   * clocks. Every lease filed its deadline with a lead no smaller, so a gain of less than a step over
+   * it leaves every filing within a step of right, however many looks the gains were spread over.
+   */
   #wallLead = 0
 
   constructor(timers: Timers, usableMs: number) {
@@ -82,7 +89,9 @@ export class DeadlineWatch extends TimerWheel<WatchedLease> {
     if (lead === undefined) return
     // A reading that is no time is checked too: each lease then reads the clocks itself.
     const stepped = !(lead - this.#wallLead < this.#stepMs)
-    if (Number.isFinite(lead)) this.#wallLead = lead
+    // After a check every lease has filed itself again at today's lead; otherwise only a lower one
+    // (the wall clock set back) moves the baseline: gains add up until they make a step.
+    if (Number.isFinite(lead) && (stepped || lead < this.#wallLead)) this.#wallLead = lead
     if (stepped) this.dueAll()
   }
 }

@@ -25,6 +25,35 @@ describe('waiting for the local deadline', () => {
 })
 
 describe('looking for a wall-clock step', () => {
+  // Found by a review (session 36): each look took the last one's lead as its baseline, so gains under
+  // the step (short suspends, small NTP steps) were absorbed one by one, however far they added up.
+  test.each([
+    ['one by one', false],
+    ['in batches', true],
+  ])(
+    'wall-clock gains each under the step still abort a kept signal within a window of the deadline (%s)',
+    async (_, batch) => {
+      const { time, backend, leaser, other } = setup({ batch, callTimeoutMs: 5_000 })
+      const lease = await leaser.acquire('job')
+      const signal = lease.signal // kept, as a caller hands it to its writes
+      let abortedAtWall: number | undefined
+      signal.addEventListener('abort', () => (abortedAtWall = time.wallNow()))
+      // Renewals hang: only the deadline watch reads the clocks.
+      backend.setLatency(10 * TTL, batch ? 'renewMany' : 'renew')
+      // A look each window (90 ms); before each, a suspend of 85 ms: under the step of 90 ms.
+      for (let look = 0; look < 6; look++) {
+        await time.advance(90)
+        time.suspend(85)
+      }
+      await time.advance(1)
+      // The store's clock is the wall clock: past the expiry, a successor is in.
+      expect((await other.acquire('job', 'worker-b', TTL)).fencingToken).toBe(lease.fencingToken + 1n)
+      expect(abortedAtWall).toBeDefined()
+      expect(abortedAtWall! - DEADLINE).toBeLessThanOrEqual(90 + 85)
+      await time.until(leaser.close())
+    },
+  )
+
   // Found by a review (session 35): a process descheduled between the monotonic and the wall read of
   // one look saw both clocks move alike, yet read a step, and checked every lease at once (287 ms at
   // 100,000 leases).
