@@ -464,6 +464,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (watchSlot !== undefined) this.#ctx.deadlines.leave(watchSlot)
     this.#halted = true
     this.#stop.abort()
+    // A release waiting for a batch stops waiting: the batch may be out until its call timeout, far
+    // past the deadline at which the release gives up (a renew of the lease's own is abandoned here).
+    const batchSettled = this.#batchSettled
+    this.#batchSettled = undefined
+    batchSettled?.()
     this.#ctx.onEnd(this)
   }
 

@@ -10,7 +10,7 @@ import { ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { countingTimers, INTERVAL, setup, TTL, track } from './setup.js'
+import { countingTimers, DEADLINE, INTERVAL, setup, TTL, track } from './setup.js'
 
 // floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
 // slot holding it: within the interval, at most a window early.
@@ -281,4 +281,26 @@ describe('renewals through renewMany', () => {
     expect(sent).toEqual(['kept'])
     expect(kept.held).toBe(true)
   })
+
+  // Found by a review (session 36): the release waited for the whole batch, whose call timeout may be
+  // far past the lease's deadline, where a renew of its own is given up at the deadline.
+  test.each([
+    ['one by one', false],
+    ['in batches', true],
+  ])(
+    'a release behind a renewal that hangs (%s) settles by the local deadline, not the call timeout',
+    async (_, batch) => {
+      const { time, backend, leaser, named } = setup({ batch, callTimeoutMs: 20 * TTL })
+      const lease = await leaser.acquire('job')
+      backend.setLatency(100 * TTL, batch ? 'renewMany' : 'renew')
+      backend.setLatency(100 * TTL, 'release')
+      await time.advance(INTERVAL + 10)
+      const releasing = track(lease.release())
+      await time.advance(DEADLINE - INTERVAL - 10)
+      expect(named('lost').map(({ event }) => event.reason)).toEqual(['deadline'])
+      await time.advance(1)
+      expect({ batch, settled: releasing.settled }).toEqual({ batch, settled: true })
+      await time.until(leaser.close())
+    },
+  )
 })
