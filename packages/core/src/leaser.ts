@@ -8,6 +8,7 @@ import {
   LeaseHeldError,
   type LeaseRecord,
   validateId,
+  validateRecord,
   validateTtl,
 } from '@worklease/spec'
 import {
@@ -113,8 +114,22 @@ interface PendingAcquire {
  * shape unknown to the engine) took half the CPU profile's samples of `acquire`'s own frame on the
  * memory backend.
  */
-function foundLease({ record, checkpoint }: Taken, start: Instant): FoundLease {
-  return { record, checkpoint, start, confirm: false }
+function foundLease(taken: Taken, workId: string, holderId: string, start: Instant): FoundLease {
+  const { record, checkpoint } = taken
+  // A backend is user code: a Lease on a record of another workId or holder would renew, and report
+  // as ours, a lease someone else holds. Such a reply is a store failure, its outcome unknown.
+  let checked: LeaseRecord
+  try {
+    checked = validateRecord(record)
+  } catch (error) {
+    throw new TypeError(`the backend answered an acquire of ${workId} with no lease record`, { cause: error })
+  }
+  if (checked.workId !== workId || checked.holderId !== holderId) {
+    throw new TypeError(
+      `the backend answered an acquire of ${workId} by ${holderId} with a lease of ${checked.workId} by ${checked.holderId}`,
+    )
+  }
+  return { record: checked, checkpoint, start, confirm: false }
 }
 
 /** What `acquire` (and `run`, for its acquire) does, from options read once and checked. */
@@ -392,14 +407,31 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     }
     let heldPolls = 0
     let transientInARow = 0
+    let handedOutInARow = 0
     let attempts = 0
     let lastError: unknown
+    /** Sleeps `delay` before the next attempt: no later than `giveUpAt` (else a timeout), nor past `cancel`. */
+    const pause = async (delay: number): Promise<void> => {
+      const now = timers.now()
+      if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
+      call.wake = new Cancel()
+      await sleep(timers, Math.min(delay, giveUpAt - now), cancel, call.wake)
+      call.wake = undefined
+      if (cancel.aborted) throw cancel.reason
+    }
     try {
       for (;;) {
         if (call.found) {
           // Another acquire of ours on this workId has this token, or has let it go: never twice.
           if (!this.#handedOut(workId, call.found.record.fencingToken)) break
           call.found = undefined
+          // That acquire's next attempt finds the lease held. A backend that answers every attempt
+          // with an old token is asked again after a backoff, as after a store failure, and as often.
+          lastError = new TypeError(
+            `the backend answered an acquire of ${workId} with a token already handed out`,
+          )
+          if (++handedOutInARow > retry.maxAttempts) throw lastError
+          await pause(backoffDelay(retry, handedOutInARow - 1, random))
         }
         const start = instant(timers)
         attempts++
@@ -407,7 +439,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           // Never cut short by timeoutMs: an attempt abandoned mid-flight may still take the lease,
           // which then has to be released again (a burnt token) while we report a timeout.
           const taken = await this.#acquireOnce(call, start, cancel)
-          this.#keepNewer(call, foundLease(taken, start))
+          this.#keepNewer(call, foundLease(taken, workId, this.holderId, start))
         } catch (error) {
           if (cancel.aborted) throw cancel.reason
           if (call.found) continue
@@ -429,15 +461,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
-          const now = timers.now()
-          if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
-          const delay = isLeaseHeldError(error)
-            ? this.#heldDelay(error, heldPolls++)
-            : backoffDelay(retry, transientInARow - 1, random)
-          call.wake = new Cancel()
-          await sleep(timers, Math.min(delay, giveUpAt - now), cancel, call.wake)
-          call.wake = undefined
-          if (cancel.aborted) throw cancel.reason
+          await pause(
+            isLeaseHeldError(error)
+              ? this.#heldDelay(error, heldPolls++)
+              : backoffDelay(retry, transientInARow - 1, random),
+          )
         }
       }
       // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
@@ -603,16 +631,20 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       },
       onAbandoned: (outcome) => {
         let found: FoundLease | undefined
-        if (outcome.status === 'fulfilled') {
-          found = foundLease(outcome.value, start)
-        } else if (isLeaseHeldError(outcome.reason)) {
-          found = this.#ownLease(call, outcome.reason, start)
-          if (!found && outcome.reason.holder) call.unresolved = false
-        } else if (!isWorkleaseError(outcome.reason)) {
-          // Unknown outcome, as in the acquire's own catch: it may have landed, even after every
-          // attempt the acquire did hear back from (an abort leaves its only attempt unheard).
-          call.unknownSince ??= start
-          call.unresolved = true
+        try {
+          // A reply no lease can be made of is a store failure, as in the acquire's own catch.
+          if (outcome.status === 'rejected') throw outcome.reason
+          found = foundLease(outcome.value, call.workId, this.holderId, start)
+        } catch (reason) {
+          if (isLeaseHeldError(reason)) {
+            found = this.#ownLease(call, reason, start)
+            if (!found && reason.holder) call.unresolved = false
+          } else if (!isWorkleaseError(reason)) {
+            // Unknown outcome, as in the acquire's own catch: it may have landed, even after every
+            // attempt the acquire did hear back from (an abort leaves its only attempt unheard).
+            call.unknownSince ??= start
+            call.unresolved = true
+          }
         }
         if (found) this.#lateFind(call, found)
         // The acquire gave up waiting for this attempt, which tells nothing either: ask once more.
@@ -733,7 +765,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
     invoke(() => this.backend.acquire(call.workId, this.holderId, this.ttlMs)).then(
       (record) => {
-        this.#releaseOrphan(call.workId, { record })
+        let found: FoundLease | undefined
+        try {
+          found = foundLease({ record }, call.workId, this.holderId, start)
+        } catch {
+          // A reply no lease can be made of frees nothing; the lease, if any, expires.
+        }
+        if (found) this.#releaseOrphan(call.workId, found)
         this.#settled()
       },
       (error: unknown) => {

@@ -257,6 +257,75 @@ describe('acquire', () => {
     expect((await acquired.readCheckpoint()).cleanHandoff).toBe(true)
   })
 
+  // Found by a review (session 36): the Leaser handed out whatever record the backend answered with,
+  // and renewed another holder's lease as its own.
+  test.each([
+    ['another holder’s live record of the workId', 'job', 'worker-b'],
+    ['a record of another workId', 'other-job', 'worker-a'],
+  ])('an acquire answered with %s is a store failure, never a lease', async (_, workId, holderId) => {
+    const { time, memory, other } = setup()
+    const theirs: LeaseRecord = await other.acquire(workId, holderId, TTL)
+    let acquires = 0
+    const backend: Backend = {
+      capabilities: requiredOnly(memory.capabilities),
+      acquire: async () => {
+        acquires++
+        return theirs
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const retry = { maxAttempts: 3 }
+    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, retry })
+    const acquired = track(leaser.acquire('job'))
+    await time.advance(10 * TTL)
+    expect(acquired.settled).toBe(true)
+    expect(acquired.error).toBeInstanceOf(TypeError)
+    // Three attempts, then one more that asks whether an attempt took the lease (its outcome unknown).
+    expect(acquires).toBe(4)
+    expect(leaser.leases).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // Found by a review (session 36): an acquire whose reply brought a token already handed out asked
+  // again at once, with no backoff and no bound (1,000 calls at one instant, until the test stopped it).
+  test('a backend that answers every acquire with a token already handed out is asked as often as retry allows', async () => {
+    const { time, memory } = setup()
+    let stale: LeaseRecord | undefined
+    const askedAt: number[] = []
+    const backend: Backend = {
+      capabilities: requiredOnly(memory.capabilities),
+      acquire: async (...args) => {
+        askedAt.push(time.now())
+        if (askedAt.length > 100) throw new Error('asked more than 100 times')
+        stale ??= await memory.acquire(...args)
+        return stale // a driver replaying a cached reply
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const leaser = new Leaser({
+      backend,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      retry: { maxAttempts: 3 },
+    })
+    await (await leaser.acquire('job')).release()
+    const second = track(leaser.acquire('job', { wait: true }))
+    await time.advance(60 * TTL)
+    expect(second.settled).toBe(true)
+    expect(second.error).toBeInstanceOf(TypeError)
+    // The first acquire, then one attempt and 3 more after a backoff each.
+    expect(askedAt.length).toBe(5)
+    expect(new Set(askedAt.slice(1)).size).toBe(4)
+    await time.until(leaser.close())
+  })
+
   test('a random that answers outside [0, 1) cannot make a wait poll without pause', async () => {
     // NaN reached setTimeout as a 1 ms delay: a waiting acquire asked the store again every millisecond.
     for (const answer of [Number.NaN, -1, 7]) {
