@@ -16,6 +16,7 @@ import {
   nextCheckpointSequence,
   type RenewOutcome,
   type RevokeOptions,
+  validateCallOptions,
   validateCheckpointArgs,
   validateId,
   validateRenewArgs,
@@ -589,6 +590,17 @@ const broken: Record<string, BrokenBackendClass> = {
       return record
     }
   },
+  // A driver whose path with a signal differs (the model sent none until session 36).
+  'acquire given a signal taking a held lease': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      const { signal } = validateCallOptions(options)
+      if (signal !== undefined) {
+        validateId('workId', workId)
+        forceFree(this.lease(workId))
+      }
+      return super.acquire(workId, holderId, ttlMs, signal === undefined ? undefined : { signal })
+    }
+  },
   'checkpoint drawing its default sequence after an await': class extends Flawed {
     override async checkpoint(
       record: LeaseRecord,
@@ -988,6 +1000,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'renewMany accepting options that are not an object': 'renewMany',
   'renew reporting a failure of the store as FENCED': 'renew',
   'a holder re-taking its own expired lease reading a clean handoff': 'handoff',
+  'acquire given a signal taking a held lease': 'badInput',
   'checkpoint drawing its default sequence after an await': 'checkpoint',
   'checkpoint comparing sequences as strings': 'checkpoint',
   'a refused late checkpoint lowering the stored sequence': 'checkpoint',

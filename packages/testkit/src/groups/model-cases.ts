@@ -51,10 +51,21 @@ function compare(what: string, got: ModelOutcome<unknown>, want: ModelOutcome<un
   }
 }
 
+/**
+ * A live AbortSignal for a call that is given one, or nothing: drivers often take another path with a
+ * signal (a client option, a listener), and that path must keep the contract too.
+ */
+function callOptions(signal: boolean): { signal?: AbortSignal } {
+  return signal ? { signal: new AbortController().signal } : {}
+}
+
+const withSignal = (signal: boolean) => (signal ? ', signal' : '')
+
 abstract class RecordCommand implements fc.AsyncCommand<Model, Real> {
   constructor(
     readonly holder: number,
     readonly slot: number,
+    readonly signal: boolean,
   ) {}
   check(m: Readonly<Model>): boolean {
     return m.known.has(key(this.holder, this.slot))
@@ -73,6 +84,7 @@ class Acquire implements fc.AsyncCommand<Model, Real> {
     readonly slot: number,
     readonly ttlMs: number,
     readonly withCheckpoint: boolean,
+    readonly signal: boolean,
   ) {}
   check(m: Readonly<Model>): boolean {
     return !this.withCheckpoint || m.acquireWithCheckpoint
@@ -83,8 +95,11 @@ class Acquire implements fc.AsyncCommand<Model, Real> {
     const at = now(r)
     const got = await actual(async () =>
       this.withCheckpoint
-        ? await r.backend.acquireWithCheckpoint!(workId, holderId, this.ttlMs)
-        : { record: await r.backend.acquire(workId, holderId, this.ttlMs), checkpoint: undefined },
+        ? await r.backend.acquireWithCheckpoint!(workId, holderId, this.ttlMs, callOptions(this.signal))
+        : {
+            record: await r.backend.acquire(workId, holderId, this.ttlMs, callOptions(this.signal)),
+            checkpoint: undefined,
+          },
     )
     const want = m.reference.acquire(workId, holderId, this.ttlMs, at)
     compare(this.toString(), got, want)
@@ -104,7 +119,7 @@ class Acquire implements fc.AsyncCommand<Model, Real> {
   }
   toString(): string {
     const name = this.withCheckpoint ? 'acquireWithCheckpoint' : 'acquire'
-    return `${name}(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
+    return `${name}(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}${withSignal(this.signal)})`
   }
 }
 
@@ -112,21 +127,22 @@ class Renew extends RecordCommand {
   constructor(
     holder: number,
     slot: number,
+    signal: boolean,
     readonly ttlMs: number,
   ) {
-    super(holder, slot)
+    super(holder, slot, signal)
   }
   async run(m: Model, r: Real): Promise<void> {
     const record = this.record(r)
     const at = now(r)
     compare(
       `${this}`,
-      await actual(() => r.backend.renew(record, this.ttlMs)),
+      await actual(() => r.backend.renew(record, this.ttlMs, callOptions(this.signal))),
       m.reference.renew(record, this.ttlMs, at),
     )
   }
   toString(): string {
-    return `renew(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs})`
+    return `renew(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}${withSignal(this.signal)})`
   }
 }
 
@@ -134,11 +150,12 @@ class Checkpoint extends RecordCommand {
   constructor(
     holder: number,
     slot: number,
+    signal: boolean,
     readonly ttlMs: number,
     readonly state: Uint8Array,
     readonly sequence: number,
   ) {
-    super(holder, slot)
+    super(holder, slot, signal)
   }
   async run(m: Model, r: Real): Promise<void> {
     const record = this.record(r)
@@ -146,12 +163,14 @@ class Checkpoint extends RecordCommand {
     const { sequence } = this
     compare(
       `${this}`,
-      await actual(() => r.backend.checkpoint(record, this.state, this.ttlMs, { sequence })),
+      await actual(() =>
+        r.backend.checkpoint(record, this.state, this.ttlMs, { sequence, ...callOptions(this.signal) }),
+      ),
       m.reference.checkpoint(record, this.state, this.ttlMs, at, sequence),
     )
   }
   toString(): string {
-    return `checkpoint(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}, [${this.state.join(',')}], seq ${this.sequence})`
+    return `checkpoint(w${this.slot}, ${HOLDERS[this.holder]}, ${this.ttlMs}, [${this.state.join(',')}], seq ${this.sequence}${withSignal(this.signal)})`
   }
 }
 
@@ -159,17 +178,21 @@ class Release extends RecordCommand {
   async run(m: Model, r: Real): Promise<void> {
     const record = this.record(r)
     const at = now(r)
-    compare(`${this}`, await actual(() => r.backend.release(record)), m.reference.release(record, at))
+    compare(
+      `${this}`,
+      await actual(() => r.backend.release(record, callOptions(this.signal))),
+      m.reference.release(record, at),
+    )
   }
   toString(): string {
-    return `release(w${this.slot}, ${HOLDERS[this.holder]})`
+    return `release(w${this.slot}, ${HOLDERS[this.holder]}${withSignal(this.signal)})`
   }
 }
 
 class Read extends RecordCommand {
   async run(m: Model, r: Real): Promise<void> {
     const record = this.record(r)
-    const got = await actual(() => r.backend.readCheckpoint(record))
+    const got = await actual(() => r.backend.readCheckpoint(record, callOptions(this.signal)))
     const want = m.reference.readCheckpoint(record)
     compare(`${this}`, got, want)
     if (got.ok && want.ok) {
@@ -178,7 +201,7 @@ class Read extends RecordCommand {
     }
   }
   toString(): string {
-    return `readCheckpoint(w${this.slot}, ${HOLDERS[this.holder]})`
+    return `readCheckpoint(w${this.slot}, ${HOLDERS[this.holder]}${withSignal(this.signal)})`
   }
 }
 
@@ -187,6 +210,7 @@ class RenewMany implements fc.AsyncCommand<Model, Real> {
   constructor(
     readonly holder: number,
     readonly ttlMs: number,
+    readonly signal: boolean,
   ) {}
   check(m: Readonly<Model>): boolean {
     return (
@@ -199,12 +223,12 @@ class RenewMany implements fc.AsyncCommand<Model, Real> {
       .filter((slot) => m.known.has(key(this.holder, slot)))
       .map((slot) => r.records.get(key(this.holder, slot))!)
     const at = now(r)
-    const got = await r.backend.renewMany!(records, this.ttlMs)
+    const got = await r.backend.renewMany!(records, this.ttlMs, callOptions(this.signal))
     const want = m.reference.renewMany(records, this.ttlMs, at)
     checkEqual(show(got), show(want), `${this}`)
   }
   toString(): string {
-    return `renewMany(${HOLDERS[this.holder]}, ${this.ttlMs})`
+    return `renewMany(${HOLDERS[this.holder]}, ${this.ttlMs}${withSignal(this.signal)})`
   }
 }
 
@@ -216,6 +240,7 @@ class Revoke implements fc.AsyncCommand<Model, Real> {
   constructor(
     readonly slot: number,
     readonly named: { readonly holder: number; readonly offset: -1 | 0 | 1 } | null,
+    readonly signal: boolean,
   ) {}
   check(m: Readonly<Model>): boolean {
     return m.revoke
@@ -224,7 +249,8 @@ class Revoke implements fc.AsyncCommand<Model, Real> {
     const workId = r.workIds[this.slot]!
     const fencingToken = this.#token(r)
     const at = now(r)
-    const got = await r.backend.revoke!(workId, fencingToken === undefined ? undefined : { fencingToken })
+    const options = { ...(fencingToken === undefined ? {} : { fencingToken }), ...callOptions(this.signal) }
+    const got = await r.backend.revoke!(workId, options)
     checkEqual(got, m.reference.revoke(workId, fencingToken, at), `${this}`)
   }
   #token(r: Real): bigint | undefined {
@@ -234,9 +260,9 @@ class Revoke implements fc.AsyncCommand<Model, Real> {
     return token < 1n ? 1n : token
   }
   toString(): string {
-    if (!this.named) return `revoke(w${this.slot})`
+    if (!this.named) return `revoke(w${this.slot}${withSignal(this.signal)})`
     const { holder, offset } = this.named
-    return `revoke(w${this.slot}, token of ${HOLDERS[holder]}${offset === 0 ? '' : offset > 0 ? ' + 1' : ' - 1'})`
+    return `revoke(w${this.slot}, token of ${HOLDERS[holder]}${offset === 0 ? '' : offset > 0 ? ' + 1' : ' - 1'}${withSignal(this.signal)})`
   }
 }
 
@@ -262,19 +288,24 @@ function commands(clientClock: boolean) {
   const state = fc.uint8Array({ maxLength: 8 })
   // Few values, so that equal and lower sequences (a retry, a late-landing earlier checkpoint) are common.
   const sequence = fc.integer({ min: 1, max: 6 })
+  // A live signal on some calls: a driver's path with one must keep the contract as well.
+  const signal = fc.boolean()
   const all: Array<fc.Arbitrary<fc.AsyncCommand<Model, Real>>> = [
-    fc.tuple(holder, slot, ttl, fc.boolean()).map(([h, s, t, w]) => new Acquire(h, s, t, w)),
-    fc.tuple(holder, slot, ttl).map(([h, s, t]) => new Renew(h, s, t)),
-    fc.tuple(holder, slot, ttl, state, sequence).map(([h, s, t, b, q]) => new Checkpoint(h, s, t, b, q)),
-    fc.tuple(holder, slot).map(([h, s]) => new Release(h, s)),
-    fc.tuple(holder, slot).map(([h, s]) => new Read(h, s)),
-    fc.tuple(holder, ttl).map(([h, t]) => new RenewMany(h, t)),
+    fc.tuple(holder, slot, ttl, fc.boolean(), signal).map(([h, s, t, w, g]) => new Acquire(h, s, t, w, g)),
+    fc.tuple(holder, slot, signal, ttl).map(([h, s, g, t]) => new Renew(h, s, g, t)),
+    fc
+      .tuple(holder, slot, signal, ttl, state, sequence)
+      .map(([h, s, g, t, b, q]) => new Checkpoint(h, s, g, t, b, q)),
+    fc.tuple(holder, slot, signal).map(([h, s, g]) => new Release(h, s, g)),
+    fc.tuple(holder, slot, signal).map(([h, s, g]) => new Read(h, s, g)),
+    fc.tuple(holder, ttl, signal).map(([h, t, g]) => new RenewMany(h, t, g)),
     fc
       .tuple(
         slot,
         fc.option(fc.record({ holder, offset: fc.constantFrom(-1 as const, 0 as const, 1 as const) })),
+        signal,
       )
-      .map(([s, named]) => new Revoke(s, named)),
+      .map(([s, named, g]) => new Revoke(s, named, g)),
   ]
   if (clientClock) all.push(fc.constantFrom(1, 99, 100, 500, 1_000).map((ms) => new Elapse(ms)))
   return fc.commands(all, { maxCommands: MAX_COMMANDS, size: 'max' })
