@@ -702,7 +702,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const holder = error.holder
     if (call.unknownSince === undefined || holder?.holderId !== this.holderId) return undefined
     const { fencingToken, expiresAt, expiresInMs } = holder
-    if (typeof fencingToken !== 'bigint' || !Number.isFinite(expiresInMs) || !(expiresAt instanceof Date)) {
+    if (
+      typeof fencingToken !== 'bigint' ||
+      !Number.isFinite(expiresInMs) ||
+      !(expiresAt instanceof Date) ||
+      Number.isNaN(expiresAt.getTime())
+    ) {
       return undefined
     }
     if (this.#handedOut(call.workId, fencingToken)) return undefined

@@ -4,7 +4,7 @@ import {
   type CallOptions,
   isInvalidArgumentError,
   isLeaseHeldError,
-  type LeaseHeldError,
+  LeaseHeldError,
   type LeaseRecord,
   raceAbort,
   TokensExhaustedError,
@@ -286,6 +286,36 @@ describe('acquire', () => {
     // Three attempts, then one more that asks whether an attempt took the lease (its outcome unknown).
     expect(acquires).toBe(4)
     expect(leaser.leases).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  test('a LEASE_HELD naming this holder with an expiry no Date holds is not taken for our own lease', async () => {
+    const { time, memory } = setup()
+    let calls = 0
+    const backend: Backend = {
+      capabilities: requiredOnly(memory.capabilities),
+      acquire: async () => {
+        // An attempt whose outcome is unknown, then a refusal naming us with a corrupt expiry.
+        if (++calls === 1) throw new Error('connection reset')
+        throw new LeaseHeldError(undefined, {
+          holder: {
+            holderId: 'worker-a',
+            fencingToken: 1n,
+            expiresAt: new Date(Number.NaN),
+            expiresInMs: 500,
+          },
+        })
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time })
+    const acquired = track(leaser.acquire('job'))
+    await time.advance(TTL)
+    expect(acquired.settled).toBe(true)
+    expect(acquired.error).toMatchObject({ code: 'LEASE_HELD' })
     await time.until(leaser.close())
   })
 

@@ -124,7 +124,13 @@ export class TokensExhaustedError extends WorkleaseError {
  */
 export function isWorkleaseError(error: unknown, code?: ErrorCode): error is WorkleaseError {
   if (typeof error !== 'object' || error === null) return false
-  const actual = (error as { code?: unknown }).code
+  let actual: unknown
+  try {
+    actual = (error as { code?: unknown }).code
+  } catch {
+    // A revoked Proxy, a throwing getter: no worklease error, and the caller's error is left as it was.
+    return false
+  }
   if (typeof actual !== 'string' || !CODES.has(actual)) return false
   return code === undefined || actual === code
 }

@@ -517,9 +517,9 @@ export function validateRevokeArgs(workId: unknown, options: unknown): RevokeArg
 }
 
 /**
- * Builds the frozen record a backend returns from `acquire`. The token is checked: a store that
- * answers with one outside `1n..MAX_FENCING_TOKEN` is corrupt, which is a failure of the store
- * (`RangeError`), not a record to hand out.
+ * Builds the frozen record a backend returns from `acquire`. The token and the expiry are checked: a
+ * store that answers with a token outside `1n..MAX_FENCING_TOKEN`, or an expiry no `Date` can hold,
+ * is corrupt, which is a failure of the store (`RangeError`), not a record to hand out.
  */
 export function createLeaseRecord(
   workId: string,
@@ -531,6 +531,10 @@ export function createLeaseRecord(
     throw new RangeError(
       `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,
     )
+  }
+  // What dateTime (validateRecord) refuses too: NaN, the infinities, and beyond +/-8.64e15 ms.
+  if (typeof expiresAtMs !== 'number' || Number.isNaN(new Date(expiresAtMs).getTime())) {
+    throw new RangeError(`the store returned expiry ${String(expiresAtMs)} ms, which no Date holds`)
   }
   return remember(workId, holderId, fencingToken, expiresAtMs)
 }

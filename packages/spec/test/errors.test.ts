@@ -50,6 +50,22 @@ describe('error codes', () => {
     expect(isLeaseHeldError(foreign)).toBe(false)
   })
 
+  // Found by a review (session 36): the guard threw the getter's error, and `else throw error` then
+  // threw that instead of the error it was asked about.
+  test('guards answer false for an object whose code cannot be read', () => {
+    const { proxy, revoke } = Proxy.revocable({}, {})
+    revoke()
+    const lying = Object.defineProperty(new Error('x'), 'code', {
+      get() {
+        throw new Error('lying getter')
+      },
+    })
+    for (const error of [proxy, lying]) {
+      expect(isWorkleaseError(error)).toBe(false)
+      expect(isFencedError(error)).toBe(false)
+    }
+  })
+
   test('guards reject look-alikes and non-errors', () => {
     expect(isWorkleaseError(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(false)
     expect(isWorkleaseError(null)).toBe(false)

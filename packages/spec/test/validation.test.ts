@@ -313,6 +313,15 @@ describe('createLeaseRecord', () => {
   test.each([0n, MAX_FENCING_TOKEN + 1n, -1n])('refuses token %s from a store as corrupt', (token) => {
     expect(() => createLeaseRecord('w', 'h', token, 0)).toThrow(RangeError)
   })
+
+  // Found by a review (session 36): such a record was made, and validateRecord, which refuses a copy
+  // of it, trusted it as its own.
+  test.each([Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 1])(
+    'refuses expiry %s from a store as corrupt',
+    (ms) => {
+      expect(() => createLeaseRecord('w', 'h', 1n, ms)).toThrow(RangeError)
+    },
+  )
 })
 
 describe('validateCallOptions', () => {
