@@ -1,4 +1,4 @@
-import type { Backend, LeasePage, ListOptions } from '@worklease/spec'
+import { type Backend, type LeasePage, type ListOptions, validateId } from '@worklease/spec'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 
@@ -27,5 +27,23 @@ export async function* pages(
     seen += page.leases.length
     yield page
     cursor = page.cursor
+    if (cursor !== undefined) checkCursor(cursor)
   } while (cursor !== undefined)
+}
+
+/**
+ * The next page starts after the last workId listed, which the store gave: one no lease can have (a
+ * row written by hand, over 255 UTF-16 code units) is the store's fault, not the command line's,
+ * which is what the driver's INVALID_ARGUMENT for it would say.
+ */
+function checkCursor(cursor: string): void {
+  try {
+    validateId('workId', cursor)
+  } catch (error) {
+    throw new CliError(
+      `the store failed: it lists a workId no lease can have (${(error as Error).message}); the listing stops there`,
+      ExitCode.STORE_FAILED,
+      { cause: error },
+    )
+  }
 }

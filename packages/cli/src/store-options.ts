@@ -30,6 +30,9 @@ export function addStoreOptions(command: Command): Command {
 export function openStore(options: StoreOptions, io: Io): Promise<OpenBackend> {
   const url = options.store ?? io.env.WORKLEASE_STORE
   if (!url) throw new CliError('no store: pass --store <url> or set WORKLEASE_STORE', ExitCode.USAGE)
+  // Empty (`--table "$UNSET"`) is a mistake, not the default: read as the default, a revoke ended a
+  // lease in another table than the one meant.
+  if (options.table === '') throw new CliError('--table is empty: name one, or leave it out', ExitCode.USAGE)
   return openBackend(parseStoreUrl(url, io.env), options.table)
 }
 

@@ -42,9 +42,18 @@ function usage(message: string): CliError {
 function takeParam(url: URL, ...names: string[]): string | undefined {
   let value: string | undefined
   for (const name of names) {
-    value ??= url.searchParams.get(name) ?? undefined
+    value ??= nonEmpty(name, url.searchParams.get(name) ?? undefined)
     url.searchParams.delete(name)
   }
+  return value
+}
+
+/**
+ * An empty `?table=` (a variable that was not set, say) is a mistake, not the default: read as the
+ * default table, a `revoke` ended a lease in another table than the one meant.
+ */
+function nonEmpty(name: string, value: string | undefined): string | undefined {
+  if (value === '') throw usage(`?${name}= is empty: name one, or leave the parameter out`)
   return value
 }
 
@@ -73,7 +82,7 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     const rest = trimmed.slice('sqlite:'.length).replace(/^\/\//, '')
     const [file = '', query = ''] = rest.split('?', 2)
     if (file === '') throw usage(`no database file in ${JSON.stringify(redactStoreUrl(text))}`)
-    const table = new URLSearchParams(query).get('table') ?? undefined
+    const table = nonEmpty('table', new URLSearchParams(query).get('table') ?? undefined)
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
   // WHATWG URL refuses a host list; parsed with one stand-in host, the list goes back in the URL.

@@ -24,13 +24,16 @@ function revokeOf(backend: Backend): (workId: string, options: RevokeOptions) =>
   return backend.revoke.bind(backend)
 }
 
+/** Without `--yes`, the question needs a terminal: checked before the store is opened. */
+function checkCanAsk(io: Io, options: RevokeCommandOptions): void {
+  if (options.yes || io.stdin.isTTY) return
+  throw new CliError(
+    'refusing to revoke without --yes: standard input is not a terminal to ask on',
+    ExitCode.USAGE,
+  )
+}
+
 async function confirm(io: Io, question: string): Promise<boolean> {
-  if (!io.stdin.isTTY) {
-    throw new CliError(
-      'refusing to revoke without --yes: standard input is not a terminal to ask on',
-      ExitCode.USAGE,
-    )
-  }
   const prompt = createInterface({ input: io.stdin, output: io.stderr })
   try {
     return /^y(es)?$/i.test((await prompt.question(`${question} [y/N] `)).trim())
@@ -74,6 +77,7 @@ export function revokeCommand(io: Io): Command {
     .option('-y, --yes', 'do not ask for confirmation')
     .option('--json', 'print {"workId","revoked","previous"} as JSON')
     .action(async (workId: string, options: RevokeCommandOptions) => {
+      checkCanAsk(io, options)
       await withStore(options, io, async ({ backend, label }) => {
         const revoke = revokeOf(backend)
         let { lease } = await findLease(backend, workId)
