@@ -532,6 +532,23 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     return lo > 0 && hiddenReach[lo - 1]! > from
   }
 
+  /**
+   * For a token no op proves (only failed ops carry it: a LEASE_HELD that named it, say), which lies
+   * inside a hidden window: when a hidden token above it, in the same window, may have been taken.
+   * Inside a gap below a known token m that needs room below m; above the largest known token, a spare
+   * lost acquire besides the ones that took the tokens up to it. (Infinity: none may have.)
+   */
+  const hiddenAboveWithin = (t: bigint): number => {
+    if (evidence.has(t)) return Number.POSITIVE_INFINITY
+    const index = firstAtLeast(known, t)
+    const below = index > 0 ? known[index - 1]! : 0n
+    const window = hiddenAbove.get(below)
+    if (!window) return Number.POSITIVE_INFINITY
+    const above = known[index]
+    const room = above === undefined ? spare > t - below : t + 1n < above
+    return room ? window.from : Number.POSITIVE_INFINITY
+  }
+
   // Per token, the op whose return proves its lease certainly ended: a later token's, its release, or
   // a FENCED answer on it (taken over, released or revoked: validity never comes back).
   const ended = new Map<bigint, Op>()
@@ -551,7 +568,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     // The earliest moment something may have ended it: an acquire of a later known token (acknowledged
     // or proven), a lost acquire that may have taken a missing token right after t, or a release of t
     // that may have landed.
-    let mayEnd = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? Number.POSITIVE_INFINITY)
+    let mayEnd = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? hiddenAboveWithin(t))
     for (const r of same) if (r.op === 'release' && mayHaveHappened(r)) mayEnd = Math.min(mayEnd, r.invoke)
     const mayBeReleased = (before: number) =>
       same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)

@@ -1311,6 +1311,41 @@ describe('checker', () => {
     ]
     expect(checks(renewedOn)).toEqual([])
   })
+
+  // Found by a review (session 36), with a random reference store producing legal histories: a token
+  // known only from a failed op (here a LEASE_HELD that names it) fell in the hidden window below it,
+  // so a hidden successor above it in the same gap was not counted as able to end it.
+  test('legal: FENCED on a lease adopted from its LEASE_HELD, taken over by a hidden successor in the same gap', () => {
+    const ops = [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+      op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+      // X's lost acquire took token 2; X's next attempt is refused by its own lease, which it adopts.
+      op('acquire', { holder: 'X', invoke: 10, outcome: 'info', ttl: 30 }),
+      op('acquire', {
+        holder: 'X',
+        invoke: 20,
+        complete: 21,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+        heldBy: { token: 2n, holder: 'X', expiresInMs: 19 },
+      }),
+      // Y's lost acquire takes token 3 once token 2 expired (about 40): X's renew is FENCED.
+      op('acquire', { holder: 'Y', invoke: 45, outcome: 'info', ttl: 100 }),
+      op('renew', {
+        holder: 'X',
+        token: 2,
+        invoke: 50,
+        complete: 51,
+        ttl: 30,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+      op('acquire', { holder: 'Z', token: 4, invoke: 300, complete: 301, ttl: 100 }),
+    ]
+    expect(checks(ops)).toEqual([])
+    // Without Y's lost acquire (and Z's token) nothing could have ended token 2 by 51: still caught.
+    expect(checks(ops.filter((o) => o.holder !== 'Y' && o.holder !== 'Z'))).toEqual(['fenced-while-valid'])
+  })
 })
 
 // Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
