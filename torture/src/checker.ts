@@ -1004,6 +1004,21 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
+  /**
+   * The latest expiry a token's lease can have had when `op` read its "now", given the last renew of
+   * it answered LEASE_EXPIRED before `op` began (Infinity: none was): as for 11b, that refusal's "now"
+   * moved only by what may have landed since.
+   */
+  const latestAfterRefusal = (same: readonly Op[], op: Op): number => {
+    let refusal: Op | undefined
+    for (const r of same) {
+      if (r.op !== 'renew' || r.outcome !== 'fail' || r.code !== 'LEASE_EXPIRED' || !(r.complete < op.invoke))
+        continue
+      if (!refusal || r.complete > refusal.complete) refusal = r
+    }
+    return refusal ? latestExpiryAfter(same, refusal, op) : Number.POSITIVE_INFINITY
+  }
+
   // 10. LEASE_HELD only if the lease may have been held at some moment of the call: by a known token
   //     whose acquire began before the call ended and whose lease had not certainly ended when the
   //     call began (superseded, released, or expired by the latest expiry anything that may have
@@ -1048,7 +1063,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         why = undefined
         break
       }
-      const latest = latestExpiry(same, a.complete, undefined, acquired)
+      const latest = Math.min(
+        latestExpiry(same, a.complete, undefined, acquired),
+        latestAfterRefusal(same, a),
+      )
       if (latest + tolerance <= nowLo(a)) {
         why ??= {
           message:
@@ -1078,6 +1096,13 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   for (const a of acknowledgedByEnd) {
     const top = largestAcknowledged.at(-1)
     largestAcknowledged.push(top && top.token! > a.token! ? top : a)
+  }
+  // Per index into `known`, the earliest-completing evidence of that token or a larger one.
+  const earliestLaterEvidence: (Op | undefined)[] = new Array(known.length + 1).fill(undefined)
+  for (let k = known.length - 1; k >= 0; k--) {
+    const e = evidence.get(known[k]!)!
+    const after = earliestLaterEvidence[k + 1]
+    earliestLaterEvidence[k] = after && after.complete < e.complete ? after : e
   }
   // When each holder first began an acquire whose reply was lost.
   const firstLostAcquire = new Map<string, number>()
@@ -1122,6 +1147,49 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         'named-wrong-lease',
         `LEASE_HELD named ${lease}, but token ${newer.token} had been acquired before the call began`,
         [newer, r],
+      )
+      continue
+    }
+    // A larger token only a record op proves existed as surely: its acquire's reply was lost.
+    const later = earliestLaterEvidence[firstAtLeast(known, named + 1n)]
+    if (later && later.complete < r.invoke) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease}, but token ${later.token} existed before the call began (${describeSuccessor(later)})`,
+        [later, r],
+      )
+      continue
+    }
+    // The read that names the holder follows the refused write, and may find the lease ended since
+    // (then expiring in 0 ms); but one that had ended before the call began refused nothing: the row
+    // then held a later lease, or none.
+    const same = opsByToken.get(named) ?? []
+    const released = same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < r.invoke)
+    if (released) {
+      add('named-wrong-lease', `LEASE_HELD named ${lease}, released before the call began`, [released, r])
+      continue
+    }
+    if (!evidence.has(named)) continue
+    const acquired = byToken.has(named) ? undefined : lostAcquireLatest(named)
+    if (acquired !== undefined && !Number.isFinite(acquired)) continue
+    const latest = Math.min(latestExpiry(same, r.complete, undefined, acquired), latestAfterRefusal(same, r))
+    if (!Number.isFinite(latest)) continue
+    if (latest + tolerance <= nowLo(r)) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease}, whose lease had certainly expired ${(nowLo(r) - latest).toFixed(1)} ms before the call began`,
+        [evidence.get(named)!, r],
+      )
+      continue
+    }
+    // expiresInMs is on the store's clock, read after the refused write: no more than what the lease
+    // can have had left then. A waiter sleeps that long.
+    const left = latest - nowLo(r)
+    if (r.heldBy.expiresInMs > left + tolerance) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease} expiring in ${r.heldBy.expiresInMs} ms, but it had ${left.toFixed(1)} ms left at most`,
+        [evidence.get(named)!, r],
       )
     }
   }

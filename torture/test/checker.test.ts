@@ -1348,6 +1348,72 @@ describe('checker', () => {
   })
 })
 
+// Found by a review (session 36): histories that break the contract and were judged clean. Each has a
+// legal twin, one op apart, that stays clean.
+describe('a LEASE_HELD and the lease it names', () => {
+  const acquired = (ttl = 1_000) => op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl })
+  const refusal = (invoke: number, heldBy?: { token: bigint; holder: string; expiresInMs: number }) =>
+    op('acquire', { holder: 'B', invoke, complete: invoke + 1, outcome: 'fail', code: 'LEASE_HELD', heldBy })
+  const named = (expiresInMs: number) => ({ token: 1n, holder: 'A', expiresInMs })
+
+  test('names a lease released before the call began (another holder took the next token meanwhile)', () => {
+    const release = op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 })
+    const taken = op('acquire', { holder: 'C', token: 2, invoke: 15, complete: 30, ttl: 1_000 })
+    expect(checks([acquired(), release, taken, refusal(20, named(900))])).toEqual(['named-wrong-lease'])
+    // Released while the call was out: the read may still find it, expiring in 0 ms.
+    const lateRelease = op('release', { holder: 'A', token: 1, invoke: 18, complete: 22 })
+    expect(checks([acquired(), lateRelease, taken, refusal(20, named(0))])).toEqual([])
+  })
+
+  test('names token 1 though a record op proved token 2 before the call began', () => {
+    const release = op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 })
+    const lost = op('acquire', { holder: 'X', invoke: 4, outcome: 'info', ttl: 1_000 })
+    const proof = (at: number) =>
+      op('renew', { holder: 'X', token: 2, invoke: at, complete: at + 1, ttl: 1_000 })
+    expect(checks([acquired(), release, lost, proof(9), refusal(20, named(900))])).toEqual([
+      'named-wrong-lease',
+    ])
+    // The release's reply lost: it may have landed after the refusal, and token 2 then.
+    const lostRelease = op('release', { holder: 'A', token: 1, invoke: 2, outcome: 'info' })
+    expect(checks([acquired(), lostRelease, lost, proof(30), refusal(20, named(900))])).toEqual([])
+  })
+
+  test('names a lease that had certainly expired before the call began (a hidden lease refused it)', () => {
+    const lost = op('acquire', { holder: 'X', invoke: 200, outcome: 'info', ttl: 1_000 })
+    expect(checks([acquired(100), lost, refusal(500, named(0))])).toEqual(['named-wrong-lease'])
+    expect(checks([acquired(1_000), lost, refusal(500, named(400))])).toEqual([])
+  })
+
+  test('names a lease with more time left than it can have had (a waiter sleeps that long)', () => {
+    expect(checks([acquired(), refusal(20, named(3_600_000))])).toEqual(['named-wrong-lease'])
+    expect(checks([acquired(), refusal(20, named(980))])).toEqual([])
+  })
+
+  test('after a renew answered LEASE_EXPIRED, a lost renew cannot revive the lease: held-when-free', () => {
+    const lostRenew = op('renew', { holder: 'A', token: 1, invoke: 50, outcome: 'info', ttl: 1_000 })
+    const expired = op('renew', {
+      holder: 'A',
+      token: 1,
+      invoke: 1_100,
+      complete: 1_101,
+      ttl: 1_000,
+      outcome: 'fail',
+      code: 'LEASE_EXPIRED',
+    })
+    expect(checks([acquired(), lostRenew, expired, refusal(1_500)])).toEqual(['held-when-free'])
+    // A lost checkpoint revives an expired lease nobody took: then it may be held.
+    const lostCheckpoint = op('checkpoint', {
+      holder: 'A',
+      token: 1,
+      value: 'x',
+      invoke: 1_200,
+      outcome: 'info',
+      ttl: 1_000,
+    })
+    expect(checks([acquired(), lostRenew, expired, lostCheckpoint, refusal(1_500)])).toEqual([])
+  })
+})
+
 // Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
 // times are its monotonic clock. One CI run failed when the wall clock stepped 1.08 s ahead mid-run: the
 // stores then ended every lease about a second early on the monotonic clock, which the checker, taking
