@@ -22,7 +22,7 @@ import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
 import type { Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
-import { boundedStoreCall, isLeaser, Leaser, releaseOrphansOf } from './leaser.js'
+import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
@@ -378,7 +378,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * Leaser's ttl), from the call: a handler still running then keeps its lease until it returns, and
    * store calls of a rebalance still out (a take, a listing) may settle after close resolved (a unit
    * such a take gets is handed back unrun). Close the Leaser, not only the pool, before you close
-   * the store's client. Idempotent: once
+   * the store's client: a handler still running when the Leaser closes keeps its unit (renewed, so
+   * nobody else runs it) until it returns, and the unit then expires as after a crash, since the
+   * handler could no longer checkpoint. Idempotent: once
    * closing, every call returns the first call's promise. Options that are not valid (`timeoutMs`
    * outside 0..2147483647) reject with an `InvalidArgumentError` and change nothing: the pool runs on,
    * and a valid `close()` still closes it.
@@ -765,6 +767,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       },
     )
     this.#finishing.add(finishing)
+    // leaser.close() before the handler returned (after pool.close() timed out, or at once): the
+    // lease stays renewed until #finish has handed it back, never released under a running handler.
+    this.#options.leaser[keepWhileWorking](lease, finishing)
     // Both ways: a rejection passed on by `finally` would be one nobody listens to.
     const forget = () => this.#finishing.delete(finishing)
     finishing.then(forget, forget)
@@ -792,7 +797,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // turning a crashed holder's handoff into a clean one.
       if (end === 'unrun') await this.#handBackUnrun(runner.lease)
       else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
-      else {
+      else if (runner.lease.lossError?.reason === 'closed') {
+        // The Leaser closed under the handler: from then on it could store no checkpoint, so its last
+        // step may be unrecorded. Left to expire: the next member reads cleanHandoff: false.
+        runner.lease.abandon()
+        this.#emit({ type: 'lost', group: this.group, unit: runner.id })
+      } else {
         await runner.lease.release()
         // release() never rejects: a release that never landed (FENCED, or the store failing until
         // the deadline) is the lease's loss, and the successor will read cleanHandoff: false.

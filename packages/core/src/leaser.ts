@@ -62,6 +62,14 @@ export const boundedStoreCall: unique symbol = Symbol('worklease.boundedStoreCal
 export const releaseOrphansOf: unique symbol = Symbol('worklease.releaseOrphansOf')
 
 /**
+ * @internal Marks a lease that work of this package's holds (a pool unit's handler) until `finished`
+ * settles: `close()` then treats it as it treats `run`'s, kept renewed in the store until the work
+ * is done and its owner has released or abandoned it. Released at once, a successor would take the
+ * unit while its handler still runs.
+ */
+export const keepWhileWorking: unique symbol = Symbol('worklease.keepWhileWorking')
+
+/**
  * @internal Whether a value is a Leaser this class built: a Proxy of one passes `instanceof` but not
  * this (its private fields are out of reach, so every call on it would throw a TypeError).
  */
@@ -316,6 +324,18 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     this.#stateless.add(workId)
   }
 
+  /** @internal See {@link keepWhileWorking}. */
+  [keepWhileWorking](lease: Lease<S>, finished: Promise<unknown>): void {
+    const settled = finished.then(
+      () => undefined,
+      () => undefined,
+    )
+    this.#running.set(lease, settled)
+    settled.then(() => {
+      if (this.#running.get(lease) === settled) this.#running.delete(lease)
+    })
+  }
+
   /** @internal See {@link isLeaser}. */
   static [isLeaser](value: unknown): value is Leaser<any> {
     return typeof value === 'object' && value !== null && #ctx in value
@@ -556,7 +576,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * 1. at once, every lease ends locally: its `signal` aborts with a {@link LeaseLostError}
    *    (`reason: 'closed'`) and `held` turns false;
    * 2. a lease held by `run` stays renewed in the store until its callback settles, then `run`
-   *    releases it; any other lease is released right away;
+   *    releases it; a pool unit's, until its handler returns, then it is left to expire (the handler
+   *    could store no checkpoint since, so the next member reads `cleanHandoff: false`); any other
+   *    lease is released right away;
    * 3. after `timeoutMs` (default: the ttl), leases not released yet are abandoned: they expire on
    *    their own and the successor sees `cleanHandoff: false`.
    *

@@ -1167,6 +1167,48 @@ describe('LeasePool closing mid-take', () => {
   })
 })
 
+// Found by a review (session 36): the Leaser released a pool unit's lease at close, as any lease not
+// held by run, while the unit's handler still ran; the next member took it with cleanHandoff: true,
+// and the handler's last checkpoint was refused.
+describe('LeasePool under a Leaser that closes while a handler runs', () => {
+  test.each([
+    ['after pool.close() timed out', true],
+    ['with no pool.close()', false],
+  ])(
+    '%s: the unit stays held until its handler returns, then goes back as after a crash',
+    async (_, poolClosedFirst) => {
+      const { time, leaser, other } = setup()
+      const log: string[] = []
+      const pool = testPool(leaser, time, {
+        handler: async (lease, unit) => {
+          await lease.checkpoint(new TextEncoder().encode('step 1'))
+          await new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
+          await time.sleep(1_500) // a step that ignores the signal, like a call that cannot be cut short
+          await lease.checkpoint(new TextEncoder().encode('step 2')).catch(() => log.push('step 2 refused'))
+          log.push(`returned at ${time.now()}`)
+        },
+      })
+      const { types } = recordEvents(pool)
+      await time.until(pool.start())
+      if (poolClosedFirst) await time.until(pool.close({ timeoutMs: 500 }))
+      const leaserClosed = track(leaser.close({ timeoutMs: 3 * TTL }))
+      for (let at = 0; at < 1_400; at += 100) {
+        await time.advance(100)
+        const taken = await other.acquire('g/u/u1', 'worker-b', TTL).catch((error: unknown) => error)
+        expect(taken, `taken at ${time.now()} while the handler ran`).toMatchObject({ code: 'LEASE_HELD' })
+      }
+      await time.advance(200)
+      expect(log).toEqual(['step 2 refused', expect.stringMatching(/^returned at/)])
+      expect(leaserClosed.settled).toBe(true)
+      expect(types('u1')).toEqual(['taken', 'lost'])
+      await time.advance(TTL + 1)
+      const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+      expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['step 1', false])
+      if (!poolClosedFirst) await time.until(pool.close())
+    },
+  )
+})
+
 describe('LeasePool listeners', () => {
   const thrown = collectUncaughtExceptions()
   const listenerBug = new Error('listener bug')
