@@ -96,9 +96,14 @@ export function resolveRetry(
   retry: unknown,
   name = 'retry',
   defaults: ResolvedRetryPolicy = DEFAULT_RETRY,
+  /** Why `maxAttempts` is refused, where nothing would give up after it (else it is read). */
+  noAttempts?: string,
 ): ResolvedRetryPolicy {
   if (retry === undefined || retry === null) return defaults
   const fields = readFields(name, retry, ['initialDelayMs', 'maxDelayMs', 'multiplier', 'maxAttempts'])
+  if (noAttempts !== undefined && fields.maxAttempts !== undefined) {
+    throw new InvalidArgumentError(`${name}.maxAttempts is not an option here: ${noAttempts}`)
+  }
   const initialDelayMs = checkNumber(
     `${name}.initialDelayMs`,
     fields.initialDelayMs ?? defaults.initialDelayMs,

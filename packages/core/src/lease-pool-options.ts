@@ -102,13 +102,14 @@ export interface LeasePoolOptions<S = Uint8Array> {
   /**
    * Backoff between runs of a handler that threw, and between tries of a done mark that failed:
    * full jitter (a random delay up to a cap), as every retry policy here. Default: a cap of 1 s
-   * doubling to 30 s.
+   * doubling to 30 s. No `maxAttempts` (refused): a handler that throws runs again for as long as
+   * the member holds its unit.
    *
    * ```ts
    * new LeasePool({ leaser, group, units, handler, handlerRetry: { initialDelayMs: 100 } })
    * ```
    */
-  handlerRetry?: RetryPolicy
+  handlerRetry?: Omit<RetryPolicy, 'maxAttempts'>
   /**
    * Clocks and timers for the rebalance loop. Default: the system's. Checked when the pool is
    * constructed (`now`, `setTimeout` and `clearTimeout` functions, and `wallNow` if given), each

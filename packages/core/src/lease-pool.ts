@@ -48,7 +48,8 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * handler started, or after it returned, is not reported.
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
- * until the lease's deadline) is `lost` instead.
+ * until the lease's deadline) is `lost` instead, and so is one left to expire because its handler
+ * threw as it stopped (after its `handlerFailed`) or the Leaser closed while the handler ran.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
  * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
@@ -293,7 +294,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     )
     this.#maxMoves =
       maxMoves === undefined ? undefined : checkInteger('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
-    this.#handlerRetry = resolveRetry(handlerRetry, 'handlerRetry', HANDLER_RETRY)
+    this.#handlerRetry = resolveRetry(
+      handlerRetry,
+      'handlerRetry',
+      HANDLER_RETRY,
+      'a handler runs again for as long as this member holds its unit (give up inside the handler)',
+    )
     this.#options = { leaser: leaser as Leaser<S>, handler: runHandler, planner, timers, random }
     // Last, once every other option passed: a one-shot iterable (a generator) is spent by this read.
     this.#units =
@@ -797,9 +803,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // turning a crashed holder's handoff into a clean one.
       if (end === 'unrun') await this.#handBackUnrun(runner.lease)
       else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
-      else if (runner.lease.lossError?.reason === 'closed') {
-        // The Leaser closed under the handler: from then on it could store no checkpoint, so its last
-        // step may be unrecorded. Left to expire: the next member reads cleanHandoff: false.
+      else if (end === 'failed' || runner.lease.lossError?.reason === 'closed') {
+        // The handler threw as it stopped, or the Leaser closed under it (from then on it could store
+        // no checkpoint): its last step may be half done or unrecorded. Left to expire, so the next
+        // member reads cleanHandoff: false.
         runner.lease.abandon()
         this.#emit({ type: 'lost', group: this.group, unit: runner.id })
       } else {

@@ -22,11 +22,12 @@ export interface PoolUnit {
 export type PoolHandler<S = Uint8Array> = (lease: Lease<S>, unit: PoolUnit) => Promise<void> | void
 
 /**
- * How a unit's run ended: its handler finished the unit, the pool stopped it, the lease was lost, or
- * the handler never ran (`unrun`: the unit turned out finished, its done mark could not be read, or
- * the pool gave it up or lost it first).
+ * How a unit's run ended: its handler finished the unit, the pool stopped it, the handler threw as it
+ * stopped (`failed`: its last step may be half done), the lease was lost, or the handler never ran
+ * (`unrun`: the unit turned out finished, its done mark could not be read, or the pool gave it up or
+ * lost it first).
  */
-export type UnitEnd = 'done' | 'stopped' | 'lost' | 'unrun'
+export type UnitEnd = 'done' | 'stopped' | 'failed' | 'lost' | 'unrun'
 
 /** What a runner asks before its handler's first run, and tells once that run starts. */
 export interface UnitGate {
@@ -143,7 +144,13 @@ export class UnitRunner {
       }
       // A handler that returns because it was asked to stop has not finished the unit.
       if (!this.lease.held) return 'lost'
-      if (this.#stop.signal.aborted) return 'stopped'
+      if (this.#stop.signal.aborted) {
+        if (!failure) return 'stopped'
+        // Not retried (the pool is done with the unit), but not hidden either: reported, and the
+        // unit goes back as after a crash, as its handler did not end as a stopped one must.
+        onError(failure.error)
+        return 'failed'
+      }
       if (!failure) return 'done'
       onError(failure.error)
       await sleep(timers, backoffDelay(policy, attempt, random), signal)
