@@ -549,6 +549,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     return room ? window.from : Number.POSITIVE_INFINITY
   }
 
+  /**
+   * Token `t`'s lease can only have ended by a release whose reply was lost (`why`, shown by `proof`):
+   * the next token's holder must then read `cleanHandoff: true`.
+   */
+  const releaseProven = (t: bigint, proof: Op, why: string): void => {
+    for (const r of opsByToken.get(t + 1n) ?? []) {
+      if (r.clean !== false) continue
+      add('clean-handoff', `cleanHandoff false, but token ${t} can only have ended by its release: ${why}`, [
+        proof,
+        r,
+      ])
+    }
+  }
+
   // Per token, the op whose return proves its lease certainly ended: a later token's, its release, or
   // a FENCED answer on it (taken over, released or revoked: validity never comes back).
   const ended = new Map<bigint, Op>()
@@ -568,7 +582,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     // The earliest moment something may have ended it: an acquire of a later known token (acknowledged
     // or proven), a lost acquire that may have taken a missing token right after t, or a release of t
     // that may have landed.
-    let mayEnd = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? hiddenAboveWithin(t))
+    const mayEndOtherwise = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? hiddenAboveWithin(t))
+    let mayEnd = mayEndOtherwise
     for (const r of same) if (r.op === 'release' && mayHaveHappened(r)) mayEnd = Math.min(mayEnd, r.invoke)
     const mayBeReleased = (before: number) =>
       same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)
@@ -592,6 +607,10 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
           `${x.op} with token ${t} was FENCED while nothing could have ended its lease`,
           [x],
         )
+      } else if (x.outcome === 'fail' && x.code === 'FENCED' && !(mayEndOtherwise < x.complete)) {
+        // Only a release whose reply was lost can have ended it: that release landed, before the next
+        // token was taken, so the next holder's handoff was clean.
+        releaseProven(t, x, `${x.op} with token ${t} was answered FENCED before anything else could end it`)
       }
       // 12a. LEASE_EXPIRED is renew's answer only: a checkpoint revives an expired lease nobody took.
       if (x.op !== 'renew' && x.outcome === 'fail' && x.code === 'LEASE_EXPIRED') {
@@ -933,7 +952,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     if (k < 0) continue
     const prev = bounded[k]!
     const previous = opsByToken.get(prev)!
-    if (previous.some((e) => e.op === 'release' && mayHaveHappened(e) && e.invoke < by)) continue
+    const mayBeReleased = previous.some((e) => e.op === 'release' && mayHaveHappened(e) && e.invoke < by)
+    // Released for certain (acknowledged): nothing to judge. A release whose reply was lost is judged
+    // below: if the takeover came before the lease could have expired, that release landed first.
+    if (mayBeReleased && (prev !== t - 1n || previous.some((e) => e.op === 'release' && e.outcome === 'ok')))
+      continue
     const seen = prev === t - 1n ? seenSelf : Math.max(seenSelf, hiddenNow(by))
     // An acknowledged extender invoked before A returned landed before A took over, or it was itself
     // acknowledged on a superseded record.
@@ -948,7 +971,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         : prev < t - 1n
           ? ` (tokens ${prev + 1n}..${t - 1n} went to acquires whose reply was lost)`
           : '')
-    if (last.by && seen < last.at - tolerance) {
+    if (mayBeReleased) {
+      if ((last.by && seen < last.at - tolerance) || (max.by && seen < max.at - tolerance)) {
+        releaseProven(prev, a, `token ${t} was taken before token ${prev}'s lease could have expired`)
+      }
+    } else if (last.by && seen < last.at - tolerance) {
       add(
         'early-takeover',
         `token ${t} was acquired ${(last.at - seen).toFixed(1)} ms before token ${prev}'s lease could have expired${how}`,

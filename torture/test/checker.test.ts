@@ -1414,6 +1414,40 @@ describe('a LEASE_HELD and the lease it names', () => {
   })
 })
 
+// Found by a review (session 36): a lease that only its lost release can have ended, whose successor
+// read cleanHandoff: false. Each check excused the other (a release may have landed; it was not known
+// to), and neither judged the two together.
+describe('a release whose reply was lost, proven landed by what followed', () => {
+  const acquired = op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10_000 })
+  const lostRelease = op('release', { holder: 'A', token: 1, invoke: 10, outcome: 'info' })
+  const successor = (clean: boolean, at = 20) => [
+    op('acquire', { holder: 'B', token: 2, invoke: at, complete: at + 1, ttl: 1_000 }),
+    op('readCheckpoint', { holder: 'B', token: 2, invoke: at + 2, complete: at + 3, read: null, clean }),
+  ]
+
+  test('taken over long before the lease could have expired: the release landed, the handoff was clean', () => {
+    expect(checks([acquired, lostRelease, ...successor(false)])).toEqual(['clean-handoff'])
+    expect(checks([acquired, lostRelease, ...successor(true)])).toEqual([])
+    // Taken over after the expiry: it may have expired first; either answer is legal.
+    expect(checks([acquired, lostRelease, ...successor(false, 20_000)])).toEqual([])
+  })
+
+  test('answered FENCED before anything else could end it: the release landed, the handoff was clean', () => {
+    const fenced = op('renew', {
+      holder: 'A',
+      token: 1,
+      invoke: 12,
+      complete: 13,
+      ttl: 10_000,
+      outcome: 'fail',
+      code: 'FENCED',
+    })
+    const later = (clean: boolean) => successor(clean, 20_000)
+    expect(checks([acquired, lostRelease, fenced, ...later(false)])).toEqual(['clean-handoff'])
+    expect(checks([acquired, lostRelease, fenced, ...later(true)])).toEqual([])
+  })
+})
+
 // Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
 // times are its monotonic clock. One CI run failed when the wall clock stepped 1.08 s ahead mid-run: the
 // stores then ended every lease about a second early on the monotonic clock, which the checker, taking
