@@ -445,12 +445,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           // Another acquire of ours on this workId has this token, or has let it go: never twice.
           if (!this.#handedOut(workId, call.found.record.fencingToken)) break
           call.found = undefined
-          // That acquire's next attempt finds the lease held. A backend that answers every attempt
-          // with an old token is asked again after a backoff, as after a store failure, and as often.
-          lastError = new TypeError(
-            `the backend answered an acquire of ${workId} with a token already handed out`,
-          )
-          if (++handedOutInARow > retry.maxAttempts) throw lastError
+          // Its next attempt finds the lease held (another acquire of ours adopted it). A backend that
+          // answers every attempt with an old token is asked again after a backoff, as after a store
+          // failure, and as often; lastError stays the last reply's, so a timeout reports that.
+          if (++handedOutInARow > retry.maxAttempts) {
+            throw new TypeError(
+              `the backend answered an acquire of ${workId} with a token already handed out`,
+            )
+          }
           await pause(backoffDelay(retry, handedOutInARow - 1, random))
         }
         const start = instant(timers)
@@ -461,6 +463,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           const taken = await this.#acquireOnce(call, start, cancel)
           this.#keepNewer(call, foundLease(taken, workId, this.holderId, start))
         } catch (error) {
+          // An answer that is no lease: not a token already handed out, so not one in a row.
+          handedOutInARow = 0
           if (cancel.aborted) throw cancel.reason
           if (call.found) continue
           if (isLeaseHeldError(error)) {

@@ -356,6 +356,44 @@ describe('acquire', () => {
     await time.until(leaser.close())
   })
 
+  // Found by a review of the test above (session 36): the count never went back to 0, so tokens
+  // already handed out with LEASE_HELD between them (another acquire of ours holding the lease) added
+  // up to a TypeError, and a timeout reported the TypeError, not the lease held.
+  test('tokens already handed out count in a row only: between LEASE_HELDs, a timeout still reports LEASE_HELD', async () => {
+    const { time, memory } = setup()
+    let stale: LeaseRecord | undefined
+    let calls = 0
+    const backend: Backend = {
+      capabilities: requiredOnly(memory.capabilities),
+      acquire: async (...args) => {
+        if (!stale) {
+          stale = await memory.acquire(...args)
+          return stale
+        }
+        if (++calls % 2 === 1) return stale
+        throw new LeaseHeldError()
+      },
+      renew: (...args) => memory.renew(...args),
+      checkpoint: (...args) => memory.checkpoint(...args),
+      release: (...args) => memory.release(...args),
+      readCheckpoint: (...args) => memory.readCheckpoint(...args),
+    }
+    const leaser = new Leaser({
+      backend,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      retry: { maxAttempts: 2 },
+    })
+    await (await leaser.acquire('job')).release()
+    const second = track(leaser.acquire('job', { wait: true, timeoutMs: 20 * TTL }))
+    await time.advance(25 * TTL)
+    expect(second.settled).toBe(true)
+    expect(second.error).toMatchObject({ code: 'LEASE_HELD' })
+    expect(calls).toBeGreaterThan(6)
+    await time.until(leaser.close())
+  })
+
   test('a random that answers outside [0, 1) cannot make a wait poll without pause', async () => {
     // NaN reached setTimeout as a 1 ms delay: a waiting acquire asked the store again every millisecond.
     for (const answer of [Number.NaN, -1, 7]) {
