@@ -20,7 +20,7 @@ import {
 } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
-import type { Lease } from './lease.js'
+import { handoffAtAcquire, type Lease } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -49,7 +49,8 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
  * until the lease's deadline) is `lost` instead, and so is one left to expire because its handler
- * threw as it stopped (after its `handlerFailed`) or the Leaser closed while the handler ran.
+ * threw as it stopped (after its `handlerFailed`; a rejection with the stop's own abort is a stop) or
+ * the Leaser closed while the handler ran.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
  * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
@@ -737,10 +738,14 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * since. Otherwise left to expire, so the next member still reads `cleanHandoff: false`.
    */
   async #handBackUnrun(lease: Lease<S>): Promise<void> {
-    const clean = await lease.readCheckpoint().then(
-      (read) => read.cleanHandoff,
-      () => false,
-    )
+    // Known from the acquire where it read the checkpoint: no round trip, and no read that a Leaser
+    // closed meanwhile would refuse (then a cleanly handed over unit went back as after a crash).
+    const clean =
+      lease[handoffAtAcquire] ??
+      (await lease.readCheckpoint().then(
+        (read) => read.cleanHandoff,
+        () => false,
+      ))
     if (clean) await lease.release()
     else lease.abandon()
   }

@@ -82,6 +82,13 @@ export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
  */
 export const storeSideLive: unique symbol = Symbol('worklease.storeSideLive')
 
+/**
+ * @internal How the previous lease ended, as the acquire read it (undefined where it read no
+ * checkpoint): a unit handed back unrun is released only after a clean handoff, and after
+ * `leaser.close()` the lease can no longer read it.
+ */
+export const handoffAtAcquire: unique symbol = Symbol('worklease.handoffAtAcquire')
+
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
@@ -156,6 +163,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * holder can write one, so it is what a read would return until this lease checkpoints.
    */
   #acquiredCheckpoint: CheckpointRead | undefined
+  /** The acquire's `cleanHandoff`, kept after the read above has handed its checkpoint out. */
+  readonly #handoffAtAcquire: boolean | undefined
 
   /** @internal Use `leaser.acquire`. */
   constructor(
@@ -171,6 +180,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // leases that never read would otherwise each keep their own until they end).
     this.#acquiredCheckpoint =
       checkpoint?.state === null ? (checkpoint.cleanHandoff ? NO_STATE_CLEAN : NO_STATE_UNCLEAN) : checkpoint
+    this.#handoffAtAcquire = checkpoint?.cleanHandoff
     this.#deadline = new LocalDeadline(ctx.timers, ctx.ttlMs - ctx.safetyMarginMs, acquireStartedAt)
     // The clocks read once for both (65-75 ns a read on the machine this was measured on; an acquire
     // and release read them 13 times, now 7). A reply that arrived after the whole ttl (a paused
@@ -348,6 +358,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     }
     this.#ctx.timers.clearTimeout(this.#renewTimer)
     this.#onRenewTimer()
+  }
+
+  /** @internal See {@link handoffAtAcquire}. */
+  get [handoffAtAcquire](): boolean | undefined {
+    return this.#handoffAtAcquire
   }
 
   /** @internal Whether the store side is still ours, as last checked (no clock read). */

@@ -145,7 +145,8 @@ export class UnitRunner {
       // A handler that returns because it was asked to stop has not finished the unit.
       if (!this.lease.held) return 'lost'
       if (this.#stop.signal.aborted) {
-        if (!failure) return 'stopped'
+        // Work given `unit.signal` rejects with its abort: that is how such a handler stops.
+        if (!failure || isAbort(failure.error, signal)) return 'stopped'
         // Not retried (the pool is done with the unit), but not hidden either: reported, and the
         // unit goes back as after a crash, as its handler did not end as a stopped one must.
         onError(failure.error)
@@ -157,5 +158,16 @@ export class UnitRunner {
       if (!this.lease.held) return 'lost'
       if (this.#stop.signal.aborted) return 'stopped'
     }
+  }
+}
+
+/** Whether `error` is the abort of `signal`: its reason itself, or an `AbortError` naming it. */
+function isAbort(error: unknown, signal: AbortSignal): boolean {
+  if (error === signal.reason) return true
+  if (typeof error !== 'object' || error === null) return false
+  try {
+    return (error as { name?: unknown }).name === 'AbortError'
+  } catch {
+    return false
   }
 }

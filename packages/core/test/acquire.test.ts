@@ -344,6 +344,8 @@ describe('acquire', () => {
       holderId: 'worker-a',
       timers: time,
       retry: { maxAttempts: 3 },
+      // Full jitter at 0.5: every backoff a whole number of ms, never one that rounds to no wait.
+      random: () => 0.5,
     })
     await (await leaser.acquire('job')).release()
     const second = track(leaser.acquire('job', { wait: true }))

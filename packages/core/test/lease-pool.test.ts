@@ -1230,6 +1230,53 @@ test('a handler that throws as it stops is reported, and its unit goes back as a
   expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['step 1', false])
 })
 
+// Found by a review of the change above (session 36): work given unit.signal, as pools.md shows, rejects
+// with the stop's abort, and that handler was taken for one that failed.
+test('a handler whose signal-aware work rejects with the stop’s abort ends as a stopped one: released clean', async () => {
+  const { time, leaser, other } = setup()
+  const pool = testPool(leaser, time, {
+    handler: async (lease, unit) => {
+      await lease.checkpoint(new TextEncoder().encode('all done so far'))
+      // As `await setTimeout(60_000, undefined, { signal: unit.signal })` or fetch(url, { signal }).
+      await new Promise<void>((_, reject) =>
+        unit.signal.addEventListener('abort', () => reject(unit.signal.reason)),
+      )
+    },
+  })
+  const { types } = recordEvents(pool)
+  await time.until(pool.start())
+  await time.until(pool.close())
+  expect(types('u1')).toEqual(['taken', 'released'])
+  const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+  expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['all done so far', true])
+})
+
+// Found by the same review: a unit whose done mark was still being read when the Leaser closed went
+// back as after a crash, as the closed lease could not read its checkpoint to see the clean handoff.
+test('a unit never run when the Leaser closes goes back as it came: after a clean handoff, released', async () => {
+  let slowMarks = false
+  let sleep!: (ms: number) => Promise<void>
+  class SlowDoneMarks extends ForwardingBackend {
+    override async list(options?: ListOptions) {
+      if (slowMarks && options?.prefix?.startsWith('g/d/')) await sleep(300)
+      return super.list(options)
+    }
+  }
+  const { time, leaser, other } = setup({ wrap: (memory) => new SlowDoneMarks(memory) })
+  sleep = (ms) => time.sleep(ms)
+  await other.release(await other.acquire('g/u/u1', 'worker-b', TTL))
+  slowMarks = true
+  const pool = testPool(leaser, time, { handler: () => assert.fail('never runs: closed first') })
+  const starting = track(pool.start())
+  await time.advance(100) // taken; its done mark is being read
+  await time.until(leaser.close())
+  const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-c', TTL)
+  expect(checkpoint.cleanHandoff).toBe(true)
+  await time.advance(400)
+  expect(starting.settled).toBe(true)
+  await time.until(pool.close())
+})
+
 describe('LeasePool listeners', () => {
   const thrown = collectUncaughtExceptions()
   const listenerBug = new Error('listener bug')
