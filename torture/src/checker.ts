@@ -1196,27 +1196,32 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       add('named-wrong-lease', `LEASE_HELD named ${lease}, released before the call began`, [released, r])
       continue
     }
-    if (!evidence.has(named)) continue
+    const proven = evidence.get(named)
+    if (!proven) continue
     const acquired = byToken.has(named) ? undefined : lostAcquireLatest(named)
     if (acquired !== undefined && !Number.isFinite(acquired)) continue
     const latest = Math.min(latestExpiry(same, r.complete, undefined, acquired), latestAfterRefusal(same, r))
     if (!Number.isFinite(latest)) continue
-    if (latest + tolerance <= nowLo(r)) {
+    // Only a lease that existed before the call began: one taken during it (after the refused write,
+    // before the driver read the holder) is what that read finds, whatever its expiry says on the
+    // refuser's clock (a holder whose clock runs behind sets one in the refuser's past).
+    if (proven.complete < r.invoke && latest + tolerance <= nowLo(r)) {
       add(
         'named-wrong-lease',
         `LEASE_HELD named ${lease}, whose lease had certainly expired ${(nowLo(r) - latest).toFixed(1)} ms before the call began`,
-        [evidence.get(named)!, r],
+        [proven, r],
       )
       continue
     }
     // expiresInMs is on the store's clock, read after the refused write: no more than what the lease
     // can have had left then. A waiter sleeps that long.
-    const left = latest - nowLo(r)
+    // Drivers report a lease already expired by then as expiring in 0 ms.
+    const left = Math.max(0, latest - nowLo(r))
     if (r.heldBy.expiresInMs > left + tolerance) {
       add(
         'named-wrong-lease',
         `LEASE_HELD named ${lease} expiring in ${r.heldBy.expiresInMs} ms, but it had ${left.toFixed(1)} ms left at most`,
-        [evidence.get(named)!, r],
+        [proven, r],
       )
     }
   }

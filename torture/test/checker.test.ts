@@ -1384,6 +1384,27 @@ describe('a LEASE_HELD and the lease it names', () => {
     expect(checks([acquired(1_000), lost, refusal(500, named(400))])).toEqual([])
   })
 
+  // Found by a review of this check (session 36): MongoDB, and DynamoDB without ALL_OLD, read the
+  // holder in a request after the refused write, on client clocks; the lease found may have been taken
+  // during the call by a holder whose clock runs far behind, its expiry in the refuser's past.
+  test('legal: names a lease taken during the call by a holder whose clock runs behind, expiring in 0 ms', () => {
+    const ops = [
+      op('acquire', { holder: 'h0', token: 1, ttl: 200, invoke: 0, complete: 2 }),
+      op('acquire', {
+        holder: 'h3',
+        ttl: 200,
+        invoke: 50,
+        complete: 60,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+        heldBy: { token: 2n, holder: 'h1', expiresInMs: 0 },
+      }),
+      op('release', { holder: 'h0', token: 1, invoke: 51, complete: 52 }),
+      op('acquire', { holder: 'h1', token: 2, ttl: 200, invoke: 53, complete: 54, offsetAtInvoke: -1_000 }),
+    ]
+    expect(checks(ops)).toEqual([])
+  })
+
   test('names a lease with more time left than it can have had (a waiter sleeps that long)', () => {
     expect(checks([acquired(), refusal(20, named(3_600_000))])).toEqual(['named-wrong-lease'])
     expect(checks([acquired(), refusal(20, named(980))])).toEqual([])
