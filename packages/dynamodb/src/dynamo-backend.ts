@@ -850,7 +850,9 @@ function readOptions(options: DynamoBackendOptions): DynamoBackendOptions & { ol
  */
 function renewOutcome(item: Item, record: LeaseRecord, expiresAtMs: number): RenewOutcome {
   if (!isValid(item, record)) return 'fenced'
-  return expiresAtMsOf(item, record.workId) >= expiresAtMs ? 'renewed' : 'expired'
+  // One item no expiry can be read from costs its own lease only (renew alone throws for it): thrown,
+  // it would fail the batch, whose other renewals landed, and their leases with it.
+  return Number(item[Attr.expiresAt]?.N) >= expiresAtMs ? 'renewed' : 'expired'
 }
 
 /**

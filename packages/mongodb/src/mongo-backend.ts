@@ -460,7 +460,10 @@ export class MongoBackend implements Backend {
     return args.records.map((record): RenewOutcome => {
       const document = byId.get(record.workId)
       if (!document || toToken(document.fencingToken) !== record.fencingToken) return 'fenced'
-      return expiresAtOf(document).getTime() > readAt ? 'renewed' : 'expired'
+      // One document no expiry can be read from costs its own lease only (renew alone throws for it):
+      // thrown, it would fail the batch, whose other renewals landed, and their leases with it.
+      const expiresAt = document.expiresAt
+      return expiresAt instanceof Date && expiresAt.getTime() > readAt ? 'renewed' : 'expired'
     })
   }
 
