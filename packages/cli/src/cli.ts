@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 import { storeCallGivenUp } from './bounded-store-calls.js'
 import { guardOutput } from './io.js'
-import { printWarningsOnOneLine } from './process-warnings.js'
+import { quietSdkNodeVersionWarning } from './process-warnings.js'
 import { run } from './run.js'
 
 // Before anything is written: help text too can meet a closed pipe.
 guardOutput(process.stdout)
 guardOutput(process.stderr)
-printWarningsOnOneLine(process, process.stderr)
+quietSdkNodeVersionWarning(process.env)
 
 process.exitCode = await run(process.argv.slice(2), {
   stdout: process.stdout,

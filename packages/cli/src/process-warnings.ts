@@ -1,23 +1,14 @@
 /**
- * Node prints a process warning over as many lines as its message has: the AWS SDK's
- * `NodeVersionSupportWarning` on Node.js 20 took nine, above the one line the command says it prints
- * for a store failure. This prints each warning on one line instead, and drops that one: it is about
- * SDK versions to come, not this run, and a command run from a script would show it every time.
+ * The AWS SDK warns, once a process and over nine lines, that its versions published after January
+ * 2027 need Node.js 22: on Node.js 20 every DynamoDB command printed it above the one line it says it
+ * prints for a store failure. It is about SDK versions to come, not this run, so the command turns it
+ * off with the SDK's own switch, unless the environment set that switch already. Node's printer of
+ * process warnings is left alone (`--no-warnings`, `--trace-warnings` and the rest still apply).
  *
  * ```ts
- * printWarningsOnOneLine(process, process.stderr)
+ * quietSdkNodeVersionWarning(process.env)
  * ```
  */
-export function printWarningsOnOneLine(
-  target: Pick<NodeJS.Process, 'on' | 'removeAllListeners'>,
-  stderr: NodeJS.WritableStream,
-): void {
-  // Node's own printer is the 'warning' listener it added at start (none under --no-warnings).
-  target.removeAllListeners('warning')
-  target.on('warning', (warning: Error) => {
-    // The SDK emits it as a plain 'Warning' whose message starts with its name.
-    if (`${warning.name} ${warning.message}`.includes('NodeVersionSupportWarning')) return
-    const message = `${warning.message}`.replace(/\s*\n\s*/g, ' ').trim()
-    stderr.write(`worklease: warning: ${warning.name}: ${message}\n`)
-  })
+export function quietSdkNodeVersionWarning(env: NodeJS.ProcessEnv): void {
+  env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true'
 }

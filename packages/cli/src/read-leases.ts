@@ -23,11 +23,12 @@ export async function* pages(
   do {
     const limit = Math.min(pageSize, max - seen)
     if (limit <= 0) return
+    // Only a cursor that is used: one after the last lease wanted is never sent.
+    if (cursor !== undefined) checkCursor(cursor)
     const page = await list({ prefix, limit, ...(cursor === undefined ? {} : { cursor }) })
     seen += page.leases.length
     yield page
     cursor = page.cursor
-    if (cursor !== undefined) checkCursor(cursor)
   } while (cursor !== undefined)
 }
 

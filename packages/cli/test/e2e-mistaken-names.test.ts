@@ -92,5 +92,9 @@ describe('names that are mistakes, and a store holding what no lease can', () =>
       code: 1,
       stderr: expect.stringMatching(/lists a workId no lease can have/),
     })
+    // Found by a second review: a cursor after the last lease wanted was checked too, and never sent.
+    const store = ['--store', `sqlite:${file}`, '--table', 'other', '--page-size', '1']
+    const limited = await cli(['list', ...store, '--limit', '2'])
+    expect({ code: limited.code, stderr: limited.stderr }).toEqual({ code: 0, stderr: '' })
   })
 })
