@@ -447,12 +447,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           call.found = undefined
           // Its next attempt finds the lease held (another acquire of ours adopted it). A backend that
           // answers every attempt with an old token is asked again after a backoff, as after a store
-          // failure, and as often; lastError stays the last reply's, so a timeout reports that.
-          if (++handedOutInARow > retry.maxAttempts) {
-            throw new TypeError(
-              `the backend answered an acquire of ${workId} with a token already handed out`,
-            )
-          }
+          // failure, and as often. A timeout reports the last other reply, if there was one.
+          const handedOut = new TypeError(
+            `the backend answered an acquire of ${workId} with a token already handed out`,
+          )
+          if (++handedOutInARow > retry.maxAttempts) throw handedOut
+          lastError ??= handedOut
           await pause(backoffDelay(retry, handedOutInARow - 1, random))
         }
         const start = instant(timers)

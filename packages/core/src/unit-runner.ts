@@ -161,12 +161,17 @@ export class UnitRunner {
   }
 }
 
-/** Whether `error` is the abort of `signal`: its reason itself, or an `AbortError` naming it. */
+/**
+ * Whether `error` is the abort of `signal`: its reason itself (as fetch rejects), or an `AbortError`
+ * whose cause it is (as `timers/promises` and `events.once` reject). Not any `AbortError`: one of the
+ * handler's own controllers, cutting a step short, is a step that failed.
+ */
 function isAbort(error: unknown, signal: AbortSignal): boolean {
   if (error === signal.reason) return true
   if (typeof error !== 'object' || error === null) return false
   try {
-    return (error as { name?: unknown }).name === 'AbortError'
+    const { name, cause } = error as { name?: unknown; cause?: unknown }
+    return name === 'AbortError' && cause === signal.reason
   } catch {
     return false
   }

@@ -1251,6 +1251,49 @@ test('a handler whose signal-aware work rejects with the stop’s abort ends as 
   expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['all done so far', true])
 })
 
+// Found by a second review: any AbortError counted as the stop's. One of the handler's own controllers,
+// cutting its step short, is a step that failed.
+test('a handler failing with an abort of its own after the stop is reported, its unit left to expire', async () => {
+  const { time, leaser, other } = setup()
+  const pool = testPool(leaser, time, {
+    handler: async (lease, unit) => {
+      await lease.checkpoint(new TextEncoder().encode('step 1'))
+      await new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
+      const own = new AbortController()
+      own.abort()
+      throw own.signal.reason
+    },
+  })
+  const { types } = recordEvents(pool)
+  await time.until(pool.start())
+  await time.until(pool.close())
+  expect(types('u1')).toEqual(['taken', 'handlerFailed', 'lost'])
+  await time.advance(TTL + 1)
+  const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+  expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['step 1', false])
+})
+
+test('a handler whose timers/promises wait rejects with the stop (an AbortError caused by it) has stopped', async () => {
+  const { time, leaser, other } = setup()
+  const pool = testPool(leaser, time, {
+    handler: async (_lease, unit) => {
+      await new Promise<void>((_, reject) =>
+        unit.signal.addEventListener('abort', () =>
+          reject(
+            new DOMException('The operation was aborted', { name: 'AbortError', cause: unit.signal.reason }),
+          ),
+        ),
+      )
+    },
+  })
+  const { types } = recordEvents(pool)
+  await time.until(pool.start())
+  await time.until(pool.close())
+  expect(types('u1')).toEqual(['taken', 'released'])
+  const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+  expect(checkpoint.cleanHandoff).toBe(true)
+})
+
 // Found by the same review: a unit whose done mark was still being read when the Leaser closed went
 // back as after a crash, as the closed lease could not read its checkpoint to see the clean handoff.
 test('a unit never run when the Leaser closes goes back as it came: after a clean handoff, released', async () => {
