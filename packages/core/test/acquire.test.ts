@@ -17,6 +17,18 @@ import { expectRefused, requiredOnly, setup, TTL, track } from './setup.js'
 
 const INVALID = expect.objectContaining({ code: 'INVALID_ARGUMENT' })
 
+/** The memory backend's required operations, its acquire replaced by `acquire`: a driver answering wrong. */
+function withAcquire(memory: MemoryBackend, acquire: Backend['acquire']): Backend {
+  return {
+    capabilities: requiredOnly(memory.capabilities),
+    acquire,
+    renew: (...args) => memory.renew(...args),
+    checkpoint: (...args) => memory.checkpoint(...args),
+    release: (...args) => memory.release(...args),
+    readCheckpoint: (...args) => memory.readCheckpoint(...args),
+  }
+}
+
 describe('acquire', () => {
   test('returns a lease with the record, token and a live signal', async () => {
     const { leaser, named } = setup()
@@ -266,17 +278,10 @@ describe('acquire', () => {
     const { time, memory, other } = setup()
     const theirs: LeaseRecord = await other.acquire(workId, holderId, TTL)
     let acquires = 0
-    const backend: Backend = {
-      capabilities: requiredOnly(memory.capabilities),
-      acquire: async () => {
-        acquires++
-        return theirs
-      },
-      renew: (...args) => memory.renew(...args),
-      checkpoint: (...args) => memory.checkpoint(...args),
-      release: (...args) => memory.release(...args),
-      readCheckpoint: (...args) => memory.readCheckpoint(...args),
-    }
+    const backend = withAcquire(memory, async () => {
+      acquires++
+      return theirs
+    })
     const retry = { maxAttempts: 3 }
     const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, retry })
     const acquired = track(leaser.acquire('job'))
@@ -292,25 +297,18 @@ describe('acquire', () => {
   test('a LEASE_HELD naming this holder with an expiry no Date holds is not taken for our own lease', async () => {
     const { time, memory } = setup()
     let calls = 0
-    const backend: Backend = {
-      capabilities: requiredOnly(memory.capabilities),
-      acquire: async () => {
-        // An attempt whose outcome is unknown, then a refusal naming us with a corrupt expiry.
-        if (++calls === 1) throw new Error('connection reset')
-        throw new LeaseHeldError(undefined, {
-          holder: {
-            holderId: 'worker-a',
-            fencingToken: 1n,
-            expiresAt: new Date(Number.NaN),
-            expiresInMs: 500,
-          },
-        })
-      },
-      renew: (...args) => memory.renew(...args),
-      checkpoint: (...args) => memory.checkpoint(...args),
-      release: (...args) => memory.release(...args),
-      readCheckpoint: (...args) => memory.readCheckpoint(...args),
-    }
+    const backend = withAcquire(memory, async () => {
+      // An attempt whose outcome is unknown, then a refusal naming us with a corrupt expiry.
+      if (++calls === 1) throw new Error('connection reset')
+      throw new LeaseHeldError(undefined, {
+        holder: {
+          holderId: 'worker-a',
+          fencingToken: 1n,
+          expiresAt: new Date(Number.NaN),
+          expiresInMs: 500,
+        },
+      })
+    })
     const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time })
     const acquired = track(leaser.acquire('job'))
     await time.advance(TTL)
@@ -325,19 +323,12 @@ describe('acquire', () => {
     const { time, memory } = setup()
     let stale: LeaseRecord | undefined
     const askedAt: number[] = []
-    const backend: Backend = {
-      capabilities: requiredOnly(memory.capabilities),
-      acquire: async (...args) => {
-        askedAt.push(time.now())
-        if (askedAt.length > 100) throw new Error('asked more than 100 times')
-        stale ??= await memory.acquire(...args)
-        return stale // a driver replaying a cached reply
-      },
-      renew: (...args) => memory.renew(...args),
-      checkpoint: (...args) => memory.checkpoint(...args),
-      release: (...args) => memory.release(...args),
-      readCheckpoint: (...args) => memory.readCheckpoint(...args),
-    }
+    const backend = withAcquire(memory, async (...args) => {
+      askedAt.push(time.now())
+      if (askedAt.length > 100) throw new Error('asked more than 100 times')
+      stale ??= await memory.acquire(...args)
+      return stale // a driver replaying a cached reply
+    })
     const leaser = new Leaser({
       backend,
       ttlMs: TTL,
@@ -365,21 +356,14 @@ describe('acquire', () => {
     const { time, memory } = setup()
     let stale: LeaseRecord | undefined
     let calls = 0
-    const backend: Backend = {
-      capabilities: requiredOnly(memory.capabilities),
-      acquire: async (...args) => {
-        if (!stale) {
-          stale = await memory.acquire(...args)
-          return stale
-        }
-        if (++calls % 2 === 1) return stale
-        throw new LeaseHeldError()
-      },
-      renew: (...args) => memory.renew(...args),
-      checkpoint: (...args) => memory.checkpoint(...args),
-      release: (...args) => memory.release(...args),
-      readCheckpoint: (...args) => memory.readCheckpoint(...args),
-    }
+    const backend = withAcquire(memory, async (...args) => {
+      if (!stale) {
+        stale = await memory.acquire(...args)
+        return stale
+      }
+      if (++calls % 2 === 1) return stale
+      throw new LeaseHeldError()
+    })
     const leaser = new Leaser({
       backend,
       ttlMs: TTL,
