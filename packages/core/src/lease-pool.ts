@@ -380,8 +380,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * Leaves the group: stops every handler (their unit signal aborts; each may checkpoint), releases
-   * each unit once its handler returned, then the membership. Bounded by `timeoutMs` (default: the
+   * Leaves the group: releases the membership and stops every handler (their unit signal aborts;
+   * each may checkpoint), then releases each unit once its handler returned. The others no longer
+   * count this member, so they take each unit as it comes free, not after the slowest handler. Bounded by `timeoutMs` (default: the
    * Leaser's ttl), from the call: a handler still running then keeps its lease until it returns, and
    * store calls of a rebalance still out (a take, a listing) may settle after close resolved (a unit
    * such a take gets is handed back unrun). Close the Leaser, not only the pool, before you close
@@ -417,6 +418,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // Every handler hears it now, and the bound runs from now: a rebalance still out (a slow units
       // function, a store call) neither holds the handlers back nor stretches the bound.
       for (const runner of this.#runners.values()) runner.stop()
+      // Out of the group at once: still counted while its units come back one by one, this member
+      // would keep the others from taking them until its slowest handler returned.
+      const left = this.#membership?.release().catch(() => undefined)
       const { timers } = this.#options
       let timer: unknown
       await Promise.race([
@@ -431,6 +435,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         }),
       ])
       timers.clearTimeout(timer)
+      await left
+      // A join or rejoin still out when the close began may have landed since.
       await this.#membership?.release().catch(() => undefined)
       this.#letProcessExit?.()
     })()

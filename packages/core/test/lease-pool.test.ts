@@ -816,6 +816,43 @@ describe('LeasePool', () => {
     await time.until(Promise.all([giverLeaser.close(), b.close()]))
   }, 30_000)
 
+  // Found in session 37: the membership was released last, so the others went on counting the
+  // leaving member and took none of its units until its slowest handler returned.
+  test('units a leaving member hands back are taken by the others while its slowest handler runs', async () => {
+    const { time, leaser, other } = setup()
+    const b = memberLeaser(other, 'worker-b', time)
+    const units = Array.from({ length: 10 }, (_, i) => `u${i}`)
+    const options = { group: 'g', units, timers: time, random: () => 0.5 }
+    const leaving = new LeasePool({
+      ...options,
+      leaser,
+      handler: async (lease, unit) => {
+        await untilAborted(lease, unit)
+        if (unit.id === 'u0') await time.sleep(5_000)
+      },
+    })
+    await time.until(leaving.start())
+    const staying = new LeasePool({ ...options, leaser: b, handler: untilAborted })
+    await time.until(staying.start())
+    for (let elapsed = 0; elapsed < 10 * INTERVAL && staying.units.length < 5; elapsed += 5)
+      await time.advance(5)
+    expect({ leaving: leaving.units.length, staying: staying.units.length }).toEqual({
+      leaving: 5,
+      staying: 5,
+    })
+    const left = track(leaving.close({ timeoutMs: 10_000 }))
+    const closedAt = time.now()
+    let nineAfter: number | undefined
+    for (let elapsed = 0; elapsed < 6_000; elapsed += 10) {
+      await time.advance(10)
+      if (nineAfter === undefined && staying.units.length === 9) nineAfter = time.now() - closedAt
+    }
+    expect(nineAfter).toBeLessThan(3 * INTERVAL)
+    expect({ left: left.settled, staying: staying.units.length }).toEqual({ left: true, staying: 10 })
+    await time.until(staying.close())
+    await time.until(Promise.all([leaser.close(), b.close()]))
+  }, 30_000)
+
   test('a member takes on one listing for half an interval at most, then plans again', async () => {
     // A loaded store: 50 ms per acquire, so 4 at a time take 20 units in 250 ms. The first member
     // lists while alone and plans all 40 units; the second joins just after that listing.
