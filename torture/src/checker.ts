@@ -1139,6 +1139,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       list.reduce((first, a) => Math.min(first, a.invoke), Number.POSITIVE_INFINITY),
     )
   }
+  const largestKnown = known.at(-1) ?? 0n
   for (const r of ops) {
     if (r.op !== 'acquire' || r.outcome !== 'fail' || !r.heldBy) continue
     const { token: named, holder } = r.heldBy
@@ -1160,6 +1161,16 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       add(
         'named-wrong-lease',
         `LEASE_HELD named ${lease}, but no acquire of ${holder}'s begun before the refusal returned can have taken it`,
+        [r],
+      )
+      continue
+    }
+    // Tokens are handed out one by one: above the largest known token, only the lost acquires no
+    // missing token needs (check 3) can have taken any, one each.
+    if (!evidence.has(named) && named > largestKnown + spare) {
+      add(
+        'named-wrong-lease',
+        `LEASE_HELD named ${lease}, but no acquire can have taken it: past token ${largestKnown}, the ${spare} lost acquire(s) no missing token needs can have taken ${spare} more at most`,
         [r],
       )
       continue

@@ -1405,6 +1405,23 @@ describe('a LEASE_HELD and the lease it names', () => {
     expect(checks(ops)).toEqual([])
   })
 
+  // Found in session 36, judged in 37: the named holder's one lost acquire made any token it might
+  // have taken pass, however far above the tokens handed out.
+  test('names a token above every one the lost acquires can have taken', () => {
+    const lost = op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 1_000 })
+    const naming = (token: bigint) => refusal(20, { token, holder: 'X', expiresInMs: 900 })
+    expect(checks([acquired(), lost, naming(99n)])).toEqual(['named-wrong-lease'])
+    // Token 2 is what that lost acquire took if it took one.
+    expect(checks([acquired(), lost, naming(2n)])).toEqual([])
+    // With a gap below a known token, the lost acquire is needed there: none is left for token 4.
+    const release = op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 })
+    const briefly = op('acquire', { holder: 'X', invoke: 4, outcome: 'info', ttl: 1 })
+    const three = op('acquire', { holder: 'C', token: 3, invoke: 7, complete: 9, ttl: 1_000 })
+    expect(checks([acquired(), release, briefly, three])).toEqual([])
+    const namingFour = refusal(20, { token: 4n, holder: 'X', expiresInMs: 900 })
+    expect(checks([acquired(), release, briefly, three, namingFour])).toEqual(['named-wrong-lease'])
+  })
+
   test('names a lease with more time left than it can have had (a waiter sleeps that long)', () => {
     expect(checks([acquired(), refusal(20, named(3_600_000))])).toEqual(['named-wrong-lease'])
     expect(checks([acquired(), refusal(20, named(980))])).toEqual([])
