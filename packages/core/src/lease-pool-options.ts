@@ -59,7 +59,9 @@ export interface LeasePoolOptions<S = Uint8Array> {
    * (`doneMarkFailed`) is tried again (with `handlerRetry`) while the lease is held; if the pool
    * closes or the lease is lost first, the unit is given up unmarked and another member runs it
    * again: a finished unit is run at least once, not exactly once. Throwing retries it (with
-   * `handlerRetry`) while the lease is held. When `unit.signal` aborts, checkpoint and return.
+   * `handlerRetry`) while the lease is held; a unit given up (or a pool closed) before the retry is
+   * left to expire, so the next member reads `cleanHandoff: false`. When `unit.signal` aborts,
+   * checkpoint and return.
    *
    * ```ts
    * handler: async (lease, unit) => {

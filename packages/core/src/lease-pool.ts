@@ -49,8 +49,8 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
  * until the lease's deadline) is `lost` instead, and so is one left to expire because its handler
- * threw as it stopped (after its `handlerFailed`; a rejection with the stop's own abort is a stop) or
- * the Leaser closed while the handler ran.
+ * threw as it stopped (after its `handlerFailed`; a rejection with the stop's own abort is a stop),
+ * was stopped while waiting to run again after a throw, or the Leaser closed while the handler ran.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
  * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
@@ -775,12 +775,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     )
     this.#runners.set(unit, runner)
     // A run that ended in a throw (a bug: a handler's throws are retried) still finishes: the
-    // unit's lease is released, not left renewing for as long as the process lives.
+    // unit's lease is left to expire, not renewed for as long as the process lives.
     const finishing = runner.ended.then(
       (end) => this.#finish(runner, end),
       (error: unknown) => {
         throwLater(error)
-        return this.#finish(runner, runner.lease.held ? 'stopped' : 'lost')
+        // After a handler that threw (see UnitRunner.ended): not one to release as clean.
+        return this.#finish(runner, runner.lease.held ? 'failed' : 'lost')
       },
     )
     this.#finishing.add(finishing)

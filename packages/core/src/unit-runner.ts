@@ -23,7 +23,7 @@ export type PoolHandler<S = Uint8Array> = (lease: Lease<S>, unit: PoolUnit) => P
 
 /**
  * How a unit's run ended: its handler finished the unit, the pool stopped it, the handler threw as it
- * stopped (`failed`: its last step may be half done), the lease was lost, or the handler never ran
+ * stopped or was stopped waiting to run again after a throw (`failed`: its last step may be half done), the lease was lost, or the handler never ran
  * (`unrun`: the unit turned out finished, its done mark could not be read, or the pool gave it up or
  * lost it first).
  */
@@ -46,7 +46,8 @@ export class UnitRunner {
   readonly lease: Lease<any>
   /**
    * Settles once the handler has returned for the last time. Rejects only if `onError` or the
-   * backoff itself throws (a throwing `random`): the pool still finishes the unit then.
+   * backoff itself throws (a throwing `random`), after a run that threw: the pool still finishes the
+   * unit then, as a failed one.
    */
   readonly ended: Promise<UnitEnd>
   readonly #stop = new AbortController()
@@ -156,7 +157,9 @@ export class UnitRunner {
       onError(failure.error)
       await sleep(timers, backoffDelay(policy, attempt, random), signal)
       if (!this.lease.held) return 'lost'
-      if (this.#stop.signal.aborted) return 'stopped'
+      // Stopped before it could run again: the step that threw may be half done, or (after a crashed
+      // holder) nothing reconciled yet. Released, the unit would pass for a clean handoff.
+      if (this.#stop.signal.aborted) return 'failed'
     }
   }
 }

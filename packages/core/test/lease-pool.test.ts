@@ -436,19 +436,59 @@ describe('LeasePool', () => {
   })
 
   // Found by mutating the runner (session 26): each fails with its mutant, passes on the code.
-  test('close stops a handler waiting out its retry backoff at once', async () => {
+  // The release was found by a review (session 37) to launder a failed step into a clean handoff.
+  test('close stops a handler waiting out its retry backoff at once; the unit goes back as after a crash', async () => {
     const { time, leaser, store } = setup()
     const pool = testPool(leaser, time, {
       handler: () => {
         throw new Error('boom')
       },
     })
+    const { types } = recordEvents(pool)
     await time.until(pool.start())
     await time.advance(10) // failed once, now in a 500 ms backoff
     const took = await time.until(pool.close())
     expect(took).toBeLessThan(100)
-    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
+    expect(types('u1')).toEqual(['taken', 'handlerFailed', 'lost'])
   })
+
+  test.each([
+    ['the pool closes', false],
+    ['a rebalance gives the unit up', true],
+  ])(
+    'a handler that threw, stopped in its backoff because %s: the successor reads an unclean handoff',
+    async (_, givenUp) => {
+      const { time, memory, other } = setup()
+      // A holder crashed mid-step: whoever runs u1 next must reconcile first.
+      await other.acquire('g/u/u1', 'worker-c', TTL)
+      await time.advance(TTL + 1)
+      const leaser = memberLeaser(memory, 'worker-a', time)
+      let units = ['u1']
+      const seen: boolean[] = []
+      const pool = testPool(leaser, time, {
+        units: () => units,
+        handler: async (lease) => {
+          const { cleanHandoff } = await lease.readCheckpoint()
+          seen.push(cleanHandoff)
+          throw new Error('reconcile failed') // its downstream briefly down: nothing reconciled
+        },
+      })
+      const { types } = recordEvents(pool)
+      await time.until(pool.start())
+      await time.advance(10)
+      if (givenUp) {
+        units = []
+        await time.advance(INTERVAL + 100)
+      }
+      await time.until(pool.close())
+      expect(types('u1')).toEqual(['taken', 'handlerFailed', ...(givenUp ? ['givingUp'] : []), 'lost'])
+      await time.advance(TTL + 1)
+      const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+      expect({ seen, cleanHandoff: checkpoint.cleanHandoff }).toEqual({ seen: [false], cleanHandoff: false })
+      await time.until(leaser.close())
+    },
+  )
 
   test('a unit taken out of the set and put back runs again once its cleared done mark expired', async () => {
     const { time, leaser } = setup()
@@ -1414,7 +1454,8 @@ describe('LeasePool listeners', () => {
     // Still retried on its lease (about every 50 ms at this jitter), as with a quiet listener.
     expect(runs).toBeGreaterThan(5)
     await time.until(pool.close())
-    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    // Stopped in a backoff after a throw: left to expire, as after a crash, and not renewed.
+    expect(store.leases.get('g/u/u1')?.released).toBe(false)
     expect(leaser.leases).toEqual([])
     expect(thrown.length).toBe(runs)
     expect(unhandled).toEqual([])
@@ -1494,7 +1535,7 @@ describe('LeasePool listeners', () => {
     await time.until(pool.close())
   })
 
-  test("a unit's run that ends in a throw of its own (a random that throws in a backoff) still releases the unit", async () => {
+  test("a unit's run that ends in a throw of its own (a random that throws in a backoff) still ends the unit's lease", async () => {
     const { time, leaser, store } = setup()
     const randomBroke = new Error('random broke once')
     let breakRandom = false
@@ -1524,12 +1565,13 @@ describe('LeasePool listeners', () => {
     // Each handlerFailed carries the handler's own error.
     const failures = events.flatMap((event) => (event.type === 'handlerFailed' ? [event.error] : []))
     expect(failures).toEqual([new Error('handler failed'), new Error('handler failed')])
-    // Released unmarked, taken again at a later rebalance, and finished there.
+    // Left to expire (its handler had thrown: not a clean handoff), taken again once expired, and
+    // finished there.
     expect(events.map((event) => event.type)).toEqual([
       'taken',
       'handlerFailed',
       'handlerFailed',
-      'released',
+      'lost',
       'taken',
       'done',
     ])
