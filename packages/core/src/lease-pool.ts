@@ -382,13 +382,14 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   /**
    * Leaves the group: releases the membership and stops every handler (their unit signal aborts;
    * each may checkpoint), then releases each unit once its handler returned. The others no longer
-   * count this member, so they take each unit as it comes free, not after the slowest handler. Bounded by `timeoutMs` (default: the
-   * Leaser's ttl), from the call: a handler still running then keeps its lease until it returns, and
-   * store calls of a rebalance still out (a take, a listing) may settle after close resolved (a unit
-   * such a take gets is handed back unrun). Close the Leaser, not only the pool, before you close
-   * the store's client: a handler still running when the Leaser closes keeps its unit (renewed, so
-   * nobody else runs it) until it returns, and the unit then expires as after a crash, since the
-   * handler could no longer checkpoint. Idempotent: once
+   * count this member, so they take each unit as it comes free, not after the slowest handler.
+   * Bounded by `timeoutMs` (default: the Leaser's ttl), from the call: a handler still running then
+   * keeps its lease until it returns, releases the store keeps failing go on after, and store calls
+   * of a rebalance still out (a take, a listing) may settle after close resolved (a unit such a take
+   * gets is handed back unrun). Close the Leaser, not only the pool, before you close the store's
+   * client: a handler still running when the Leaser closes keeps its unit (renewed, so nobody else
+   * runs it) until it returns or the Leaser's own close `timeoutMs` passes, and the unit then
+   * expires as after a crash, since the handler could no longer checkpoint. Idempotent: once
    * closing, every call returns the first call's promise. Options that are not valid (`timeoutMs`
    * outside 0..2147483647) reject with an `InvalidArgumentError` and change nothing: the pool runs on,
    * and a valid `close()` still closes it.
@@ -429,15 +430,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
           // A take still out adds no runner (it checks the close after each acquire, and hands back).
           await this.#ticking
           await Promise.allSettled(this.#finishing)
+          await left
+          // A join or rejoin still out when the close began may have landed since.
+          await this.#membership?.release().catch(() => undefined)
         })(),
         new Promise<void>((resolve) => {
           timer = timers.setTimeout(() => resolve(), limit)
         }),
       ])
       timers.clearTimeout(timer)
-      await left
-      // A join or rejoin still out when the close began may have landed since.
-      await this.#membership?.release().catch(() => undefined)
       this.#letProcessExit?.()
     })()
     return this.#closing

@@ -1727,6 +1727,24 @@ describe('LeasePool input', () => {
     await time.until(pool.close())
   })
 
+  // Found by a review (session 37): the membership was released after the bound, retried until its
+  // local deadline while the store failed it.
+  test.each([
+    ['no unit', [], 100],
+    ['one unit, ttl 30 s', ['u1'], 5_000],
+  ])(
+    'close({ timeoutMs }) is bounded from the call while the store fails every release (%s)',
+    async (_, units, timeoutMs) => {
+      const { time, backend, leaser } = setup({ ttlMs: 30_000 })
+      const pool = testPool(leaser, time, { units })
+      await time.until(pool.start())
+      backend.failNext('release', 100_000)
+      const took = await time.until(pool.close({ timeoutMs }), 120_000)
+      expect(took).toBe(timeoutMs)
+      await time.until(leaser.close({ timeoutMs: 0 }))
+    },
+  )
+
   test('close() with an invalid timeoutMs is refused and changes nothing: a later close works', async () => {
     const { time, leaser, store } = setup()
     const pool = testPool(leaser, time)
