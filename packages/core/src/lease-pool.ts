@@ -96,8 +96,9 @@ const HAND_BACK_CONCURRENCY = 4
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
 /**
- * A member holding no unit whose rebalances fail this many times in a row leaves the group until one
- * succeeds: counted, it would keep the units the others give it for its share free and unrun.
+ * A member whose rebalances fail this many times in a row leaves the group until one succeeds:
+ * counted, it would keep the units the others give it for its share free and unrun. Units it holds
+ * it keeps running, and the others count them as held by someone outside the group: not free.
  */
 const STALLED_LOOKS = 3
 /**
@@ -646,12 +647,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * After a failed rebalance: a member that holds no unit and has failed {@link STALLED_LOOKS}
-   * rebalances in a row releases its membership, so the others stop giving it units it cannot take.
+   * After a failed rebalance: a member that has failed {@link STALLED_LOOKS} rebalances in a row
+   * releases its membership (and keeps running the units it holds), so the others stop giving it units it cannot take.
    * Its next rebalance that reads the units and the group joins again.
    */
   async #leaveIfStalled(): Promise<void> {
-    if (++this.#failedLooks < STALLED_LOOKS || this.#runners.size > 0) return
+    if (++this.#failedLooks < STALLED_LOOKS) return
     const membership = this.#membership
     if (!membership?.held || this.#closed.signal.aborted) return
     this.#membership = undefined

@@ -124,6 +124,15 @@ class DoneMarksDown extends ForwardingBackend {
   }
 }
 
+/** A member's store whose listings fail while `down` (a statement timeout on a big group). */
+class ListingsDown extends ForwardingBackend {
+  down = false
+  override async list(options?: ListOptions): Promise<LeasePage> {
+    if (this.down) throw new InjectedFaultError('list', false)
+    return super.list(options)
+  }
+}
+
 /** Another member's Leaser, on the test's time, renewing without jitter. */
 function memberLeaser(backend: Backend, holderId: string, time: ManualTime): Leaser {
   return new Leaser({ backend, ttlMs: TTL, holderId, timers: time, renewJitter: 0 })
@@ -891,6 +900,39 @@ describe('LeasePool', () => {
     expect({ left: left.settled, staying: staying.units.length }).toEqual({ left: true, staying: 10 })
     await time.until(staying.close())
     await time.until(Promise.all([leaser.close(), b.close()]))
+  }, 30_000)
+
+  // Found by a review (session 37): only a member holding no unit left the group when stalled. One
+  // holding units stayed counted, short of its share, and the units the others gave it sat unrun.
+  test('a member whose rebalances fail while it holds units leaves the group, keeps its units, and comes back', async () => {
+    const { time, leaser, other, store } = setup()
+    const listingsDown = new ListingsDown(other)
+    const b = memberLeaser(listingsDown, 'worker-b', time)
+    const units = Array.from({ length: 10 }, (_, i) => `u${i}`)
+    const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
+    const first = new LeasePool({ ...options, leaser })
+    await time.until(first.start())
+    const second = new LeasePool({ ...options, leaser: b, maxMovesPerRebalance: 2 })
+    await time.until(second.start())
+    while (second.units.length < 2) await time.advance(10)
+    listingsDown.down = true
+    await time.advance(5 * TTL)
+    const now = time.wall.now()
+    const unrun = units.filter((unit) => {
+      const lease = store.leases.get(`g/u/${unit}`)
+      return lease === undefined || lease.released || lease.expiresAt <= now
+    })
+    expect({ unrun, first: first.units.length, second: second.units.length }).toEqual({
+      unrun: [],
+      first: 8,
+      second: 2,
+    })
+    listingsDown.down = false
+    for (let elapsed = 0; elapsed < 20 * INTERVAL && second.units.length < 5; elapsed += 10)
+      await time.advance(10)
+    expect({ first: first.units.length, second: second.units.length }).toEqual({ first: 5, second: 5 })
+    await time.until(Promise.all([first.close(), second.close()]))
+    await time.until(b.close())
   }, 30_000)
 
   test('a member takes on one listing for half an interval at most, then plans again', async () => {
