@@ -608,7 +608,6 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       for (const [unit, runner] of this.#runners) {
         if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
       }
-      await this.#clearDoneMarks([...group.done].filter((unit) => !wantedSet.has(unit)))
       // A unit listed as ours counts as ours only while a runner of ours still works on it. One being
       // handed back is given up; one with no runner was released (or lost) after the listing was
       // read: its runner is gone by the time the reply is, and counted as ours it would put this
@@ -631,6 +630,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
       const toTake = Math.min(plan.take, maxMoves)
       const { taken, cut } = await this.#take(toTake, free)
+      // After the takes, so a new unit waits for no clearing of finished ones that left the set. A
+      // clearing the store fails is reported, and tried again next time; no stall of this member's.
+      await this.#clearDoneMarks([...group.marked].filter((unit) => !wantedSet.has(unit))).catch(
+        (error: unknown) => this.#rebalanceFailed(error),
+      )
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
       const { lower, upper } = evenShare(view)
@@ -869,14 +873,27 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     }
   }
 
-  /** A unit left the set: its done mark is taken and left to expire, so `released` (the mark) is gone. */
+  /**
+   * Units left the set: their done marks are taken and left to expire, so `released` (the mark) is
+   * gone. Only set marks: one held is being set (cleared at a later look, once set) or being cleared.
+   * A few at a time and for half an interval at most, as takes are: the rest at the next rebalance.
+   */
   async #clearDoneMarks(units: readonly string[]): Promise<void> {
-    for (const unit of units) {
-      try {
-        ;(await this.#options.leaser.acquire(this.#keys.doneMark(unit))).abandon()
-      } catch (error) {
-        if (!isLeaseHeldError(error)) throw error
+    const { leaser, timers } = this.#options
+    const stopAt = timers.now() + this.#intervalMs / 2
+    let next = 0
+    const clearSome = async () => {
+      while (next < units.length && timers.now() < stopAt && !this.#closed.signal.aborted) {
+        const unit = units[next++]!
+        try {
+          ;(await leaser.acquire(this.#keys.doneMark(unit))).abandon()
+        } catch (error) {
+          if (!isLeaseHeldError(error)) throw error
+        }
       }
     }
+    const clearing = Array.from({ length: Math.min(HAND_BACK_CONCURRENCY, units.length) }, clearSome)
+    const failed = (await Promise.allSettled(clearing)).find((result) => result.status === 'rejected')
+    if (failed) throw failed.reason
   }
 }

@@ -28,6 +28,8 @@ export interface GroupListing {
    * finished unit not again while it stays wanted.
    */
   readonly done: ReadonlySet<string>
+  /** Units whose done mark is set (released): the marks a member clears once a unit leaves the set. */
+  readonly marked: ReadonlySet<string>
 }
 
 /**
@@ -44,6 +46,7 @@ export async function readGroup(
   const members: string[] = []
   const holders = new Map<string, string>()
   const done = new Set<string>()
+  const marked = new Set<string>()
   let cursor: string | undefined
   do {
     const page = await list({
@@ -59,11 +62,14 @@ export async function readGroup(
       else if (kind === 'u/' && !lease.free) holders.set(id, lease.holderId)
       // Set (released), or held: being set by the member that finished the unit, or being cleared
       // (taken, left to expire) because the unit left the set. Either way not to run now.
-      else if (kind === 'd/' && (lease.released || !lease.free)) done.add(id)
+      else if (kind === 'd/' && (lease.released || !lease.free)) {
+        done.add(id)
+        if (lease.released) marked.add(id)
+      }
     }
     cursor = page.cursor
   } while (cursor !== undefined)
-  return { members: members.sort(compareWorkIds), holders, done }
+  return { members: members.sort(compareWorkIds), holders, done, marked }
 }
 
 /** The planner's view: the wanted units that are not done, and who holds them. */
