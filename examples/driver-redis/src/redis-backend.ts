@@ -150,6 +150,30 @@ const COMMANDS = {
 
 type Operation = keyof typeof COMMANDS
 
+/**
+ * What each script answers: its statuses, each with the least and most values after it (Lua drops a
+ * nil at the end of a reply, so a lease with no state answers one value fewer). Any other reply is a
+ * store failure: read as a lease outcome, a `{'HELD'}` from a proxy or a changed script would pass
+ * for a renewed lease, or a `revoke` that did nothing.
+ */
+const ACQUIRE_REPLIES = { OK: [2, 2], HELD: [4, 4], EXHAUSTED: [0, 0] } as const
+const ACQUIRE_READ_REPLIES = { OK: [3, 4], HELD: [4, 4], EXHAUSTED: [0, 0] } as const
+const REPLIES: Readonly<
+  Record<Exclude<Operation, 'list'>, Readonly<Record<string, readonly [number, number]>>>
+> = {
+  acquire: ACQUIRE_REPLIES,
+  acquireIndexed: ACQUIRE_REPLIES,
+  acquireRead: ACQUIRE_READ_REPLIES,
+  acquireReadIndexed: ACQUIRE_READ_REPLIES,
+  checkpoint: { OK: [0, 0], FENCED: [0, 0] },
+  renew: { OK: [0, 0], FENCED: [0, 0], EXPIRED: [0, 0] },
+  // One outcome per lease of the batch, counted by renewMany itself.
+  renewMany: { OK: [0, Number.POSITIVE_INFINITY] },
+  release: { OK: [0, 0], FENCED: [0, 0] },
+  readCheckpoint: { OK: [1, 2], FENCED: [0, 0] },
+  revoke: { OK: [0, 0], FENCED: [0, 0], FREE: [0, 0] },
+}
+
 // Replies as Buffers only where bytes come back (the checkpoint's state; list's workIds, compared as
 // bytes): elsewhere ioredis's string replies save a Buffer and a decode per element.
 const BUFFER_REPLIES: ReadonlySet<Operation> = new Set([
@@ -466,7 +490,7 @@ export class RedisBackend implements Backend {
   }
 
   async #call(
-    operation: Operation,
+    operation: Exclude<Operation, 'list'>,
     options: ValidatedCallOptions,
     keys: string[],
     ...args: Array<string | Buffer>
@@ -474,10 +498,12 @@ export class RedisBackend implements Backend {
     const pending = this.#scripts[operation](...keys, ...args)
     // ioredis cannot cancel a queued command: an abort stops the wait, and the script may still run.
     const raw = await raceAbort(pending, options.signal)
-    if (!Array.isArray(raw) || raw.length === 0) {
-      throw new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
-    }
-    return { status: text(raw[0]), values: raw.slice(1) }
+    const unexpected = () => new Error(`worklease redis: unexpected reply to ${operation}: ${String(raw)}`)
+    if (!Array.isArray(raw) || raw.length === 0) throw unexpected()
+    const status = text(raw[0])
+    const counts = Object.hasOwn(REPLIES[operation], status) ? REPLIES[operation][status] : undefined
+    if (counts === undefined || raw.length - 1 < counts[0] || raw.length - 1 > counts[1]) throw unexpected()
+    return { status, values: raw.slice(1) }
   }
 }
 

@@ -26,7 +26,10 @@ const bytes = (text: string) => new TextEncoder().encode(text)
 
 let harness: RedisTestHarness
 afterEach(async () => {
-  await harness?.close()
+  // Closed once: a test that opens none must not close the last one's again.
+  const open: RedisTestHarness | undefined = harness
+  harness = undefined as unknown as RedisTestHarness
+  await open?.close()
 })
 
 /** Writes a lease hash by hand, as if `workId` had already been through `token` acquires. */
@@ -281,6 +284,53 @@ describe('failures of the store are not lease outcomes', () => {
     const error = await backend.acquire('w', 'holder-a', TTL).catch((caught: unknown) => caught)
     expect(error).toBeInstanceOf(Error)
     expect(isWorkleaseError(error)).toBe(false)
+  })
+
+  // Found by a review (session 37): any status was read as success but FENCED and EXPIRED, renewMany's
+  // was not read, and revoke took anything but OK for "nothing to revoke".
+  const record: LeaseRecord = Object.freeze({
+    workId: 'w',
+    holderId: 'holder-a',
+    fencingToken: 3n,
+    expiresAt: new Date(Date.now() + TTL),
+  })
+  const calls = {
+    acquire: (backend: RedisBackend) => backend.acquire('w', 'holder-a', TTL),
+    acquireWithCheckpoint: (backend: RedisBackend) => backend.acquireWithCheckpoint('w', 'holder-a', TTL),
+    renew: (backend: RedisBackend) => backend.renew(record, TTL),
+    renewMany: (backend: RedisBackend) => backend.renewMany([record], TTL),
+    checkpoint: (backend: RedisBackend) => backend.checkpoint(record, bytes('s'), TTL),
+    release: (backend: RedisBackend) => backend.release(record),
+    readCheckpoint: (backend: RedisBackend) => backend.readCheckpoint(record),
+    revoke: (backend: RedisBackend) => backend.revoke('w'),
+  }
+  test.each([
+    ['acquire', ['FENCED', '5', '123']],
+    ['acquire', ['OK', '5']],
+    ['acquireWithCheckpoint', ['HELD', 'holder-b']],
+    ['renew', ['HELD']],
+    ['renew', ['OK', 'extra']],
+    ['renewMany', ['FENCED', 'R']],
+    ['checkpoint', ['EXPIRED']],
+    ['checkpoint', ['FREE']],
+    ['release', ['BOGUS']],
+    ['readCheckpoint', ['EXHAUSTED']],
+    ['revoke', ['BOGUS']],
+    ['revoke', []],
+  ] as const)('%s answered %j by a script is a store failure, never an outcome', async (operation, reply) => {
+    const client: Record<string, unknown> = {
+      defineCommand(name: string) {
+        client[name] = async () => reply
+        client[`${name}Buffer`] = async () => reply
+      },
+    }
+    const backend = new RedisBackend({ client: client as never })
+    const outcome = await calls[operation](backend).then(
+      (value) => ({ value }),
+      (error: unknown) => ({ error }),
+    )
+    expect(outcome).toEqual({ error: expect.any(Error) })
+    expect(isWorkleaseError((outcome as { error: unknown }).error)).toBe(false)
   })
 })
 
