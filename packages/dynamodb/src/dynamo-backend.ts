@@ -15,6 +15,7 @@ import {
   type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  checkClock,
   compareWorkIds,
   createLeaseRecord,
   FencedError,
@@ -213,7 +214,7 @@ export class DynamoBackend implements Backend {
     }
     validateTableName(table)
     validatePartitionKey(partitionKey)
-    if (typeof clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method')
+    const checkedClock = checkClock(clock)
     validateListIndex(listIndex)
     const limit = stateBytesLimit(partitionKey)
     const maxStateBytes = maxStateOption ?? limit
@@ -228,7 +229,7 @@ export class DynamoBackend implements Backend {
     this.#client = client
     this.#tableName = table
     this.#partitionKey = partitionKey
-    this.#clock = clock
+    this.#clock = checkedClock
     this.#returnOldOnFailure = returnValuesOnConditionCheckFailure
     this.#listIndex = listIndex
     if (typeof renewMany !== 'boolean') throw new InvalidArgumentError('renewMany must be a boolean')

@@ -7,6 +7,7 @@ import {
   type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  checkClock,
   compareWorkIds,
   createLeaseRecord,
   FencedError,
@@ -97,13 +98,7 @@ export class MemoryBackend implements Backend {
     // The map read once and kept: a getter answering another map later would split one store in two.
     const { leases } = readOnce(store, ['leases'], 'store')
     if (!(leases instanceof Map)) throw new InvalidArgumentError('store must be a MemoryStore')
-    if (
-      typeof clock !== 'object' ||
-      clock === null ||
-      typeof readOnce(clock, ['now'], 'clock').now !== 'function'
-    ) {
-      throw new InvalidArgumentError('clock must have a now() method')
-    }
+    const checkedClock = checkClock(clock)
     if (typeof maxStateBytes !== 'number' || !Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0) {
       throw new InvalidArgumentError(
         `maxStateBytes must be a non-negative integer, got ${typeof maxStateBytes === 'number' ? maxStateBytes : typeof maxStateBytes}`,
@@ -111,7 +106,7 @@ export class MemoryBackend implements Backend {
     }
     this.store = store
     this.#leases = leases
-    this.#clock = clock
+    this.#clock = checkedClock
     this.capabilities = Object.freeze({
       clock: 'client',
       maxStateBytes,

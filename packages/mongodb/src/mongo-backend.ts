@@ -7,6 +7,7 @@ import {
   type CheckpointOptions,
   type CheckpointRead,
   type Clock,
+  checkClock,
   createLeaseRecord,
   FencedError,
   InvalidArgumentError,
@@ -206,9 +207,7 @@ export class MongoBackend implements Backend {
     ) {
       throw new InvalidArgumentError('collection must be a MongoDB Collection')
     }
-    if (typeof clock !== 'object' || clock === null || typeof clock.now !== 'function') {
-      throw new InvalidArgumentError('clock must have a now() method')
-    }
+    const checkedClock = checkClock(clock)
     for (const [name, value] of [
       ['crossConnectionAtomic', crossConnectionAtomic],
       ['binarySizeProjection', binarySizeProjection],
@@ -225,7 +224,7 @@ export class MongoBackend implements Backend {
     this.#acquireWithCheckpointProjection = projects
       ? { projection: { fencingToken: 1, releasedToken: 1, state: 1 } }
       : {}
-    this.#clock = clock
+    this.#clock = checkedClock
     if (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0 || maxStateBytes > MAX_STATE_BYTES) {
       throw new InvalidArgumentError(
         `maxStateBytes must be an integer in 0..${MAX_STATE_BYTES} (what a MongoDB document holds ` +

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from './errors.js'
+import { readOnce } from './validation.js'
 /**
  * A source of wall-clock time in epoch milliseconds, whole or not: a high-resolution clock's
  * fractions are a time, which a backend stores and reads back as any other. Client-clock backends
@@ -35,6 +37,25 @@ export function readClock(clock: Clock): number {
     throw new RangeError(`the backend's clock read ${String(now)}, not a time in epoch ms`)
   }
   return now
+}
+
+/**
+ * Checks a backend's `clock` option and keeps what was checked: its `now` function, read once and
+ * called on the clock as a method. A getter answering a function to the check and something else to
+ * every later call would otherwise fail each call with a `TypeError` the constructor let through.
+ * Anything but an object with a `now` function is an `InvalidArgumentError`.
+ *
+ * ```ts
+ * this.#clock = checkClock(clock)
+ * ```
+ */
+export function checkClock(clock: unknown): Clock {
+  if (typeof clock !== 'object' || clock === null) {
+    throw new InvalidArgumentError('clock must have a now() method')
+  }
+  const { now } = readOnce(clock, ['now'], 'clock') as { now?: unknown }
+  if (typeof now !== 'function') throw new InvalidArgumentError('clock must have a now() method')
+  return Object.freeze({ now: () => now.call(clock) as number })
 }
 
 /** The process clock. */

@@ -2,7 +2,7 @@ export type { AcquiredWithCheckpoint, Backend, CheckpointRead } from './backend.
 export type { BackendCapabilities } from './backend-capabilities.js'
 export type { CallOptions, CheckpointOptions } from './call-options.js'
 export { nextCheckpointSequence } from './checkpoint-sequence.js'
-export { type Clock, MAX_CLOCK_MS, readClock, systemClock } from './clock.js'
+export { type Clock, checkClock, MAX_CLOCK_MS, readClock, systemClock } from './clock.js'
 export {
   ErrorCode,
   FencedError,
