@@ -108,7 +108,9 @@ function createTableSql(family: DialectFamily, table: string, ifNotExists: boole
  * `KyselyBackend` options that reach it. Shaped like every driver's set-up helper: `(client, options)`,
  * the name in `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`. On SQLite
  * it refuses a database whose text encoding is UTF-16 (`PRAGMA encoding`, fixed when the file was
- * made): `list` orders and pages workIds by code point, which only UTF-8's byte order gives.
+ * made): `list` orders and pages workIds by code point, which only UTF-8's byte order gives. On
+ * PostgreSQL it refuses a database not encoded UTF8 (`SHOW server_encoding`): there some valid ids
+ * would not fit.
  *
  * ```ts
  * await createLeaseTable(db)                              // worklease_leases, flavour detected
@@ -126,6 +128,7 @@ export async function createLeaseTable(
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   const family = familyOf(db, dialect)
   if (family === 'sqlite') await requireUtf8(db)
+  if (family === 'postgres') await requireUtf8Server(db)
   await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
   // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
@@ -143,6 +146,21 @@ async function requireUtf8(db: Kysely<any>): Promise<void> {
   if (encoding !== 'UTF-8') {
     throw new Error(
       `this SQLite database's text encoding is ${encoding}: worklease's lease table needs a UTF-8 database (SQLite's default), whose BINARY order is code point order`,
+    )
+  }
+}
+
+/**
+ * PostgreSQL's text is in the database's encoding: in SQL_ASCII `varchar(255)` counts bytes (a
+ * 255-character id of three-byte characters is too long), and LATIN1 has no emoji at all. Ids the
+ * contract allows would fail in the store, as errors no caller can tell from an outage.
+ */
+async function requireUtf8Server(db: Kysely<any>): Promise<void> {
+  const { rows } = await sql<{ server_encoding: string }>`SHOW server_encoding`.execute(db.withoutPlugins())
+  const encoding = rows[0]?.server_encoding
+  if (encoding !== 'UTF8') {
+    throw new Error(
+      `this PostgreSQL database's encoding is ${encoding}: worklease's lease table needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8'), where every id the contract allows fits`,
     )
   }
 }

@@ -47,6 +47,31 @@ for (const target of familyTargets('postgres'))
     })
     afterEach(() => h.close())
 
+    // Found by a review (session 37): such a database was taken, and valid ids then failed in the store
+    // (22001 value too long in SQL_ASCII, 22P05 no equivalent in LATIN1).
+    test.each(['SQL_ASCII', 'LATIN1'])(
+      'a database encoded %s is refused by createLeaseTable: some valid ids would not fit',
+      async (encoding) => {
+        const name = `wl_${encoding.toLowerCase()}_${process.pid}_${Date.now()}`
+        await sql`CREATE DATABASE ${sql.id(name)} ENCODING ${sql.lit(encoding)} LC_COLLATE 'C' LC_CTYPE 'C' TEMPLATE template0`.execute(
+          h.storage.admin,
+        )
+        const url = new URL(target.url!)
+        url.pathname = `/${name}`
+        const db = postgresDb(undefined, 1, url.toString())
+        try {
+          await expect(createLeaseTable(db, { table: 'wl_leases' })).rejects.toThrow(/needs a UTF8 database/)
+          const { rows: tables } = await sql`SELECT 1 FROM pg_tables WHERE tablename = 'wl_leases'`.execute(
+            db,
+          )
+          expect(tables).toEqual([])
+        } finally {
+          await db.destroy()
+          await sql`DROP DATABASE IF EXISTS ${sql.id(name)}`.execute(h.storage.admin)
+        }
+      },
+    )
+
     test('a session time zone far from UTC does not shift expiry (epoch ms from clock_timestamp())', async () => {
       const { db } = counted((log) => postgresDb(log, 1, target.url))
       try {
