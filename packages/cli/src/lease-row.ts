@@ -71,21 +71,38 @@ const UNSAFE_ON_A_TERMINAL =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point
   /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g
 
-const hex = (c: string, digits: number) => c.charCodeAt(0).toString(16).padStart(digits, '0')
+/**
+ * What a reader cannot tell apart on a terminal: the above, every other format character (a zero-width
+ * space, a soft hyphen, a byte order mark) and every space but U+0020 (a no-break space). Ids that
+ * differ only there are different leases, and an operator copies what the table shows.
+ */
+const UNSEEN = /(?! )[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}]/gu
 
-/** An id or holder made safe to print: every character above as a visible `\x1b` or `\u202e`. */
+/** `\x1b`, `\u200b`, or a surrogate pair's two `\u` escapes: what a reader can copy back. */
+const escaped = (c: string) => {
+  let out = ''
+  for (let i = 0; i < c.length; i++) {
+    const unit = c.charCodeAt(i)
+    out +=
+      unit <= 0xff ? `\\x${unit.toString(16).padStart(2, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`
+  }
+  return out
+}
+
+/**
+ * An id or holder made safe to print, and told apart from every other: a backslash doubled, every
+ * character above as a visible `\x1b` or `\u202e`, and a space at either end as `\x20`.
+ */
 export function terminalSafe(text: string): string {
-  return text.replace(UNSAFE_ON_A_TERMINAL, (c) =>
-    c.charCodeAt(0) <= 0xff ? `\\x${hex(c, 2)}` : `\\u${hex(c, 4)}`,
-  )
+  return text.replace(/\\/g, '\\\\').replace(UNSEEN, escaped).replace(/^ | $/g, '\\x20')
 }
 
 /**
  * An id in double quotes for a line of prose: quotes and backslashes escaped as in JSON, so the id
- * cannot end its quotes and pose as the words after it, then made terminal-safe.
+ * cannot end its quotes and pose as the words after it, then what a reader cannot see escaped.
  */
 export function quoted(text: string): string {
-  return terminalSafe(JSON.stringify(text))
+  return JSON.stringify(text).replace(UNSEEN, escaped)
 }
 
 /**
@@ -93,5 +110,8 @@ export function quoted(text: string): string {
  * on a terminal; as `\u009b` they parse back to the same string.
  */
 export function jsonLine(value: unknown): string {
-  return JSON.stringify(value).replace(UNSAFE_ON_A_TERMINAL, (c) => `\\u${hex(c, 4)}`)
+  return JSON.stringify(value).replace(
+    UNSAFE_ON_A_TERMINAL,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  )
 }

@@ -73,8 +73,31 @@ describe('one escaping for everything an id reaches', () => {
     ['\u202a\u202b\u202c\u202d\u202e', '\\u202a\\u202b\\u202c\\u202d\\u202e'],
     ['\u2066\u2067\u2068\u2069', '\\u2066\\u2067\\u2068\\u2069'],
     ['\u200e\u200f\u061c\u2028\u2029', '\\u200e\\u200f\\u061c\\u2028\\u2029'],
-    ['caf\u00e9 \u{1f600} \u6f22 \u00a0', 'caf\u00e9 \u{1f600} \u6f22 \u00a0'],
+    ['caf\u00e9 \u{1f600} \u6f22', 'caf\u00e9 \u{1f600} \u6f22'],
+    // Found by a review (session 37): each of these printed as another id does.
+    ['job\\x1b', 'job\\\\x1b'],
+    ['job ', 'job\\x20'],
+    [' job', '\\x20job'],
+    ['a\u00a0b\u200bc\u00add\ufeff', 'a\\xa0b\\u200bc\\xadd\\ufeff'],
+    ['tag\u{e0041}', 'tag\\udb40\\udc41'],
   ])('terminalSafe(%j) = %j', (text, safe) => expect(terminalSafe(text)).toBe(safe))
+
+  test('ids that differ print differently, however alike they look', () => {
+    const ids = [
+      'job',
+      'job ',
+      'job\u00a0',
+      'job\u200b',
+      'job\u001b',
+      'job\\x1b',
+      'job\n',
+      'job\\x0a',
+      'job\\',
+    ]
+    const printed = ids.map(terminalSafe)
+    expect(new Set(printed).size).toBe(ids.length)
+    expect(new Set(ids.map(quoted)).size).toBe(ids.length)
+  })
 
   test('quoted keeps an id inside its quotes, and controls out', () => {
     expect(quoted('a" removed "b')).toBe('"a\\" removed \\"b"')
