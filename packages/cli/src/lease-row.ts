@@ -78,15 +78,11 @@ const UNSAFE_ON_A_TERMINAL =
  */
 const UNSEEN = /(?! )[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}]/gu
 
-/** `\x1b`, `\u200b`, or a surrogate pair's two `\u` escapes: what a reader can copy back. */
+/** `\x1b`, `\u00a0`, `\U000e0041`: as a shell's `$'...'` reads them back, in a UTF-8 locale. */
 const escaped = (c: string) => {
-  let out = ''
-  for (let i = 0; i < c.length; i++) {
-    const unit = c.charCodeAt(i)
-    out +=
-      unit <= 0xff ? `\\x${unit.toString(16).padStart(2, '0')}` : `\\u${unit.toString(16).padStart(4, '0')}`
-  }
-  return out
+  const point = c.codePointAt(0)!
+  const [mark, digits] = point <= 0x7f ? ['x', 2] : point <= 0xffff ? ['u', 4] : ['U', 8]
+  return `\\${mark}${point.toString(16).padStart(digits, '0')}`
 }
 
 /**

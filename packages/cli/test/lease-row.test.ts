@@ -61,7 +61,7 @@ describe('lease rows', () => {
       [toRow(lease({ workId: 'c1-\u009b2J-\u007f', holderId: 'w\u202eevil\u2066' }), now)],
       pc.createColors(false),
     )
-    expect(line).toMatch(/^c1-\\x9b2J-\\x7f\s+held\s+w\\u202eevil\\u2066\s/)
+    expect(line).toMatch(/^c1-\\u009b2J-\\x7f\s+held\s+w\\u202eevil\\u2066\s/)
   })
 })
 
@@ -69,7 +69,7 @@ describe('one escaping for everything an id reaches', () => {
   test.each([
     ['\u001b[2J', '\\x1b[2J'],
     ['a\nb\tc', 'a\\x0ab\\x09c'],
-    ['\u007f\u0080\u009b\u009f', '\\x7f\\x80\\x9b\\x9f'],
+    ['\u007f\u0080\u009b\u009f', '\\x7f\\u0080\\u009b\\u009f'],
     ['\u202a\u202b\u202c\u202d\u202e', '\\u202a\\u202b\\u202c\\u202d\\u202e'],
     ['\u2066\u2067\u2068\u2069', '\\u2066\\u2067\\u2068\\u2069'],
     ['\u200e\u200f\u061c\u2028\u2029', '\\u200e\\u200f\\u061c\\u2028\\u2029'],
@@ -78,11 +78,11 @@ describe('one escaping for everything an id reaches', () => {
     ['job\\x1b', 'job\\\\x1b'],
     ['job ', 'job\\x20'],
     [' job', '\\x20job'],
-    ['a\u00a0b\u200bc\u00add\ufeff', 'a\\xa0b\\u200bc\\xadd\\ufeff'],
-    ['tag\u{e0041}', 'tag\\udb40\\udc41'],
+    ['a\u00a0b\u200bc\u00add\ufeff', 'a\\u00a0b\\u200bc\\u00add\\ufeff'],
+    ['tag\u{e0041}', 'tag\\U000e0041'],
   ])('terminalSafe(%j) = %j', (text, safe) => expect(terminalSafe(text)).toBe(safe))
 
-  test('ids that differ print differently, however alike they look', () => {
+  test("ids that differ print differently, however alike they look; bash's $'...' reads each back", async () => {
     const ids = [
       'job',
       'job ',
@@ -97,11 +97,16 @@ describe('one escaping for everything an id reaches', () => {
     const printed = ids.map(terminalSafe)
     expect(new Set(printed).size).toBe(ids.length)
     expect(new Set(ids.map(quoted)).size).toBe(ids.length)
+    const { execFileSync } = await import('node:child_process')
+    const all = [...ids, 'c1-\u009b2J\u007f', 'tag\u{e0041}', 'caf\u00e9\u00ad']
+    const script = all.map((id) => `printf '%s\\0' $'${terminalSafe(id).replaceAll("'", "\\'")}'`).join('\n')
+    const read = execFileSync('bash', ['-c', script], { env: { ...process.env, LC_ALL: 'C.UTF-8' } })
+    expect(read.toString('utf8').split('\0').slice(0, -1)).toEqual(all)
   })
 
   test('quoted keeps an id inside its quotes, and controls out', () => {
     expect(quoted('a" removed "b')).toBe('"a\\" removed \\"b"')
-    expect(quoted('x\u009b2J\u001b')).toBe('"x\\x9b2J\\u001b"')
+    expect(quoted('x\u009b2J\u001b')).toBe('"x\\u009b2J\\u001b"')
   })
 
   test('a --json line holds no raw control, and parses back to the same strings', () => {
