@@ -96,7 +96,8 @@ const HAND_BACK_CONCURRENCY = 4
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
 /**
- * A member whose rebalances fail this many times in a row leaves the group until one succeeds:
+ * A member whose rebalances fail this many times in a row (it cannot read its units or the group, or
+ * join) leaves the group until one succeeds:
  * counted, it would keep the units the others give it for its share free and unrun. Units it holds
  * it keeps running, and the others count them as held by someone outside the group: not free.
  */
@@ -596,17 +597,18 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // The units function gets no signal: it may answer after close, and nothing is taken then.
       if (this.#closed.signal.aborted) return 'later'
       const group = await readGroup((options) => this.#list(options), this.#keys)
+      // Out of the group or not, a unit no longer wanted (or finished elsewhere) goes back now.
+      const wantedSet = new Set(wanted)
+      for (const [unit, runner] of this.#runners) {
+        if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
+      }
       // A member that left stalled (see STALLED_LOOKS) joins again once it could read the units and
       // the group, and after a time out that doubles with each stall in a row: one that can read but
-      // never take would otherwise come back at once, to be given units again.
+      // never join would otherwise come back at once, to be given units again.
       if (this.#leftStalled) {
         if (this.#options.timers.now() < this.#rejoinAt) return 'later'
         this.#leftStalled = false
         await this.#rejoin()
-      }
-      const wantedSet = new Set(wanted)
-      for (const [unit, runner] of this.#runners) {
-        if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
       }
       // A unit listed as ours counts as ours only while a runner of ours still works on it. One being
       // handed back is given up; one with no runner was released (or lost) after the listing was
@@ -685,6 +687,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     let next = 0
     let taken = 0
     let inFlight = 0
+    let failure: { error: unknown } | undefined
     const taker = async (): Promise<void> => {
       // Never more in flight than still wanted, so a rebalance takes at most `count`.
       while (next < attempts && taken + inFlight < count && timers.now() < stopAt) {
@@ -695,8 +698,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         try {
           lease = await leaser.acquire(this.#keys.unit(unit))
         } catch (error) {
-          if (isLeaseHeldError(error)) continue
-          throw error
+          // The store failing one unit's take (one bad row, a hot key) is a miss, reported: failing
+          // the rebalance, it would stall every member that tries that unit, and the group with it.
+          if (!isLeaseHeldError(error)) failure ??= { error }
+          continue
         } finally {
           inFlight--
         }
@@ -713,6 +718,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const takers = Array.from({ length: Math.min(TAKE_CONCURRENCY, count) }, taker)
     const failed = (await Promise.allSettled(takers)).find((result) => result.status === 'rejected')
     if (failed) throw failed.reason
+    if (failure) this.#rebalanceFailed(failure.error)
     const cut = timers.now() >= stopAt && next < attempts && taken < count
     return { taken, cut }
   }
