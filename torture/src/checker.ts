@@ -1140,6 +1140,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     )
   }
   const largestKnown = known.at(-1) ?? 0n
+  // Per holder, the tokens only a record op proves: each took one of that holder's lost acquires.
+  const provenOnlyBy = new Map<string, number>()
+  for (const [t, p] of proof) {
+    if (!byToken.has(t)) provenOnlyBy.set(p.holder, (provenOnlyBy.get(p.holder) ?? 0) + 1)
+  }
   for (const r of ops) {
     if (r.op !== 'acquire' || r.outcome !== 'fail' || !r.heldBy) continue
     const { token: named, holder } = r.heldBy
@@ -1166,14 +1171,28 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       continue
     }
     // Tokens are handed out one by one: above the largest known token, only the lost acquires no
-    // missing token needs (check 3) can have taken any, one each.
-    if (!evidence.has(named) && named > largestKnown + spare) {
-      add(
-        'named-wrong-lease',
-        `LEASE_HELD named ${lease}, but no acquire can have taken it: past token ${largestKnown}, the ${spare} lost acquire(s) no missing token needs can have taken ${spare} more at most`,
-        [r],
-      )
-      continue
+    // missing token needs (check 3) can have taken any, one each, begun before the refusal returned,
+    // once the largest known token's lease was free; and the named one by its holder's.
+    if (!evidence.has(named) && named > largestKnown) {
+      const above = named - largestKnown
+      const holderSpare = (lostByHolder.get(holder)?.length ?? 0) - (provenOnlyBy.get(holder) ?? 0)
+      const why =
+        above > spare
+          ? `past token ${largestKnown}, the ${spare} lost acquire(s) no missing token needs can have taken ${spare} more at most`
+          : above > BigInt(lostBefore(r.complete))
+            ? `past token ${largestKnown}, ${above} more need as many lost acquires begun before the refusal returned, and ${lostBefore(r.complete)} were`
+            : holderSpare < 1
+              ? `every lost acquire of ${holder}'s took a token a record op proves`
+              : freeFrom(largestKnown) >= r.complete
+                ? `token ${largestKnown}'s lease cannot have been free before the refusal returned`
+                : undefined
+      if (why) {
+        add('named-wrong-lease', `LEASE_HELD named ${lease}, but no acquire can have taken it: ${why}`, [
+          ...(byToken.has(largestKnown) ? [byToken.get(largestKnown)!] : []),
+          r,
+        ])
+        continue
+      }
     }
     const before = partitionPoint(
       acknowledgedByEnd.length,

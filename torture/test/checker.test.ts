@@ -1408,18 +1408,28 @@ describe('a LEASE_HELD and the lease it names', () => {
   // Found in session 36, judged in 37: the named holder's one lost acquire made any token it might
   // have taken pass, however far above the tokens handed out.
   test('names a token above every one the lost acquires can have taken', () => {
-    const lost = op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 1_000 })
-    const naming = (token: bigint) => refusal(20, { token, holder: 'X', expiresInMs: 900 })
-    expect(checks([acquired(), lost, naming(99n)])).toEqual(['named-wrong-lease'])
-    // Token 2 is what that lost acquire took if it took one.
-    expect(checks([acquired(), lost, naming(2n)])).toEqual([])
-    // With a gap below a known token, the lost acquire is needed there: none is left for token 4.
     const release = op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 })
+    const lost = op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 1_000 })
+    const naming = (token: bigint, holder = 'X') => refusal(20, { token, holder, expiresInMs: 900 })
+    expect(checks([acquired(), release, lost, naming(99n)])).toEqual(['named-wrong-lease'])
+    // Token 2 is what that lost acquire took if it took one, once token 1 was released.
+    expect(checks([acquired(), release, lost, naming(2n)])).toEqual([])
+    // Found by a review of this check: token 1, never released, was live through the refusal.
+    expect(checks([acquired(), lost, naming(2n)])).toEqual(['named-wrong-lease'])
+    // A lost acquire begun after the refusal returned took no token before it.
+    const late = op('acquire', { holder: 'Y', invoke: 100, outcome: 'info', ttl: 1_000 })
+    expect(checks([acquired(), release, lost, late, naming(3n)])).toEqual(['named-wrong-lease'])
+    const early = op('acquire', { holder: 'Y', invoke: 10, outcome: 'info', ttl: 1_000 })
+    expect(checks([acquired(), release, lost, early, naming(3n)])).toEqual([])
+    // X's one lost acquire took token 2, as X's release proves: token 3 can be Y's, not X's.
+    const provenTwo = op('release', { holder: 'X', token: 2, invoke: 12, complete: 13 })
+    expect(checks([acquired(), release, lost, early, provenTwo, naming(3n, 'Y')])).toEqual([])
+    expect(checks([acquired(), release, lost, early, provenTwo, naming(3n)])).toEqual(['named-wrong-lease'])
+    // With a gap below a known token, the lost acquire is needed there: none is left for token 4.
     const briefly = op('acquire', { holder: 'X', invoke: 4, outcome: 'info', ttl: 1 })
     const three = op('acquire', { holder: 'C', token: 3, invoke: 7, complete: 9, ttl: 1_000 })
     expect(checks([acquired(), release, briefly, three])).toEqual([])
-    const namingFour = refusal(20, { token: 4n, holder: 'X', expiresInMs: 900 })
-    expect(checks([acquired(), release, briefly, three, namingFour])).toEqual(['named-wrong-lease'])
+    expect(checks([acquired(), release, briefly, three, naming(4n)])).toEqual(['named-wrong-lease'])
   })
 
   test('names a lease with more time left than it can have had (a waiter sleeps that long)', () => {
