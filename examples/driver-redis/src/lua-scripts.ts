@@ -18,7 +18,7 @@
 // which for UTF-8 is code point order, and ZRANGEBYLEX reads a prefix's range in that order.
 //
 // Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED',
-// 'EXPIRED' or 'EXHAUSTED'. Errors of the store are Redis error replies.
+// 'EXPIRED', 'EXHAUSTED' or 'EVICTS'. Errors of the store are Redis error replies.
 //
 // An error reply means nothing was written. Redis does not undo a script's writes when it fails
 // later, so every script makes all its reads and checks (where WRONGTYPE, a malformed hash or a bad
@@ -64,11 +64,20 @@ end
 
 /**
  * KEYS[1] = lease key, KEYS[2] = the list index (absent without one); ARGV = workId, holderId, ttlMs,
- * and '1' to read the checkpoint too (acquireWithCheckpoint). Returns {'OK', token, expires} (with the
- * read: {'OK', token, expires, clean, state}, the state nil when none), or
- * {'HELD', holderId, token, expires, expiresInMs} in the same round trip, or {'EXHAUSTED'}.
+ * '1' to read the checkpoint too (acquireWithCheckpoint), and '1' to check first that the server does
+ * not evict keys. Returns {'OK', token, expires} (with the read: {'OK', token, expires, clean, state},
+ * the state nil when none), or {'HELD', holderId, token, expires, expiresInMs} in the same round trip,
+ * {'EXHAUSTED'}, or {'EVICTS', policy}.
  */
 export const ACQUIRE = `${PRELUDE}${INCREMENT}
+-- A server that evicts any key under memory pressure (maxmemory-policy allkeys-*) would drop a lease
+-- hash, and its workId's tokens would start again at 1. The volatile-* policies evict only keys with a
+-- TTL, which no lease has. INFO that a server refuses (renamed, a managed service) skips the check.
+if ARGV[5] == '1' then
+  local ok, info = pcall(redis.call, 'INFO', 'memory')
+  local policy = ok and type(info) == 'string' and string.match(info, 'maxmemory_policy:([%w%-]+)')
+  if policy and string.sub(policy, 1, 8) == 'allkeys-' then return {'EVICTS', policy} end
+end
 local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 local now = now_ms()

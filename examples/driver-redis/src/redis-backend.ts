@@ -156,8 +156,8 @@ type Operation = keyof typeof COMMANDS
  * store failure: read as a lease outcome, a `{'HELD'}` from a proxy or a changed script would pass
  * for a renewed lease, or a `revoke` that did nothing.
  */
-const ACQUIRE_REPLIES = { OK: [2, 2], HELD: [4, 4], EXHAUSTED: [0, 0] } as const
-const ACQUIRE_READ_REPLIES = { OK: [3, 4], HELD: [4, 4], EXHAUSTED: [0, 0] } as const
+const ACQUIRE_REPLIES = { OK: [2, 2], HELD: [4, 4], EXHAUSTED: [0, 0], EVICTS: [1, 1] } as const
+const ACQUIRE_READ_REPLIES = { OK: [3, 4], HELD: [4, 4], EXHAUSTED: [0, 0], EVICTS: [1, 1] } as const
 const REPLIES: Readonly<
   Record<Exclude<Operation, 'list'>, Readonly<Record<string, readonly [number, number]>>>
 > = {
@@ -199,6 +199,8 @@ export class RedisBackend implements Backend {
   readonly capabilities: BackendCapabilities
   readonly #keyPrefix: string
   readonly #listIndex: boolean
+  /** Whether an acquire has found that the server does not evict keys: checked once, in that script. */
+  #evictionChecked = false
   readonly #scripts: Record<Operation, ScriptCall>
 
   constructor(options: RedisBackendOptions) {
@@ -280,6 +282,8 @@ export class RedisBackend implements Backend {
           args.workId,
           args.holderId,
           String(args.ttlMs),
+          '0',
+          this.#evictionChecked ? '0' : '1',
         )
       : await this.#call(
           'acquire',
@@ -288,6 +292,8 @@ export class RedisBackend implements Backend {
           args.workId,
           args.holderId,
           String(args.ttlMs),
+          '0',
+          this.#evictionChecked ? '0' : '1',
         )
     return this.#taken(args, reply)
   }
@@ -309,6 +315,7 @@ export class RedisBackend implements Backend {
           args.holderId,
           String(args.ttlMs),
           '1',
+          this.#evictionChecked ? '0' : '1',
         )
       : await this.#call(
           'acquireRead',
@@ -318,6 +325,7 @@ export class RedisBackend implements Backend {
           args.holderId,
           String(args.ttlMs),
           '1',
+          this.#evictionChecked ? '0' : '1',
         )
     const record = this.#taken(args, reply)
     const [, , clean, state] = reply.values
@@ -326,6 +334,12 @@ export class RedisBackend implements Backend {
 
   /** The record of an acquire's reply, or its refusal (LEASE_HELD with the holder, TOKENS_EXHAUSTED). */
   #taken(args: AcquireArgs, reply: Reply): LeaseRecord {
+    if (reply.status === 'EVICTS') {
+      throw new Error(
+        `worklease redis: the server evicts keys under memory pressure (maxmemory-policy ${text(reply.values[0])}): a lease hash it evicts starts its workId's tokens again at 1, and a fence would let a stale holder in. Use maxmemory-policy noeviction (or a volatile-* policy: no lease key has a TTL).`,
+      )
+    }
+    this.#evictionChecked = true
     if (reply.status === 'HELD') {
       const [holder, token, expires, expiresIn] = reply.values.map(text)
       throw new LeaseHeldError(undefined, {

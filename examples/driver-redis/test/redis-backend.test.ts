@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { type AddressInfo, createServer, connect as netConnect } from 'node:net'
 import {
   InvalidArgumentError,
   isWorkleaseError,
@@ -332,6 +334,65 @@ describe('failures of the store are not lease outcomes', () => {
     expect(outcome).toEqual({ error: expect.any(Error) })
     expect(isWorkleaseError((outcome as { error: unknown }).error)).toBe(false)
   })
+})
+
+// Found by a review (session 37): on a server with maxmemory-policy allkeys-lru, a workId acquired five
+// times got token 1 again once other keys had filled its memory.
+describe('a server that evicts keys', () => {
+  const serverBinary = ['/usr/bin/redis-server', '/usr/local/bin/redis-server'].find((path) =>
+    existsSync(path),
+  )
+  if (!serverBinary)
+    console.log('[driver-redis] skipped: no redis-server binary to start a private server with')
+  test.skipIf(!serverBinary)(
+    "is refused at this backend's first acquire, in its one script call; volatile and noeviction are not",
+    async () => {
+      const port = await new Promise<number>((resolve) => {
+        const probe = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as AddressInfo
+          probe.close(() => resolve(port))
+        })
+      })
+      const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no']
+      const server = spawn(serverBinary!, [...args, '--maxmemory-policy', 'allkeys-lru'], { stdio: 'ignore' })
+      try {
+        // Listening before a client connects: ioredis reports each refused try as an unhandled error.
+        for (let tries = 0; ; tries++) {
+          const up = await new Promise<boolean>((resolve) => {
+            const socket = netConnect(port, '127.0.0.1', () => {
+              socket.destroy()
+              resolve(true)
+            }).on('error', () => resolve(false))
+          })
+          if (up || tries > 50) break
+          await new Promise((resolve) => setTimeout(resolve, 100))
+        }
+        const client = await connect(`redis://127.0.0.1:${port}`)
+        try {
+          let commands = 0
+          countCommands(client, () => commands++)
+          const backend = new RedisBackend({ client, keyPrefix: 'evicts:' })
+          const refused = await backend.acquire('w', 'holder-a', TTL).catch((error: unknown) => error)
+          expect(String(refused)).toMatch(/evicts keys .*allkeys-lru/)
+          expect(isWorkleaseError(refused)).toBe(false)
+          expect([commands, await client.exists('evicts:w')]).toEqual([1, 0])
+          const withCheckpoint = await backend
+            .acquireWithCheckpoint('w', 'holder-a', TTL)
+            .catch((error: unknown) => error)
+          expect(String(withCheckpoint)).toMatch(/evicts keys/)
+          for (const policy of ['volatile-lru', 'noeviction']) {
+            await client.config('SET', 'maxmemory-policy', policy)
+            const fresh = new RedisBackend({ client, keyPrefix: `${policy}:` })
+            expect((await fresh.acquire('w', 'holder-a', TTL)).fencingToken).toBe(1n)
+          }
+        } finally {
+          client.disconnect()
+        }
+      } finally {
+        server.kill()
+      }
+    },
+  )
 })
 
 describe('round trips', () => {
