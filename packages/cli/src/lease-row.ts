@@ -86,19 +86,20 @@ const escaped = (c: string) => {
 }
 
 /**
- * An id or holder made safe to print, and told apart from every other: a backslash doubled, every
- * character above as a visible `\x1b` or `\u202e`, and a space at either end as `\x20`.
+ * An id or holder made safe to print, and told apart from every other: a backslash and a single quote
+ * escaped, every character above as a visible `\x1b` or `\u202e`, and a space at either end as
+ * `\x20`. Inside a shell's `$'...'` what it shows is the id.
  */
 export function terminalSafe(text: string): string {
-  return text.replace(/\\/g, '\\\\').replace(UNSEEN, escaped).replace(/^ | $/g, '\\x20')
+  return text.replace(/[\\']/g, '\\$&').replace(UNSEEN, escaped).replace(/^ | $/g, '\\x20')
 }
 
 /**
- * An id in double quotes for a line of prose: quotes and backslashes escaped as in JSON, so the id
- * cannot end its quotes and pose as the words after it, then what a reader cannot see escaped.
+ * An id in double quotes for a line of prose, shown as {@link terminalSafe} shows it, its own double
+ * quotes escaped too: it cannot end its quotes and pose as the words after it.
  */
 export function quoted(text: string): string {
-  return JSON.stringify(text).replace(UNSEEN, escaped)
+  return `"${terminalSafe(text).replace(/"/g, '\\"')}"`
 }
 
 /**

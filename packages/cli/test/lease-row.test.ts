@@ -98,15 +98,17 @@ describe('one escaping for everything an id reaches', () => {
     expect(new Set(printed).size).toBe(ids.length)
     expect(new Set(ids.map(quoted)).size).toBe(ids.length)
     const { execFileSync } = await import('node:child_process')
-    const all = [...ids, 'c1-\u009b2J\u007f', 'tag\u{e0041}', 'caf\u00e9\u00ad']
-    const script = all.map((id) => `printf '%s\\0' $'${terminalSafe(id).replaceAll("'", "\\'")}'`).join('\n')
+    const all = [...ids, 'c1-\u009b2J\u007f', 'tag\u{e0041}', 'caf\u00e9\u00ad', "job's", "'\\'", '"q"']
+    const script = all.map((id) => `printf '%s\\0' $'${terminalSafe(id)}'`).join('\n')
     const read = execFileSync('bash', ['-c', script], { env: { ...process.env, LC_ALL: 'C.UTF-8' } })
     expect(read.toString('utf8').split('\0').slice(0, -1)).toEqual(all)
   })
 
   test('quoted keeps an id inside its quotes, and controls out', () => {
     expect(quoted('a" removed "b')).toBe('"a\\" removed \\"b"')
-    expect(quoted('x\u009b2J\u001b')).toBe('"x\\u009b2J\\u001b"')
+    expect(quoted('x\u009b2J\u001b')).toBe('"x\\u009b2J\\x1b"')
+    // Found by a review (session 37): the prompt showed JSON's escapes, the table its own.
+    expect(quoted('job\tx\u001b')).toBe(`"${terminalSafe('job\tx\u001b')}"`)
   })
 
   test('a --json line holds no raw control, and parses back to the same strings', () => {
