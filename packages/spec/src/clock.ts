@@ -50,7 +50,8 @@ export function readClock(clock: Clock): number {
  * ```
  */
 export function checkClock(clock: unknown): Clock {
-  if (typeof clock !== 'object' || clock === null) {
+  // A function may be the clock too: `Date` has the `now()` a Clock needs.
+  if ((typeof clock !== 'object' && typeof clock !== 'function') || clock === null) {
     throw new InvalidArgumentError('clock must have a now() method')
   }
   const { now } = readOnce(clock, ['now'], 'clock') as { now?: unknown }

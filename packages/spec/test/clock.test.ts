@@ -37,6 +37,12 @@ describe('checkClock', () => {
     expect([readClock(checked), readClock(checked), reads]).toEqual([1_005, 1_005, 1])
   })
 
+  // Found by a review (session 37): the first checkClock refused Date, which drivers took before.
+  test('takes Date itself, whose now() is a Clock', () => {
+    const before = Date.now()
+    expect(readClock(checkClock(Date))).toBeGreaterThanOrEqual(before)
+  })
+
   test('refuses anything but an object with a now function, as INVALID_ARGUMENT', () => {
     const throwing = Object.defineProperty({}, 'now', {
       get() {
