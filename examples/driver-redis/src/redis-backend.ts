@@ -336,7 +336,7 @@ export class RedisBackend implements Backend {
   #taken(args: AcquireArgs, reply: Reply): LeaseRecord {
     if (reply.status === 'EVICTS') {
       throw new Error(
-        `worklease redis: the server evicts keys under memory pressure (maxmemory-policy ${text(reply.values[0])}): a lease hash it evicts starts its workId's tokens again at 1, and a fence would let a stale holder in. Use maxmemory-policy noeviction (or a volatile-* policy: no lease key has a TTL).`,
+        `worklease redis: the server's maxmemory-policy ${text(reply.values[0])} evicts any key once memory is full (whatever maxmemory is now): a lease hash it evicts starts its workId's tokens again at 1, and a fence would let a stale holder in. Use maxmemory-policy noeviction (or a volatile-* policy: no lease key has a TTL).`,
       )
     }
     this.#evictionChecked = true
