@@ -339,6 +339,14 @@ export class DynamoBackend implements Backend {
       throw new TypeError((error as Error).message, { cause })
     }
     const holderId = item?.[Attr.holder]?.S
+    // An item this driver wrote has both. One without (a token stored as a string by hand) failed the
+    // write's condition for that, not for a holder: read as LEASE_HELD it would keep every waiter out.
+    if (item && (token === undefined || !/^\d+$/.test(token) || holderId === undefined)) {
+      throw new TypeError(
+        `the lease item of ${JSON.stringify(args.workId)} has no integer ${Attr.token} or no ${Attr.holder}: not one this driver wrote`,
+        { cause },
+      )
+    }
     const held = item?.[Attr.released]?.BOOL === false && expiresAtMs > now
     if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })

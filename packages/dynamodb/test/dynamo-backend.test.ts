@@ -424,6 +424,36 @@ describe('DynamoBackend on a real server', () => {
     }
   })
 
+  // Found by a review (session 37): a free item whose token was a string refused the acquire's
+  // condition, and the read naming the outcome found no number token: LEASE_HELD naming nobody.
+  test.each([['a fencingToken stored as a string', { fencingToken: { S: '5' }, holderId: { S: 'a' } }]])(
+    'an item with %s is a store failure for acquire, never LEASE_HELD',
+    async (_, fields) => {
+      const backend = table.open({ clock: manualClock() })
+      await table.admin.send(
+        new PutItemCommand({
+          TableName: table.tableName,
+          Item: {
+            workId: { S: 'job-1' },
+            ...fields,
+            expiresAt: { N: '0' },
+            released: { BOOL: true },
+            cleanHandoff: { BOOL: true },
+            listKey: { S: 'lease' },
+          },
+        }),
+      )
+      for (const call of [
+        () => backend.acquire('job-1', 'b', 10_000),
+        () => backend.acquireWithCheckpoint('job-1', 'b', 10_000),
+      ]) {
+        const error = await call().catch((e: unknown) => e)
+        expect(error).toBeInstanceOf(TypeError)
+        expect(isWorkleaseError(error)).toBe(false)
+      }
+    },
+  )
+
   test("the harness's failNextCall fails one request before it is sent, as a reset connection", async () => {
     const backend = table.open({ clock: manualClock() })
     const record = await backend.acquire('job-1', 'a', 10_000)
