@@ -138,7 +138,9 @@ export function listIndexDefinition(listIndex: string, partitionKey = 'workId') 
  * Creates a lease table with on-demand billing (a string partition key, and the list index if
  * `listIndex` is given) unless it exists, waits until it is `ACTIVE`, and returns the `DynamoBackend`
  * options that reach it. Shaped like every driver's set-up helper: `(client, options)`, the name in
- * `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`. Do not enable
+ * `table` (default `'worklease_leases'`), idempotent unless `ifNotExists: false`; an existing table
+ * without the `listIndex` asked for is refused (add the index with `listIndexDefinition`), and one
+ * being built is waited for until `ACTIVE`. Do not enable
  * DynamoDB's Time to Live on it: deleting an expired item would reset its workId's fencing tokens.
  *
  * ```ts
@@ -208,10 +210,24 @@ export async function createLeaseTable(
   }
   const deadline = Date.now() + timeoutMs
   for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 2_000)) {
-    const { Table } = await send<{ Table?: { TableStatus?: string } }>(
-      new DescribeTableCommand({ TableName: tableName }),
-    )
-    if (Table?.TableStatus === 'ACTIVE') {
+    const { Table } = await send<{
+      Table?: {
+        TableStatus?: string
+        GlobalSecondaryIndexes?: { IndexName?: string; IndexStatus?: string }[]
+      }
+    }>(new DescribeTableCommand({ TableName: tableName }))
+    // A table made before without the index: returned as reaching it, the backend would declare
+    // `list` and fail every listing (and a LeasePool on it every rebalance).
+    const index = Table?.GlobalSecondaryIndexes?.find((candidate) => candidate.IndexName === listIndex)
+    if (Table?.TableStatus === 'ACTIVE' && listIndex !== undefined && index === undefined) {
+      throw new Error(
+        `table ${tableName} exists without the list index ${JSON.stringify(listIndex)}: add it with UpdateTable (GlobalSecondaryIndexUpdates: [{ Create: listIndexDefinition(${JSON.stringify(listIndex)}) }]), or leave listIndex out`,
+      )
+    }
+    if (
+      Table?.TableStatus === 'ACTIVE' &&
+      (index === undefined || (index.IndexStatus ?? 'ACTIVE') === 'ACTIVE')
+    ) {
       return { table: tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
     }
     if (Date.now() + delayMs > deadline) {

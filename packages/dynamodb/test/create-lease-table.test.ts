@@ -38,6 +38,21 @@ test('creates an on-demand table keyed by the partition key, ACTIVE when it retu
   await expect(wrongKey.acquire('job-1', 'a', 10_000)).rejects.toMatchObject({ name: 'ValidationException' })
 })
 
+// Found by a review (session 37): the helper answered with the listIndex asked for, and the backend
+// made from it declared list and failed every listing.
+test('with listIndex, a table made before without that index is refused, not returned as reaching it', async () => {
+  const tableName = uniqueTableName()
+  await createLeaseTable(client, { table: tableName })
+  created.push(tableName)
+  await expect(createLeaseTable(client, { table: tableName, listIndex: 'worklease-list' })).rejects.toThrow(
+    /exists without the list index "worklease-list": add it with UpdateTable/,
+  )
+  expect(await createLeaseTable(client, { table: tableName })).toEqual({
+    table: tableName,
+    partitionKey: 'workId',
+  })
+})
+
 test('with listIndex, a global index keyed by listKey and the workId that projects no state', async () => {
   const tableName = uniqueTableName()
   expect(
