@@ -888,7 +888,15 @@ function renewStatement(table: string, partitionKey: string): string {
   )
 }
 
-/** The checkpoint an item holds: its state (none: null) and whether its lease followed a release. */
+/**
+ * The checkpoint an item holds: its state (none: null) and whether its lease followed a release. The
+ * state copied: the SDK decodes it into a view of a pooled 8 KiB slab, whose `.buffer` holds other
+ * bytes (another reply's) and is reused.
+ */
 function checkpointOf(item: Item): CheckpointRead {
-  return { state: item[Attr.state]?.B ?? null, cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true }
+  const state = item[Attr.state]?.B
+  return {
+    state: state === undefined ? null : new Uint8Array(state),
+    cleanHandoff: item[Attr.cleanHandoff]?.BOOL === true,
+  }
 }
