@@ -7,7 +7,12 @@ import type { RevokeOptions } from './revoke-options.js'
 
 /** What {@link Backend.readCheckpoint} returns. */
 export interface CheckpointRead {
-  /** The last state any holder of this workId checkpointed, or `null` if none ever did. */
+  /**
+   * The last state any holder of this workId checkpointed, or `null` if none ever did (an empty state
+   * is an empty array, through every handoff). A plain `Uint8Array` the caller owns: not a Node.js
+   * `Buffer`, never a view into a larger or shared buffer (a pooled `Buffer`'s `.buffer` holds other
+   * bytes, and is reused).
+   */
   readonly state: Uint8Array | null
   /** `true` if the previous lease ended by `release` (or there was none); `false` after a crash. */
   readonly cleanHandoff: boolean

@@ -19,6 +19,7 @@ import {
   validateCallOptions,
   validateCheckpointArgs,
   validateId,
+  validateListArgs,
   validateRenewArgs,
   validateRenewManyArgs,
   validateRevokeArgs,
@@ -935,6 +936,85 @@ const broken: Record<string, BrokenBackendClass> = {
       return revoked
     }
   },
+  // Found by a review of the suite (session 37): each of these passed every case.
+  "a stale sequence's checkpoint extending a lease by its token alone (a revoked one too)": class extends Flawed {
+    override async checkpoint(r: LeaseRecord, s: Uint8Array, t: number, o?: CheckpointOptions) {
+      const args = validateCheckpointArgs(r, s, t, this.capabilities.maxStateBytes, o)
+      const lease = this.lease(args.record.workId)
+      if (
+        lease &&
+        !lease.released &&
+        lease.fencingToken === args.record.fencingToken &&
+        args.sequence <= lease.checkpointSequence
+      ) {
+        this.store.operations++
+        lease.expiresAtMs = Math.max(lease.expiresAtMs, this.clock.now() + args.ttlMs)
+        return
+      }
+      return super.checkpoint(args.record, args.state, args.ttlMs, {
+        sequence: args.sequence,
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+    }
+  },
+  'renewMany keying its outcomes by workId and token run together': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const outcomes = await super.renewMany(args.records, args.ttlMs, options)
+      const byKey = new Map<string, RenewOutcome>()
+      for (const [i, record] of args.records.entries()) {
+        byKey.set(`${record.workId}${record.fencingToken}`, outcomes[i]!)
+      }
+      return args.records.map((record) => byKey.get(`${record.workId}${record.fencingToken}`)!)
+    }
+  },
+  'a takeover storing an empty state as none': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      const record = await super.acquire(workId, holderId, ttlMs, options)
+      const lease = this.lease(record.workId)!
+      if (lease.state?.byteLength === 0) lease.state = null
+      return record
+    }
+  },
+  'a holder taking its own workId again keeping its checkpoint sequence': class extends Flawed {
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      const previous = typeof workId === 'string' ? this.lease(workId) : undefined
+      const kept = previous?.holderId === holderId ? previous.checkpointSequence : undefined
+      const record = await super.acquire(workId, holderId, ttlMs, options)
+      if (kept !== undefined) this.lease(record.workId)!.checkpointSequence = kept
+      return record
+    }
+  },
+  'readCheckpoint answering a pooled Buffer': class extends Flawed {
+    override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+      const read = await super.readCheckpoint(record, options)
+      return { ...read, state: read.state ? Buffer.from(read.state) : null }
+    }
+  },
+  'checkpoint reading options.sequence again for the write': class extends Flawed {
+    override async checkpoint(r: LeaseRecord, s: Uint8Array, t: number, o?: CheckpointOptions) {
+      const args = validateCheckpointArgs(r, s, t, this.capabilities.maxStateBytes, o)
+      const again = isObject(o) ? o.sequence : undefined
+      const sequence =
+        typeof again === 'number' && Number.isSafeInteger(again) && again > 0 ? again : args.sequence
+      return super.checkpoint(args.record, args.state, args.ttlMs, {
+        sequence,
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+    }
+  },
+  'list reading options.prefix again for the query': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const args = validateListArgs(options)
+      const prefix = isObject(options) && typeof options.prefix === 'string' ? options.prefix : args.prefix
+      return super.list({
+        prefix,
+        limit: args.limit,
+        ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -1036,6 +1116,13 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list truncating expiresAt to whole seconds': 'list',
   "acquireWithCheckpoint's LEASE_HELD naming no holder once the lease expired": 'acquire',
   'revoke of a released lease blanking its holderId': 'revoke',
+  "a stale sequence's checkpoint extending a lease by its token alone (a revoked one too)": 'checkpoint',
+  'renewMany keying its outcomes by workId and token run together': 'renewMany',
+  'a takeover storing an empty state as none': 'state',
+  'a holder taking its own workId again keeping its checkpoint sequence': 'checkpoint',
+  'readCheckpoint answering a pooled Buffer': 'state',
+  'checkpoint reading options.sequence again for the write': 'checkpoint',
+  'list reading options.prefix again for the query': 'list',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

@@ -265,7 +265,7 @@ export const checkpointCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'every lease starts with no sequence: after a release, an expiry or a revoke, by acquire or acquireWithCheckpoint',
+    name: 'every lease starts with no sequence: after a release, an expiry or a revoke, by acquire or acquireWithCheckpoint, taken by another holder or the same',
     async run(c) {
       // A takeover written apart from the release path (an expired lease, a revoked one, the statement
       // of acquireWithCheckpoint) must reset the sequence too, or the successor's checkpoints are
@@ -275,20 +275,25 @@ export const checkpointCases: CaseDefinition[] = [
         ['an expiry', () => c.expire()],
       ]
       if (c.capabilities.revoke) ends.push(['a revoke', (record) => c.backend.revoke!(record.workId)])
+      // The same holder too: a driver resetting the sequence only when the holderId changes keeps it.
       for (const [end, endLease] of ends) {
         for (const [take, takeLease] of takeWays(c)) {
-          const workId = c.workId()
-          const ttl = end === 'an expiry' ? SHORT_TTL_MS : LONG_TTL_MS
-          const first = await c.backend.acquire(workId, 'holder-a', ttl)
-          await c.backend.checkpoint(first, bytes('big sequence'), ttl, { sequence: Number.MAX_SAFE_INTEGER })
-          await endLease(first)
-          const second = await takeLease(c.backend, workId, 'holder-b', LONG_TTL_MS)
-          await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
-          checkBytes(
-            (await c.backend.readCheckpoint(second)).state,
-            bytes('successor'),
-            `state after ${end} and ${take}`,
-          )
+          for (const successor of ['holder-b', 'holder-a']) {
+            const workId = c.workId()
+            const ttl = end === 'an expiry' ? SHORT_TTL_MS : LONG_TTL_MS
+            const first = await c.backend.acquire(workId, 'holder-a', ttl)
+            await c.backend.checkpoint(first, bytes('big sequence'), ttl, {
+              sequence: Number.MAX_SAFE_INTEGER,
+            })
+            await endLease(first)
+            const second = await takeLease(c.backend, workId, successor, LONG_TTL_MS)
+            await c.backend.checkpoint(second, bytes('successor'), LONG_TTL_MS, { sequence: 1 })
+            checkBytes(
+              (await c.backend.readCheckpoint(second)).state,
+              bytes('successor'),
+              `state after ${end} and ${take} by ${successor}`,
+            )
+          }
         }
       }
     },
@@ -309,6 +314,40 @@ export const checkpointCases: CaseDefinition[] = [
       }
       const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
       checkBytes((await c.backend.readCheckpoint(next)).state, bytes('kept'), 'state')
+      if (!c.capabilities.revoke) return
+      // Revoked: the token stays, the holderId is blanked. A stale sequence's write that only extends
+      // the lease must check the holderId too, or it revives the revoked lease for a ttl.
+      const revokedId = c.workId('revoked')
+      const revoked = await c.backend.acquire(revokedId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(revoked, bytes('kept'), LONG_TTL_MS, { sequence: 10 })
+      checkEqual(await c.backend.revoke!(revokedId), true, 'revoke of the live lease')
+      for (const sequence of [5, 10, 11]) {
+        await checkRejects(
+          () => c.backend.checkpoint(revoked, bytes('stale'), LONG_TTL_MS, { sequence }),
+          'FENCED',
+          `checkpoint after revoke with sequence ${sequence}`,
+        )
+      }
+      const successor = await c.backend.acquire(revokedId, 'holder-b', LONG_TTL_MS)
+      checkEqual(successor.fencingToken, 2n, 'token of the successor, at once after the revoke')
+    },
+  },
+  {
+    // A driver validating one read of the sequence and storing another stores what it never checked:
+    // a sequence answering 5 to the check and 1 to the write lets a later sequence 3 roll state back.
+    name: 'checkpoint reads options.sequence once: one answering a lower number later is stored as checked',
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      let reads = 0
+      const options = {}
+      Object.defineProperty(options, 'sequence', { enumerable: true, get: () => (++reads === 1 ? 5 : 1) })
+      await c.backend.checkpoint(record, bytes('step 5'), LONG_TTL_MS, options)
+      await c.backend.checkpoint(record, bytes('step 3, late'), LONG_TTL_MS, { sequence: 3 })
+      checkBytes(
+        (await c.backend.readCheckpoint(record)).state,
+        bytes('step 5'),
+        'state after a late sequence 3',
+      )
     },
   },
   {

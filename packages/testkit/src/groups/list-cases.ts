@@ -124,6 +124,45 @@ export const listCases: CaseDefinition[] = [
     },
   },
   {
+    // A driver validating one read of an option and querying with another lists what the check
+    // refused: a prefix answering '' the second time shows every other tenant's leases.
+    name: 'list reads its options once: a prefix, cursor or limit answering otherwise later changes nothing',
+    unsupported: needsList,
+    async run(c) {
+      const p = c.prefix
+      for (const id of [`${p}a/1`, `${p}a/2`, `${p}a/3`, `${p}b/1`]) {
+        await c.backend.acquire(id, 'holder-a', LONG_TTL_MS)
+      }
+      const shifting = (fields: Record<string, [unknown, unknown]>) => {
+        const reads = new Map<string, number>()
+        const options = {}
+        for (const [name, [first, later]] of Object.entries(fields)) {
+          Object.defineProperty(options, name, {
+            enumerable: true,
+            get: () => {
+              reads.set(name, (reads.get(name) ?? 0) + 1)
+              return reads.get(name) === 1 ? first : later
+            },
+          })
+        }
+        return options as ListOptions
+      }
+      const byPrefix = await list(c, shifting({ prefix: [`${p}a/`, p] }))
+      checkIds(
+        byPrefix.leases,
+        [`${p}a/1`, `${p}a/2`, `${p}a/3`],
+        'a prefix that answers the whole group later',
+      )
+      const byLimit = await list(c, shifting({ prefix: [`${p}a/`, `${p}a/`], limit: [1, 1_000] }))
+      checkIds(byLimit.leases, [`${p}a/1`], 'a limit that answers 1000 later')
+      const byCursor = await list(
+        c,
+        shifting({ prefix: [`${p}a/`, `${p}a/`], cursor: [`${p}a/2`, `${p}a/`] }),
+      )
+      checkIds(byCursor.leases, [`${p}a/3`], 'a cursor that answers the prefix later')
+    },
+  },
+  {
     name: 'list includes the prefix itself and ids it is a prefix of, and nothing before or after',
     unsupported: needsList,
     async run(c) {

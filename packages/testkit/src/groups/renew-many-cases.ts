@@ -203,6 +203,55 @@ export const renewManyCases: CaseDefinition[] = [
     },
   },
   {
+    // A driver keying outcomes by workId and token run together ('job-1' at 12, 'job-11' at 2: both
+    // 'job-112') hands one record's outcome to the other.
+    name: 'records whose workId and token run together alike (job-1 at token 12, job-11 at token 2) are judged apart',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const base = c.workId('run')
+      const short = `${base}-1`
+      const long = `${base}-11`
+      let atTwelve = await c.backend.acquire(short, 'holder-a', LONG_TTL_MS)
+      for (let taken = 1; taken < 12; taken++) {
+        await c.backend.release(atTwelve)
+        atTwelve = await c.backend.acquire(short, 'holder-a', LONG_TTL_MS)
+      }
+      checkEqual(atTwelve.fencingToken, 12n, 'token after 12 acquires')
+      await c.backend.release(await c.backend.acquire(long, 'holder-a', LONG_TTL_MS))
+      const atTwo = await c.backend.acquire(long, 'holder-a', LONG_TTL_MS)
+      checkEqual(
+        `${atTwelve.workId}${atTwelve.fencingToken}`,
+        `${atTwo.workId}${atTwo.fencingToken}`,
+        'the two run together',
+      )
+      await c.backend.release(atTwo)
+      await checkOutcomes(
+        c,
+        [atTwelve, atTwo],
+        LONG_TTL_MS,
+        ['renewed', 'fenced'],
+        'job-1@12, job-11@2 released',
+      )
+      await checkOutcomes(
+        c,
+        [atTwo, atTwelve],
+        LONG_TTL_MS,
+        ['fenced', 'renewed'],
+        'job-11@2 released, job-1@12',
+      )
+      await c.backend.release(atTwelve)
+      const again = await c.backend.acquire(long, 'holder-a', LONG_TTL_MS)
+      checkEqual(again.fencingToken, 3n, 'token of job-11 taken again')
+      await checkOutcomes(
+        c,
+        [atTwelve, again],
+        LONG_TTL_MS,
+        ['fenced', 'renewed'],
+        'job-1@12 released, job-11@3',
+      )
+    },
+  },
+  {
     name: 'renewMany never shortens: a batch with a shorter ttl keeps the later expiry',
     unsupported: needsRenewMany,
     async run(c) {

@@ -1,5 +1,5 @@
 import { check, checkBytes } from '../assertions.js'
-import { LONG_TTL_MS } from '../case-context.js'
+import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 
 function pattern(length: number, seed: number): Uint8Array {
@@ -25,13 +25,57 @@ export const stateCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'an empty state is stored as empty, not as null',
+    name: 'an empty state is stored as empty, not as null, and handed on so: after a release and an expiry',
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
       await c.backend.checkpoint(record, new Uint8Array(0), LONG_TTL_MS)
       const { state } = await c.backend.readCheckpoint(record)
       check(state !== null, 'an empty checkpoint must read back as an empty Uint8Array, not null')
       checkBytes(state, new Uint8Array(0), 'state')
+      // A store that keeps empty as NULL, or a takeover that copies `x?.length ? x : null`, tells the
+      // successor nobody ever checkpointed, and it starts the work over.
+      await c.backend.release(record)
+      const afterRelease = await c.backend.acquire(record.workId, 'holder-b', SHORT_TTL_MS)
+      checkBytes(
+        (await c.backend.readCheckpoint(afterRelease)).state,
+        new Uint8Array(0),
+        'state after a release',
+      )
+      await c.expire()
+      const afterExpiry = await c.backend.acquire(record.workId, 'holder-c', LONG_TTL_MS)
+      checkBytes(
+        (await c.backend.readCheckpoint(afterExpiry)).state,
+        new Uint8Array(0),
+        'state after an expiry',
+      )
+    },
+  },
+  {
+    // A pooled Node.js Buffer (Buffer.from of a small reply) is a view into a shared slab: its
+    // `.buffer` shows other bytes (another lease's state read just before), and `slice` aliases.
+    name: 'a state is read as a plain Uint8Array of its own, never a Buffer or a view into a larger buffer',
+    async run(c) {
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      const owned = (state: Uint8Array | null, what: string) => {
+        check(state !== null, `${what}: a state was checkpointed`)
+        check(
+          Object.getPrototypeOf(state) === Uint8Array.prototype,
+          `${what}: must be a plain Uint8Array, got ${state!.constructor?.name}`,
+        )
+        check(
+          state!.byteOffset === 0 && state!.buffer.byteLength === state!.byteLength,
+          `${what}: must not be a view into a larger buffer (${state!.byteLength} of ${state!.buffer.byteLength} bytes)`,
+        )
+      }
+      await c.backend.checkpoint(record, Buffer.from('from a Buffer'), LONG_TTL_MS)
+      owned((await c.backend.readCheckpoint(record)).state, 'readCheckpoint')
+      await c.backend.checkpoint(record, new Uint8Array(64).subarray(8, 16), LONG_TTL_MS)
+      owned((await c.backend.readCheckpoint(record)).state, 'readCheckpoint of a view written')
+      if (!c.capabilities.acquireWithCheckpoint) return
+      await c.backend.release(record)
+      const { checkpoint } = await c.backend.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS)
+      owned(checkpoint.state, 'acquireWithCheckpoint')
     },
   },
   {
