@@ -210,30 +210,65 @@ export async function createLeaseTable(
   }
   const deadline = Date.now() + timeoutMs
   for (let delayMs = 20; ; delayMs = Math.min(delayMs * 2, 2_000)) {
-    const { Table } = await send<{
-      Table?: {
-        TableStatus?: string
-        GlobalSecondaryIndexes?: { IndexName?: string; IndexStatus?: string }[]
-      }
-    }>(new DescribeTableCommand({ TableName: tableName }))
-    // A table made before without the index: returned as reaching it, the backend would declare
-    // `list` and fail every listing (and a LeasePool on it every rebalance).
+    const { Table } = await send<{ Table?: DescribedTable }>(
+      new DescribeTableCommand({ TableName: tableName }),
+    )
     const index = Table?.GlobalSecondaryIndexes?.find((candidate) => candidate.IndexName === listIndex)
-    if (Table?.TableStatus === 'ACTIVE' && listIndex !== undefined && index === undefined) {
-      throw new Error(
-        `table ${tableName} exists without the list index ${JSON.stringify(listIndex)}: add it with UpdateTable (GlobalSecondaryIndexUpdates: [{ Create: listIndexDefinition(${JSON.stringify(listIndex)}) }]), or leave listIndex out`,
-      )
+    if (Table?.TableStatus === 'ACTIVE' && listIndex !== undefined) {
+      refuseOtherIndex(tableName, partitionKey, listIndex, index)
     }
-    if (
-      Table?.TableStatus === 'ACTIVE' &&
-      (index === undefined || (index.IndexStatus ?? 'ACTIVE') === 'ACTIVE')
-    ) {
+    // An index being added is built from every item first (CREATING); one UPDATING still answers.
+    const indexReady = index === undefined || (index.IndexStatus ?? 'ACTIVE') !== 'CREATING'
+    if (Table?.TableStatus === 'ACTIVE' && indexReady) {
       return { table: tableName, partitionKey, ...(listIndex === undefined ? {} : { listIndex }) }
     }
     if (Date.now() + delayMs > deadline) {
-      throw new Error(`table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`)
+      throw new Error(
+        Table?.TableStatus === 'ACTIVE'
+          ? `the index ${JSON.stringify(listIndex)} of table ${tableName} is still being built (CREATING) after ${timeoutMs} ms: on a big table give createLeaseTable a longer timeoutMs`
+          : `table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`,
+      )
     }
     await pause(delayMs, signal)
+  }
+}
+
+interface DescribedTable {
+  readonly TableStatus?: string
+  readonly GlobalSecondaryIndexes?: readonly ListIndexDescription[]
+}
+
+interface ListIndexDescription {
+  readonly IndexName?: string
+  readonly IndexStatus?: string
+  readonly KeySchema?: readonly { readonly AttributeName?: string; readonly KeyType?: string }[]
+}
+
+/**
+ * Throws unless the table's index named `listIndex` is the one `list` queries (`listKey`, then the
+ * partition key). Missing, or keyed otherwise (added with another partition key's definition, it
+ * holds nothing), the backend made from the answer would declare `list` and list nothing.
+ */
+function refuseOtherIndex(
+  tableName: string,
+  partitionKey: string,
+  listIndex: string,
+  index: ListIndexDescription | undefined,
+): void {
+  const add =
+    `add it with UpdateTable: AttributeDefinitions: [{ AttributeName: '${Attr.listKey}', AttributeType: 'S' }, ` +
+    `{ AttributeName: ${JSON.stringify(partitionKey)}, AttributeType: 'S' }], GlobalSecondaryIndexUpdates: ` +
+    `[{ Create: listIndexDefinition(${JSON.stringify(listIndex)}, ${JSON.stringify(partitionKey)}) }]`
+  if (index === undefined) {
+    throw new Error(
+      `table ${tableName} exists without the list index ${JSON.stringify(listIndex)}: ${add}, or leave listIndex out`,
+    )
+  }
+  const keys = (index.KeySchema ?? []).map((key) => `${key.AttributeName} ${key.KeyType}`).join(', ')
+  if (keys !== `${Attr.listKey} HASH, ${partitionKey} RANGE`) {
+    throw new Error(
+      `the index ${JSON.stringify(listIndex)} of table ${tableName} is keyed ${keys}, not ${Attr.listKey} HASH, ${partitionKey} RANGE: list would find nothing in it; drop it and ${add}`,
+    )
   }
 }
 

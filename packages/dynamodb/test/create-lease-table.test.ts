@@ -53,6 +53,47 @@ test('with listIndex, a table made before without that index is refused, not ret
   })
 })
 
+// Found by a review of the change above (session 37): its advice, followed on a table keyed 'pk', made
+// an index keyed by workId that held nothing, which the helper then took by its name; and an index still
+// being built timed out as "table ... is still ACTIVE".
+test('with listIndex, an index of that name keyed otherwise is refused: list would find nothing in it', async () => {
+  const described = (index: object) => ({
+    send: async (command: { constructor: { name: string } }) => {
+      if (command.constructor.name === 'CreateTableCommand') {
+        throw Object.assign(new Error('Table already exists'), { name: 'ResourceInUseException' })
+      }
+      return {
+        Table: { TableStatus: 'ACTIVE', GlobalSecondaryIndexes: [{ IndexName: 'worklease-list', ...index }] },
+      }
+    },
+  })
+  const options = { partitionKey: 'pk', listIndex: 'worklease-list', timeoutMs: 50 }
+  const keyed = (partitionKey: string) => listIndexDefinition('worklease-list', partitionKey).KeySchema
+  await expect(createLeaseTable(described({ KeySchema: keyed('workId') }) as never, options)).rejects.toThrow(
+    /keyed listKey HASH, workId RANGE, not listKey HASH, pk RANGE: list would find nothing/,
+  )
+  const refused = await createLeaseTable(described({}) as never, { ...options, listIndex: 'other' }).catch(
+    (error: Error) => error.message,
+  )
+  expect(refused).toContain(
+    `AttributeDefinitions: [{ AttributeName: 'listKey', AttributeType: 'S' }, { AttributeName: "pk"`,
+  )
+  expect(refused).toContain('listIndexDefinition("other", "pk")')
+  // Being built: waited for, and named at the deadline; one UPDATING answers queries already.
+  await expect(
+    createLeaseTable(described({ KeySchema: keyed('pk'), IndexStatus: 'CREATING' }) as never, options),
+  ).rejects.toThrow(/the index "worklease-list" of table worklease_leases is still being built \(CREATING\)/)
+  for (const IndexStatus of ['UPDATING', 'ACTIVE', undefined]) {
+    expect(
+      await createLeaseTable(described({ KeySchema: keyed('pk'), IndexStatus }) as never, options),
+    ).toEqual({
+      table: 'worklease_leases',
+      partitionKey: 'pk',
+      listIndex: 'worklease-list',
+    })
+  }
+})
+
 test('with listIndex, a global index keyed by listKey and the workId that projects no state', async () => {
   const tableName = uniqueTableName()
   expect(
