@@ -63,7 +63,8 @@ export class ReferenceModel {
     }
     this.#leases.set(workId, taken)
     // acquireWithCheckpoint's read: what readCheckpoint of the new record says at once.
-    const checkpoint = { state: taken.state, cleanHandoff: taken.cleanHandoff }
+    // The caller's own copy, as every read's: what it does to it never reaches the stored state.
+    const checkpoint = { state: copyOf(taken.state), cleanHandoff: taken.cleanHandoff }
     return { ok: true, value: { token, expiresAt: now + ttlMs, checkpoint } }
   }
 
@@ -133,7 +134,7 @@ export class ReferenceModel {
   readCheckpoint(record: ModelRecord): ModelOutcome<ModelCheckpoint> {
     const lease = this.#valid(record)
     if (!lease) return { ok: false, code: 'FENCED' }
-    return { ok: true, value: { state: lease.state, cleanHandoff: lease.cleanHandoff } }
+    return { ok: true, value: { state: copyOf(lease.state), cleanHandoff: lease.cleanHandoff } }
   }
 
   #valid(record: ModelRecord): ModelLease | undefined {
@@ -148,4 +149,9 @@ export class ReferenceModel {
     }
     return lease
   }
+}
+
+/** A plain Uint8Array of the reader's own (or null). */
+function copyOf(state: Uint8Array | null): Uint8Array | null {
+  return state === null ? null : new Uint8Array(state)
 }

@@ -979,7 +979,8 @@ const broken: Record<string, BrokenBackendClass> = {
   'a holder taking its own workId again keeping its checkpoint sequence': class extends Flawed {
     override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
       const previous = typeof workId === 'string' ? this.lease(workId) : undefined
-      const kept = previous?.holderId === holderId ? previous.checkpointSequence : undefined
+      const kept =
+        previous !== undefined && previous.holderId === holderId ? previous.checkpointSequence : undefined
       const record = await super.acquire(workId, holderId, ttlMs, options)
       if (kept !== undefined) this.lease(record.workId)!.checkpointSequence = kept
       return record
