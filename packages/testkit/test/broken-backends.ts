@@ -4,6 +4,7 @@ import {
   type CallOptions,
   type CheckpointOptions,
   type Clock,
+  compareWorkIds,
   createLeaseRecord,
   FencedError,
   isLeaseHeldError,
@@ -20,6 +21,7 @@ import {
   validateCheckpointArgs,
   validateId,
   validateListArgs,
+  validateRecordArgs,
   validateRenewArgs,
   validateRenewManyArgs,
   validateRevokeArgs,
@@ -1016,6 +1018,105 @@ const broken: Record<string, BrokenBackendClass> = {
       })
     }
   },
+  // Lookalike ids mixed up in one operation only (a collation or PAD SPACE on one statement).
+  'revoke finding its workId case-insensitively': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      if (typeof workId === 'string' && workId !== '') {
+        const now = this.clock.now()
+        for (const [id, lease] of this.store.leases) {
+          if (
+            id !== workId &&
+            id.toLowerCase() === workId.toLowerCase() &&
+            !lease.released &&
+            lease.expiresAtMs > now
+          ) {
+            return super.revoke(id, options)
+          }
+        }
+      }
+      return super.revoke(workId, options)
+    }
+  },
+  'list matching its prefix case-insensitively': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const { prefix, cursor, limit } = validateListArgs(options)
+      this.store.operations++
+      const ids = [...this.store.leases.keys()]
+        .filter((id) => id.toLowerCase().startsWith(prefix.toLowerCase()))
+        .filter((id) => cursor === undefined || compareWorkIds(id, cursor) > 0)
+        .sort(compareWorkIds)
+      const now = this.clock.now()
+      const leases = ids.slice(0, limit).map((workId) => {
+        const lease = this.lease(workId)!
+        return Object.freeze({
+          workId,
+          holderId: lease.holderId,
+          fencingToken: lease.fencingToken,
+          expiresAt: new Date(lease.expiresAtMs),
+          released: lease.released,
+          free: lease.released || lease.expiresAtMs <= now,
+          checkpointBytes: lease.state?.byteLength ?? null,
+        })
+      })
+      return { leases, now: new Date(now), ...(ids.length > limit ? { cursor: leases.at(-1)!.workId } : {}) }
+    }
+  },
+  'list comparing its cursor without trailing spaces (PAD SPACE)': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const { prefix, cursor, limit, signal } = validateListArgs(options)
+      const all = await super.list({ prefix, limit: 1_000, ...(signal ? { signal } : {}) })
+      const trim = (id: string) => id.replace(/ +$/u, '')
+      const after = all.leases.filter(
+        (lease) => cursor === undefined || compareWorkIds(trim(lease.workId), trim(cursor)) > 0,
+      )
+      const leases = after.slice(0, limit)
+      return { leases, now: all.now, ...(after.length > limit ? { cursor: leases.at(-1)!.workId } : {}) }
+    }
+  },
+  'checkpoint and readCheckpoint finding the workId case-insensitively': class extends Flawed {
+    #resolve(record: LeaseRecord): LeaseRecord {
+      for (const id of this.store.leases.keys()) {
+        if (id.toLowerCase() === record.workId.toLowerCase())
+          return id === record.workId ? record : { ...record, workId: id }
+      }
+      return record
+    }
+    override checkpoint(r: LeaseRecord, s: Uint8Array, t: number, o?: CheckpointOptions) {
+      const args = validateCheckpointArgs(r, s, t, this.capabilities.maxStateBytes, o)
+      return super.checkpoint(this.#resolve(args.record), args.state, args.ttlMs, {
+        sequence: args.sequence,
+        ...(args.signal ? { signal: args.signal } : {}),
+      })
+    }
+    override readCheckpoint(r: LeaseRecord, o?: CallOptions) {
+      const args = validateRecordArgs(r, o)
+      return super.readCheckpoint(
+        this.#resolve(args.record),
+        args.signal ? { signal: args.signal } : undefined,
+      )
+    }
+  },
+  "LEASE_HELD naming the holder of a lookalike id's lease": class extends Flawed {
+    override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      return onRejection(super.acquire(workId, holderId, ttlMs, options), (error) => {
+        if (!isLeaseHeldError(error) || !error.holder || typeof workId !== 'string') throw error
+        const now = this.clock.now()
+        for (const [id, lease] of this.store.leases) {
+          if (id.toLowerCase() !== workId.toLowerCase() || lease.released || lease.expiresAtMs <= now)
+            continue
+          throw new LeaseHeldError(undefined, {
+            holder: {
+              holderId: lease.holderId,
+              fencingToken: lease.fencingToken,
+              expiresAt: new Date(lease.expiresAtMs),
+              expiresInMs: lease.expiresAtMs - now,
+            },
+          })
+        }
+        throw error
+      })
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -1124,6 +1225,11 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'readCheckpoint answering a pooled Buffer': 'state',
   'checkpoint reading options.sequence again for the write': 'checkpoint',
   'list reading options.prefix again for the query': 'list',
+  'revoke finding its workId case-insensitively': 'unicode',
+  'list matching its prefix case-insensitively': 'unicode',
+  'list comparing its cursor without trailing spaces (PAD SPACE)': 'unicode',
+  'checkpoint and readCheckpoint finding the workId case-insensitively': 'unicode',
+  "LEASE_HELD naming the holder of a lookalike id's lease": 'unicode',
 }
 
 /** A deliberately broken backend: the bug it has, the group that must catch it, and a factory. */

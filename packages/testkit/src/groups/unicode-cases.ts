@@ -1,4 +1,5 @@
-import { checkBytes, checkEqual, checkRejects } from '../assertions.js'
+import { compareWorkIds } from '@worklease/spec'
+import { checkBytes, checkEqual, checkRejects, outcome, show } from '../assertions.js'
 import { LONG_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -63,6 +64,85 @@ export const unicodeCases: CaseDefinition[] = [
         checkEqual(record.fencingToken, 1n, `first token of ${JSON.stringify(workId)}`)
       }
       await checkRejects(() => c.backend.acquire(base, 'holder-b', LONG_TTL_MS), 'LEASE_HELD', 'the base id')
+    },
+  },
+  {
+    // A store comparing loosely in one statement only (a collation on one query, PAD SPACE in one
+    // index) passes the case above and mixes lookalikes up there: revoke, a prefix, a cursor, the
+    // checkpoint of another id, or the holder a refusal names.
+    name: 'every operation tells lookalike ids apart: revoke, checkpoints, a refusal, list by prefix and page by page',
+    async run(c) {
+      const base = c.workId('Alike')
+      const variants = [
+        base,
+        base.toUpperCase(),
+        base.toLowerCase(),
+        `${base} `,
+        `${base}  `,
+        `${base}e\u0301`,
+        `${base}\u00e9`,
+      ]
+      const records = []
+      for (const [i, workId] of variants.entries()) {
+        const record = await c.backend.acquire(workId, `holder-${i}`, LONG_TTL_MS)
+        await c.backend.checkpoint(record, bytes(`state ${i}`), LONG_TTL_MS)
+        records.push(record)
+      }
+      for (const [i, record] of records.entries()) {
+        checkBytes(
+          (await c.backend.readCheckpoint(record)).state,
+          bytes(`state ${i}`),
+          `state of ${JSON.stringify(record.workId)}`,
+        )
+        const what = `acquire of ${JSON.stringify(record.workId)} while held`
+        await checkRejects(
+          () => c.backend.acquire(record.workId, 'holder-z', LONG_TTL_MS),
+          'LEASE_HELD',
+          what,
+        )
+        if (c.capabilities.reportsHolder) {
+          const refused = await c.backend
+            .acquire(record.workId, 'holder-z', LONG_TTL_MS)
+            .catch((error: unknown) => error)
+          const holder = (refused as { holder?: { holderId?: unknown } }).holder?.holderId
+          checkEqual(
+            holder,
+            `holder-${i}`,
+            `the holder LEASE_HELD names for ${JSON.stringify(record.workId)}`,
+          )
+        }
+      }
+      if (c.capabilities.list) {
+        const sorted = [...variants].sort(compareWorkIds).filter((id) => id.startsWith(base))
+        const listed: string[] = []
+        let cursor: string | undefined
+        for (let pages = 0; pages < 20; pages++) {
+          const page = await c.backend.list!({
+            prefix: base,
+            limit: 1,
+            ...(cursor === undefined ? {} : { cursor }),
+          })
+          listed.push(...page.leases.map((lease) => lease.workId))
+          cursor = page.cursor
+          if (cursor === undefined) break
+        }
+        checkEqual(show(listed), show(sorted), `the ids listed under ${JSON.stringify(base)}, one a page`)
+      }
+      if (c.capabilities.revoke) {
+        // The upper-case id and the one with a trailing space: each ends its own lease, no other.
+        for (const revoked of [1, 3]) {
+          checkEqual(
+            await c.backend.revoke!(variants[revoked]!),
+            true,
+            `revoke of ${JSON.stringify(variants[revoked])}`,
+          )
+        }
+        for (const [i, record] of records.entries()) {
+          const renewed = await outcome(() => c.backend.renew(record, LONG_TTL_MS))
+          const expected = i === 1 || i === 3 ? 'FENCED' : 'ok'
+          checkEqual(renewed, expected, `renew of ${JSON.stringify(record.workId)} after those revokes`)
+        }
+      }
     },
   },
   {
