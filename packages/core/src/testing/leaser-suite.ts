@@ -670,6 +670,14 @@ export function leaserSuite(options: LeaserSuiteOptions): void {
           const tookMs = performance.now() - crashedAt
           assert.equal(lease.fencingToken, 2n)
           if (other.capabilities.reportsHolder) {
+            // Round trips measured again right after the takeover too: a store starved of CPU while
+            // the waiter waited (the event-loop stall below does not see that) answers its last
+            // calls slower than the probes before it did.
+            for (let probe = 0; probe < 3; probe++) {
+              const rttStart = performance.now()
+              await assert.rejects(other.acquire(id, 'suite-probe', ttlMs), isLeaseHeldError)
+              rttMs = Math.max(rttMs, performance.now() - rttStart)
+            }
             // ttl + 2 round trips + the jitter (25 ms) + 50 ms for timers, + the longest stall seen.
             const lagMs = lag.max / 1e6
             const boundMs = ttlMs + 2 * rttMs + 75 + lagMs
