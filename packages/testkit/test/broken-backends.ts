@@ -11,6 +11,7 @@ import {
   isTokensExhaustedError,
   isWorkleaseError,
   LeaseHeldError,
+  type LeaseListing,
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
@@ -1039,26 +1040,25 @@ const broken: Record<string, BrokenBackendClass> = {
   },
   'list matching its prefix case-insensitively': class extends Flawed {
     override async list(options?: ListOptions) {
-      const { prefix, cursor, limit } = validateListArgs(options)
-      this.store.operations++
-      const ids = [...this.store.leases.keys()]
-        .filter((id) => id.toLowerCase().startsWith(prefix.toLowerCase()))
-        .filter((id) => cursor === undefined || compareWorkIds(id, cursor) > 0)
-        .sort(compareWorkIds)
-      const now = this.clock.now()
-      const leases = ids.slice(0, limit).map((workId) => {
-        const lease = this.lease(workId)!
-        return Object.freeze({
-          workId,
-          holderId: lease.holderId,
-          fencingToken: lease.fencingToken,
-          expiresAt: new Date(lease.expiresAtMs),
-          released: lease.released,
-          free: lease.released || lease.expiresAtMs <= now,
-          checkpointBytes: lease.state?.byteLength ?? null,
+      const { prefix, cursor, limit, signal } = validateListArgs(options)
+      const all: LeaseListing[] = []
+      let now = new Date()
+      for (let next: string | undefined, first = true; first || next !== undefined; first = false) {
+        const page = await super.list({
+          prefix: '',
+          limit: 1_000,
+          ...(next ? { cursor: next } : {}),
+          ...(signal ? { signal } : {}),
         })
-      })
-      return { leases, now: new Date(now), ...(ids.length > limit ? { cursor: leases.at(-1)!.workId } : {}) }
+        all.push(...page.leases)
+        now = page.now
+        next = page.cursor
+      }
+      const after = all
+        .filter((lease) => lease.workId.toLowerCase().startsWith(prefix.toLowerCase()))
+        .filter((lease) => cursor === undefined || compareWorkIds(lease.workId, cursor) > 0)
+      const leases = after.slice(0, limit)
+      return { leases, now, ...(after.length > limit ? { cursor: leases.at(-1)!.workId } : {}) }
     }
   },
   'list comparing its cursor without trailing spaces (PAD SPACE)': class extends Flawed {
