@@ -39,6 +39,38 @@ class GrantsHeldUnits extends MemoryBackend {
   }
 }
 
+/**
+ * A correct store whose done-mark reads are slow, as a loaded server's are (within the Leaser's call
+ * timeout, a third of the ttl): the pool counts a unit while it reads the mark.
+ */
+class SlowDoneMarks extends MemoryBackend {
+  override async list(options?: ListOptions) {
+    if (options?.prefix?.includes('/d/')) await new Promise((resolve) => setTimeout(resolve, 100))
+    return super.list(options)
+  }
+}
+
+describe('poolSuite passes', () => {
+  // Seen failing in CI on FerretDB: the case waited for the pool's count, not the handlers' starts.
+  const cases = new Map<string, (() => Promise<void>) | undefined>()
+  poolSuite({
+    name: 'slow done marks',
+    describe: (_name, body) => body(),
+    test: (name, body) => void cases.set(name, body),
+    factory: () => {
+      const store = new MemoryStore()
+      return { open: ({ clock }) => new SlowDoneMarks({ store, clock }), close: async () => {} }
+    },
+    ttlMs: 500,
+  })
+  const byConsent = [...cases].find(([name]) => name.startsWith('a member that joins gets its share'))
+  test(
+    'on a store whose done-mark reads are slow, when a member joins a member that has them all',
+    () => byConsent![1]!(),
+    30_000,
+  )
+})
+
 describe('poolSuite fails', () => {
   test('on a store that lets two members run one unit, naming both runs and their tokens', async () => {
     const cases = new Map<string, () => Promise<void>>()

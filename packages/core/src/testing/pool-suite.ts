@@ -257,7 +257,13 @@ export function poolSuite(options: PoolSuiteOptions): void {
         withGroup(async (join, losses, noOverlap) => {
           const referee = new Referee()
           const a = await join('member-a', referee.handler('member-a', untilStopped))
-          await eventually('member-a runs all ten', () => a.pool.units.length === 10, timeoutMs)
+          // Its handlers' starts, not the pool's count: the pool counts a unit while it still reads
+          // the unit's done mark, and a unit given up then goes back unrun, with no checkpoint to hand.
+          await eventually(
+            'member-a runs all ten',
+            () => a.pool.units.length === 10 && new Set(referee.starts.map(({ unit }) => unit)).size === 10,
+            timeoutMs,
+          )
           const b = await join('member-b', referee.handler('member-b', untilStopped))
           await eventually(
             '5 units each',
@@ -284,7 +290,7 @@ export function poolSuite(options: PoolSuiteOptions): void {
             assert.equal(
               start.state,
               `member-a stopped ${start.unit}`,
-              `${start.unit}: the giver's checkpoint`,
+              `${start.unit}: the giver's checkpoint: ${story}`,
             )
           }
           await noOverlap(referee)
