@@ -55,7 +55,9 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the
  * unit unmarked (`released`), so another member runs it again. `unitRefused`: an id that a `units`
  * function returned cannot be a unit (see {@link LeasePoolOptions.units}); that rebalance goes on
- * without it, and it is reported again at every rebalance that reads it.
+ * without it, and it is reported again at every rebalance that reads it. `rebalanceFailed`: a
+ * rebalance failed (its units, the group's listing, the join), or one unit's take did (its acquire,
+ * or the read of its done mark, after which the unit goes back unrun); the loop goes on.
  *
  * ```ts
  * pool.on((event) => {
@@ -781,7 +783,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         onError: (error) => this.#emit({ type: 'handlerFailed', group: this.group, unit, error }),
       },
       {
-        isDone: () => this.#markedDone(unit),
+        // A read the store failed is a take it failed: the unit goes back unrun, and that is said.
+        isDone: () =>
+          this.#markedDone(unit).catch((error: unknown) => {
+            this.#rebalanceFailed(error)
+            throw error
+          }),
         started: () => this.#emit({ type: 'taken', group: this.group, unit }),
       },
     )

@@ -427,7 +427,10 @@ describe('LeasePool', () => {
     await time.advance(3 * TTL)
     // Handed back unrun, and not released (which would have told the next holder all was well).
     expect(ran).toEqual(['u1 clean: false'])
-    expect(events.map((event) => event.type)).toEqual(['taken', 'done'])
+    // Reported as a take the store failed: a store failing every mark read would otherwise keep
+    // every unit taken, handed back and never run, with nothing said.
+    expect(events.map((event) => event.type)).toEqual(['rebalanceFailed', 'taken', 'done'])
+    expect(events[0]).toMatchObject({ error: { message: 'connection reset' } })
     await time.until(pool.close())
     expect(unhandled).toEqual([])
   })
