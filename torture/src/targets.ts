@@ -320,6 +320,19 @@ export async function openBackend(
         // 10 s would stall the workload for most of a short run.
         heartbeatFrequencyMS: 500,
       })
+      // Connected before the worker says it is ready, and again until it is: the driver closes the
+      // topology for good when the connect an operation starts fails (a worker respawned during an
+      // outage), and every later operation then fails at once with "Topology is closed". A worker
+      // like that ran none of its counter increments until the nemesis happened to kill it again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await client.connect()
+          break
+        } catch (error) {
+          if (attempt >= 30) throw error
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+      }
       const { MongoBackend } = await import('@worklease/mongodb')
       const backend = new MongoBackend({
         collection: client.db('torture').collection(info.table) as never,
