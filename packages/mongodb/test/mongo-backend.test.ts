@@ -1,3 +1,4 @@
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import {
   createLeaseRecord,
   isLeaseHeldError,
@@ -811,6 +812,65 @@ describe('read preference and concerns are pinned on the operations', () => {
       await backend.release(record)
     } finally {
       await client.close()
+    }
+  })
+})
+
+// docs: README "A client whose first connect failed". A relay that answers nothing until told to
+// pass, standing for a server that is down as the process starts.
+describe('a client whose first connect failed', () => {
+  async function relay() {
+    const { hostname, port } = new URL(url.replace(/^mongodb:/, 'http:'))
+    let passing = false
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on('error', () => undefined)
+      if (!passing) return
+      const upstream = connect(Number(port || 27017), hostname)
+      upstream.on('error', () => socket.destroy())
+      socket.pipe(upstream).pipe(socket)
+    })
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    const { port: relayPort } = server.address() as AddressInfo
+    return {
+      url: `mongodb://127.0.0.1:${relayPort}/?directConnection=true`,
+      pass: () => {
+        passing = true
+      },
+      close: () => {
+        for (const socket of sockets) socket.destroy()
+        return new Promise<void>((resolve) => server.close(() => resolve()))
+      },
+    }
+  }
+  const options = { serverSelectionTimeoutMS: 300, connectTimeoutMS: 300, heartbeatFrequencyMS: 500 }
+
+  test('fails every call as a store failure, even after the server is back; an explicit connect again recovers', async () => {
+    const server = await relay()
+    const lazy = new MongoClient(server.url, options)
+    const explicit = new MongoClient(server.url, options)
+    try {
+      const backend = new MongoBackend({
+        collection: lazy.db(TEST_DATABASE).collection('worklease_leases') as never,
+      })
+      const first = await caught(backend.acquire('job', 'a', 10_000))
+      // The driver's own error, never a lease outcome.
+      expect(isWorkleaseError(first)).toBe(false)
+      await expect(explicit.connect()).rejects.toThrow()
+      server.pass()
+      const later = await caught(backend.acquire('job', 'a', 10_000))
+      expect(isWorkleaseError(later)).toBe(false)
+      expect((later as Error).name).toBe('MongoTopologyClosedError')
+      await explicit.connect()
+      const { collection } = await createLeaseCollection(explicit.db(TEST_DATABASE))
+      const recovered = new MongoBackend({ collection })
+      const workId = `first-connect-${Math.random().toString(36).slice(2)}`
+      const record = await recovered.acquire(workId, 'a', 10_000)
+      await recovered.release(record)
+    } finally {
+      await Promise.allSettled([lazy.close(true), explicit.close(true)])
+      await server.close()
     }
   })
 })
