@@ -151,7 +151,8 @@ export interface Backend {
    * holder's record is `FENCED` on every operation, and the next acquire gets the next token with
    * `cleanHandoff: false` (the holder did not finish cleanly); the checkpointed state is kept. A lease
    * that is already free is left as it is. `list` shows a revoked lease expired, not released, with
-   * holderId `''` (no holder can have that id, so no record matches it again).
+   * holderId `''` (no holder can have that id, so no record matches it again), and the size of the
+   * state it kept as `checkpointBytes`.
    *
    * With `options.fencingToken` ({@link RevokeOptions}) it ends only that tenure: a live lease whose
    * stored token equals it. Any other state (a later token after a takeover, a token not yet handed

@@ -474,6 +474,13 @@ export const mutants: readonly Mutant[] = [
     caughtOnlyBy: REVOKED_LISTING_CASE,
   },
   {
+    ...listingMutant('list shows no checkpoint for a revoked lease', (lease) =>
+      lease.holderId === '' && !lease.released ? Object.freeze({ ...lease, checkpointBytes: null }) : lease,
+    ),
+    caughtBy: 'revoke',
+    caughtOnlyBy: REVOKED_LISTING_CASE,
+  },
+  {
     // As a driver that fences an expired holder on revoke though the lease was already free.
     ...mutant(
       'revoke of an expired lease returns false but fences its holder',

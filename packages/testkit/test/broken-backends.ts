@@ -396,6 +396,16 @@ const broken: Record<string, BrokenBackendClass> = {
       return { ...page, leases: page.leases.map((l) => (l.holderId === '' ? { ...l, released: true } : l)) }
     }
   },
+  // Found blind by a review (session 37): the listing said "never checkpointed" of a revoked lease.
+  'list showing no checkpoint for a revoked lease': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      return {
+        ...page,
+        leases: page.leases.map((l) => (l.holderId === '' ? { ...l, checkpointBytes: null } : l)),
+      }
+    }
+  },
   'release clearing the holderId': class extends Flawed {
     override async release(record: LeaseRecord, options?: CallOptions) {
       await super.release(record, options)
@@ -1161,6 +1171,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list defaulting to 20 leases a page': 'list',
   'list releasing the expired leases it lists': 'list',
   'list showing a revoked lease as released': 'revoke',
+  'list showing no checkpoint for a revoked lease': 'revoke',
   'release clearing the holderId': 'list',
   'revoke of an expired lease fencing its holder': 'revoke',
   'revoke as a read, then the write': 'revoke',

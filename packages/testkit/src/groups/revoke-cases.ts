@@ -26,7 +26,8 @@ async function listedAs(c: CaseContext, workId: string): Promise<string | undefi
 }
 
 /** The name of the case that lists a revoked lease: mutants that only it can see name it. */
-export const REVOKED_LISTING_CASE = "list shows a revoked lease expired, not released, with holderId ''"
+export const REVOKED_LISTING_CASE =
+  "list shows a revoked lease expired, not released, with holderId '' and its checkpoint kept"
 
 function revoke(c: CaseContext, workId: string, options?: unknown): Promise<boolean> {
   check(typeof c.backend.revoke === 'function', 'capabilities.revoke is true but backend.revoke is missing')
@@ -353,6 +354,7 @@ export const revokeCases: CaseDefinition[] = [
     unsupported: needsRevokeAndList,
     async run(c) {
       const record = await c.backend.acquire(`${c.prefix}revoked`, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('state'), LONG_TTL_MS)
       checkEqual(await revoke(c, record.workId), true, 'revoke of a live lease')
       const page = await c.backend.list!({ prefix: c.prefix })
       const [listed] = page.leases
@@ -361,6 +363,8 @@ export const revokeCases: CaseDefinition[] = [
       checkEqual(listed?.free, true, 'free of a revoked lease')
       checkEqual(listed?.holderId, '', 'holderId of a revoked lease')
       checkEqual(listed?.fencingToken, 1n, 'fencingToken of a revoked lease')
+      // A revoke keeps the state for the next holder (an unclean handoff), so the listing still counts it.
+      checkEqual(listed?.checkpointBytes, 5, 'checkpointBytes of a revoked lease')
       check(
         listed!.expiresAt.getTime() <= page.now.getTime(),
         `a revoked lease expired by page.now, got ${listed!.expiresAt.toISOString()} against ${page.now.toISOString()}`,
