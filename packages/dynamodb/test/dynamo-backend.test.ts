@@ -101,21 +101,6 @@ describe('DynamoBackend on a real server', () => {
     }
   })
 
-  // Found by a review (session 37), in the memory backend: the same in every client-clock driver.
-  test('the clock function checked at construction is the one every call uses', async () => {
-    let reads = 0
-    const clock = {
-      get now() {
-        reads++
-        return reads === 1 ? () => 1_700_000_000_000 : undefined
-      },
-    }
-    const backend = table.open({ clock: clock as never })
-    const record = await backend.acquire('job-1', 'a', 10_000)
-    await backend.renew(record, 10_000)
-    expect([record.expiresAt.getTime(), reads]).toEqual([1_700_000_010_000, 1])
-  })
-
   test('a held lease is refused to everyone, including its own holder', async () => {
     const backend = table.open({ clock: manualClock() })
     await backend.acquire('job-1', 'a', 10_000)

@@ -156,22 +156,6 @@ describe('renewMany', () => {
   })
 })
 
-// Found by a review (session 37), in the memory backend: the same in every client-clock driver.
-test('the clock function checked at construction is the one every call uses', async () => {
-  const { harness } = await setup()
-  let reads = 0
-  const clock = {
-    get now() {
-      reads++
-      return reads === 1 ? () => 1_700_000_000_000 : undefined
-    },
-  }
-  const backend = await harness.open({ clock: clock as never })
-  const record = await backend.acquire('w', 'a', 10_000)
-  await backend.renew(record, 10_000)
-  expect([record.expiresAt.getTime(), reads]).toEqual([1_700_000_010_000, 1])
-})
-
 describe('renewMany at one token', () => {
   test('sends each workId once, and still renews only the leases held at that token', async () => {
     const { harness, clock } = await setup()

@@ -149,6 +149,35 @@ export const skewCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a client clock is read once: the now function the backend opened with is the one every call uses',
+    unsupported: needsClientClock,
+    async run(c) {
+      // A clock object may lie (a getter, a proxy): one read, checked, then used. A backend that reads
+      // `clock.now` again at each call meets another function here, one that is an hour ahead.
+      const start = c.clock.now()
+      let reads = 0
+      const clock = {
+        get now() {
+          reads++
+          return reads === 1 ? () => start : () => start + 3_600_000
+        },
+      }
+      const backend = await c.harness.open({ clock })
+      const record = await backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      checkEqual(record.expiresAt.getTime(), start + LONG_TTL_MS, 'expiresAt of the acquire')
+      await backend.renew(record, LONG_TTL_MS)
+      await backend.checkpoint(record, bytes('once'), LONG_TTL_MS)
+      // Renewed from an hour ahead, the lease would outlive its ttl by an hour.
+      await c.elapse(LONG_TTL_MS)
+      checkEqual(
+        (await c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS)).fencingToken,
+        record.fencingToken + 1n,
+        'a successor once the ttl ran out on the clock the backend opened with',
+      )
+      checkEqual(reads, 1, 'reads of clock.now')
+    },
+  },
+  {
     name: 'a client clock that reads no usable time fails each call, and nothing stored changes',
     unsupported: needsClientClock,
     async run(c) {
