@@ -802,16 +802,31 @@ describe('read preference and concerns are pinned on the operations', () => {
 
 // docs: README "A client whose first connect failed". A relay that answers nothing until told to
 // pass, standing for a server that is down as the process starts.
-describe('a client whose first connect failed', () => {
+// The relay forwards plain TCP to one host: a URL with credentials, TLS, SRV or several hosts (a real
+// MONGODB_URL may be any of them) cannot be relayed so, and the case says so rather than fail.
+const singlePlainHost = /^mongodb:\/\/(?<host>[A-Za-z0-9.-]+)(?::(?<port>\d+))?\/?(?:\?(?<query>.*))?$/.exec(
+  url,
+)
+const relayable =
+  singlePlainHost !== null && !/(?:^|&)(?:tls|ssl)=true/i.test(singlePlainHost.groups?.query ?? '')
+if (!relayable) {
+  console.warn(
+    'worklease mongodb tests: skipping "a client whose first connect failed": the server URL is not one ' +
+      'plain host without credentials or TLS, which the test relay needs',
+  )
+}
+
+describe.skipIf(!relayable)('a client whose first connect failed', () => {
   async function relay() {
-    const { hostname, port } = new URL(url.replace(/^mongodb:/, 'http:'))
+    const hostname = singlePlainHost!.groups!.host!
+    const port = singlePlainHost!.groups!.port ?? '27017'
     let passing = false
     const sockets = new Set<Socket>()
     const server = createServer((socket) => {
       sockets.add(socket)
       socket.on('error', () => undefined)
       if (!passing) return
-      const upstream = connect(Number(port || 27017), hostname)
+      const upstream = connect(Number(port), hostname)
       upstream.on('error', () => socket.destroy())
       socket.pipe(upstream).pipe(socket)
     })
@@ -846,7 +861,14 @@ describe('a client whose first connect failed', () => {
       const later = await caught(backend.acquire('job', 'a', 10_000))
       expect(isWorkleaseError(later)).toBe(false)
       expect((later as Error).name).toBe('MongoTopologyClosedError')
-      await explicit.connect()
+      // Retried, as the README says to: 300 ms of server selection is short on a loaded machine.
+      for (let attempt = 1; ; attempt++) {
+        const failed = await explicit.connect().then(
+          () => false,
+          (error: unknown) => (attempt < 20 ? true : Promise.reject(error)),
+        )
+        if (!failed) break
+      }
       const { collection } = await createLeaseCollection(explicit.db(TEST_DATABASE))
       const recovered = new MongoBackend({ collection })
       const workId = `first-connect-${Math.random().toString(36).slice(2)}`
