@@ -6,7 +6,7 @@
 // official tarballs alike), so node-gyp is pointed there. pnpm-workspace.yaml lists better-sqlite3
 // under `allowBuilds: false` so that its failing script never runs; this one runs instead.
 import { execFileSync, spawnSync } from 'node:child_process'
-import { copyFileSync, existsSync, mkdirSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync, renameSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -36,7 +36,10 @@ function keep() {
   for (const dir of keptIn) {
     try {
       mkdirSync(dir, { recursive: true })
-      copyFileSync(binary, join(dir, kept))
+      // Renamed into place: another install reading the cache never sees half a file.
+      const partial = join(dir, `${kept}.${process.pid}.partial`)
+      copyFileSync(binary, partial)
+      renameSync(partial, join(dir, kept))
     } catch (error) {
       // A copy is a shortcut for next time: one that cannot be kept costs a build then, nothing now.
       console.warn(`better-sqlite3: could not keep a copy in ${dir}: ${error.message}`)
