@@ -301,8 +301,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   /**
    * Ends the lease: locally first (`signal` aborts and `held` turns false at once, so work watching
    * them stops before anyone else can get in), then in the store, after any in-flight renew or
-   * checkpoint settles (never racing it; a renew waiting to retry gives up at once). Transient store
-   * errors are retried until the local deadline. Keeps the process alive until it settles.
+   * checkpoint settles (never racing it; renewals go on while a checkpoint is out, and a renew
+   * waiting to retry gives up once the release is next). Transient store errors are retried until the
+   * local deadline. Keeps the process alive until it settles.
    * Idempotent; never rejects: if the lease was lost (before or during the release), `lossError` says
    * so and the `lost` event was emitted. A `FENCED` to a retry after an attempt whose outcome is
    * unknown (its reply lost) is settled with one `list` of the workId: the record released under this
@@ -315,12 +316,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (this.#releasing) return this.#releasing
     const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
     this.#endLocally('released')
-    this.#requestRelease()
-    this.#unschedule()
     // Keeps the process alive (#enqueue): the runner's timers are unref'd, so a process with nothing
     // else to do would exit in the middle of `await lease.release()` and leave the lease to expire.
     // Bounded: the release gives up at the local deadline.
     this.#releasing = this.#enqueue(async () => {
+      // Renewals stop only now: behind a checkpoint still in flight (up to checkpointTimeoutMs, which
+      // may exceed what is left of the ttl) they keep the lease, or it is lost with no release sent.
+      this.#requestRelease()
+      this.#unschedule()
       const renewal = this.#renewalInFlight()
       if (renewal) await renewal
       await this.#releaseOp(reason)

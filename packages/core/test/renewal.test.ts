@@ -539,6 +539,23 @@ describe('ordering', () => {
     expect(lease.held).toBe(true)
   })
 
+  // Found by a review (session 38): release() stopped renewals at once, then waited behind the
+  // checkpoint; a checkpoint slower than what was left of the ttl lost the lease, no release sent.
+  test('a release waiting behind a slow checkpoint keeps the lease renewed, then releases it', async () => {
+    const { time, backend, leaser, store, named } = setup({ checkpointTimeoutMs: 2_000 })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(1_200, 'checkpoint')
+    const checkpoint = track(lease.checkpoint(bytes('slow')))
+    await time.advance(10)
+    const release = track(lease.release())
+    await time.advance(2_000)
+    expect(checkpoint.settled && release.settled).toBe(true)
+    expect(named('lost')).toEqual([])
+    expect(backend.calls.release).toBe(1)
+    expect(backend.calls.renew).toBeGreaterThan(0)
+    expect(store.leases.get('job')?.released).toBe(true)
+  })
+
   test('checkpoint validates the state before any round trip', async () => {
     const { backend, leaser } = setup()
     const lease = await leaser.acquire('job')
