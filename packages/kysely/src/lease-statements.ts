@@ -298,7 +298,10 @@ FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE w
     const now = sql`wl_clock.wl_now`
     const free = sql`(released <> 0 OR expires_at <= ${now})`
     const take = sql`(${free} AND token < ${MAX_TOKEN})`
-    const took = sql`LAST_INSERT_ID() = token`
+    // Decided once, by the token's assignment, and read from LAST_INSERT_ID() alone: no later
+    // assignment reads the token column, which MariaDB's SIMULTANEOUS_ASSIGNMENT mode shows as it was
+    // before the statement (taken: the new token, 1..MAX; held: 0; exhausted: -1, read as 2^64 - 1).
+    const took = sql`LAST_INSERT_ID() BETWEEN 1 AND ${MAX_TOKEN}`
     const insert = sql`INSERT INTO ${this.#table} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
 SELECT ${work}, LAST_INSERT_ID(1), ${holder}, ${now} + ${ttlMs}, 0, 1, 0 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
 ON DUPLICATE KEY UPDATE

@@ -157,6 +157,43 @@ for (const target of familyTargets('mysql'))
       }
     })
 
+    // Found by a review (session 38): the upsert asked "did this statement take the lease?" by
+    // comparing LAST_INSERT_ID() with the token column, which MariaDB's SIMULTANEOUS_ASSIGNMENT reads
+    // as it was before the statement: a takeover moved token and holder, never expiry or released.
+    test('SIMULTANEOUS_ASSIGNMENT (MariaDB): a takeover moves the expiry and the released flag too', async (context) => {
+      for (const dialect of ['mariadb', 'mysql'] as const) {
+        const { db } = counted((log) => connect(log, 1))
+        try {
+          try {
+            await sql`SET SESSION sql_mode = CONCAT(@@SESSION.sql_mode, ',SIMULTANEOUS_ASSIGNMENT')`.execute(
+              db,
+            )
+          } catch (error) {
+            console.warn(
+              `[worklease kysely] ${target.name} has no SIMULTANEOUS_ASSIGNMENT mode: ${String(error)}`,
+            )
+            context.skip()
+          }
+          if (mysql && dialect === 'mariadb') continue
+          const assigning = new KyselyBackend({ db, table: h.storage.table, dialect })
+          const other = h.open()
+          const released = await other.acquire(`sa-released-${dialect}`, 'a', 60_000)
+          await other.release(released)
+          const afterRelease = await assigning.acquire(released.workId, 'b', 60_000)
+          await assigning.renew(afterRelease, 60_000)
+          expect(await code(other.acquire(released.workId, 'c', 60_000))).toBe('LEASE_HELD')
+          const expiring = await other.acquire(`sa-expired-${dialect}`, 'a', 50)
+          await new Promise((resolve) => setTimeout(resolve, 150))
+          const before = Date.now()
+          const afterExpiry = await assigning.acquire(expiring.workId, 'b', 60_000)
+          expectNearServerNow(afterExpiry.expiresAt, 60_000, before, Date.now())
+          expect(await code(other.acquire(expiring.workId, 'c', 60_000))).toBe('LEASE_HELD')
+        } finally {
+          await db.destroy()
+        }
+      }
+    })
+
     test('at the expiry boundary an acquire is all or nothing: token, holder and expiry move together', async (context) => {
       // The log below comes from a trigger, and on MySQL (no RETURNING) a trigger's INSERT resets the
       // OK packet's insert id that acquire reads its token from: every takeover would look LEASE_HELD.
