@@ -260,10 +260,11 @@ FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE w
    * (free, and below the largest token). MySQL applies assignments left to right and later ones see
    * earlier results, so holder, clean_handoff and checkpoint_seq, which read the old row, come before
    * token, and the columns "free" reads (released, expires_at) come last. Those two cannot re-evaluate
-   * "take" once the token moved (MAX - 1 taken looks like MAX left alone), so they ask
-   * `LAST_INSERT_ID() = token`: within one statement LAST_INSERT_ID() returns what LAST_INSERT_ID(expr)
-   * last set, which is the new token on a takeover, 0 when held and -1 (read back as 2^64 - 1) when the
-   * lease is free but its tokens are exhausted. The reply carries that value either way: as
+   * "take" once the token moved (MAX - 1 taken looks like MAX left alone), so they read
+   * `LAST_INSERT_ID()` alone, never the token column (which MariaDB's SIMULTANEOUS_ASSIGNMENT mode
+   * shows as it was before the statement): within one statement it returns what LAST_INSERT_ID(expr)
+   * last set, which is the new token on a takeover (1..MAX: taken), 0 when held and -1 (read back as
+   * 2^64 - 1) when the lease is free but its tokens are exhausted. The reply carries that value either way: as
    * the OK packet's insert id, and with `returning` (MariaDB) as `acquired` next to the row, which is the
    * lease in the way when nothing was taken.
    *
