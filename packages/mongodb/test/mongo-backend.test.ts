@@ -852,6 +852,7 @@ describe.skipIf(!relayable)('a client whose first connect failed', () => {
     try {
       const backend = new MongoBackend({
         collection: lazy.db(TEST_DATABASE).collection('worklease_leases') as never,
+        ...serverOptions,
       })
       const first = await caught(backend.acquire('job', 'a', 10_000))
       // The driver's own error, never a lease outcome.
@@ -870,7 +871,7 @@ describe.skipIf(!relayable)('a client whose first connect failed', () => {
         if (!failed) break
       }
       const { collection } = await createLeaseCollection(explicit.db(TEST_DATABASE))
-      const recovered = new MongoBackend({ collection })
+      const recovered = new MongoBackend({ collection, ...serverOptions })
       const workId = `first-connect-${Math.random().toString(36).slice(2)}`
       const record = await recovered.acquire(workId, 'a', 10_000)
       await recovered.release(record)
