@@ -653,7 +653,7 @@ export class DynamoBackend implements Backend {
   }
 
   /**
-   * One conditional `UpdateItem`: a live lease (not released, not expired on this backend's clock)
+   * One conditional `UpdateItem`: a live lease (not released, not revoked, not expired on this backend's clock)
    * gets holderId `''` and an expiry of now − 1. The old record's validity condition names its
    * holder, so it is FENCED everywhere; the next acquire finds the lease expired and copies
    * `released` (false) into cleanHandoff. The state stays. With `options.fencingToken` the condition
@@ -669,11 +669,12 @@ export class DynamoBackend implements Backend {
           TableName: this.#tableName,
           Key: this.#key(args.workId),
           UpdateExpression: 'SET #hld = :revoked, #exp = :past',
-          // A missing item fails it too: a comparison with a missing attribute is false.
+          // A missing item fails it too: a comparison with a missing attribute is false. A lease revoked
+          // before has no holder, though its now - 1 may still be ahead of this backend's clock.
           ConditionExpression:
             expected === undefined
-              ? '#rel = :false AND #exp > :now'
-              : '#rel = :false AND #exp > :now AND #tok = :tok',
+              ? '#rel = :false AND #exp > :now AND #hld <> :revoked'
+              : '#rel = :false AND #exp > :now AND #hld <> :revoked AND #tok = :tok',
           ExpressionAttributeNames: {
             '#hld': Attr.holder,
             '#exp': Attr.expiresAt,

@@ -258,7 +258,10 @@ export class MemoryBackend implements Backend {
     const now = readClock(this.#clock)
     this.store.operations++
     const lease = this.#leases.get(args.workId)
-    if (!lease || lease.released || lease.expiresAtMs <= now) return false
+    // A revoked lease is no one's: its "now - 1" may still be ahead of this backend's clock.
+    if (!lease || lease.released || lease.expiresAtMs <= now || lease.holderId === REVOKED_HOLDER) {
+      return false
+    }
     // Only the tenure the caller named, when it named one: a later holder's lease is not its to end.
     if (args.fencingToken !== undefined && lease.fencingToken !== args.fencingToken) return false
     lease.holderId = REVOKED_HOLDER

@@ -541,7 +541,7 @@ export class MongoBackend implements Backend {
   }
 
   /**
-   * One `update`: a live lease (not released, not expired on this backend's clock) gets holderId `''`
+   * One `update`: a live lease (not released, not revoked, not expired on this backend's clock) gets holderId `''`
    * and an expiry of now − 1. Every operation of the old record filters on its holderId, so they all
    * answer FENCED; the next acquire finds the lease expired, increments the token and, since
    * `releasedToken` is left alone, reports an unclean handoff. The state stays. With
@@ -550,7 +550,13 @@ export class MongoBackend implements Backend {
   async revoke(workId: string, options?: RevokeOptions): Promise<boolean> {
     const args = validateRevokeArgs(workId, options)
     const now = readClock(this.#clock)
-    const filter: LeaseDocumentLike = { _id: args.workId, released: false, expiresAt: { $gt: new Date(now) } }
+    // Not one revoked before: its now - 1 may still be ahead of this process's clock, but it is no one's.
+    const filter: LeaseDocumentLike = {
+      _id: args.workId,
+      released: false,
+      expiresAt: { $gt: new Date(now) },
+      holderId: { $ne: REVOKED_HOLDER },
+    }
     if (args.fencingToken !== undefined) filter.fencingToken = args.fencingToken
     const result = await this.#collection.updateOne(
       filter,

@@ -150,7 +150,8 @@ export interface Backend {
    * Optional (`capabilities.revoke`): ends a wedged holder's lease from outside. Afterwards the old
    * holder's record is `FENCED` on every operation, and the next acquire gets the next token with
    * `cleanHandoff: false` (the holder did not finish cleanly); the checkpointed state is kept. A lease
-   * that is already free is left as it is. `list` shows a revoked lease expired, not released, with
+   * that is already free is left as it is (`false`), one revoked before too: with a client clock its
+   * expiry of "now − 1" may still be ahead of a clock behind, but it has no holder to end. `list` shows a revoked lease expired, not released, with
    * holderId `''` (no holder can have that id, so no record matches it again), and the size of the
    * state it kept as `checkpointBytes`.
    *

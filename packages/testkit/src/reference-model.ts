@@ -123,7 +123,8 @@ export class ReferenceModel {
    */
   revoke(workId: string, fencingToken: bigint | undefined, now: number): boolean {
     const lease = this.#leases.get(workId)
-    if (!lease || lease.released || lease.expiresAt <= now) return false
+    // Revoked before: no holder, whatever a clock behind still reads as its expiry.
+    if (!lease || lease.released || lease.expiresAt <= now || lease.holderId === '') return false
     if (fencingToken !== undefined && lease.token !== fencingToken) return false
     // No holderId is empty, so no record is valid for the revoked lease any more.
     lease.holderId = ''

@@ -427,6 +427,21 @@ const broken: Record<string, BrokenBackendClass> = {
       return ended
     }
   },
+  // As the memory, MongoDB and DynamoDB backends were until session 39 (found by review): a revoke
+  // from a clock behind took the revoked lease's "now - 1" for a live lease and ended it again.
+  'revoke ending a revoked lease again from a clock behind': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const lease = this.lease(workId)
+      const now = this.clock.now()
+      if (lease?.holderId === '' && !lease.released && lease.expiresAtMs > now) {
+        const { fencingToken } = validateRevokeArgs(workId, options)
+        if (fencingToken !== undefined && fencingToken !== lease.fencingToken) return false
+        lease.expiresAtMs = now - 1
+        return true
+      }
+      return super.revoke(workId, options)
+    }
+  },
   'revoke as a read, then the write': class extends Flawed {
     override async revoke(workId: string, options?: CallOptions) {
       validateId('workId', workId)
@@ -1181,6 +1196,7 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list showing no checkpoint for a revoked lease': 'revoke',
   'release clearing the holderId': 'list',
   'revoke of an expired lease fencing its holder': 'revoke',
+  'revoke ending a revoked lease again from a clock behind': 'skew',
   'revoke as a read, then the write': 'revoke',
   'list ignoring an aborted signal': 'list',
   'revoke ignoring its options': 'revoke',

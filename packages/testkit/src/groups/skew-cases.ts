@@ -106,6 +106,29 @@ export const skewCases: CaseDefinition[] = [
     },
   },
   {
+    name: `a revoked lease is not revoked again by a client whose clock is ${SKEW_MS / 1000} s behind`,
+    unsupported: (caps) =>
+      needsClientClock(caps) ?? (caps.revoke ? undefined : 'the backend cannot revoke (capabilities.revoke)'),
+    async run(c) {
+      // The revoke's "now - 1" is still ahead of a clock behind, but nobody holds the lease any more:
+      // a second revoke (an operator's retry, from another host) ends nothing and says so.
+      const workId = c.workId()
+      const behind = await c.open(-SKEW_MS)
+      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      checkEqual(await c.backend.revoke!(workId), true, 'the first revoke')
+      checkEqual(await behind.revoke!(workId), false, 'revoke again from a clock behind')
+      checkEqual(
+        await behind.revoke!(workId, { fencingToken: record.fencingToken }),
+        false,
+        'revoke again with its token from a clock behind',
+      )
+      await c.elapse(1)
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, record.fencingToken + 1n, 'the next token')
+      checkEqual((await c.backend.readCheckpoint(next)).cleanHandoff, false, 'cleanHandoff after a revoke')
+    },
+  },
+  {
     name: 'a client clock that reads fractions of a millisecond works on every call, and its leases list for everyone',
     unsupported: needsClientClock,
     async run(c) {
