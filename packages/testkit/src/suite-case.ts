@@ -23,6 +23,7 @@ export const GROUP_NAMES = [
   'revoke',
   'renewMany',
   'acquireWithCheckpoint',
+  'liveSignal',
 ] as const
 
 export type GroupName = (typeof GROUP_NAMES)[number]
@@ -44,6 +45,11 @@ export interface CaseDefinition {
   readonly unsupported?: (capabilities: BackendCapabilities, context: SupportContext) => string | undefined
   /** Case-specific time budget; the default is enough for cases that wait out one short ttl. */
   readonly timeoutMs?: number
+  /**
+   * Every call the case makes carries a live AbortSignal, as the Leaser's calls do (the
+   * `liveSignal` group: cases of other groups run again this way).
+   */
+  readonly liveSignal?: boolean
   readonly run: (context: CaseContext) => Promise<void>
 }
 

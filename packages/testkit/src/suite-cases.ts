@@ -9,6 +9,7 @@ import { expiryCases } from './groups/expiry-cases.js'
 import { handoffCases } from './groups/handoff-cases.js'
 import { isolationCases } from './groups/isolation-cases.js'
 import { listCases } from './groups/list-cases.js'
+import { liveSignalCases } from './groups/live-signal-cases.js'
 import { modelCases } from './groups/model-cases.js'
 import { raceCases } from './groups/race-cases.js'
 import { readCheckpointCases } from './groups/read-checkpoint-cases.js'
@@ -21,6 +22,7 @@ import { skewCases } from './groups/skew-cases.js'
 import { stateCases } from './groups/state-cases.js'
 import { tokenCases } from './groups/token-cases.js'
 import { unicodeCases } from './groups/unicode-cases.js'
+import { liveSignalHarness } from './live-signal-backend.js'
 import {
   type CaseDefinition,
   type CaseOutcome,
@@ -51,6 +53,7 @@ export const groups: Readonly<Record<GroupName, readonly CaseDefinition[]>> = {
   revoke: revokeCases,
   renewMany: renewManyCases,
   acquireWithCheckpoint: acquireWithCheckpointCases,
+  liveSignal: liveSignalCases,
 }
 
 const DEFAULT_TIMEOUT_MS = 20_000
@@ -91,7 +94,8 @@ export function bindCase(group: GroupName, definition: CaseDefinition, factory: 
 }
 
 async function runCase(definition: CaseDefinition, factory: BackendFactory): Promise<CaseOutcome> {
-  const harness = await factory()
+  const opened = await factory()
+  const harness = definition.liveSignal ? liveSignalHarness(opened) : opened
   let failed = false
   try {
     const context = await CaseContext.create(harness)
