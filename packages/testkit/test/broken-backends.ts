@@ -383,6 +383,36 @@ const broken: Record<string, BrokenBackendClass> = {
       return records.map((record) => byFoldedId.get(record.workId.toLowerCase())!)
     }
   },
+  // As a driver whose release or renewMany statement compares holders under a collation that folds
+  // case (the other statements compare bytes): found by review (session 39), only renew was checked.
+  'release matching the holderId case-insensitively': class extends Flawed {
+    override async release(record: LeaseRecord, options?: CallOptions) {
+      const { record: held, signal } = validateRecordArgs(record, options)
+      const stored = this.lease(held.workId)
+      const holderId =
+        stored?.holderId.toLowerCase() === held.holderId.toLowerCase() ? stored.holderId : held.holderId
+      const asStored = createLeaseRecord(held.workId, holderId, held.fencingToken, held.expiresAt.getTime())
+      return super.release(asStored, signal ? { signal } : undefined)
+    }
+  },
+  'renewMany matching holderIds case-insensitively': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const asStored = args.records.map((record) => {
+        const stored = this.lease(record.workId)
+        if (stored?.holderId.toLowerCase() !== record.holderId.toLowerCase()) return record
+        return createLeaseRecord(
+          record.workId,
+          stored.holderId,
+          record.fencingToken,
+          record.expiresAt.getTime(),
+        )
+      })
+      const holders = new Set(asStored.map((record) => record.holderId))
+      if (holders.size > 1) return super.renewMany(args.records, args.ttlMs, options)
+      return super.renewMany(asStored, args.ttlMs, args.signal ? { signal: args.signal } : undefined)
+    }
+  },
   'renewMany accepting records of two holders': class extends Flawed {
     override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
       if (!Array.isArray(records)) return super.renewMany(records, ttlMs, options)
@@ -1228,6 +1258,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'acquireWithCheckpoint with a signal reporting every handoff clean': 'liveSignal',
   'renewMany as one renew per record': 'renewMany',
   'renewMany matching workIds case-insensitively': 'renewMany',
+  'release matching the holderId case-insensitively': 'unicode',
+  'renewMany matching holderIds case-insensitively': 'unicode',
   'renewMany accepting records of two holders': 'renewMany',
   'list returning a cursor on a full last page': 'list',
   'list defaulting to 20 leases a page': 'list',

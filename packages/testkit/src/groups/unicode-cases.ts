@@ -1,5 +1,5 @@
-import { compareWorkIds } from '@worklease/spec'
-import { checkBytes, checkEqual, checkRejects, outcome, show } from '../assertions.js'
+import { compareWorkIds, isLeaseHeldError } from '@worklease/spec'
+import { check, checkBytes, checkEqual, checkRejects, outcome, rejection, show } from '../assertions.js'
 import { LONG_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
 import { bytes } from './shared.js'
@@ -146,16 +146,38 @@ export const unicodeCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'holderIds that differ only by case or trailing space are different holders',
+    name: 'holderIds that differ only by case, trailing space or normalization are different holders, in every operation',
     async run(c) {
-      const record = await c.backend.acquire(c.workId(), 'Holder', LONG_TTL_MS)
-      for (const impostor of ['holder', 'HOLDER', 'Holder ']) {
+      // A collation that folds case or pads spaces (MySQL's PAD SPACE, a case-insensitive default) in
+      // one statement and not another lets a forged record renew, release or read a lease it never held.
+      const workId = c.workId()
+      const holder = 'H\u00f6lder'
+      const record = await c.backend.acquire(workId, holder, LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('the holder'), LONG_TTL_MS)
+      for (const impostor of ['h\u00f6lder', 'H\u00d6LDER', 'H\u00f6lder ', 'Ho\u0308lder']) {
+        const forged = { ...record, holderId: impostor }
+        const what = (op: string) => `${op} as ${show(impostor)}`
+        await checkRejects(() => c.backend.renew(forged, LONG_TTL_MS), 'FENCED', what('renew'))
         await checkRejects(
-          () => c.backend.renew({ ...record, holderId: impostor }, LONG_TTL_MS),
+          () => c.backend.checkpoint(forged, bytes('an impostor'), LONG_TTL_MS),
           'FENCED',
-          impostor,
+          what('checkpoint'),
         )
+        await checkRejects(() => c.backend.readCheckpoint(forged), 'FENCED', what('readCheckpoint'))
+        await checkRejects(() => c.backend.release(forged), 'FENCED', what('release'))
+        if (c.capabilities.renewMany) {
+          checkEqual((await c.backend.renewMany!([forged], LONG_TTL_MS)).join(), 'fenced', what('renewMany'))
+        }
       }
+      await c.backend.renew(record, LONG_TTL_MS)
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('the holder'), 'the state, untouched')
+      const refusal = await rejection(
+        () => c.backend.acquire(workId, 'holder-b', LONG_TTL_MS),
+        'another acquire',
+      )
+      check(isLeaseHeldError(refusal), `another acquire: expected LEASE_HELD, got ${show(refusal)}`)
+      if (c.capabilities.reportsHolder)
+        checkEqual(refusal.holder?.holderId, holder, 'the holder LEASE_HELD names')
     },
   },
 ]
