@@ -479,6 +479,56 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  // Found by review (session 39): a size kept per tenure, reset by every acquire.
+  'list showing no checkpoint for a lease its new holder has not checkpointed yet': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      const fresh = (l: LeaseListing) =>
+        !l.released && l.holderId !== '' && this.lease(l.workId)?.checkpointSequence === 0
+      return { ...page, leases: page.leases.map((l) => (fresh(l) ? { ...l, checkpointBytes: null } : l)) }
+    }
+  },
+  // Found by review (session 39): the holder's expiry remembered from its acquire, not read again.
+  'LEASE_HELD reporting the expiry the lease was taken with': class extends Flawed {
+    readonly #takenUntil = new Map<string, number>()
+    #remember(record: LeaseRecord): void {
+      this.#takenUntil.set(`${record.workId}\u0000${record.fencingToken}`, record.expiresAt.getTime())
+    }
+    #asTaken(workId: string, error: unknown): never {
+      const holder = isLeaseHeldError(error) ? error.holder : undefined
+      const until = holder && this.#takenUntil.get(`${workId}\u0000${holder.fencingToken}`)
+      if (holder && until !== undefined) {
+        const now = this.clock.now()
+        throw new LeaseHeldError(undefined, {
+          holder: { ...holder, expiresAt: new Date(until), expiresInMs: Math.max(0, until - now) },
+        })
+      }
+      throw error
+    }
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      try {
+        const record = await super.acquire(workId, holderId, ttlMs, options)
+        this.#remember(record)
+        return record
+      } catch (error) {
+        this.#asTaken(workId, error)
+      }
+    }
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      try {
+        const acquired = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+        this.#remember(acquired.record)
+        return acquired
+      } catch (error) {
+        this.#asTaken(workId, error)
+      }
+    }
+  },
   'release clearing the holderId': class extends Flawed {
     override async release(record: LeaseRecord, options?: CallOptions) {
       await super.release(record, options)
@@ -1267,6 +1317,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list showing a revoked lease as released': 'revoke',
   'list showing no checkpoint for a revoked lease': 'revoke',
   'release clearing the holderId': 'list',
+  'list showing no checkpoint for a lease its new holder has not checkpointed yet': 'list',
+  'LEASE_HELD reporting the expiry the lease was taken with': 'acquire',
   'revoke of an expired lease fencing its holder': 'revoke',
   'revoke ending a revoked lease again from a clock behind': 'skew',
   'revoke as a read, then the write': 'revoke',

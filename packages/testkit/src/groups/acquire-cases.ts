@@ -168,6 +168,33 @@ export const acquireCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'LEASE_HELD reports the expiry a renew and a checkpoint moved, not the one the lease was taken with',
+    unsupported: needsHolder,
+    async run(c) {
+      // A waiter sleeps until the expiry LEASE_HELD reports: one kept from the acquire wakes it early,
+      // again and again, for as long as the holder renews.
+      for (const [name, take] of takeWays(c)) {
+        const workId = c.workId()
+        const record = await c.backend.acquire(workId, 'holder-a', 2_000)
+        await c.backend.renew(record, 20_000)
+        await c.backend.checkpoint(record, bytes('moved on'), LONG_TTL_MS)
+        const error = await rejection(
+          () => take(c.backend, workId, 'holder-b', LONG_TTL_MS),
+          `${name} of the held lease`,
+        )
+        check(isLeaseHeldError(error), `${name}: expected LEASE_HELD, got ${show(error)}`)
+        const left = error.holder?.expiresInMs
+        if (c.clientClock) checkEqual(left, LONG_TTL_MS, `${name}: holder.expiresInMs`)
+        else {
+          check(
+            left !== undefined && left > LONG_TTL_MS - SERVER_TOLERANCE_MS * 10 && left <= LONG_TTL_MS,
+            `${name}: holder.expiresInMs ${left} is not what the checkpoint's ${LONG_TTL_MS} ms left`,
+          )
+        }
+      }
+    },
+  },
+  {
     name: LATE_HOLDER_READ_CASE,
     unsupported: (caps) =>
       needsHolder(caps) ??

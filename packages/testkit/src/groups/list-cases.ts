@@ -92,6 +92,26 @@ export const listCases: CaseDefinition[] = [
     },
   },
   {
+    name: "list shows the size of the state a lease took over, before the new holder's first checkpoint",
+    unsupported: needsList,
+    async run(c) {
+      // The state is the workId's, not the tenure's: a size kept per tenure reads "never checkpointed"
+      // of a successor that has the previous holder's bytes to resume from.
+      const workId = `${c.prefix}handed-over`
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(first, bytes('abc'), LONG_TTL_MS)
+      await c.backend.release(first)
+      await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      const [listed] = (await list(c, { prefix: workId })).leases
+      checkEqual(listed?.holderId, 'holder-b', 'holderId')
+      checkEqual(
+        listed?.checkpointBytes,
+        3,
+        'checkpointBytes after a release, before any checkpoint of the successor',
+      )
+    },
+  },
+  {
     name: 'release never moves the expiry later: a lease released after it expired keeps its expiry',
     unsupported: needsList,
     async run(c) {
