@@ -7,6 +7,7 @@ import {
   compareWorkIds,
   createLeaseRecord,
   FencedError,
+  InvalidArgumentError,
   isLeaseHeldError,
   isTokensExhaustedError,
   isWorkleaseError,
@@ -15,6 +16,7 @@ import {
   type LeaseRecord,
   type ListOptions,
   MAX_FENCING_TOKEN,
+  MAX_TTL_MS,
   nextCheckpointSequence,
   type RenewOutcome,
   type RevokeOptions,
@@ -527,6 +529,46 @@ const broken: Record<string, BrokenBackendClass> = {
       } catch (error) {
         this.#asTaken(workId, error)
       }
+    }
+  },
+  // Input the checks let through on the optional operations (review, session 39): each passed the
+  // suite, whose bad ids, ttls and tokens were tried on acquire, renew, checkpoint and release.
+  'revoke coercing its workId to a string': class extends Flawed {
+    override revoke(workId: string, options?: RevokeOptions) {
+      return super.revoke(typeof workId === 'object' && workId !== null ? String(workId) : workId, options)
+    }
+  },
+  'list repairing a prefix with a lone surrogate': class extends Flawed {
+    override list(options?: ListOptions) {
+      const prefix = isObject(options) ? options.prefix : undefined
+      if (typeof prefix !== 'string') return super.list(options)
+      // As Buffer.from(prefix) would store it: each lone surrogate as U+FFFD.
+      return super.list({
+        ...options,
+        prefix: prefix.replace(/[\uD800-\uDFFF]/g, (unit, at: number) => {
+          const pair = /[\uD800-\uDBFF][\uDC00-\uDFFF]/
+          return pair.test(prefix.slice(at, at + 2)) || pair.test(prefix.slice(at - 1, at + 1))
+            ? unit
+            : '\uFFFD'
+        }),
+      })
+    }
+  },
+  'renewMany taking a fencingToken as a decimal string': class extends Flawed {
+    override renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      if (!Array.isArray(records)) return super.renewMany(records, ttlMs, options)
+      const fixed = records.map((record: LeaseRecord) =>
+        isObject(record) && typeof record.fencingToken === 'string' && /^\d+$/.test(record.fencingToken)
+          ? { ...record, fencingToken: BigInt(record.fencingToken) }
+          : record,
+      )
+      return super.renewMany(fixed, ttlMs, options)
+    }
+  },
+  'renew refusing the largest ttl': class extends Flawed {
+    override renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      if (ttlMs === MAX_TTL_MS) return Promise.reject(new InvalidArgumentError('ttlMs is too large'))
+      return super.renew(record, ttlMs, options)
     }
   },
   'release clearing the holderId': class extends Flawed {
@@ -1317,6 +1359,10 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list showing a revoked lease as released': 'revoke',
   'list showing no checkpoint for a revoked lease': 'revoke',
   'release clearing the holderId': 'list',
+  'revoke coercing its workId to a string': 'revoke',
+  'list repairing a prefix with a lone surrogate': 'list',
+  'renewMany taking a fencingToken as a decimal string': 'renewMany',
+  'renew refusing the largest ttl': 'acquire',
   'list showing no checkpoint for a lease its new holder has not checkpointed yet': 'list',
   'LEASE_HELD reporting the expiry the lease was taken with': 'acquire',
   'revoke of an expired lease fencing its holder': 'revoke',

@@ -3,6 +3,7 @@ import {
   createLeaseRecord,
   isLeaseHeldError,
   isWorkleaseError,
+  MAX_TTL_MS,
 } from '@worklease/spec'
 import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
@@ -124,13 +125,21 @@ export const acquireCases: CaseDefinition[] = [
     },
   },
   {
-    name: 'the smallest and largest ttl are accepted',
+    name: 'the smallest and largest ttl are accepted, by every operation that takes one',
     async run(c) {
       const tiny = await c.backend.acquire(c.workId(), 'holder-a', 1)
       checkEqual(tiny.fencingToken, 1n, 'token with ttl 1')
-      const huge = await c.backend.acquire(c.workId(), 'holder-a', 2_147_483_647)
+      const huge = await c.backend.acquire(c.workId(), 'holder-a', MAX_TTL_MS)
       checkEqual(huge.fencingToken, 1n, 'token with the largest ttl')
       check(huge.expiresAt.getTime() > Date.now() + 24 * 86_400_000, 'largest ttl expires in about 24.8 days')
+      const held = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      for (const ttl of [1, MAX_TTL_MS]) {
+        await c.backend.renew(held, ttl)
+        await c.backend.checkpoint(held, bytes(`ttl ${ttl}`), ttl)
+        if (c.capabilities.renewMany) {
+          checkEqual((await c.backend.renewMany!([held], ttl)).join(), 'renewed', `renewMany with ttl ${ttl}`)
+        }
+      }
     },
   },
   {

@@ -4,7 +4,7 @@ import { isWorkleaseError } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, sleep } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { bytes } from './shared.js'
+import { BAD_IDS, BAD_TTLS, bytes } from './shared.js'
 
 /** The backend as untyped JavaScript callers see it. */
 type Loose = Record<keyof Omit<Backend, 'capabilities'>, (...args: unknown[]) => Promise<unknown>>
@@ -17,32 +17,6 @@ const WAITING = Symbol('waiting')
  */
 const TICKS_BEFORE_IO = 64
 const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve))
-
-const BAD_IDS: ReadonlyArray<[string, unknown]> = [
-  ['undefined', undefined],
-  ['null', null],
-  ['a number', 42],
-  ['an object', { toString: () => 'w' }],
-  ['the empty string', ''],
-  ['256 code units', 'x'.repeat(256)],
-  ['U+0000', 'a\u0000b'],
-  ['a lone high surrogate', 'a\uD800'],
-  ['a lone low surrogate', '\uDC00b'],
-  ['reversed surrogates', '\uDC00\uD800'],
-]
-
-const BAD_TTLS: ReadonlyArray<[string, unknown]> = [
-  ['0', 0],
-  ['-1', -1],
-  ['1.5', 1.5],
-  ['NaN', Number.NaN],
-  ['Infinity', Number.POSITIVE_INFINITY],
-  ['2^31', 2_147_483_648],
-  ['2^53', 2 ** 53],
-  ['a numeric string', '1000'],
-  ['a bigint', 1000n],
-  ['undefined', undefined],
-]
 
 const BAD_STATES: ReadonlyArray<[string, unknown]> = [
   ['a string', 'state'],

@@ -4,7 +4,7 @@ import { isWorkleaseError } from '@worklease/spec'
 import { check, checkEqual, rejection, show } from '../assertions.js'
 import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { bytes } from './shared.js'
+import { BAD_IDS, bytes } from './shared.js'
 
 const needsList = (caps: BackendCapabilities) =>
   caps.list ? undefined : 'the backend does not list leases (capabilities.list)'
@@ -386,6 +386,15 @@ export const listCases: CaseDefinition[] = [
         ['a prefix of 256 code units', { prefix: 'x'.repeat(256) }],
         ['an empty cursor', { cursor: '' }],
         ['a cursor with a lone surrogate', { cursor: '\uD800' }],
+        // The empty prefix is every lease's, and no cursor is the first page: both are valid.
+        ...BAD_IDS.filter(([, id]) => id !== '' && id !== undefined).map(([label, id]): [string, unknown] => [
+          `a prefix ${label}`,
+          { prefix: id },
+        ]),
+        ...BAD_IDS.filter(([, id]) => id !== undefined).map(([label, id]): [string, unknown] => [
+          `a cursor ${label}`,
+          { cursor: id },
+        ]),
       ]
       const loose = c.backend as unknown as { list(options: unknown): Promise<unknown> }
       for (const [label, options] of bad) {
@@ -397,6 +406,14 @@ export const listCases: CaseDefinition[] = [
         )
         checkEqual(c.roundTrips(), before, `list with ${label}: round trips`)
       }
+      const longest = 'x'.repeat(255)
+      checkEqual(
+        (await c.backend.list!({ prefix: longest })).leases.length,
+        0,
+        'list with a 255-code-unit prefix',
+      )
+      // Valid: a rejection fails the case.
+      await c.backend.list!({ cursor: longest })
     },
   },
   {

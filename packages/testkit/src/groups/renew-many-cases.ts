@@ -3,6 +3,7 @@ import { isWorkleaseError } from '@worklease/spec'
 import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
+import { BAD_IDS, BAD_TTLS } from './shared.js'
 
 const needsRenewMany = (caps: BackendCapabilities) =>
   caps.renewMany ? undefined : 'the backend cannot renew many leases in one call (capabilities.renewMany)'
@@ -362,9 +363,12 @@ export const renewManyCases: CaseDefinition[] = [
         ['the same workId twice', [a, b, a], ttl],
         ['the same workId twice, other tokens', [a, forge(a, { fencingToken: a.fencingToken + 1n })], ttl],
         [`${maxRecords + 1} records (maxRecords + 1)`, tooMany, ttl],
-        ['ttl 0', [a, b], 0],
-        ['ttl 1.5', [a, b], 1.5],
-        ['ttl as a string', [a, b], '1000'],
+        ['a fencingToken as a decimal string', [a, forge(b, { fencingToken: String(b.fencingToken) })], ttl],
+        ...BAD_IDS.flatMap(([label, id]): [string, unknown, unknown][] => [
+          [`a workId ${label}`, [a, forge(b, { workId: id })], ttl],
+          [`a holderId ${label}`, [forge(a, { holderId: id }), forge(b, { holderId: id })], ttl],
+        ]),
+        ...BAD_TTLS.map(([label, badTtl]): [string, unknown, unknown] => [`ttl ${label}`, [a, b], badTtl]),
       ]
       for (const [label, records, ttlMs] of bad) {
         const before = c.roundTrips()

@@ -3,7 +3,7 @@ import { type BackendCapabilities, type LeaseRecord, MAX_FENCING_TOKEN } from '@
 import { check, checkBytes, checkEqual, checkRejects, outcome, rejection, show } from '../assertions.js'
 import { type CaseContext, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
-import { bytes } from './shared.js'
+import { BAD_IDS, bytes } from './shared.js'
 
 const needsRevoke = (caps: BackendCapabilities) =>
   caps.revoke ? undefined : 'the backend cannot revoke leases (capabilities.revoke)'
@@ -338,15 +338,19 @@ export const revokeCases: CaseDefinition[] = [
     name: 'revoke of a bad workId is INVALID_ARGUMENT before any round trip',
     unsupported: needsRevoke,
     async run(c) {
-      for (const bad of ['', 7, 'a\u0000', 'x'.repeat(256)]) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      for (const [label, bad] of BAD_IDS) {
         const before = c.roundTrips()
         await checkRejects(
           () => (c.backend as unknown as { revoke(id: unknown): Promise<boolean> }).revoke(bad),
           'INVALID_ARGUMENT',
-          `revoke(${JSON.stringify(bad)})`,
+          `revoke of a workId ${label}`,
         )
-        checkEqual(c.roundTrips(), before, 'round trips of a rejected revoke')
+        checkEqual(c.roundTrips(), before, `round trips of a revoke of a workId ${label}`)
       }
+      // Nothing was revoked (no id was coerced or repaired into a live one), and the longest id is an id.
+      await c.backend.renew(record, LONG_TTL_MS)
+      checkEqual(await revoke(c, 'x'.repeat(255)), false, 'revoke of a 255-code-unit workId nobody took')
     },
   },
   {

@@ -58,3 +58,31 @@ export function takeWays(c: CaseContext): Array<[string, TakeLease]> {
   }
   return ways
 }
+
+/** Ids every operation must refuse with INVALID_ARGUMENT before any round trip. */
+export const BAD_IDS: ReadonlyArray<[string, unknown]> = [
+  ['undefined', undefined],
+  ['null', null],
+  ['a number', 42],
+  ['an object', { toString: () => 'w' }],
+  ['the empty string', ''],
+  ['256 code units', 'x'.repeat(256)],
+  ['U+0000', 'a\u0000b'],
+  ['a lone high surrogate', 'a\uD800'],
+  ['a lone low surrogate', '\uDC00b'],
+  ['reversed surrogates', '\uDC00\uD800'],
+]
+
+/** Ttls every operation must refuse with INVALID_ARGUMENT before any round trip. */
+export const BAD_TTLS: ReadonlyArray<[string, unknown]> = [
+  ['0', 0],
+  ['-1', -1],
+  ['1.5', 1.5],
+  ['NaN', Number.NaN],
+  ['Infinity', Number.POSITIVE_INFINITY],
+  ['2^31', 2_147_483_648],
+  ['2^53', 2 ** 53],
+  ['a numeric string', '1000'],
+  ['a bigint', 1000n],
+  ['undefined', undefined],
+]
