@@ -571,6 +571,27 @@ const broken: Record<string, BrokenBackendClass> = {
       return super.renew(record, ttlMs, options)
     }
   },
+  // Found by review (session 39): only one size of each read was checked for a copy of its own.
+  'readCheckpoint handing out the stored bytes of a large state': class extends Flawed {
+    override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+      const read = await super.readCheckpoint(record, options)
+      const stored = this.lease(record.workId)?.state
+      return stored && stored.byteLength >= 64 * 1024 ? { ...read, state: stored } : read
+    }
+  },
+  'acquireWithCheckpoint handing out the stored bytes of a small state': class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+      const stored = this.lease(workId)?.state
+      if (!stored || stored.byteLength >= 64 * 1024) return taken
+      return { ...taken, checkpoint: { ...taken.checkpoint, state: stored } }
+    }
+  },
   'release clearing the holderId': class extends Flawed {
     override async release(record: LeaseRecord, options?: CallOptions) {
       await super.release(record, options)
@@ -1359,6 +1380,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'list showing a revoked lease as released': 'revoke',
   'list showing no checkpoint for a revoked lease': 'revoke',
   'release clearing the holderId': 'list',
+  'readCheckpoint handing out the stored bytes of a large state': 'state',
+  'acquireWithCheckpoint handing out the stored bytes of a small state': 'state',
   'revoke coercing its workId to a string': 'revoke',
   'list repairing a prefix with a lone surrogate': 'list',
   'renewMany taking a fencingToken as a decimal string': 'renewMany',

@@ -53,10 +53,8 @@ export const stateCases: CaseDefinition[] = [
   {
     // A pooled Node.js Buffer (Buffer.from of a small reply) is a view into a shared slab: its
     // `.buffer` shows other bytes (another lease's state read just before), and `slice` aliases.
-    name: 'a state is read as a plain Uint8Array of its own, never a Buffer or a view into a larger buffer',
+    name: 'a state is read as a plain Uint8Array of its own, never a Buffer, a view into a larger buffer or the stored bytes, at every size',
     async run(c) {
-      const workId = c.workId()
-      const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
       const owned = (state: Uint8Array | null, what: string) => {
         check(state !== null, `${what}: a state was checkpointed`)
         check(
@@ -68,14 +66,39 @@ export const stateCases: CaseDefinition[] = [
           `${what}: must not be a view into a larger buffer (${state!.byteLength} of ${state!.buffer.byteLength} bytes)`,
         )
       }
-      await c.backend.checkpoint(record, Buffer.from('from a Buffer'), LONG_TTL_MS)
-      owned((await c.backend.readCheckpoint(record)).state, 'readCheckpoint')
-      await c.backend.checkpoint(record, new Uint8Array(64).subarray(8, 16), LONG_TTL_MS)
-      owned((await c.backend.readCheckpoint(record)).state, 'readCheckpoint of a view written')
-      if (!c.capabilities.acquireWithCheckpoint) return
-      await c.backend.release(record)
-      const { checkpoint } = await c.backend.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS)
-      owned(checkpoint.state, 'acquireWithCheckpoint')
+      // Drivers copy small and large states on different paths (a pooled slab, a Buffer, the bytes as
+      // stored): each size's copy is checked, and that writing into it changes nothing stored.
+      const large = Math.min(c.capabilities.maxStateBytes, 100 * 1024)
+      const patterned = (size: number) => Uint8Array.from({ length: size }, (_, i) => (i * 31 + 7) & 0xff)
+      const states: Array<[string, Uint8Array]> = [
+        ['from a Buffer', Buffer.from('from a Buffer')],
+        ['a view written', new Uint8Array(64).fill(5).subarray(8, 16)],
+        [`${large} bytes`, patterned(large)],
+      ]
+      for (const [label, state] of states) {
+        const expected = Uint8Array.from(state)
+        const workId = c.workId()
+        const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+        await c.backend.checkpoint(record, state, LONG_TTL_MS)
+        const read = (await c.backend.readCheckpoint(record)).state
+        owned(read, `readCheckpoint of ${label}`)
+        read!.fill(0)
+        checkBytes(
+          (await c.backend.readCheckpoint(record)).state,
+          expected,
+          `${label}, read after writing into a read`,
+        )
+        if (!c.capabilities.acquireWithCheckpoint) continue
+        await c.backend.release(record)
+        const taken = await c.backend.acquireWithCheckpoint!(workId, 'holder-b', LONG_TTL_MS)
+        owned(taken.checkpoint.state, `acquireWithCheckpoint of ${label}`)
+        taken.checkpoint.state!.fill(0)
+        checkBytes(
+          (await c.backend.readCheckpoint(taken.record)).state,
+          expected,
+          `${label}, read after writing into what acquireWithCheckpoint returned`,
+        )
+      }
     },
   },
   {
