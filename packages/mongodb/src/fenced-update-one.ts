@@ -108,7 +108,7 @@ export async function fencedUpdateOne(
       const result = await collection.updateOne(fenced, write, { ...updateOptions, upsert })
       return result.matchedCount > 0 || (result.upsertedCount ?? 0) > 0
     } catch (error) {
-      if (!upsert || !isDuplicateOf(error, conditions)) throw error
+      if (!upsert || !isDuplicateOf(error, [conditions, ...callerAnd])) throw error
       if (attempt === 2) return false
     }
   }
@@ -136,12 +136,16 @@ export async function fencedUpdateOneOrThrow(
 }
 
 // A duplicate on the key the filter names is the fence refusing an existing document; a duplicate on
-// some other unique index is the caller's own constraint, and propagates. A server that names no index
-// (FerretDB 1.x and 2.x send no keyPattern) leaves no way to tell, and the duplicate counts as the fence.
-function isDuplicateOf(error: unknown, filter: LeaseDocumentLike): boolean {
+// some other unique index is the caller's own constraint, and propagates. The filter names a key at its
+// top level or in one of its $and conditions: an upsert takes equalities from both. A server that names
+// no index (FerretDB 1.x and 2.x send no keyPattern) leaves no way to tell, and the duplicate counts as
+// the fence.
+function isDuplicateOf(error: unknown, conditions: readonly unknown[]): boolean {
   if (typeof error !== 'object' || error === null) return false
   const { code, keyPattern } = error as { code?: unknown; keyPattern?: unknown }
   if (code !== DUPLICATE_KEY) return false
   if (typeof keyPattern !== 'object' || keyPattern === null) return true
-  return Object.keys(keyPattern).every((key) => key in filter)
+  const named = (key: string) =>
+    conditions.some((condition) => typeof condition === 'object' && condition !== null && key in condition)
+  return Object.keys(keyPattern).every(named)
 }
