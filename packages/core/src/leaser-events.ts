@@ -46,8 +46,11 @@ export interface LeaserEvents {
   /** The lease was lost; `error` is what its `signal` aborted with. */
   lost: LeaseEventBase & { readonly reason: LeaseLossReason; readonly error: LeaseLostError }
   /**
-   * The holder ended the lease: `clean` is `true` after a release (also by `close()`), `false` after
-   * `abandon()` (left to expire, so the successor sees an unclean handoff).
+   * The holder ended the lease: `clean` is `true` once the store confirmed a release (also one by
+   * `close()`), `false` after `abandon()` (left to expire, so the successor sees an unclean handoff).
+   * An `abandon()` while a release is out and unanswered (`close()` giving up at its timeout does
+   * that) is `false` too, though the release may still land: the successor's `cleanHandoff` then
+   * reads `true`. `false` says the holder cannot vouch for the handoff, not that it is unclean.
    */
   released: LeaseEventBase & { readonly clean: boolean; readonly reason: LeaseEndReason }
 }
