@@ -580,13 +580,8 @@ const broken: Record<string, BrokenBackendClass> = {
     }
   },
   'acquireWithCheckpoint handing out the stored bytes of a small state': class extends Flawed {
-    override async acquireWithCheckpoint(
-      workId: string,
-      holderId: string,
-      ttlMs: number,
-      options?: CallOptions,
-    ) {
-      const taken = await super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+    override async acquireWithCheckpoint(workId: string, ...rest: [string, number, CallOptions?]) {
+      const taken = await super.acquireWithCheckpoint(workId, ...rest)
       const stored = this.lease(workId)?.state
       if (!stored || stored.byteLength >= 64 * 1024) return taken
       return { ...taken, checkpoint: { ...taken.checkpoint, state: stored } }
