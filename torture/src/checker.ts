@@ -298,8 +298,9 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     }
   }
 
-  // 2. Tokens increase in real-time order: an acquire that began after another ended has a larger token.
-  const byComplete = [...acquiresOk].sort((x, y) => x.complete - y.complete)
+  // 2. Tokens increase in real-time order: an acquire that began after another ended has a larger token,
+  // and so has one begun after a record op proved a token (its acquire's reply may have been lost).
+  const byComplete = [...acquiresOk, ...proof.values()].sort((x, y) => x.complete - y.complete)
   const byInvoke = [...acquiresOk].sort((x, y) => x.invoke - y.invoke)
   let best: Op | undefined
   let i = 0
@@ -309,7 +310,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       if (!best || a.token! > best.token!) best = a
     }
     if (best && best.token! >= b.token!) {
-      add('token-order', `token ${b.token} acquired after token ${best.token} had been acquired`, [best, b])
+      const how = best.op === 'acquire' ? 'acquired' : `used (its ${best.op} was acknowledged)`
+      add('token-order', `token ${b.token} acquired after token ${best.token} had been ${how}`, [best, b])
     }
   }
 
@@ -588,6 +590,22 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     const mayBeReleased = (before: number) =>
       same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)
 
+    // 4b. Two acknowledged releases of one record: whichever landed second found it released.
+    const released = same.filter((r) => r.op === 'release' && r.outcome === 'ok')
+    const firstDone = released.reduce<Op | undefined>(
+      (a, r) => (a && a.complete <= r.complete ? a : r),
+      undefined,
+    )
+    for (const r of released) {
+      if (r !== firstDone && r.invoke <= firstDone!.complete) {
+        add(
+          'valid-after-end',
+          `two releases of token ${t} were acknowledged: the later to land found it released`,
+          [firstDone!, r],
+        )
+      }
+    }
+
     for (const x of same) {
       if (x.op === 'acquire') continue
       // 4. No record op succeeds after its lease certainly ended (taken over or released).
@@ -843,7 +861,8 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         )
         continue
       }
-      if (source.token > t || source.first > r.complete) {
+      // An acquire reads the state its own write replaces: never one written under the token it takes.
+      if (source.token > t || (r.op === 'acquire' && source.token === t) || source.first > r.complete) {
         add('read-from-future', `token ${t} read a state written later (token ${source.token})`, [
           source.attempts[0]!,
           r,
