@@ -587,8 +587,6 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
     const mayEndOtherwise = Math.min(laterTaken.get(t)!, hiddenAbove.get(t)?.from ?? hiddenAboveWithin(t))
     let mayEnd = mayEndOtherwise
     for (const r of same) if (r.op === 'release' && mayHaveHappened(r)) mayEnd = Math.min(mayEnd, r.invoke)
-    const mayBeReleased = (before: number) =>
-      same.some((r) => r.op === 'release' && mayHaveHappened(r) && r.invoke < before)
 
     // 4b. Two acknowledged releases of one record: whichever landed second found it released.
     const released = same.filter((r) => r.op === 'release' && r.outcome === 'ok')
@@ -685,7 +683,9 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       //     its start (+ its offset) + ttl: a LOWER bound, the direction a violation needs (its latest
       //     expiry would be unsound here). Lost renews and checkpoints only lower it, as for
       //     early-takeover. None of its holder's and nothing acknowledged: no lower bound at all.
-      if (x.outcome === 'fail' && x.code === 'LEASE_EXPIRED' && !mayBeReleased(x.complete)) {
+      //     A release that may have landed changes nothing here: LEASE_EXPIRED proves the record was
+      //     not released when the renew was judged (a released one answers FENCED).
+      if (x.outcome === 'fail' && x.code === 'LEASE_EXPIRED') {
         const seen = nowHi(x)
         const landed = (z: Op) => z.complete < x.invoke
         const acquiredBy = byToken.has(t) ? [] : lostTakersOf(t)

@@ -1525,6 +1525,16 @@ describe('false negatives found by review', () => {
     expect(checks([acquired, first, second('fail')])).toEqual([])
   })
 
+  test('LEASE_EXPIRED 20 ms into a 10 s lease is no release landing: expired-while-live', () => {
+    // LEASE_EXPIRED proves the record valid, so the lost release had not landed before the renew.
+    const acquired = op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10_000 })
+    const lostRelease = op('release', { holder: 'A', token: 1, invoke: 10, outcome: 'info' })
+    const renew = (code: 'LEASE_EXPIRED' | 'FENCED') =>
+      op('renew', { holder: 'A', token: 1, invoke: 20, complete: 21, ttl: 10_000, outcome: 'fail', code })
+    expect(checks([acquired, lostRelease, renew('LEASE_EXPIRED')])).toEqual(['expired-while-live'])
+    expect(checks([acquired, lostRelease, renew('FENCED')])).toEqual([])
+  })
+
   test('an acquire reads a state written under the token it takes: read-from-future', () => {
     const lostAcquire = op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 100 })
     const lostCheckpoint = op('checkpoint', {
