@@ -13,8 +13,10 @@ const CONNECT_TIMEOUT_MS = 10_000
 /** A backend the command line opened, and how to let go of its connections. */
 export interface OpenBackend {
   readonly backend: Backend
-  /** Where it points, for headers and messages, without credentials. */
+  /** Where it points, for headers, without credentials. */
   readonly label: string
+  /** The label and the table (or collection): what a question or a message about one lease names. */
+  readonly where: string
   close(): Promise<void>
 }
 
@@ -32,38 +34,56 @@ async function client<T>(name: string, load: () => Promise<T>): Promise<T> {
   }
 }
 
+/**
+ * The table (or collection) the URL names, else `--table`. Both naming one each is a mistake: the URL's
+ * silently won, and a revoke ended a lease in another table than the one on the command line.
+ */
+function chosenTable(
+  fromUrl: string | undefined,
+  flag: string | undefined,
+  what = 'table',
+): string | undefined {
+  if (fromUrl !== undefined && flag !== undefined && fromUrl !== flag) {
+    throw new CliError(
+      `the store URL names ${what} ${JSON.stringify(fromUrl)} and --table names ${JSON.stringify(flag)}: name it once`,
+      ExitCode.USAGE,
+    )
+  }
+  return fromUrl ?? flag
+}
+
 /** Opens the lease backend of a store; `table` is `--table`, used where the URL names none. */
 export async function openBackend(target: StoreTarget, table: string | undefined): Promise<OpenBackend> {
   switch (target.kind) {
     case 'sqlite': {
+      const name = chosenTable(target.table, table)
       const { existsSync } = await import('node:fs')
       if (!existsSync(target.file)) {
         throw new CliError(`no SQLite database at ${target.file}`, ExitCode.STORE_FAILED)
       }
-      const [{ default: Database }, { Kysely, SqliteDialect }, { KyselyBackend }] = await Promise.all([
-        client('better-sqlite3', () => import('better-sqlite3')),
-        import('kysely'),
-        import('@worklease/kysely'),
-      ])
+      const [{ default: Database }, { Kysely, SqliteDialect }, { KyselyBackend, DEFAULT_TABLE }] =
+        await Promise.all([
+          client('better-sqlite3', () => import('better-sqlite3')),
+          import('kysely'),
+          import('@worklease/kysely'),
+        ])
       // Read-write: revoke writes. fileMustExist keeps a typo from creating an empty database.
       const db = new Kysely<unknown>({
         dialect: new SqliteDialect({
           database: new Database(target.file, { fileMustExist: true, timeout: 5_000 }),
         }),
       })
-      const name = target.table ?? table
       return {
         backend: new KyselyBackend({ db, dialect: 'sqlite', ...(name ? { table: name } : {}) }),
         label: `sqlite:${target.file}`,
+        where: `sqlite:${target.file}, table ${name ?? DEFAULT_TABLE}`,
         close: () => db.destroy(),
       }
     }
     case 'postgres': {
-      const [{ default: pg }, { Kysely, PostgresDialect }, { KyselyBackend }] = await Promise.all([
-        client('pg', () => import('pg')),
-        import('kysely'),
-        import('@worklease/kysely'),
-      ])
+      const name = chosenTable(target.table, table)
+      const [{ default: pg }, { Kysely, PostgresDialect }, { KyselyBackend, DEFAULT_TABLE }] =
+        await Promise.all([client('pg', () => import('pg')), import('kysely'), import('@worklease/kysely')])
       const pool = new pg.Pool({
         connectionString: target.url,
         max: 1,
@@ -74,15 +94,16 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       // read connects afresh or fails with its own error.
       pool.on('error', () => undefined)
       const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
-      const name = target.table ?? table
       return {
         backend: new KyselyBackend({ db, dialect: 'postgres', ...(name ? { table: name } : {}) }),
         label: redactStoreUrl(target.url),
+        where: `${redactStoreUrl(target.url)}, table ${name ?? DEFAULT_TABLE}`,
         close: () => db.destroy(),
       }
     }
     case 'mysql': {
-      const [{ createPool }, { Kysely, MysqlDialect }, { KyselyBackend }] = await Promise.all([
+      const name = chosenTable(target.table, table)
+      const [{ createPool }, { Kysely, MysqlDialect }, { KyselyBackend, DEFAULT_TABLE }] = await Promise.all([
         client('mysql2', () => import('mysql2')),
         import('kysely'),
         import('@worklease/kysely'),
@@ -92,14 +113,15 @@ export async function openBackend(target: StoreTarget, table: string | undefined
           pool: createPool({ uri: target.url, connectionLimit: 1, connectTimeout: CONNECT_TIMEOUT_MS }),
         }),
       })
-      const name = target.table ?? table
       return {
         backend: new KyselyBackend({ db, ...(name ? { table: name } : {}) }),
         label: redactStoreUrl(target.url),
+        where: `${redactStoreUrl(target.url)}, table ${name ?? DEFAULT_TABLE}`,
         close: () => db.destroy(),
       }
     }
     case 'mongodb': {
+      const named = chosenTable(target.collection, table, 'collection')
       const [{ MongoClient }, { MongoBackend, DEFAULT_LEASE_COLLECTION }] = await Promise.all([
         client('mongodb', () => import('mongodb')),
         import('@worklease/mongodb'),
@@ -118,7 +140,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         })
       }
       const db = mongo.db(target.database)
-      const collectionName = target.collection ?? table ?? DEFAULT_LEASE_COLLECTION
+      const collectionName = named ?? DEFAULT_LEASE_COLLECTION
       try {
         // Connecting first, under its own bound (server selection), so that a server that never
         // speaks is told apart from one that connects and then leaves a read unanswered.
@@ -140,6 +162,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
             : { binarySizeProjection: target.binarySizeProjection }),
         }),
         label: redactStoreUrl(target.url),
+        where: `${redactStoreUrl(target.url)}, collection ${collectionName}`,
         close: () => mongo.close(),
       }
     }
@@ -148,7 +171,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         client('@aws-sdk/client-dynamodb', () => import('@aws-sdk/client-dynamodb')),
         import('@worklease/dynamodb'),
       ])
-      const tableName = target.table ?? table
+      const tableName = chosenTable(target.table, table)
       if (!tableName) throw new CliError('DynamoDB needs a table: ?table=... or --table', ExitCode.USAGE)
       // A local endpoint checks that requests are signed, not by whom; AWS uses the environment's keys.
       const local = target.endpoint !== undefined && !process.env.AWS_ACCESS_KEY_ID
@@ -171,6 +194,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
           ...(target.listIndex ? { listIndex: target.listIndex } : {}),
         }),
         label: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,
+        where: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,
         close: async () => dynamo.destroy(),
       }
     }

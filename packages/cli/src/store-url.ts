@@ -38,14 +38,55 @@ function usage(message: string): CliError {
   return new CliError(`${message} (examples: ${EXAMPLES})`, ExitCode.USAGE)
 }
 
-/** Takes our own query parameters off a URL, leaving the ones meant for the client. */
+/**
+ * Takes one of our own query parameters off a URL (under any of its `names`), leaving the ones meant
+ * for the client. Given twice, or under two names, it is a mistake, never a silent pick of one: a
+ * revoke acted on whichever table came first.
+ */
 function takeParam(url: URL, ...names: string[]): string | undefined {
+  const given = names.filter((name) => url.searchParams.has(name))
+  if (given.length > 1) throw usage(`both ?${given[0]}= and ?${given[1]}= are given: give one`)
   let value: string | undefined
-  for (const name of names) {
-    value ??= nonEmpty(name, url.searchParams.get(name) ?? undefined)
+  for (const name of given) {
+    const values = url.searchParams.getAll(name)
+    if (values.length > 1) throw usage(`?${name}= is given twice: give it once`)
+    value = nonEmpty(name, values[0])
     url.searchParams.delete(name)
   }
   return value
+}
+
+/** A client parameter one edit or two from one of ours (`?tabel=`) is our parameter misspelled. */
+function refuseMisspelled(url: URL, ours: readonly string[]): void {
+  for (const name of new Set(url.searchParams.keys())) {
+    const meant = ours.find((own) => name !== own && editDistance(name.toLowerCase(), own.toLowerCase()) <= 2)
+    if (meant) throw usage(`unknown parameter ${JSON.stringify(name)}: did you mean ?${meant}=`)
+  }
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j)
+  for (let i = 1; i <= a.length; i++) {
+    const row = [i]
+    for (let j = 1; j <= b.length; j++) {
+      row[j] = Math.min(previous[j]! + 1, row[j - 1]! + 1, previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1))
+    }
+    previous = row
+  }
+  return previous[b.length]!
+}
+
+/**
+ * `postgres:host/db` parses as a URL with no host (the rest is its path): the client would then
+ * connect to its default server, and `dynamodb:host:port` to AWS itself. The message shows no part of
+ * the URL, which may hold a password where no parser finds one.
+ */
+function requireAuthority(text: string, scheme: string): void {
+  if (!text.slice(scheme.length).startsWith('//')) {
+    throw usage(
+      `no "//" after ${JSON.stringify(scheme)}: a store URL names its server as ${scheme}//host/...`,
+    )
+  }
 }
 
 /**
@@ -82,7 +123,15 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     const rest = trimmed.slice('sqlite:'.length).replace(/^\/\//, '')
     const [file = '', query = ''] = rest.split('?', 2)
     if (file === '') throw usage(`no database file in ${JSON.stringify(redactStoreUrl(text))}`)
-    const table = nonEmpty('table', new URLSearchParams(query).get('table') ?? undefined)
+    const params = new URLSearchParams(query)
+    // No client reads the rest: a parameter other than ours is a mistake (?tabel= meant the default table).
+    for (const name of new Set(params.keys())) {
+      if (name !== 'table')
+        throw usage(`unknown parameter ${JSON.stringify(name)} in a sqlite: URL: it takes ?table= alone`)
+    }
+    const tables = params.getAll('table')
+    if (tables.length > 1) throw usage('?table= is given twice: give it once')
+    const table = nonEmpty('table', tables[0])
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
   // WHATWG URL refuses a host list; parsed with one stand-in host, the list goes back in the URL.
@@ -91,19 +140,24 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
   switch (url.protocol) {
     case 'postgres:':
     case 'postgresql:': {
+      requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url)
       const table = takeParam(url, 'table')
+      refuseMisspelled(url, ['table'])
       return { kind: 'postgres', url: url.toString(), ...(table ? { table } : {}) }
     }
     case 'mysql:':
     case 'mariadb:': {
+      requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url)
       const table = takeParam(url, 'table')
+      refuseMisspelled(url, ['table'])
       url.protocol = 'mysql:'
       return { kind: 'mysql', url: url.toString(), ...(table ? { table } : {}) }
     }
     case 'mongodb:':
     case 'mongodb+srv:': {
+      requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url, seeds && { host: seeds.hosts, typed: trimmed })
       const collection = takeParam(url, 'collection', 'table')
       const binarySize = takeParam(url, 'binarySize')
@@ -118,6 +172,7 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
       }
     }
     case 'dynamodb:':
+      requireAuthority(trimmed, url.protocol)
       return dynamo(url)
     default:
       throw usage(`unknown store ${JSON.stringify(url.protocol.replace(/:$/, ''))}`)
@@ -182,6 +237,10 @@ function dynamo(url: URL): StoreTarget {
   const table = takeParam(url, 'table')
   const listIndex = takeParam(url, 'listIndex')
   const tls = takeParam(url, 'tls')
+  // Every parameter of a DynamoDB URL is ours: the rest would be dropped without a word.
+  for (const name of new Set(url.searchParams.keys())) {
+    throw usage(`unknown parameter ${JSON.stringify(name)} in a DynamoDB URL (region, table, listIndex, tls)`)
+  }
   const https = url.protocol === 'https:' || (tls !== undefined && flag('tls', tls))
   // dynamodb:// with no host means the SDK's own endpoint for the region (AWS itself).
   const endpoint = url.host ? `${https ? 'https' : 'http'}://${url.host}` : undefined

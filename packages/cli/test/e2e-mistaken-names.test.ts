@@ -5,7 +5,7 @@ import { createLeaseTable, KyselyBackend } from '@worklease/kysely'
 import Database from 'better-sqlite3'
 import { Kysely, SqliteDialect } from 'kysely'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { cli } from './e2e/harness.js'
+import { cleanEnv, cli } from './e2e/harness.js'
 
 const TTL = 600_000
 
@@ -64,6 +64,76 @@ describe('names that are mistakes, and a store holding what no lease can', () =>
       stdout: '',
       stderr: expect.stringMatching(/= is empty/),
     })
+  })
+
+  // Found by a review (session 39): the URL's ?table= silently won over --table (WORKLEASE_STORE's
+  // too), so a revoke ended a lease in another table than the one the command line named.
+  test.each([
+    ['--store', (f: string) => ({ args: ['--store', `sqlite:${f}?table=other`], env: {} })],
+    ['WORKLEASE_STORE', (f: string) => ({ args: [], env: { WORKLEASE_STORE: `sqlite:${f}?table=other` } })],
+  ])(
+    'a table in the URL (%s) and another in --table is a usage error: revoke ends nobody',
+    async (name, where) => {
+      const workId = `job-2-${name}`
+      await inOther.acquire(workId, 'worker-2', TTL)
+      await inDefault.acquire(workId, 'worker-2', TTL)
+      const { args, env } = where(file)
+      const { code, stdout, stderr } = await cli(
+        ['revoke', workId, '--yes', ...args, '--table', 'worklease_leases'],
+        {
+          ...cleanEnv(),
+          ...env,
+        },
+      )
+      expect({ code, stdout, stderr }).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: expect.stringMatching(/names table "other".*--table names "worklease_leases"/),
+      })
+      for (const backend of [inOther, inDefault]) {
+        const [listed] = (await backend.list!({ prefix: workId })).leases
+        expect(listed).toMatchObject({ holderId: 'worker-2', released: false })
+      }
+    },
+  )
+
+  test.each([
+    [
+      'a table twice',
+      (f: string) => `sqlite:${f}?table=other&table=worklease_leases`,
+      /table= is given twice/,
+    ],
+    ['a misspelled table', (f: string) => `sqlite:${f}?tabel=other`, /unknown parameter "tabel"/],
+    [
+      'a misspelled table (postgres)',
+      () => 'postgres://postgres@127.0.0.1:1/test?tabel=other',
+      /did you mean \?table=/,
+    ],
+    [
+      'a collection and a table',
+      () => 'mongodb://127.0.0.1:1/db?collection=a&table=b',
+      /both \?collection= and \?table=/,
+    ],
+    [
+      'a collection and an empty table',
+      () => 'mongodb://127.0.0.1:1/db?collection=a&table=',
+      /both \?collection= and \?table= are given/,
+    ],
+    ['no // before the host (postgres)', () => 'postgres:127.0.0.1:5433/test', /no "\/\/" after "postgres:"/],
+    [
+      'no // before the host (dynamodb)',
+      () => 'dynamodb:127.0.0.1:8001?region=r&table=t',
+      /no "\/\/" after "dynamodb:"/,
+    ],
+    [
+      'a password without //',
+      () => 'postgres:postgres:s3cretPW@127.0.0.1:5432/test',
+      /no "\/\/" after "postgres:"/,
+    ],
+  ])('%s in the store URL is a usage error, before the store is opened', async (_, store, message) => {
+    const { code, stdout, stderr } = await cli(['revoke', 'job-3', '--yes', '--store', store(file)])
+    expect({ code, stdout, stderr }).toEqual({ code: 2, stdout: '', stderr: expect.stringMatching(message) })
+    expect(stderr).not.toContain('s3cretPW')
   })
 
   test('revoke without --yes on a pipe is a usage error before the store is opened (here: down)', async () => {

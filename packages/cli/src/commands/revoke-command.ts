@@ -78,13 +78,13 @@ export function revokeCommand(io: Io): Command {
     .option('--json', 'print {"workId","revoked","previous"} as JSON')
     .action(async (workId: string, options: RevokeCommandOptions) => {
       checkCanAsk(io, options)
-      await withStore(options, io, async ({ backend, label }) => {
+      await withStore(options, io, async ({ backend, where }) => {
         const revoke = revokeOf(backend)
         let { lease } = await findLease(backend, workId)
         if (!options.yes) {
           const asked = lease
           const holder = asked && statusOf(asked) === 'held' ? ` ${describeLease(asked)}` : ''
-          if (!(await confirm(io, `Revoke the lease on ${quoted(workId)}${holder} in ${label}?`))) {
+          if (!(await confirm(io, `Revoke the lease on ${quoted(workId)}${holder} in ${where}?`))) {
             throw new CliError('not revoked', ExitCode.DECLINED)
           }
           // The answer can come minutes later, when another holder may have the lease: the "y"

@@ -17,9 +17,9 @@ export function showCommand(io: Io): Command {
     .argument('<workId>', 'the unit of work', idArgument('workId'))
     .option('--json', 'one JSON object (the fields of list --json)')
     .action(async (workId: string, options: ShowOptions) => {
-      await withStore(options, io, async ({ backend, label }) => {
+      await withStore(options, io, async ({ backend, where }) => {
         const { lease, now } = await findLease(backend, workId)
-        if (!lease) throw new CliError(`no lease for ${quoted(workId)} in ${label}`, ExitCode.NOT_FOUND)
+        if (!lease) throw new CliError(`no lease for ${quoted(workId)} in ${where}`, ExitCode.NOT_FOUND)
         const row = toRow(lease, now)
         if (options.json) {
           writeLine(io.stdout, jsonLine(row))
