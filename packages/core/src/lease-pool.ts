@@ -49,7 +49,8 @@ const HANDLER_RETRY: ResolvedRetryPolicy = Object.freeze({
  * `released`: a unit given up (or held at close) was released in the store, so its successor reads
  * `cleanHandoff: true`; one whose release never landed (refused as `FENCED`, or the store failing
  * until the lease's deadline) is `lost` instead, and so is one left to expire because its handler
- * threw as it stopped (after its `handlerFailed`; a rejection with the stop's own abort is a stop),
+ * threw as it stopped (after its `handlerFailed`; a rejection with the stop's own abort is a stop;
+ * a handler that throws after its lease was lost is reported `handlerFailed` before its `lost` too),
  * was stopped while waiting to run again after a throw, or the Leaser closed while the handler ran.
  * `doneMarkFailed`: a unit's handler resolved but its done mark could not be set; the pool keeps the
  * unit's lease and tries again (with `handlerRetry`), and if the pool closes first it releases the

@@ -143,8 +143,12 @@ export class UnitRunner {
       } catch (error) {
         failure = { error }
       }
-      // A handler that returns because it was asked to stop has not finished the unit.
-      if (!this.lease.held) return 'lost'
+      // A handler that returns because it was asked to stop has not finished the unit. One that threw
+      // anything but the abort is reported, lost lease or not: its bug would otherwise go unseen.
+      if (!this.lease.held) {
+        if (failure && !isAbort(failure.error, signal)) onError(failure.error)
+        return 'lost'
+      }
       if (this.#stop.signal.aborted) {
         // Work given `unit.signal` rejects with its abort: that is how such a handler stops.
         if (!failure || isAbort(failure.error, signal)) return 'stopped'

@@ -1447,6 +1447,33 @@ test('a handler that throws as it stops is reported, and its unit goes back as a
   expect([text(checkpoint.state), checkpoint.cleanHandoff]).toEqual(['step 1', false])
 })
 
+// Found by a review (session 39): a handler that threw after its lease was lost (revoked, or the
+// Leaser closed under it) was dropped without a word: only `lost` was reported.
+test.each([
+  ['revoked', 'the lease is revoked'],
+  ['closed', 'the Leaser closes'],
+] as const)('a handler that throws after its lease is lost (%s) is reported, then lost', async (how) => {
+  const { time, leaser, other } = setup()
+  const bug = new TypeError('a bug in the handler')
+  const pool = testPool(leaser, time, {
+    handler: async (_lease, unit) => {
+      await new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
+      throw bug
+    },
+  })
+  const { events, types } = recordEvents(pool)
+  await time.until(pool.start())
+  if (how === 'revoked') {
+    await other.revoke!('g/u/u1')
+    await time.advance(TTL)
+  } else {
+    await time.until(leaser.close())
+  }
+  expect(types('u1').slice(0, 3)).toEqual(['taken', 'handlerFailed', 'lost'])
+  expect(events.find((event) => event.type === 'handlerFailed')).toMatchObject({ unit: 'u1', error: bug })
+  await time.until(pool.close())
+})
+
 // Found by a review of the change above (session 36): work given unit.signal, as pools.md shows, rejects
 // with the stop's abort, and that handler was taken for one that failed.
 test('a handler whose signal-aware work rejects with the stop’s abort ends as a stopped one: released clean', async () => {
