@@ -20,7 +20,7 @@ import {
 } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
-import { handoffAtAcquire, type Lease } from './lease.js'
+import { handoffAtAcquire, type Lease, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -846,7 +846,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         // release() never rejects: a release that never landed (FENCED, or the store failing until
         // the deadline) is the lease's loss, and the successor will read cleanHandoff: false.
         if (end === 'stopped') {
-          const type = runner.lease.lossError ? 'lost' : 'released'
+          // Not confirmed: lost (FENCED, the deadline), or abandoned by leaser.close() while out.
+          const type = runner.lease[releaseConfirmed] ? 'released' : 'lost'
           this.#emit({ type, group: this.group, unit: runner.id })
         }
       }

@@ -89,6 +89,13 @@ export const storeSideLive: unique symbol = Symbol('worklease.storeSideLive')
  */
 export const handoffAtAcquire: unique symbol = Symbol('worklease.handoffAtAcquire')
 
+/**
+ * @internal Whether the store confirmed this lease's release: `release()` also settles quietly when an
+ * `abandon()` (`leaser.close()` giving up at its timeout) stopped it while a call was out, which may or
+ * may not land. A pool reports a unit released only on this.
+ */
+export const releaseConfirmed: unique symbol = Symbol('worklease.releaseConfirmed')
+
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
@@ -165,6 +172,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #acquiredCheckpoint: CheckpointRead | undefined
   /** The acquire's `cleanHandoff`, kept after the read above has handed its checkpoint out. */
   readonly #handoffAtAcquire: boolean | undefined
+  #releaseConfirmed = false
 
   /** @internal Use `leaser.acquire`. */
   constructor(
@@ -366,6 +374,11 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   /** @internal See {@link handoffAtAcquire}. */
   get [handoffAtAcquire](): boolean | undefined {
     return this.#handoffAtAcquire
+  }
+
+  /** @internal See {@link releaseConfirmed}. */
+  get [releaseConfirmed](): boolean {
+    return this.#releaseConfirmed
   }
 
   /** @internal Whether the store side is still ours, as last checked (no clock read). */
@@ -812,6 +825,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
         await this.#backoff(attempt)
       }
     }
+    this.#releaseConfirmed = true
     this.#halt()
     if (this.#ctx.events.wants('released')) {
       this.#ctx.events.emit('released', { ...this.#base(), clean: true, reason })
