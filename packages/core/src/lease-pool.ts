@@ -20,7 +20,7 @@ import {
 } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
-import { handoffAtAcquire, type Lease, releaseConfirmed } from './lease.js'
+import { type Lease, readHandoff, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -759,15 +759,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * since. Otherwise left to expire, so the next member still reads `cleanHandoff: false`.
    */
   async #handBackUnrun(lease: Lease<S>): Promise<void> {
-    // Known from the acquire where it read the checkpoint: no round trip, and no read that a Leaser
-    // closed meanwhile would refuse (then a cleanly handed over unit went back as after a crash).
-    const clean =
-      lease[handoffAtAcquire] ??
-      (await lease.readCheckpoint().then(
-        (read) => read.cleanHandoff,
-        () => false,
-      ))
-    if (clean) await lease.release()
+    // Known from the acquire where it read the checkpoint, else read while the store side is ours: a
+    // user's readCheckpoint() is refused once the Leaser closed, and the unit went back as after a crash.
+    const clean = await lease[readHandoff]()
+    if (clean === true) await lease.release()
     else lease.abandon()
   }
 

@@ -83,18 +83,18 @@ export const confirmLease: unique symbol = Symbol('worklease.confirmLease')
 export const storeSideLive: unique symbol = Symbol('worklease.storeSideLive')
 
 /**
- * @internal How the previous lease ended, as the acquire read it (undefined where it read no
- * checkpoint): a unit handed back unrun is released only after a clean handoff, and after
- * `leaser.close()` the lease can no longer read it.
- */
-export const handoffAtAcquire: unique symbol = Symbol('worklease.handoffAtAcquire')
-
-/**
  * @internal Whether the store confirmed this lease's release: `release()` also settles quietly when an
  * `abandon()` (`leaser.close()` giving up at its timeout) stopped it while a call was out, which may or
  * may not land. A pool reports a unit released only on this.
  */
 export const releaseConfirmed: unique symbol = Symbol('worklease.releaseConfirmed')
+
+/**
+ * @internal How the previous lease ended: the acquire's read if it made one, else one read of the store
+ * while the store side is still ours, also after a local end by `leaser.close()` (which a user's
+ * `readCheckpoint()` refuses). `undefined` when it cannot be read.
+ */
+export const readHandoff: unique symbol = Symbol('worklease.readHandoff')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
@@ -371,9 +371,22 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#onRenewTimer()
   }
 
-  /** @internal See {@link handoffAtAcquire}. */
-  get [handoffAtAcquire](): boolean | undefined {
-    return this.#handoffAtAcquire
+  /** @internal See {@link readHandoff}. */
+  [readHandoff](): Promise<boolean | undefined> {
+    if (this.#handoffAtAcquire !== undefined) return Promise.resolve(this.#handoffAtAcquire)
+    const { backend, callSignals } = this.#ctx
+    return this.#enqueue(async () => {
+      if (!this.#live()) return undefined
+      try {
+        const read = await this.#call(
+          (signal) => backend.readCheckpoint(this.record, { signal }),
+          callSignals,
+        )
+        return this.#live() ? read.cleanHandoff : undefined
+      } catch {
+        return undefined
+      }
+    })
   }
 
   /** @internal See {@link releaseConfirmed}. */

@@ -1557,29 +1557,34 @@ test('a handler whose timers/promises wait rejects with the stop (an AbortError 
 
 // Found by the same review: a unit whose done mark was still being read when the Leaser closed went
 // back as after a crash, as the closed lease could not read its checkpoint to see the clean handoff.
-test('a unit never run when the Leaser closes goes back as it came: after a clean handoff, released', async () => {
-  let slowMarks = false
-  let sleep!: (ms: number) => Promise<void>
-  class SlowDoneMarks extends ForwardingBackend {
-    override async list(options?: ListOptions) {
-      if (slowMarks && options?.prefix?.startsWith('g/d/')) await sleep(300)
-      return super.list(options)
+// And without prefetchCheckpoint (review, session 39): the acquire brought no handoff, and the read the
+// pool made instead was refused by the closed lease.
+test.each([[true], [false]])(
+  'a unit never run when the Leaser closes goes back as it came: after a clean handoff, released (prefetchCheckpoint: %s)',
+  async (prefetchCheckpoint) => {
+    let slowMarks = false
+    let sleep!: (ms: number) => Promise<void>
+    class SlowDoneMarks extends ForwardingBackend {
+      override async list(options?: ListOptions) {
+        if (slowMarks && options?.prefix?.startsWith('g/d/')) await sleep(300)
+        return super.list(options)
+      }
     }
-  }
-  const { time, leaser, other } = setup({ wrap: (memory) => new SlowDoneMarks(memory) })
-  sleep = (ms) => time.sleep(ms)
-  await other.release(await other.acquire('g/u/u1', 'worker-b', TTL))
-  slowMarks = true
-  const pool = testPool(leaser, time, { handler: () => assert.fail('never runs: closed first') })
-  const starting = track(pool.start())
-  await time.advance(100) // taken; its done mark is being read
-  await time.until(leaser.close())
-  const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-c', TTL)
-  expect(checkpoint.cleanHandoff).toBe(true)
-  await time.advance(400)
-  expect(starting.settled).toBe(true)
-  await time.until(pool.close())
-})
+    const { time, leaser, other } = setup({ wrap: (memory) => new SlowDoneMarks(memory), prefetchCheckpoint })
+    sleep = (ms) => time.sleep(ms)
+    await other.release(await other.acquire('g/u/u1', 'worker-b', TTL))
+    slowMarks = true
+    const pool = testPool(leaser, time, { handler: () => assert.fail('never runs: closed first') })
+    const starting = track(pool.start())
+    await time.advance(100) // taken; its done mark is being read
+    await time.until(leaser.close())
+    const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-c', TTL)
+    expect(checkpoint.cleanHandoff).toBe(true)
+    await time.advance(400)
+    expect(starting.settled).toBe(true)
+    await time.until(pool.close())
+  },
+)
 
 describe('LeasePool listeners', () => {
   const thrown = collectUncaughtExceptions()
