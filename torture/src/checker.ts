@@ -555,7 +555,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
    * Token `t`'s lease can only have ended by a release whose reply was lost (`why`, shown by `proof`):
    * the next token's holder must then read `cleanHandoff: true`.
    */
+  /** Per token, the earliest FENCED that only its release (reply lost) can explain: it landed by then. */
+  const releasedBy = new Map<bigint, Op>()
   const releaseProven = (t: bigint, proof: Op, why: string): void => {
+    const earlier = releasedBy.get(t)
+    if (!earlier || proof.complete < earlier.complete) releasedBy.set(t, proof)
     for (const r of opsByToken.get(t + 1n) ?? []) {
       if (r.clean !== false) continue
       add('clean-handoff', `cleanHandoff false, but token ${t} can only have ended by its release: ${why}`, [
@@ -1096,9 +1100,14 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       const superseded = laterProof.get(u)
       if (u < last && superseded && superseded.complete < a.invoke) break
       const same = opsByToken.get(u)!
-      const release = same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke)
+      const proven = releasedBy.get(u)
+      const release =
+        same.find((e) => e.op === 'release' && e.outcome === 'ok' && e.complete < a.invoke) ??
+        (proven && proven.complete < a.invoke ? proven : undefined)
       if (release) {
-        why ??= { message: `token ${u} had been released`, ops: [evidence.get(u)!, release] }
+        const how =
+          release.op === 'release' ? '' : ` (its release, reply lost, had landed, as the ${release.op} shows)`
+        why ??= { message: `token ${u} had been released${how}`, ops: [evidence.get(u)!, release] }
         continue
       }
       // Only a lost acquire took it: it landed before the token's first proof returned, so it set at

@@ -1525,6 +1525,27 @@ describe('false negatives found by review', () => {
     expect(checks([acquired, first, second('fail')])).toEqual([])
   })
 
+  test('LEASE_HELD after a FENCED that only the lost release can explain: held-when-free', () => {
+    const acquired = op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10_000 })
+    const lostRelease = op('release', { holder: 'A', token: 1, invoke: 10, outcome: 'info' })
+    const fenced = op('renew', {
+      holder: 'A',
+      token: 1,
+      invoke: 20,
+      complete: 21,
+      ttl: 10_000,
+      outcome: 'fail',
+      code: 'FENCED',
+    })
+    const held = op('acquire', { holder: 'B', invoke: 30, complete: 31, outcome: 'fail', code: 'LEASE_HELD' })
+    expect(checks([acquired, lostRelease, fenced, held])).toEqual(['held-when-free'])
+    // Without the FENCED, the release may land after the refusal.
+    expect(checks([acquired, lostRelease, held])).toEqual([])
+    // A lost acquire of another holder may have taken token 2 and ended token 1: LEASE_HELD is legal.
+    const lostTake = op('acquire', { holder: 'X', invoke: 5, outcome: 'info', ttl: 10_000 })
+    expect(checks([acquired, lostRelease, lostTake, fenced, held])).toEqual([])
+  })
+
   test('LEASE_EXPIRED 20 ms into a 10 s lease is no release landing: expired-while-live', () => {
     // LEASE_EXPIRED proves the record valid, so the lost release had not landed before the renew.
     const acquired = op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 10_000 })
