@@ -86,6 +86,15 @@ const escaped = (c: string) => {
 }
 
 /**
+ * A message that quotes what the user typed (commander's own errors do), with every character a terminal
+ * would act on or hide shown as its escape, as in {@link terminalSafe}; line breaks kept, as the
+ * message's own.
+ */
+export function unseenShown(text: string): string {
+  return text.replace(UNSEEN, (c) => (c === '\n' ? c : escaped(c)))
+}
+
+/**
  * An id or holder made safe to print, and told apart from every other: a backslash and a single quote
  * escaped, every character above as a visible `\x1b` or `\u202e`, and a space at either end as
  * `\x20`. Inside a shell's `$'...'` what it shows is the id.

@@ -6,6 +6,7 @@ import { showCommand } from './commands/show-command.js'
 import { watchCommand } from './commands/watch-command.js'
 import { ExitCode } from './exit-code.js'
 import { type Io, writeLine } from './io.js'
+import { unseenShown } from './lease-row.js'
 
 /** The program, with every command; `io` is where it reads and writes. */
 export function createProgram(io: Io): Command {
@@ -14,11 +15,14 @@ export function createProgram(io: Io): Command {
     .configureOutput({
       writeOut: (text) => io.stdout.write(text),
       writeErr: (text) => io.stderr.write(text),
+      // Commander quotes a refused argument as typed: a terminal escape in it would be acted on.
+      outputError: (text, write) => write(unseenShown(text)),
     })
     .exitOverride()
     .showHelpAfterError('(worklease --help lists the commands; worklease <command> --help their options)')
   for (const command of [listCommand(io), showCommand(io), watchCommand(io), revokeCommand(io)]) {
-    program.addCommand(command.exitOverride())
+    // addCommand copies no settings: without this a subcommand's errors bypassed the escaping above.
+    program.addCommand(command.exitOverride().configureOutput(program.configureOutput()))
   }
   return program
 }

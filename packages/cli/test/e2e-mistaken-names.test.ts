@@ -136,6 +136,18 @@ describe('names that are mistakes, and a store holding what no lease can', () =>
     expect(stderr).not.toContain('s3cretPW')
   })
 
+  // Found by a review (session 39): the README says ids in messages are escaped; an argument refused
+  // by its checks came back raw, terminal escapes and all.
+  test.each([
+    ['a workId over 255 code units', ['show', `\u001b[2J${'x'.repeat(300)}`, '--store', 'sqlite:./none.db']],
+    ['a bad --limit', ['list', '--limit', '1\u001b[2J', '--store', 'sqlite:./none.db']],
+  ])('%s with a terminal escape is refused with the escape shown escaped', async (_, args) => {
+    const { code, stderr } = await cli(args)
+    expect(code).toBe(2)
+    expect(stderr).not.toContain('\u001b')
+    expect(stderr).toContain('\\x1b')
+  })
+
   test('revoke without --yes on a pipe is a usage error before the store is opened (here: down)', async () => {
     const { code, stderr } = await cli(['revoke', 'job-1', '--store', 'postgres://postgres@127.0.0.1:1/test'])
     expect({ code, stderr }).toEqual({ code: 2, stderr: expect.stringMatching(/without --yes/) })

@@ -26,18 +26,19 @@ export function showCommand(io: Io): Command {
           return
         }
         const { bold } = colorsFor(io.stdout, io.env)
-        const fields: Array<[string, string]> = [
+        const fields: Array<[string, string, boolean?]> = [
           ['workId', row.workId],
           ['status', row.status],
           ['holder', row.holderId || '-'],
           ['token', row.fencingToken],
-          ['expires at', `${row.expiresAt} (${formatDuration(row.expiresInMs)} from the store's now)`],
-          ['free', row.free ? 'yes: an acquire would succeed now' : 'no'],
-          ['checkpoint', formatBytes(row.checkpointBytes)],
-          ['store now', row.now],
+          ['expires at', `${row.expiresAt} (${formatDuration(row.expiresInMs)} from the store's now)`, true],
+          ['free', row.free ? 'yes: an acquire would succeed now' : 'no', true],
+          ['checkpoint', formatBytes(row.checkpointBytes), true],
+          ['store now', row.now, true],
         ]
-        for (const [name, value] of fields)
-          writeLine(io.stdout, `${bold(name.padEnd(11))} ${terminalSafe(value)}`)
+        // Only what the store holds is escaped as an id is: the fixed wording is ours.
+        for (const [name, value, safe = false] of fields)
+          writeLine(io.stdout, `${bold(name.padEnd(11))} ${safe ? value : terminalSafe(value)}`)
       })
     })
 }

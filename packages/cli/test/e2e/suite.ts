@@ -127,6 +127,8 @@ export function e2eSuite(kind: StoreKind): void {
       expect(found.stdout).toMatch(/^workId\s+invoice-10$/m)
       expect(found.stdout).toMatch(/^holder\s+worker-a$/m)
       expect(found.stdout).toMatch(/^status\s+held$/m)
+      // The fixed wording is not escaped as an id is (review, session 39: "store\'s now").
+      expect(found.stdout).toMatch(/^expires at\s+\S+Z \(.+ from the store's now\)$/m)
 
       const json = await cli(['show', 'invoice-1', '--json', ...store.args])
       expect(json.code).toBe(0)
