@@ -146,7 +146,11 @@ export class UnitRunner {
       // A handler that returns because it was asked to stop has not finished the unit. One that threw
       // anything but the abort is reported, lost lease or not: its bug would otherwise go unseen.
       if (!this.lease.held) {
-        if (failure && !isAbort(failure.error, signal)) onError(failure.error)
+        // The loss itself (a call refused by it, or its signal's abort) is no bug of the handler's,
+        // whichever of the stop and the loss came first.
+        if (failure && !isAbort(failure.error, signal) && !isAbort(failure.error, lease.signal)) {
+          onError(failure.error)
+        }
         return 'lost'
       }
       if (this.#stop.signal.aborted) {

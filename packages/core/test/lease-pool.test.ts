@@ -1474,6 +1474,24 @@ test.each([['revoked'], ['closed']] as const)(
   },
 )
 
+// Found by a review of the change above: asked to stop first, a handler whose last checkpoint then
+// met the lost lease rejects with the lease's loss, not the stop's abort: that is the loss, not a bug.
+test('a handler stopped, then refused its last checkpoint by the lost lease, is lost without handlerFailed', async () => {
+  const { time, leaser, other } = setup()
+  const pool = testPool(leaser, time, {
+    handler: async (lease, unit) => {
+      await new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
+      await other.revoke!('g/u/u1')
+      // Its last step: the store answers FENCED, the lease is lost, and this rejects with the loss.
+      await lease.checkpoint(new TextEncoder().encode('last step'))
+    },
+  })
+  const { types } = recordEvents(pool)
+  await time.until(pool.start())
+  await time.until(pool.close())
+  expect(types('u1')).toEqual(['taken', 'lost'])
+})
+
 // Found by a review (session 39): leaser.close() gave up on a unit's release still out (the store
 // hung) and abandoned the lease; the pool took the quiet end for a landed release.
 test('a unit whose release close() gave up on is reported lost, not released', async () => {
