@@ -374,18 +374,22 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   /** @internal See {@link readHandoff}. */
   [readHandoff](): Promise<boolean | undefined> {
     if (this.#handoffAtAcquire !== undefined) return Promise.resolve(this.#handoffAtAcquire)
-    const { backend, callSignals } = this.#ctx
+    const { backend, callSignals, retry } = this.#ctx
     return this.#enqueue(async () => {
-      if (!this.#live()) return undefined
-      try {
-        const read = await this.#call(
-          (signal) => backend.readCheckpoint(this.record, { signal }),
-          callSignals,
-        )
-        return this.#live() ? read.cleanHandoff : undefined
-      } catch {
-        return undefined
+      // Retried as readCheckpoint() retries a store failure: one would send a clean unit back unclean.
+      for (let attempt = 0; attempt < retry.maxAttempts && this.#live(); attempt++) {
+        try {
+          const read = await this.#call(
+            (signal) => backend.readCheckpoint(this.record, { signal }),
+            callSignals,
+          )
+          return this.#live() ? read.cleanHandoff : undefined
+        } catch (error) {
+          if (isWorkleaseError(error)) return undefined
+          await this.#backoff(attempt).catch(() => undefined)
+        }
       }
+      return undefined
     })
   }
 

@@ -1577,9 +1577,13 @@ test('a handler whose timers/promises wait rejects with the stop (an AbortError 
 // back as after a crash, as the closed lease could not read its checkpoint to see the clean handoff.
 // And without prefetchCheckpoint (review, session 39): the acquire brought no handoff, and the read the
 // pool made instead was refused by the closed lease.
-test.each([[true], [false]])(
-  'a unit never run when the Leaser closes goes back as it came: after a clean handoff, released (prefetchCheckpoint: %s)',
-  async (prefetchCheckpoint) => {
+test.each([
+  [true, 0],
+  [false, 0],
+  [false, 1],
+])(
+  'a unit never run when the Leaser closes goes back as it came: after a clean handoff, released (prefetchCheckpoint: %s, failed reads: %s)',
+  async (prefetchCheckpoint, failedReads) => {
     let slowMarks = false
     let sleep!: (ms: number) => Promise<void>
     class SlowDoneMarks extends ForwardingBackend {
@@ -1588,13 +1592,18 @@ test.each([[true], [false]])(
         return super.list(options)
       }
     }
-    const { time, leaser, other } = setup({ wrap: (memory) => new SlowDoneMarks(memory), prefetchCheckpoint })
+    const { time, leaser, other, backend } = setup({
+      wrap: (memory) => new SlowDoneMarks(memory),
+      prefetchCheckpoint,
+    })
     sleep = (ms) => time.sleep(ms)
     await other.release(await other.acquire('g/u/u1', 'worker-b', TTL))
     slowMarks = true
     const pool = testPool(leaser, time, { handler: () => assert.fail('never runs: closed first') })
     const starting = track(pool.start())
     await time.advance(100) // taken; its done mark is being read
+    // A store failure on the read of the handoff is retried, as readCheckpoint() retries one.
+    if (failedReads > 0) backend.failNext('readCheckpoint', failedReads)
     await time.until(leaser.close())
     const { checkpoint } = await other.acquireWithCheckpoint('g/u/u1', 'worker-c', TTL)
     expect(checkpoint.cleanHandoff).toBe(true)
