@@ -229,6 +229,7 @@ function dynamoFromEndpoint(text: string): StoreTarget {
   if (!['http:', 'https:', 'dynamodb:'].includes(url.protocol)) {
     throw usage(`${JSON.stringify(redactStoreUrl(text))} is not an http:// or https:// endpoint`)
   }
+  requireAuthority(text.trim(), url.protocol)
   return dynamo(url)
 }
 

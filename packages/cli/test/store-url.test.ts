@@ -131,6 +131,14 @@ describe('parseStoreUrl', () => {
     expect(() => parseStoreUrl(text, {})).toThrow(/examples: sqlite:/)
   })
 
+  // Found by a review (session 39): the "//" check ran on --store only, and this read as AWS itself.
+  test.each([['dynamodb:localhost:8000?listIndex=l'], ['http:localhost:8000']])(
+    'a DYNAMODB_ENDPOINT with no "//" (%s) is a usage error, not AWS',
+    (endpoint) => {
+      expect(() => parseStoreUrl('dynamodb', { DYNAMODB_ENDPOINT: endpoint })).toThrow(/no "\/\/" after/)
+    },
+  )
+
   test('bare dynamodb keeps an https DYNAMODB_ENDPOINT https', () => {
     const env = { DYNAMODB_ENDPOINT: 'https://dynamodb.eu-west-1.amazonaws.com' }
     expect(parseStoreUrl('dynamodb', env)).toEqual({
