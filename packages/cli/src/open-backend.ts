@@ -187,14 +187,16 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         region: target.region ?? process.env.AWS_REGION ?? 'us-east-1',
         ...(local ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
       })
+      const label = `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`
       return {
         backend: new DynamoBackend({
           client: dynamo,
           table: tableName,
           ...(target.listIndex ? { listIndex: target.listIndex } : {}),
         }),
-        label: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,
-        where: `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`,
+        label,
+        // The label names the table already.
+        where: label,
         close: async () => dynamo.destroy(),
       }
     }

@@ -43,17 +43,23 @@ function usage(message: string): CliError {
  * for the client. Given twice, or under two names, it is a mistake, never a silent pick of one: a
  * revoke acted on whichever table came first.
  */
-function takeParam(url: URL, ...names: string[]): string | undefined {
-  const given = names.filter((name) => url.searchParams.has(name))
+function takeParam(params: URLSearchParams, ...names: string[]): string | undefined {
+  const given = names.filter((name) => params.has(name))
   if (given.length > 1) throw usage(`both ?${given[0]}= and ?${given[1]}= are given: give one`)
   let value: string | undefined
   for (const name of given) {
-    const values = url.searchParams.getAll(name)
+    const values = params.getAll(name)
     if (values.length > 1) throw usage(`?${name}= is given twice: give it once`)
     value = nonEmpty(name, values[0])
-    url.searchParams.delete(name)
+    params.delete(name)
   }
   return value
+}
+
+/** Where every parameter is ours (no client reads the rest): one left over is a mistake, never dropped. */
+function refuseRest(params: URLSearchParams, where: string): void {
+  const [name] = params.keys()
+  if (name !== undefined) throw usage(`unknown parameter ${JSON.stringify(name)} in ${where}`)
 }
 
 /** A client parameter one edit or two from one of ours (`?tabel=`) is our parameter misspelled. */
@@ -124,14 +130,9 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     const [file = '', query = ''] = rest.split('?', 2)
     if (file === '') throw usage(`no database file in ${JSON.stringify(redactStoreUrl(text))}`)
     const params = new URLSearchParams(query)
-    // No client reads the rest: a parameter other than ours is a mistake (?tabel= meant the default table).
-    for (const name of new Set(params.keys())) {
-      if (name !== 'table')
-        throw usage(`unknown parameter ${JSON.stringify(name)} in a sqlite: URL: it takes ?table= alone`)
-    }
-    const tables = params.getAll('table')
-    if (tables.length > 1) throw usage('?table= is given twice: give it once')
-    const table = nonEmpty('table', tables[0])
+    const table = takeParam(params, 'table')
+    // ?tabel= meant the default table.
+    refuseRest(params, 'a sqlite: URL: it takes ?table= alone')
     return { kind: 'sqlite', file, ...(table ? { table } : {}) }
   }
   // WHATWG URL refuses a host list; parsed with one stand-in host, the list goes back in the URL.
@@ -142,7 +143,7 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     case 'postgresql:': {
       requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url)
-      const table = takeParam(url, 'table')
+      const table = takeParam(url.searchParams, 'table')
       refuseMisspelled(url, ['table'])
       return { kind: 'postgres', url: url.toString(), ...(table ? { table } : {}) }
     }
@@ -150,7 +151,7 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     case 'mariadb:': {
       requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url)
-      const table = takeParam(url, 'table')
+      const table = takeParam(url.searchParams, 'table')
       refuseMisspelled(url, ['table'])
       url.protocol = 'mysql:'
       return { kind: 'mysql', url: url.toString(), ...(table ? { table } : {}) }
@@ -159,8 +160,8 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
     case 'mongodb+srv:': {
       requireAuthority(trimmed, url.protocol)
       checkPercentEncoding(url, seeds && { host: seeds.hosts, typed: trimmed })
-      const collection = takeParam(url, 'collection', 'table')
-      const binarySize = takeParam(url, 'binarySize')
+      const collection = takeParam(url.searchParams, 'collection', 'table')
+      const binarySize = takeParam(url.searchParams, 'binarySize')
       const database = decodeURIComponent(url.pathname.replace(/^\//, '')) || undefined
       return {
         kind: 'mongodb',
@@ -234,14 +235,11 @@ function dynamoFromEndpoint(text: string): StoreTarget {
 }
 
 function dynamo(url: URL): StoreTarget {
-  const region = takeParam(url, 'region')
-  const table = takeParam(url, 'table')
-  const listIndex = takeParam(url, 'listIndex')
-  const tls = takeParam(url, 'tls')
-  // Every parameter of a DynamoDB URL is ours: the rest would be dropped without a word.
-  for (const name of new Set(url.searchParams.keys())) {
-    throw usage(`unknown parameter ${JSON.stringify(name)} in a DynamoDB URL (region, table, listIndex, tls)`)
-  }
+  const region = takeParam(url.searchParams, 'region')
+  const table = takeParam(url.searchParams, 'table')
+  const listIndex = takeParam(url.searchParams, 'listIndex')
+  const tls = takeParam(url.searchParams, 'tls')
+  refuseRest(url.searchParams, 'a DynamoDB URL (region, table, listIndex, tls)')
   const https = url.protocol === 'https:' || (tls !== undefined && flag('tls', tls))
   // dynamodb:// with no host means the SDK's own endpoint for the region (AWS itself).
   const endpoint = url.host ? `${https ? 'https' : 'http'}://${url.host}` : undefined
