@@ -220,6 +220,8 @@ describe('fencedUpdateOne', () => {
   // FerretDB 1.x builds an upsert's new document from the top-level equalities only: it inserts one with
   // a generated _id instead (the docs ask for the unique key at the top level).
   const AND_ID_NOTE = 'FerretDB 1.x takes no _id from $and into an upserted document'
+  // Printed at load too: the reporter shows a skipped test's title (and its reason) only when verbose.
+  if (ferretdb1) console.warn(`worklease mongodb tests: skipping the $and upsert case: ${AND_ID_NOTE}`)
   test.skipIf(ferretdb1)(
     `an upsert whose _id is in the filter’s $and: a newer document makes a stale token false, not an error${
       ferretdb1 ? ` (skipped: ${AND_ID_NOTE})` : ''
