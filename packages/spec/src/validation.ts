@@ -516,6 +516,9 @@ export function validateRevokeArgs(workId: unknown, options: unknown): RevokeArg
   return signal === undefined ? { workId, fencingToken } : { workId, fencingToken, signal }
 }
 
+// The largest magnitude, in ms from the epoch, a Date holds (ECMAScript's TimeClip).
+const MAX_DATE_MS = 8.64e15
+
 /**
  * Builds the frozen record a backend returns from `acquire`. The token and the expiry are checked: a
  * store that answers with a token outside `1n..MAX_FENCING_TOKEN`, or an expiry no `Date` can hold,
@@ -532,8 +535,9 @@ export function createLeaseRecord(
       `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,
     )
   }
-  // What dateTime (validateRecord) refuses too: NaN, the infinities, and beyond +/-8.64e15 ms.
-  if (typeof expiresAtMs !== 'number' || Number.isNaN(new Date(expiresAtMs).getTime())) {
+  // What dateTime (validateRecord) refuses too: NaN, the infinities, and beyond +/-8.64e15 ms. Compared,
+  // not tried on a Date: every acquire comes through here, and the record makes its Date anyway.
+  if (typeof expiresAtMs !== 'number' || !(expiresAtMs >= -MAX_DATE_MS && expiresAtMs <= MAX_DATE_MS)) {
     throw new RangeError(`the store returned expiry ${String(expiresAtMs)} ms, which no Date holds`)
   }
   return remember(workId, holderId, fencingToken, expiresAtMs)

@@ -316,12 +316,15 @@ describe('createLeaseRecord', () => {
 
   // Found by a review (session 36): such a record was made, and validateRecord, which refuses a copy
   // of it, trusted it as its own.
-  test.each([Number.NaN, Number.POSITIVE_INFINITY, 8.64e15 + 1])(
+  test.each([Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 8.64e15 + 1, -8.64e15 - 1])(
     'refuses expiry %s from a store as corrupt',
     (ms) => {
       expect(() => createLeaseRecord('w', 'h', 1n, ms)).toThrow(RangeError)
     },
   )
+  test.each([8.64e15, -8.64e15])('takes expiry %s, the edge a Date holds', (ms) => {
+    expect(createLeaseRecord('w', 'h', 1n, ms).expiresAt.getTime()).toBe(ms)
+  })
 })
 
 describe('validateCallOptions', () => {
