@@ -126,6 +126,8 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         client('mongodb', () => import('mongodb')),
         import('@worklease/mongodb'),
       ])
+      const collectionName = named ?? DEFAULT_LEASE_COLLECTION
+      refuseMongoNames(target.database, collectionName)
       let mongo: InstanceType<typeof MongoClient>
       try {
         // The client parses its URL here, before any connection: what it rejects is a bad store URL.
@@ -140,7 +142,6 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         })
       }
       const db = mongo.db(target.database)
-      const collectionName = named ?? DEFAULT_LEASE_COLLECTION
       try {
         // Connecting first, under its own bound (server selection), so that a server that never
         // speaks is told apart from one that connects and then leaves a read unanswered.
@@ -200,6 +201,22 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         close: async () => dynamo.destroy(),
       }
     }
+  }
+}
+
+/**
+ * MongoDB's naming rules, which its client leaves to the server: a name no collection (or database)
+ * can have failed only there, as "the store failed" or "does not exist", where the SQL stores' table
+ * names are refused as usage before connecting.
+ */
+function refuseMongoNames(database: string | undefined, collection: string): void {
+  const refuse = (what: string, name: string, rule: string) => {
+    throw new CliError(`${what} ${JSON.stringify(name)} is no MongoDB ${what} name: ${rule}`, ExitCode.USAGE)
+  }
+  if (/[$\0]/.test(collection)) refuse('collection', collection, 'it must not contain $ or U+0000')
+  if (collection.startsWith('system.')) refuse('collection', collection, 'it must not begin with "system."')
+  if (database !== undefined && /[/\\. "$\0]/.test(database)) {
+    refuse('database', database, 'it must not contain / \\ . " $, a space or U+0000')
   }
 }
 

@@ -125,7 +125,8 @@ export function parseStoreUrl(text: string, env: NodeJS.ProcessEnv = process.env
       throw error
     }
   }
-  if (trimmed.startsWith('sqlite:')) {
+  // Any case: a scheme is case-insensitive, and `SQLite:` was refused as an unknown store "sqlite".
+  if (/^sqlite:/i.test(trimmed)) {
     const rest = trimmed.slice('sqlite:'.length).replace(/^\/\//, '')
     const [file = '', query = ''] = rest.split('?', 2)
     if (file === '') throw usage(`no database file in ${JSON.stringify(redactStoreUrl(text))}`)

@@ -32,6 +32,22 @@ describe('names that are mistakes, and a store holding what no lease can', () =>
     rmSync(dir, { recursive: true, force: true })
   })
 
+  test('a --table no MongoDB collection can be named is a usage error, before the store is opened', async () => {
+    const { code, stdout, stderr } = await cli([
+      'show',
+      'job-1',
+      '--store',
+      'mongodb://127.0.0.1:1/db',
+      '--table',
+      'leases$',
+    ])
+    expect({ code, stdout, stderr }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/"leases\$"/),
+    })
+  })
+
   test('an empty --table (--table "$UNSET") is a usage error: revoke ends nobody in the default table', async () => {
     await inDefault.acquire('job-1', 'worker-1', TTL)
     const { code, stdout, stderr } = await cli([
@@ -119,6 +135,11 @@ describe('names that are mistakes, and a store holding what no lease can', () =>
       () => 'mongodb://127.0.0.1:1/db?collection=a&table=',
       /both \?collection= and \?table= are given/,
     ],
+    // Found in session 40: checked only by the server, so an unreachable one answered "the store
+    // failed" (exit 1) and a reachable one "does not exist" for a name no collection can have.
+    ['a collection with $', () => 'mongodb://127.0.0.1:1/db?collection=a$b', /collection "a\$b" .*\$/],
+    ['a system. collection', () => 'mongodb://127.0.0.1:1/db?collection=system.x', /begin with "system\."/],
+    ['a database with a dot', () => 'mongodb://127.0.0.1:1/a.b?collection=c', /database "a\.b"/],
     ['no // before the host (postgres)', () => 'postgres:127.0.0.1:5433/test', /no "\/\/" after "postgres:"/],
     [
       'no // before the host (dynamodb)',

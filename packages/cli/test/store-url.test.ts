@@ -20,6 +20,9 @@ describe('parseStoreUrl', () => {
   test.each([
     ['sqlite:./leases.db', { kind: 'sqlite', file: './leases.db' }],
     ['sqlite:///tmp/x.db?table=jobs', { kind: 'sqlite', file: '/tmp/x.db', table: 'jobs' }],
+    // A scheme is case-insensitive (RFC 3986), as the other stores' are through WHATWG URL.
+    ['SQLite:./leases.db', { kind: 'sqlite', file: './leases.db' }],
+    ['POSTGRES://u@h/db', { kind: 'postgres', url: 'postgres://u@h/db' }],
     ['postgres://u@h:5/db?table=t', { kind: 'postgres', url: 'postgres://u@h:5/db', table: 't' }],
     ['postgresql://u@h/db', { kind: 'postgres', url: 'postgresql://u@h/db' }],
     ['mariadb://root@h:3306/test', { kind: 'mysql', url: 'mysql://root@h:3306/test' }],
