@@ -15,9 +15,9 @@ export interface PoolView {
 
 /** What a planner decides for this member: how many units to take and which of its own to give back. */
 export interface PoolPlan {
-  /** How many free units to try to take now. */
+  /** How many free units to try to take now: a whole number from 0, or `Infinity`. */
   readonly take: number
-  /** How many of this member's units to release now (handlers are stopped first). */
+  /** How many of this member's units to release now (handlers are stopped first); as `take`. */
   readonly release: number
 }
 

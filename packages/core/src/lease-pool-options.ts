@@ -95,6 +95,10 @@ export interface LeasePoolOptions<S = Uint8Array> {
    * Decides how many units to take and to give up from the group's state: the extension point for
    * load-aware balancing (weigh units by size or rate). Must move units by consent only: it can
    * only ask this member to release its own or take free ones. Default: {@link planFairShare}.
+   * Called synchronously; its answer is read once, and `take` and `release` must each be a whole
+   * number from 0 (`Infinity`: as many as `maxMoves` allows). Anything else (a promise, NaN, a
+   * fraction, a string) fails that rebalance with an `InvalidArgumentError`, reported as a
+   * `rebalanceFailed` event.
    *
    * ```ts
    * planner: (view, maxMoves) => planFairShare({ ...view, units: view.units.filter(isHot) }, maxMoves)

@@ -191,6 +191,29 @@ function readUnitIds(
   return [...ids]
 }
 
+/** A move count of a plan: a whole number from 0 (Infinity: as many as `maxMoves` allows). */
+function isMoveCount(value: unknown): value is number {
+  return typeof value === 'number' && value >= 0 && (Number.isInteger(value) || value === Infinity)
+}
+
+/**
+ * A planner's answer, each field read once and checked: one that is no plan (a promise from an
+ * async planner, NaN, a negative or fractional count) fails the rebalance, reported, rather than
+ * being read as "move nothing" for good without a word.
+ */
+function planOf(answer: unknown): { take: number; release: number } {
+  let got = describeValue(answer)
+  if (answer instanceof Promise) got = 'a promise (an async planner)'
+  else if (typeof answer === 'object' && answer !== null) {
+    const { take, release } = answer as { take?: unknown; release?: unknown }
+    if (isMoveCount(take) && isMoveCount(release)) return { take, release }
+    got = `{ take: ${describeValue(take)}, release: ${describeValue(release)} }`
+  }
+  throw new InvalidArgumentError(
+    `options.planner must return { take, release }, each a whole number from 0, synchronously; got ${got}`,
+  )
+}
+
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
 function spread(text: string): number {
   let hash = 0x811c9dc5
@@ -467,7 +490,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   #rebalanceFailed(error: unknown): void {
-    if (!this.#closed.signal.aborted) this.#emit({ type: 'rebalanceFailed', group: this.group, error })
+    // Once the Leaser is closed every failure is that close's: said once, by #schedule.
+    if (!this.#closed.signal.aborted && !this.#options.leaser.closed) {
+      this.#emit({ type: 'rebalanceFailed', group: this.group, error })
+    }
   }
 
   async #join(wait: boolean): Promise<void> {
@@ -503,6 +529,18 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    */
   #schedule(next: NextLook = 'later'): void {
     if (this.#closed.signal.aborted) return
+    if (this.#options.leaser.closed) {
+      // The Leaser closed under the started pool (pool.close() was not called first): nothing can be
+      // joined or taken again, and every rebalance would fail the same way, for good, keeping the
+      // process alive. Said once, then the pool closes itself as pool.close() would.
+      this.#emit({
+        type: 'rebalanceFailed',
+        group: this.group,
+        error: new LeaserClosedError('the Leaser was closed before the pool: the pool closes'),
+      })
+      void this.close()
+      return
+    }
     this.#hurries = next === 'soon' ? this.#hurries + 1 : 0
     let delay = this.#intervalMs
     try {
@@ -628,7 +666,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // Default bound: one fair share per rebalance, so a joining member is full after two.
       const maxMoves =
         this.#maxMoves ?? Math.max(1, Math.ceil(view.units.length / Math.max(1, view.members.length)))
-      const plan = planner(view, maxMoves)
+      const plan = planOf(planner(view, maxMoves))
       const mine = [...this.#runners.values()].filter((runner) => !runner.stopping)
       mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
@@ -830,7 +868,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // turning a crashed holder's handoff into a clean one.
       if (end === 'unrun') await this.#handBackUnrun(runner.lease)
       else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
-      else if (end === 'failed' || runner.lease.lossError?.reason === 'closed') {
+      // A unit marked done was finished before any close: released (reason 'closed' then), not lost too.
+      else if (end === 'failed' || (end !== 'done' && runner.lease.lossError?.reason === 'closed')) {
         // The handler threw as it stopped, or the Leaser closed under it (from then on it could store
         // no checkpoint): its last step may be half done or unrecorded. Left to expire, so the next
         // member reads cleanHandoff: false.

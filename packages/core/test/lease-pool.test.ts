@@ -2085,3 +2085,77 @@ describe('LeasePool input', () => {
     expect(make({ random: undefined, timers: undefined })).not.toThrow()
   })
 })
+
+// Found by a review (session 40).
+describe('LeasePool: faults found by review', () => {
+  test('a Leaser closed under a started pool is said once, and the pool closes: no failure every interval', async () => {
+    const { time, leaser } = setup()
+    const pool = testPool(leaser, time)
+    const { events } = recordEvents(pool)
+    await time.until(pool.start())
+    await time.until(leaser.close())
+    await time.advance(100 * INTERVAL)
+    const failed = events.filter((event) => event.type === 'rebalanceFailed')
+    // Before: 100 of them (one a rebalance), and a timer kept the process up for good.
+    expect(failed).toHaveLength(1)
+    expect(failed[0]).toMatchObject({ error: expect.objectContaining({ code: 'LEASER_CLOSED' }) })
+    expect(time.pending).toBe(0)
+  })
+
+  test('a unit marked done as the Leaser closes is released, not reported lost as well', async () => {
+    let closeDuringMark: (() => void) | undefined
+    const { time, leaser, store } = setupWrapped(
+      (memory) =>
+        new (class extends ForwardingBackend {
+          override async release(record: LeaseRecord, options?: CallOptions) {
+            // The done mark's release, out when the Leaser closes.
+            if (record.workId.startsWith('g/d/') && closeDuringMark) {
+              closeDuringMark()
+              closeDuringMark = undefined
+            }
+            return super.release(record, options)
+          }
+        })(memory),
+    )
+    let finish!: () => void
+    const pool = testPool(leaser, time, { handler: () => new Promise<void>((resolve) => (finish = resolve)) })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    closeDuringMark = () => void leaser.close()
+    finish()
+    await time.advance(3 * TTL)
+    // Before: ['taken', 'done', 'lost'], the unit's lease abandoned to expire as after a crash.
+    expect(types('u1')).toEqual(['taken', 'done'])
+    expect(store.leases.get('g/u/u1')).toMatchObject({ released: true })
+  })
+
+  test.each([
+    ['a promise (an async planner)', async () => ({ take: 1, release: 0 })],
+    ['NaN', () => ({ take: Number.NaN, release: 0 })],
+    ['a negative count', () => ({ take: -1, release: -1 })],
+    ['a fraction', () => ({ take: 1.5, release: 0 })],
+    ['a string', () => ({ take: '1', release: 0 })],
+  ])(
+    'a planner answering %s fails the rebalance, reported, instead of moving nothing for good',
+    async (_, planner) => {
+      const { time, leaser } = setup()
+      const pool = testPool(leaser, time, {
+        units: ['u1', 'u2', 'u3'],
+        planner: planner as unknown as LeasePoolOptions['planner'],
+      })
+      const { events } = recordEvents(pool)
+      await time.until(pool.start())
+      await time.advance(3 * INTERVAL)
+      // Before: a promise, NaN or a negative count took nothing and said nothing.
+      expect(pool.units).toEqual([])
+      expect(events.find((event) => event.type === 'rebalanceFailed')).toMatchObject({
+        error: expect.objectContaining({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(/options\.planner must return/),
+        }),
+      })
+      await time.until(pool.close())
+      await time.until(leaser.close())
+    },
+  )
+})
