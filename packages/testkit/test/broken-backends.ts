@@ -1323,6 +1323,45 @@ const broken: Record<string, BrokenBackendClass> = {
       })
     }
   },
+  // Found by a review (session 40): every LEASE_HELD case refused the first tenure, at token 1,
+  // where a token through a double reads right; the tokens case past 2^53 refused through acquire.
+  "acquireWithCheckpoint's LEASE_HELD token through a double": class extends Flawed {
+    override acquireWithCheckpoint(w: string, h: string, t: number, o?: CallOptions) {
+      return onRejection(super.acquireWithCheckpoint(w, h, t, o), (error) => {
+        if (!isLeaseHeldError(error) || !error.holder) throw error
+        const { holder } = error
+        throw new LeaseHeldError(undefined, {
+          holder: { ...holder, fencingToken: BigInt(Number(holder.fencingToken)) },
+        })
+      })
+    }
+  },
+  // Found by a review (session 40): judging the expiry before the token, as a driver's read that
+  // tells expired from fenced may, no case gave renewMany a record whose successor had expired too.
+  'renewMany reporting a record expired when its successor expired': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const now = this.clock.now()
+      const expired = args.records.map((record) => {
+        const lease = this.lease(record.workId)
+        return lease !== undefined && !lease.released && lease.holderId !== '' && lease.expiresAtMs <= now
+      })
+      const outcomes = await super.renewMany(args.records, args.ttlMs, options)
+      return outcomes.map((outcome, i): RenewOutcome => (expired[i] ? 'expired' : outcome))
+    }
+  },
+  // Found by a review (session 40): list's checkpointBytes was checked on live leases only.
+  'list with no checkpointBytes for a released lease': class extends Flawed {
+    override async list(options?: ListOptions) {
+      const page = await super.list(options)
+      return {
+        ...page,
+        leases: page.leases.map((listed) =>
+          Object.freeze({ ...listed, checkpointBytes: listed.released ? null : listed.checkpointBytes }),
+        ),
+      }
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
@@ -1445,6 +1484,9 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'a takeover storing an empty state as none': 'state',
   'a holder taking its own workId again keeping its checkpoint sequence': 'checkpoint',
   'readCheckpoint answering a pooled Buffer': 'state',
+  "acquireWithCheckpoint's LEASE_HELD token through a double": 'acquireWithCheckpoint',
+  'renewMany reporting a record expired when its successor expired': 'renewMany',
+  'list with no checkpointBytes for a released lease': 'list',
   'checkpoint reading options.sequence again for the write': 'checkpoint',
   'list reading options.prefix again for the query': 'list',
   'revoke finding its workId case-insensitively': 'unicode',

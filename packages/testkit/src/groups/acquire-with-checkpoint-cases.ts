@@ -273,6 +273,67 @@ export const acquireWithCheckpointCases: CaseDefinition[] = [
     },
   },
   {
+    // The cases above refuse the first tenure, at token 1: a LEASE_HELD naming the first tenure's
+    // token, the caller's next one only past it, or the token through a double all read right there.
+    name: "its LEASE_HELD names the holding tenure's token as acquire's does: after earlier tenures, and past 2^53",
+    unsupported: needsItAndHolder,
+    async run(c) {
+      const cycled = c.workId('cycled')
+      for (let i = 0; i < 2; i++) {
+        await c.backend.release(await c.backend.acquire(cycled, 'holder-a', LONG_TTL_MS))
+      }
+      const leases: Array<[string, string]> = [[cycled, 'after two released tenures']]
+      if (c.harness.seedToken) {
+        // 2^53 + 1 comes back from a double as 2^53.
+        const seeded = c.workId('seeded')
+        await c.seedToken(seeded, 2n ** 53n)
+        leases.push([seeded, 'at 2^53 + 1'])
+      }
+      for (const [workId, what] of leases) {
+        const held = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+        for (const holderId of ['holder-b', 'holder-a']) {
+          const byAcquire = await rejection(
+            () => c.backend.acquire(workId, holderId, LONG_TTL_MS),
+            `${what}: acquire by ${holderId}`,
+          )
+          const byTake = await rejection(
+            () => take(c, workId, holderId),
+            `${what}: acquireWithCheckpoint by ${holderId}`,
+          )
+          check(
+            isLeaseHeldError(byAcquire),
+            `${what}: acquire by ${holderId}: expected LEASE_HELD, got ${show(byAcquire)}`,
+          )
+          check(
+            isLeaseHeldError(byTake),
+            `${what}: acquireWithCheckpoint by ${holderId}: expected LEASE_HELD, got ${show(byTake)}`,
+          )
+          checkEqual(
+            byTake.holder?.holderId,
+            'holder-a',
+            `${what}, by ${holderId}: LEASE_HELD names the holder`,
+          )
+          checkEqual(
+            byTake.holder?.fencingToken,
+            held.fencingToken,
+            `${what}, by ${holderId}: LEASE_HELD names the holding tenure's token`,
+          )
+          checkEqual(
+            byTake.holder?.fencingToken,
+            byAcquire.holder?.fencingToken,
+            `${what}, by ${holderId}: LEASE_HELD's token against acquire's`,
+          )
+        }
+        await c.backend.release(held)
+        checkEqual(
+          (await take(c, workId, 'holder-b')).record.fencingToken,
+          held.fencingToken + 1n,
+          `${what}: token after the refusals`,
+        )
+      }
+    },
+  },
+  {
     name: WITH_CHECKPOINT_REVOKE_CASE,
     unsupported: needsItAndRevoke,
     async run(c) {

@@ -112,6 +112,27 @@ export const listCases: CaseDefinition[] = [
     },
   },
   {
+    // checkpointBytes is the size of the last state stored, for as long as it is kept: a lease that
+    // ended (released, expired) keeps its state for the next holder, and the listing still counts it.
+    name: 'an ended lease is listed with the size of the state it kept: released and expired leases',
+    unsupported: needsList,
+    async run(c) {
+      const released = await c.backend.acquire(`${c.prefix}released`, 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(released, bytes('abc'), LONG_TTL_MS)
+      await c.backend.release(released)
+      const expired = await c.backend.acquire(`${c.prefix}expired`, 'holder-b', SHORT_TTL_MS)
+      await c.backend.checkpoint(expired, bytes('12345'), SHORT_TTL_MS)
+      await c.expire()
+      const [e, r] = (await list(c, { prefix: c.prefix })).leases
+      checkEqual(e?.workId, expired.workId, 'workId of the expired lease')
+      checkEqual(e?.free, true, 'free of the expired lease')
+      checkEqual(e?.checkpointBytes, 5, 'checkpointBytes of an expired lease')
+      checkEqual(r?.workId, released.workId, 'workId of the released lease')
+      checkEqual(r?.released, true, 'released of the released lease')
+      checkEqual(r?.checkpointBytes, 3, 'checkpointBytes of a released lease')
+    },
+  },
+  {
     name: 'release never moves the expiry later: a lease released after it expired keeps its expiry',
     unsupported: needsList,
     async run(c) {

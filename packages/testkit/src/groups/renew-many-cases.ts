@@ -146,6 +146,35 @@ export const renewManyCases: CaseDefinition[] = [
     },
   },
   {
+    // A record of an earlier tenure is not valid, whether the tenure that took over is still live or
+    // has expired too: judging the expiry before the token (in the write, or in the read that tells
+    // expired from fenced) reports such a record 'expired', as if its holder still had the lease.
+    name: 'a record of an earlier tenure is fenced even when the tenure that took over has expired too, by the same holder or another',
+    unsupported: needsRenewMany,
+    async run(c) {
+      const byOther = await c.backend.acquire(c.workId('other'), 'holder-a', SHORT_TTL_MS)
+      const bySelf = await c.backend.acquire(c.workId('self'), 'holder-a', SHORT_TTL_MS)
+      await c.expire()
+      await c.backend.acquire(byOther.workId, 'holder-b', SHORT_TTL_MS)
+      const again = await c.backend.acquire(bySelf.workId, 'holder-a', SHORT_TTL_MS)
+      const held = await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS)
+      await c.expire()
+      await checkOutcomes(
+        c,
+        [byOther, held, bySelf],
+        LONG_TTL_MS,
+        ['fenced', 'renewed', 'fenced'],
+        'records of earlier tenures, their successors expired',
+      )
+      // The successor's own record is the valid one: it is the one refused for its expiry.
+      await checkOutcomes(c, [again], LONG_TTL_MS, ['expired'], "the expired successor's own record")
+      for (const record of [byOther, bySelf]) {
+        await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'FENCED', `renew of ${record.workId}`)
+        await checkFree(c, record.workId, `${record.workId} after the batch`)
+      }
+    },
+  },
+  {
     name: 'lookalike workIds (prefixes, case, normalization, %, _, quotes, separators) are judged each on its own',
     unsupported: needsRenewMany,
     async run(c) {
