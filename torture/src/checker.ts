@@ -327,7 +327,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // The known tokens: those an acknowledged acquire got, and those only a record op proves, whose
   // acquire was one of the lost ones below. Per token, the earliest-completing op that proves it
   // exists; and the earliest moment it may have been taken (its acquire's invocation; for a proven
-  // one, the first lost acquire's).
+  // one, the first of its holder's lost acquires begun before that proof returned: takenFrom).
   const firstInfoAcquire = acquiresInfo.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
   const evidence = new Map<bigint, Op>()
   for (const x of [...acquiresOk, ...proof.values()]) {
@@ -377,10 +377,16 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         at = Math.max(at, p.complete + Math.max(a.offsetAtInvoke, a.offsetAtComplete) + a.ttl!)
     return at
   }
+  // A token only a record op proves was taken by one of its holder's lost acquires (lostTakersOf), not
+  // by any holder's: the first of those began when it may have been taken at the earliest. (None: a
+  // token-gap above; -Infinity, judging nothing by it.)
   const takenFrom = (t: bigint): number => {
     const acquired = byToken.get(t)
     if (acquired) return acquired.invoke
-    return firstInfoAcquire < evidence.get(t)!.complete ? firstInfoAcquire : Number.NEGATIVE_INFINITY
+    const takers = lostTakersOf(t)
+    return takers.length > 0
+      ? takers.reduce((m, a) => Math.min(m, a.invoke), Number.POSITIVE_INFINITY)
+      : Number.NEGATIVE_INFINITY
   }
   // For each token t: the earliest-completing op that proves a later token exists (an ok acquire of a
   // later token, or a record op that proved a later record valid), and the earliest moment a later
@@ -481,6 +487,63 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         `${count} skipped token(s) (${which.join(', ')}${unexplained.length > 5 ? ', ...' : ''}) went to no acquire: more than the ${lost.length} indeterminate acquires can explain (one can have taken a token only if it began before a larger one was handed out)`,
         [...new Set(unexplained.slice(0, 2).flatMap((x) => x.around))],
       )
+    } else {
+      // The count above lets any lost acquire fill any slot; but one acquire takes one token, and the
+      // store matches holder and token: a token only a record op proves went to one of its holder's
+      // lost acquires begun before its slot's deadline, a distinct one per token, and the missing
+      // tokens to the others. Per holder, each such token (by deadline) takes the latest of its
+      // holder's begun before it, which leaves the earliest ones free for the missing tokens; those
+      // then fill by deadline from what is left. (Tokens none of whose holder's can have taken them
+      // are token-gaps above already.)
+      const mine = new Map<string, typeof slots>()
+      const missing: typeof slots = []
+      for (const slot of slots) {
+        if (!evidence.has(slot.first)) missing.push(slot)
+        else if (lostTakersOf(slot.first).length > 0) {
+          const holder = evidence.get(slot.first)!.holder
+          mine.set(holder, [...(mine.get(holder) ?? []), slot])
+        }
+      }
+      const matched = new Set<Op>()
+      let short: { holder: string; tokens: (typeof slots)[number][]; begun: number; own: Op[] } | undefined
+      for (const [holder, list] of mine) {
+        const own = (lostByHolder.get(holder) ?? []).filter((a) => a.ttl !== null)
+        own.sort((x, y) => x.invoke - y.invoke)
+        const begun: Op[] = []
+        let j = 0
+        for (let n = 0; n < list.length; n++) {
+          const slot = list[n]!
+          while (j < own.length && own[j]!.invoke < slot.deadline) begun.push(own[j++]!)
+          const latest = begun.pop()
+          if (latest) matched.add(latest)
+          else short ??= { holder, tokens: list.slice(0, n + 1), begun: j, own }
+        }
+      }
+      if (short) {
+        const { holder, tokens, begun, own } = short
+        const last = tokens.at(-1)!
+        add(
+          'token-gap',
+          `${holder} used ${tokens.length} token(s) (${tokens.map((x) => x.first).join(', ')}) that only its acquires whose reply was lost can have taken, one each, but only ${begun} of ${holder}'s lost acquires began before token ${last.first} certainly existed`,
+          [...new Set([...tokens.slice(-2).flatMap((x) => x.around), ...own.slice(0, Math.max(begun, 1))])],
+        )
+      } else {
+        const free = lost.filter((a) => !matched.has(a))
+        let need = 0n
+        for (const slot of missing) {
+          need += slot.last - slot.first + 1n
+          const have = partitionPoint(free.length, (index) => free[index]!.invoke < slot.deadline)
+          if (need > BigInt(have)) {
+            const which = slot.first === slot.last ? `${slot.first}` : `${slot.first}..${slot.last}`
+            add(
+              'token-gap',
+              `skipped token(s) ${which} went to no acquire: of the indeterminate acquires begun before a larger token certainly existed, ${have} are left over by the tokens their own holders used (one acquire, one token), and ${need} missing token(s) need them`,
+              [...slot.around],
+            )
+            break
+          }
+        }
+      }
     }
   }
   // Acquires whose reply was lost may each have taken one token that nobody saw, at one moment after
@@ -499,8 +562,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   )
   const freeFrom = (k: bigint): number => {
     const acquired = byToken.get(k)
-    if (!acquired || acquired.ttl === null) return Number.NEGATIVE_INFINITY
-    let at = nowLo(acquired) + acquired.ttl - lostOffsetMax - tolerance
+    // A token only a record op proves lasted its ttl from whichever of its takers took it.
+    const takers = acquired ? [acquired] : lostTakersOf(k)
+    if (takers.length === 0 || takers.some((a) => a.ttl === null)) return Number.NEGATIVE_INFINITY
+    let at = takers.reduce((m, a) => Math.min(m, nowLo(a) + a.ttl!), Number.POSITIVE_INFINITY)
+    at -= lostOffsetMax + tolerance
     for (const r of opsByToken.get(k) ?? []) {
       if (r.op === 'release' && mayHaveHappened(r)) at = Math.min(at, r.invoke)
     }

@@ -1575,6 +1575,89 @@ describe('false negatives found by review', () => {
   })
 })
 
+// Found by a review (session 40): a token only a record op proves was credited to any holder's lost
+// acquire, and one lost acquire to several such tokens. The store matches holder and token, and one
+// acquire takes one token. Each with a legal twin that stays clean.
+describe("a token only a record op proves was taken by one of its holder's own lost acquires", () => {
+  const lost = (holder: string, invoke: number) => op('acquire', { holder, invoke, outcome: 'info', ttl: 5 })
+  const used = (holder: string, token: number, invoke: number) =>
+    op('checkpoint', { holder, token, value: `${holder}${token}`, invoke, complete: invoke + 1, ttl: 5 })
+
+  test("one lost acquire explains one token of its holder's, not two (B's cannot stand in): token-gap", () => {
+    const history = [lost('A', 0), lost('B', 0), used('A', 1, 10), used('A', 2, 40)]
+    expect(checks(history)).toEqual(['token-gap'])
+    // A second acquire of A's begun after token 2 was used cannot have taken it either.
+    expect(checks([...history, lost('A', 50)])).toEqual(['token-gap'])
+    expect(checks([...history, lost('A', 25)])).toEqual([])
+  })
+
+  test("the missing tokens get what the holders' own tokens leave over: token-gap", () => {
+    // Token 1 is missing below token 2, used by 20: an acquire begun before 20 took it. Both begun
+    // before 20 are A's, and A's tokens 2 and 3 need both.
+    const history = (bAt: number) => [
+      lost('A', 0),
+      lost('A', 1),
+      lost('B', bAt),
+      used('A', 2, 19),
+      used('A', 3, 49),
+    ]
+    expect(checks(history(25))).toEqual(['token-gap'])
+    expect(checks(history(2))).toEqual([])
+  })
+
+  test("a later token of C's does not end A's lease from when B's acquire began: fenced-while-valid", () => {
+    const history = (cAt: number) => [
+      op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 5 }),
+      lost('B', 0),
+      op('checkpoint', {
+        holder: 'A',
+        token: 1,
+        value: 'a1',
+        invoke: 10,
+        complete: 11,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+      lost('C', cAt),
+      used('C', 2, 30),
+    ]
+    expect(checks(history(20))).toEqual(['fenced-while-valid'])
+    expect(checks(history(5))).toEqual([])
+  })
+
+  test("the first token, C's, is not held from when B's acquire began: held-when-free", () => {
+    const history = (cAt: number) => [
+      lost('B', 0),
+      op('acquire', { holder: 'D', invoke: 5, complete: 6, outcome: 'fail', code: 'LEASE_HELD' }),
+      lost('C', cAt),
+      used('C', 1, 30),
+    ]
+    expect(checks(history(20))).toEqual(['held-when-free'])
+    expect(checks(history(2))).toEqual([])
+  })
+
+  // The hidden window above a token only a record op proves opened at once, as if its lease could
+  // have ended before it began. A's token 1 (ttl 100) lives until 100 at least.
+  test("B's lost acquire cannot take over A's proven token within its ttl: fenced-while-valid", () => {
+    const history = (fencedAt: number) => [
+      op('acquire', { holder: 'A', invoke: 0, outcome: 'info', ttl: 100 }),
+      op('acquire', { holder: 'B', invoke: 1, outcome: 'info', ttl: 100 }),
+      op('checkpoint', { holder: 'A', token: 1, value: 'a1', invoke: 2, complete: 3, ttl: 100 }),
+      op('checkpoint', {
+        holder: 'A',
+        token: 1,
+        value: 'a2',
+        invoke: fencedAt,
+        complete: fencedAt + 1,
+        outcome: 'fail',
+        code: 'FENCED',
+      }),
+    ]
+    expect(checks(history(4))).toEqual(['fenced-while-valid'])
+    expect(checks(history(300))).toEqual([])
+  })
+})
+
 // Every "now" a driver or a server reads is the host's wall clock (CLOCK_REALTIME), and the history's
 // times are its monotonic clock. One CI run failed when the wall clock stepped 1.08 s ahead mid-run: the
 // stores then ended every lease about a second early on the monotonic clock, which the checker, taking
