@@ -16,10 +16,26 @@ function paint(colors: Colors, status: LeaseStatus, text: string): string {
   }
 }
 
+/** How {@link renderTable} lays out one batch of rows. */
+export interface TableLayout {
+  /** Print the header line first. Default: true. */
+  readonly header?: boolean
+  /**
+   * Column widths kept across the pages of one listing, widened here in place: a column widens to
+   * its widest cell so far and never narrows, so the pages line up as far as they can without
+   * reading ahead (the listing's memory stays bounded).
+   */
+  readonly widths?: number[]
+}
+
 /**
  * Lays rows out as aligned columns, ids made terminal-safe (a newline or escape in one must not break
  * the table or the terminal); widths count code points, so emoji ids stay roughly aligned. */
-export function renderTable(rows: readonly LeaseRow[], colors: Colors, withHeader = true): string[] {
+export function renderTable(
+  rows: readonly LeaseRow[],
+  colors: Colors,
+  { header = true, widths = [] }: TableLayout = {},
+): string[] {
   const cells = rows.map((row) => [
     terminalSafe(row.workId),
     row.status,
@@ -29,7 +45,9 @@ export function renderTable(rows: readonly LeaseRow[], colors: Colors, withHeade
     formatBytes(row.checkpointBytes),
   ])
   const width = (text: string) => [...text].length
-  const widths = HEADERS.map((header, i) => Math.max(width(header), ...cells.map((line) => width(line[i]!))))
+  HEADERS.forEach((title, i) => {
+    widths[i] = Math.max(widths[i] ?? 0, width(title), ...cells.map((line) => width(line[i]!)))
+  })
   const pad = (text: string, i: number) => text + ' '.repeat(widths[i]! - width(text))
   const lines = cells.map((line, r) =>
     line
@@ -37,5 +55,5 @@ export function renderTable(rows: readonly LeaseRow[], colors: Colors, withHeade
       .join('  ')
       .trimEnd(),
   )
-  return withHeader ? [colors.bold(HEADERS.map(pad).join('  ').trimEnd()), ...lines] : lines
+  return header ? [colors.bold(HEADERS.map(pad).join('  ').trimEnd()), ...lines] : lines
 }

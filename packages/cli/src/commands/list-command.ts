@@ -29,6 +29,7 @@ export function listCommand(io: Io): Command {
       await withStore(options, io, async ({ backend }) => {
         const colors = colorsFor(io.stdout, io.env)
         let total = 0
+        const widths: number[] = []
         for await (const page of pages(backend, {
           prefix,
           pageSize: options.pageSize,
@@ -38,7 +39,9 @@ export function listCommand(io: Io): Command {
           const rows = page.leases.map((lease) => toRow(lease, page.now))
           if (options.json) for (const row of rows) writeLine(io.stdout, jsonLine(row))
           else if (rows.length > 0)
-            for (const line of renderTable(rows, colors, total === 0)) writeLine(io.stdout, line)
+            for (const line of renderTable(rows, colors, { header: total === 0, widths })) {
+              writeLine(io.stdout, line)
+            }
           total += rows.length
         }
         if (!options.json && total === 0)

@@ -55,6 +55,30 @@ export function e2eSuite(kind: StoreKind): void {
       expect(stdout).toMatch(/report-1\s+released/)
     })
 
+    // Found in session 40: each page was laid out on its own, so with small pages a narrower page
+    // shifted its columns left of the wider one above it.
+    test('list page by page keeps its columns: a column widens as needed and never narrows', async () => {
+      const { code, stdout } = await cli(['list', '--page-size', '1', ...store.args])
+      expect(code).toBe(0)
+      const rows = stdout.trimEnd().split('\n').slice(1)
+      expect(rows.map((line) => line.split(/\s+/)[0])).toEqual([
+        'invoice-1',
+        'invoice-10',
+        'invoice-2',
+        'report-1',
+        'revoke-me',
+      ])
+      // The status and holder columns never move left from one row to the next (before: invoice-2's
+      // status began a column left of invoice-10's).
+      const starts = (line: string) => [line.search(/ (held|released) /) + 1, line.search(/ worker-/) + 1]
+      for (let r = 1; r < rows.length; r++) {
+        const [status, holder] = starts(rows[r]!)
+        const [above, holderAbove] = starts(rows[r - 1]!)
+        expect(status, rows[r]).toBeGreaterThanOrEqual(above!)
+        expect(holder, rows[r]).toBeGreaterThanOrEqual(holderAbove!)
+      }
+    })
+
     test('list --json prints one lease per line with the documented fields', async () => {
       const { code, stdout } = await cli(['list', '--json', ...store.args])
       expect(code).toBe(0)
