@@ -209,6 +209,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
   #closing: Promise<void> | undefined
+  /** close() has stopped waiting (quiet, or its timeout passed): no new store call of ours goes out. */
+  #closeDone = false
   /**
    * Store calls out that no caller awaits once its acquire gave up: attempts, the asks of
    * #settleUnknown, releases of orphans. Counted, not kept: one per attempt, on the hot path.
@@ -588,7 +590,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    *
    * Within the same `timeoutMs` it also waits for the acquire attempts it cut short: one that took
    * the lease after all is released before `close()` resolves (or left to expire, if it took the lease
-   * from a crashed holder: released, it would hide that crash from the successor).
+   * from a crashed holder: released, it would hide that crash from the successor). Once `close()`
+   * resolved no new store call goes out for them: an attempt whose reply comes later, or never, and
+   * that may have taken the lease, is not asked about again (asking is an acquire, which would take a
+   * free lease for a Leaser that is gone); whatever it took expires after its ttl.
    *
    * Keeps the process alive until it settles. Idempotent.
    *
@@ -622,6 +627,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         cancel.abort()
         dispose()
       }
+      this.#closeDone = true
       for (const lease of leases) lease.abandon()
       // Calls still in flight are told too: the store may hang, and nothing of ours should outlive close.
       const closed = new LeaserClosedError()
@@ -790,7 +796,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * the backend names the holder in `LEASE_HELD`; elsewhere such a lease expires after its ttl.
    */
   #settleUnknown(call: PendingAcquire): void {
-    if (!this.#reportsHolder) return
+    // Past close(), a new acquire would take the lease for a Leaser that is gone (a new token, held
+    // for a ttl if the handoff was unclean): the unknown attempt's lease, if any, expires on its own.
+    if (!this.#reportsHolder || this.#closeDone) return
     const start = instant(this.#ctx.timers)
     this.#unawaited++
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.

@@ -455,6 +455,26 @@ describe('close', () => {
       expect((running.error as LeaseLostError).reason).toBe('closed')
     })
   }
+
+  // Found by a review (session 40): an attempt close() had cut short failed after close resolved; its
+  // unknown outcome sent a new acquire from the closed Leaser, which took the lease (a new token) and,
+  // the handoff being unclean, left it to expire: nobody could take the unit for a whole ttl.
+  test('an attempt that fails after close() resolved sends nothing: the unit stays free', async () => {
+    const { time, backend, leaser, other } = setup()
+    await predecessorOf({ other, time }, 'job')
+    backend.setLatency(300, 'acquire').failNext('acquire')
+    const acquiring = track(leaser.acquire('job'))
+    await time.advance(10)
+    const closed = track(leaser.close({ timeoutMs: 100 }))
+    await time.advance(150)
+    expect(closed.settled).toBe(true)
+    expect(isLeaserClosedError(acquiring.error)).toBe(true)
+    backend.setLatency(0, 'acquire')
+    const callsAtClose = backend.calls.acquire
+    await time.advance(200)
+    expect(backend.calls.acquire - callsAtClose).toBe(0)
+    await expect(other.acquire('job', 'worker-d', TTL)).resolves.toMatchObject({ holderId: 'worker-d' })
+  })
 })
 
 describe('observability', () => {
