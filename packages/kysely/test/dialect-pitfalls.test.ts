@@ -157,6 +157,41 @@ for (const target of familyTargets('mysql'))
       }
     })
 
+    // Found by a review (session 40): sql_select_limit (a pooled connection may carry it, as MySQL
+    // Workbench sets it, or a server's global default) cuts every SELECT without a LIMIT of its own.
+    // Valid leases read as FENCED, a listing ended early without a cursor, a LEASE_HELD named nobody.
+    test('a pooled connection left with sql_select_limit reads every lease it asks for', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        const holder = h.open()
+        const records = []
+        for (const id of ['a', 'b', 'c', 'd'])
+          records.push(await holder.acquire(id, 'h', id === 'a' ? 1 : 60_000))
+        await holder.checkpoint(records[1]!, bytes('state'), 60_000)
+        await new Promise((resolve) => setTimeout(resolve, 20))
+        const limited = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+        await sql`SET SESSION sql_select_limit = 2`.execute(db)
+        const page = await limited.list!({ limit: 10 })
+        expect({ ids: page.leases.map((lease) => lease.workId), cursor: page.cursor }).toEqual({
+          ids: ['a', 'b', 'c', 'd'],
+          cursor: undefined,
+        })
+        expect(await limited.renewMany!(records, 60_000)).toEqual([
+          'expired',
+          'renewed',
+          'renewed',
+          'renewed',
+        ])
+        await sql`SET SESSION sql_select_limit = 0`.execute(db)
+        expect(await limited.readCheckpoint(records[1]!)).toMatchObject({ state: bytes('state') })
+        const held = await limited.acquire('b', 'x', 60_000).catch((error: unknown) => error)
+        expect(held).toMatchObject({ code: 'LEASE_HELD', holder: { holderId: 'h' } })
+        await sql`SET SESSION sql_select_limit = DEFAULT`.execute(db)
+      } finally {
+        await db.destroy()
+      }
+    })
+
     // Found by a review (session 38): the upsert asked "did this statement take the lease?" by
     // comparing LAST_INSERT_ID() with the token column, which MariaDB's SIMULTANEOUS_ASSIGNMENT reads
     // as it was before the statement: a takeover moved token and holder, never expiry or released.
