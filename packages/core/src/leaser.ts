@@ -591,9 +591,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * Within the same `timeoutMs` it also waits for the acquire attempts it cut short: one that took
    * the lease after all is released before `close()` resolves (or left to expire, if it took the lease
    * from a crashed holder: released, it would hide that crash from the successor). Once `close()`
-   * resolved no new store call goes out for them: an attempt whose reply comes later, or never, and
-   * that may have taken the lease, is not asked about again (asking is an acquire, which would take a
-   * free lease for a Leaser that is gone); whatever it took expires after its ttl.
+   * resolved, an attempt whose outcome is unknown (its reply a failure, or none) is not asked about
+   * again: asking is an acquire, which would take a free lease for a Leaser that is gone, so whatever
+   * it took expires after its ttl. One whose late reply shows it took the lease is still released, as
+   * above.
    *
    * Keeps the process alive until it settles. Idempotent.
    *
