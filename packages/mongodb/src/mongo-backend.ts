@@ -162,7 +162,17 @@ const DUPLICATE_KEY = 11000
 const INTERNAL_ERROR = 1
 
 // Asks the driver for int64 as bigint and binary as bytes, so tokens never pass through a number.
-const READ_BSON = { useBigInt64: true, promoteBuffers: true } as const
+// Every deserializing option is pinned, on every operation, whatever the client, Db or Collection
+// was given: `promoteLongs: false` or `promoteValues: false` inherited next to `useBigInt64` make
+// js-bson throw on the reply after the write landed, `promoteValues: false` alone hands back the
+// write counts as Int32 objects (never `=== 1`), and `raw: true` hands back bytes, not a document.
+const READ_BSON = {
+  raw: false,
+  useBigInt64: true,
+  promoteLongs: true,
+  promoteValues: true,
+  promoteBuffers: true,
+} as const
 
 /**
  * A worklease backend over a MongoDB collection: one document per workId (`_id` = workId), one
@@ -588,8 +598,8 @@ function validFilter(record: LeaseRecord): LeaseDocumentLike {
 // FENCED to its holder, and an acknowledged w:1 acquire rolled back by a failover would hand its token
 // out a second time. Majority-acknowledged writes cannot be rolled back, and a primary read after one
 // sees it.
-const WRITE = { writeConcern: { w: 'majority' } } as const
-const READ = { readPreference: 'primary', readConcern: { level: 'local' } } as const
+const WRITE = { writeConcern: { w: 'majority' }, ...READ_BSON } as const
+const READ = { readPreference: 'primary', readConcern: { level: 'local' }, ...READ_BSON } as const
 
 function writeOptions(args: ValidatedCallOptions): LeaseDocumentLike {
   return args.signal ? { ...WRITE, signal: args.signal } : { ...WRITE }

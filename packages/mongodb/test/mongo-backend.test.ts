@@ -802,6 +802,43 @@ describe('read preference and concerns are pinned on the operations', () => {
   })
 })
 
+// Found by a review (session 40): only useBigInt64 and promoteBuffers were set, and only on some reads;
+// the driver fills every option an operation leaves out from the collection, db and client.
+describe('reply settings a user gave the collection are pinned on the operations', () => {
+  test.each([
+    ['promoteLongs: false', { promoteLongs: false }],
+    ['promoteValues: false', { promoteValues: false }],
+    ['raw: true', { raw: true }],
+  ])("a collection with %s: every outcome is the contract's", async (_, bsonOptions) => {
+    const { harness, clock } = await setup()
+    const collection = harness.collection.db.collection(harness.collection.collectionName, bsonOptions)
+    const backend = new MongoBackend({ collection, clock, ...serverOptions })
+    // Before: promoteLongs/promoteValues false threw a BSONError after the acquire landed; raw threw a
+    // TypeError; promoteValues false read LEASE_EXPIRED for a renew that landed, revoke false for one
+    // that revoked, and released a revoked record without FENCED; raw read a stored state as null.
+    const record = await backend.acquire('job', 'a', 10_000)
+    expect(record).toMatchObject({ workId: 'job', holderId: 'a', fencingToken: 1n })
+    const held = await caught(backend.acquire('job', 'b', 10_000))
+    expect(isLeaseHeldError(held) && held.holder?.fencingToken).toBe(1n)
+    await backend.checkpoint(record, new Uint8Array([1, 2]), 10_000)
+    await backend.renew(record, 10_000)
+    expect(await backend.readCheckpoint(record)).toEqual({
+      state: new Uint8Array([1, 2]),
+      cleanHandoff: true,
+    })
+    expect((await backend.list()).leases.map((lease) => lease.workId)).toEqual(['job'])
+    expect(await backend.revoke('job')).toBe(true)
+    expect(await caught(backend.release(record))).toMatchObject({ code: 'FENCED' })
+    expect(await caught(backend.checkpoint(record, new Uint8Array([3]), 10_000))).toMatchObject({
+      code: 'FENCED',
+    })
+    const next = await backend.acquire('job', 'b', 10_000)
+    expect(next.fencingToken).toBe(2n)
+    clock.ms += 20_000
+    expect(await caught(backend.renew(next, 10_000))).toMatchObject({ code: 'LEASE_EXPIRED' })
+  })
+})
+
 // docs: README "A client whose first connect failed". A relay that answers nothing until told to
 // pass, standing for a server that is down as the process starts.
 // The relay forwards plain TCP to one host: a URL with credentials, TLS, SRV or several hosts (a real
