@@ -13,11 +13,11 @@ import {
   FencedError,
   InvalidArgumentError,
   LeaseExpiredError,
-  LeaseHeldError,
   type LeaseListing,
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  leaseHeldBy,
   MAX_FENCING_TOKEN,
   type RenewOutcome,
   type RevokeOptions,
@@ -150,13 +150,12 @@ export class MemoryBackend implements Backend {
     this.store.operations++
     const previous = this.#leases.get(args.workId)
     if (previous && !previous.released && previous.expiresAtMs > now) {
-      throw new LeaseHeldError(undefined, {
-        holder: {
-          holderId: previous.holderId,
-          fencingToken: previous.fencingToken,
-          expiresAt: new Date(previous.expiresAtMs),
-          expiresInMs: previous.expiresAtMs - now,
-        },
+      // Through leaseHeldBy: a revoked lease whose "now - 1" is still ahead of this clock names nobody.
+      throw leaseHeldBy({
+        holderId: previous.holderId,
+        fencingToken: previous.fencingToken,
+        expiresAtMs: previous.expiresAtMs,
+        expiresInMs: previous.expiresAtMs - now,
       })
     }
     if (previous && previous.fencingToken >= MAX_FENCING_TOKEN) throw new TokensExhaustedError()

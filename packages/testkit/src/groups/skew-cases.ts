@@ -1,4 +1,4 @@
-import { isWorkleaseError } from '@worklease/spec'
+import { isLeaseHeldError, isWorkleaseError } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection } from '../assertions.js'
 import { LONG_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
@@ -121,6 +121,15 @@ export const skewCases: CaseDefinition[] = [
         await behind.revoke!(workId, { fencingToken: record.fencingToken }),
         false,
         'revoke again with its token from a clock behind',
+      )
+      // Its acquire may find the lease in the way until its clock passes that expiry, but a revoked
+      // lease names nobody: a LEASE_HELD naming holder '' would send a waiter after no one.
+      const what = 'acquire of the revoked lease from a clock behind'
+      const refused = await rejection(() => behind.acquire(workId, 'holder-c', LONG_TTL_MS), what)
+      check(isLeaseHeldError(refused), `${what}: expected LEASE_HELD, got ${String(refused)}`)
+      check(
+        refused.holder === undefined,
+        `${what}: LEASE_HELD names holder ${JSON.stringify(refused.holder?.holderId)}, but a revoked lease has none`,
       )
       await c.elapse(1)
       const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
