@@ -44,11 +44,13 @@ end
 
 // Adds one to a decimal string digit by digit: tonumber() would round tokens above 2^53. Up to 15
 // digits (below 10^15 < 2^53) a double is exact, so the everyday token takes the arithmetic path.
-// nil once the token reached 2^63 - 1, the largest every worklease store can hold.
+// nil once the token reached 2^63 - 1, the largest every worklease store can hold, or a token above it
+// (written by hand or by another program): never a token no store can keep, and never a write
+// before the caller is told. Digit strings of one length compare as their numbers do.
 const INCREMENT = `
 local function increment(s)
   if #s < 16 then return string.format('%.0f', tonumber(s) + 1) end
-  if s == '9223372036854775807' then return nil end
+  if #s > 19 or (#s == 19 and s >= '9223372036854775807') then return nil end
   local out = {}
   local carry = 1
   for i = #s, 1, -1 do
@@ -214,7 +216,9 @@ return out
 `
 
 // Only a live lease: its holder becomes '' (no valid holderId is empty, so is_holder never holds
-// again: FENCED everywhere) and it expires now. released stays '0', so the next acquire records an
+// again: FENCED everywhere) and it expires now. A lease revoked before is nobody's, so it is FREE
+// even while its expiry is still ahead of TIME (a failover to a replica whose clock is behind, a
+// clock stepped back). released stays '0', so the next acquire records an
 // unclean handoff; the token and the state are left for it. An expected token is compared as the
 // decimal string it is stored as, in the same script: a takeover cannot land between check and write.
 /**
@@ -225,7 +229,7 @@ export const REVOKE = `${PRELUDE}
 local key = KEYS[1]
 local expected = ARGV[1] or ''
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
-if not f[1] or f[4] == '1' then return {'FREE'} end
+if not f[1] or f[4] == '1' or f[2] == '' then return {'FREE'} end
 local now = now_ms()
 if tonumber(f[3]) <= now then return {'FREE'} end
 if expected ~= '' and f[1] ~= expected then return {'FENCED'} end

@@ -12,11 +12,11 @@ import {
   FencedError,
   InvalidArgumentError,
   LeaseExpiredError,
-  LeaseHeldError,
   type LeaseListing,
   type LeasePage,
   type LeaseRecord,
   type ListOptions,
+  leaseHeldBy,
   type RenewOutcome,
   type RevokeOptions,
   raceAbort,
@@ -342,13 +342,12 @@ export class RedisBackend implements Backend {
     this.#evictionChecked = true
     if (reply.status === 'HELD') {
       const [holder, token, expires, expiresIn] = reply.values.map(text)
-      throw new LeaseHeldError(undefined, {
-        holder: {
-          holderId: holder!,
-          fencingToken: BigInt(token!),
-          expiresAt: new Date(Number(expires)),
-          expiresInMs: Number(expiresIn),
-        },
+      // A revoked lease (holder '') whose expiry is still ahead of TIME names nobody: no `holder`.
+      throw leaseHeldBy({
+        holderId: holder!,
+        fencingToken: BigInt(token!),
+        expiresAtMs: Number(expires),
+        expiresInMs: Number(expiresIn),
       })
     }
     if (reply.status === 'EXHAUSTED') throw new TokensExhaustedError()

@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { type AddressInfo, createServer, connect as netConnect } from 'node:net'
 import {
   InvalidArgumentError,
+  isLeaseHeldError,
   isWorkleaseError,
   type LeaseRecord,
   MAX_FENCING_TOKEN,
@@ -90,6 +91,20 @@ describe('tokens are exact decimal strings', () => {
     expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'token')).toBe('9223372036854775807')
     expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'holder')).toBe('holder-a')
   })
+
+  // Found by a review (session 40): only 2^63 - 1 itself stopped the increment, so a token above it
+  // (written by hand or by another program) was incremented and stored, live, before a RangeError.
+  test.each(['9223372036854775808', '18446744073709551615', '99999999999999999999'])(
+    'a stored token above 2^63 - 1 (%s) is TOKENS_EXHAUSTED, and nothing is written',
+    async (token) => {
+      harness = await createHarness()
+      const backend = await harness.open()
+      const key = `${harness.keyPrefix}w`
+      await harness.admin.hset(key, { token, holder: 'ancestor', expires: '0', released: '1', clean: '1' })
+      await expect(backend.acquire('w', 'holder-a', TTL)).rejects.toBeInstanceOf(TokensExhaustedError)
+      expect(await harness.admin.hmget(key, 'token', 'holder')).toEqual([token, 'ancestor'])
+    },
+  )
 })
 
 describe('storage layout', () => {
@@ -244,6 +259,23 @@ describe('list and revoke', () => {
     expect(await harness.admin.hget(key, 'holder')).toBe('h')
     expect(await backend.revoke('big', { fencingToken: big })).toBe(true)
     expect(await harness.admin.hget(key, 'holder')).toBe('')
+  })
+
+  // Found by a review (session 40), the fault session 39 fixed in the client-clock drivers: a revoked
+  // lease whose expiry is still ahead of Redis's TIME (a failover to a replica whose clock is behind,
+  // a clock stepped back) was revoked again, and its LEASE_HELD named holder ''.
+  test("a revoked lease whose expiry is still ahead of TIME is nobody's: not revoked again, LEASE_HELD names no one", async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('w', 'h', TTL)
+    expect(await backend.revoke('w')).toBe(true)
+    const key = `${harness.keyPrefix}w`
+    await harness.admin.hset(key, 'expires', String(Date.now() + TTL))
+    expect(await backend.revoke('w')).toBe(false)
+    expect(await backend.revoke('w', { fencingToken: record.fencingToken })).toBe(false)
+    expect(await harness.admin.hget(key, 'holder')).toBe('')
+    const refused = await backend.acquire('w', 'x', TTL).catch((error: unknown) => error)
+    expect(isLeaseHeldError(refused) && refused.holder).toBe(undefined)
   })
 
   test('on a Cluster the list index is off unless the key prefix has a hash tag', async () => {
