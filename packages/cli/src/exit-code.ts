@@ -2,7 +2,8 @@
  * What `worklease` exits with. Scripts may rely on these; they never change meaning.
  *
  * ```sh
- * worklease show invoice-42 --store sqlite:./leases.db --json || [ $? -eq 3 ] && echo "no such lease"
+ * worklease show invoice-42 --store sqlite:./leases.db --json
+ * if [ $? -eq 3 ]; then echo "no such lease"; fi
  * ```
  */
 export const ExitCode = Object.freeze({
