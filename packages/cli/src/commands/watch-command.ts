@@ -128,8 +128,10 @@ function report(io: Io, options: WatchOptions, change: 'added' | 'changed' | 're
     return
   }
   const holder = row.holderId ? ` holder=${quoted(row.holderId)}` : ''
+  // The checkpoint's size is part of what a change is: without it, a "changed" line showed no change.
+  const state = row.checkpointBytes === null ? '' : ` checkpoint=${row.checkpointBytes}B`
   writeLine(
     io.stdout,
-    `${row.now} ${change} ${quoted(row.workId)} ${row.status}${holder} token=${row.fencingToken}`,
+    `${row.now} ${change} ${quoted(row.workId)} ${row.status}${holder} token=${row.fencingToken}${state}`,
   )
 }

@@ -1,6 +1,15 @@
 import { isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ANSI, cleanEnv, cli, isOneLine, openTestStore, type StoreKind, type TestStore } from './harness.js'
+import {
+  ANSI,
+  cleanEnv,
+  cli,
+  isOneLine,
+  openTestStore,
+  type StoreKind,
+  spawnCli,
+  type TestStore,
+} from './harness.js'
 
 const TTL = 120_000
 
@@ -280,6 +289,23 @@ export function e2eSuite(kind: StoreKind): void {
       expect(jsonLines(json.stdout).map((row) => [row.change, row.workId])).toEqual([
         ['added', 'invoice-1'],
         ['added', 'invoice-10'],
+      ])
+    })
+
+    // Found by a review (session 40): a checkpoint that changed the state's size was reported
+    // "changed", on a line that showed nothing changed.
+    test('watch reports a change of checkpoint size, and its line shows the size', async () => {
+      const record = await store.backend.acquire('watched-1', 'worker-w', TTL)
+      const watching = spawnCli(['watch', 'watched-', '--count', '2', '--interval', '1500', ...store.args])
+      for (let i = 0; i < 200 && !watching.stdout().includes('added'); i++) {
+        await new Promise((resolve) => setTimeout(resolve, 25))
+      }
+      await store.backend.checkpoint(record, new TextEncoder().encode('12345'), TTL)
+      expect(await watching.exited).toBe(0)
+      const lines = watching.stdout().trimEnd().split('\n')
+      expect(lines).toEqual([
+        expect.stringMatching(/ added "watched-1" held holder="worker-w" token=1$/),
+        expect.stringMatching(/ changed "watched-1" held holder="worker-w" token=1 checkpoint=5B$/),
       ])
     })
   })
