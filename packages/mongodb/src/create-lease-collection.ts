@@ -5,9 +5,15 @@ import type { LeaseCollection } from './lease-collection.js'
 export interface LeaseDatabase<C extends LeaseCollection> {
   collection(name: string): C
   createCollection(name: string): Promise<unknown>
-  /** To look for the collection first, and read its default collation. */
-  listCollections(filter: { name: string }): { toArray(): Promise<readonly unknown[]> }
+  /** To look for the collection first, and read its default collation (as documents: `raw: false`). */
+  listCollections(
+    filter: { name: string },
+    options: { raw: false },
+  ): { toArray(): Promise<readonly unknown[]> }
 }
+
+// A db given `raw: true` would list BSON bytes, whose collation nobody reads.
+const LISTED_AS_DOCUMENTS = { raw: false } as const
 
 /** The collection name used when none is given. */
 export const DEFAULT_LEASE_COLLECTION = 'worklease_leases'
@@ -94,7 +100,7 @@ export async function createLeaseCollection<C extends LeaseCollection>(
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   // MongoDB 7 and FerretDB 2 answer `create` of an existing collection with success, so only a look
   // first can refuse it everywhere; the server's own NamespaceExists still covers a race with another.
-  const [existing] = await db.listCollections({ name }).toArray()
+  const [existing] = await db.listCollections({ name }, LISTED_AS_DOCUMENTS).toArray()
   if (existing !== undefined) {
     if (!ifNotExists) {
       throw Object.assign(new Error(`collection ${name} already exists`), {
@@ -110,7 +116,7 @@ export async function createLeaseCollection<C extends LeaseCollection>(
   } catch (error) {
     if (!ifNotExists || (error as { code?: unknown } | null)?.code !== NAMESPACE_EXISTS) throw error
     // Another process created it since the look: with its own options, so look again.
-    const [created] = await db.listCollections({ name }).toArray()
+    const [created] = await db.listCollections({ name }, LISTED_AS_DOCUMENTS).toArray()
     refuseNonSimpleCollation(name, created)
   }
   return { collection: db.collection(name) }

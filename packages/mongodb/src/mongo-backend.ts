@@ -312,7 +312,6 @@ export class MongoBackend implements Backend {
           returnDocument: 'after',
           ...projection,
           includeResultMetadata: false,
-          ...READ_BSON,
           ...writeOptions(args),
         },
       )
@@ -339,7 +338,6 @@ export class MongoBackend implements Backend {
       { _id: args.workId },
       {
         projection: { fencingToken: 1, holderId: 1, expiresAt: 1, released: 1 },
-        ...READ_BSON,
         ...readOptions(args),
       },
     )
@@ -458,8 +456,8 @@ export class MongoBackend implements Backend {
           // to find it empty. The limit closes it once every record's document is in.
           limit: args.records.length,
           batchSize: args.records.length + 1,
-          // Tokens as bigints: js-bson would hand back an int64 up to 2^53 as a number, and 2^53 is none.
-          ...READ_BSON,
+          // Tokens as bigints (READ_BSON, in readOptions): js-bson would hand back an int64 up to 2^53
+          // as a number, and 2^53 is none.
           ...readOptions(args),
         },
       )
@@ -526,7 +524,6 @@ export class MongoBackend implements Backend {
             limit: args.limit + 1,
             // The whole page in the find's first batch: no getMore, no cursor left open.
             batchSize: args.limit + 1,
-            ...READ_BSON,
             ...readOptions(args),
           },
         )
@@ -580,7 +577,6 @@ export class MongoBackend implements Backend {
     const args = validateRecordArgs(record, options)
     const document = await this.#collection.findOne(validFilter(args.record), {
       projection: { state: 1, releasedToken: 1 },
-      ...READ_BSON,
       ...readOptions(args),
     })
     if (!document) throw new FencedError()

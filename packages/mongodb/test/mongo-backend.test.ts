@@ -684,13 +684,22 @@ describe('createLeaseCollection refuses a collection whose default collation is 
       sent.push('create')
       return db.createCollection(name)
     },
-    listCollections: (filter: { name: string }) => ({
+    listCollections: (filter: { name: string }, options?: { raw?: boolean }) => ({
       toArray: async () => {
         sent.push('listCollections')
-        const listed = await db.listCollections(filter).toArray()
+        const listed: unknown[] = await db.listCollections(filter, options).toArray()
+        const withCollation = (c: object) => ({
+          ...c,
+          options: { ...(c as { options?: object }).options, collation },
+        })
+        // A db given raw: true lists BSON bytes, as mongod would send them with the collation inside.
         return collation === undefined
           ? listed
-          : listed.map((c) => ({ ...c, options: { ...(c as { options?: object }).options, collation } }))
+          : listed.map((c) =>
+              c instanceof Uint8Array
+                ? BSON.serialize(withCollation(BSON.deserialize(c)))
+                : withCollation(c as object),
+            )
       },
     }),
   })
@@ -715,6 +724,23 @@ describe('createLeaseCollection refuses a collection whose default collation is 
         expect(collection.collectionName).toBe(name)
       }
       await db.collection(name).drop()
+    } finally {
+      await client.close()
+    }
+  })
+
+  // Found by a review (session 40): a db given raw: true listed the collection as bytes, so the
+  // collation was never read and a case-insensitive collection was accepted.
+  test('on a db given raw: true as well', async () => {
+    const client = new MongoClient(url)
+    try {
+      const db = client.db(TEST_DATABASE, { raw: true })
+      const name = `lease_collation_raw_${Date.now()}`
+      await createLeaseCollection(db, { collection: name })
+      await expect(
+        createLeaseCollection(reporting(db, { locale: 'en', strength: 2 }, []), { collection: name }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' })
+      await client.db(TEST_DATABASE).collection(name).drop()
     } finally {
       await client.close()
     }
