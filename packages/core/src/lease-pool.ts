@@ -538,7 +538,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         group: this.group,
         error: new LeaserClosedError('the Leaser was closed before the pool: the pool closes'),
       })
-      void this.close()
+      // As a listener's error: rethrown on the next tick (an injected timers that throws in close()).
+      this.close().catch(throwLater)
       return
     }
     this.#hurries = next === 'soon' ? this.#hurries + 1 : 0

@@ -209,7 +209,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
   #closing: Promise<void> | undefined
-  /** close() has stopped waiting (quiet, or its timeout passed): no new store call of ours goes out. */
+  /** close() has stopped waiting (quiet, or its timeout passed): no attempt's unknown outcome is asked about. */
   #closeDone = false
   /**
    * Store calls out that no caller awaits once its acquire gave up: attempts, the asks of
