@@ -117,11 +117,6 @@ export class LeaseStatements {
   // keeps the row it scanned locked). PostgreSQL reports such a conflict as a serialization failure;
   // SQLite has one writer.
   readonly #current: RawBuilder<unknown>
-  // MySQL/MariaDB: a session's sql_select_limit (a pooled connection may carry it, like SET timestamp)
-  // cuts every top-level SELECT without a LIMIT of its own: a readCheckpoint of a valid lease would read
-  // no row (FENCED), renewMany's read would miss valid leases, a listing would end early. Each such
-  // SELECT states its own LIMIT.
-  readonly #one: RawBuilder<unknown>
   readonly #cache: StatementCache
 
   constructor(family: DialectFamily, table: string, cache: StatementCache) {
@@ -140,9 +135,15 @@ export class LeaseStatements {
     this.#greatest = sql.raw(family === 'sqlite' ? 'MAX' : 'GREATEST')
     this.#least = sql.raw(family === 'sqlite' ? 'MIN' : 'LEAST')
     this.#current = sql.raw(family === 'mysql' ? ' LOCK IN SHARE MODE' : '')
-    this.#one = sql.raw(family === 'mysql' ? ' LIMIT 1' : '')
     this.#textType = sql.raw(family === 'postgres' ? 'text' : family === 'mysql' ? 'CHAR' : 'TEXT')
     this.#takeover = sql`ON CONFLICT (work_id) DO UPDATE SET token = l.token + 1, holder = excluded.holder, expires_at = excluded.expires_at, released = ${this.#false}, clean_handoff = l.released, checkpoint_seq = 0`
+  }
+  // MySQL/MariaDB: a session's sql_select_limit (a pooled connection may carry it, like SET timestamp)
+  // cuts every top-level SELECT without a LIMIT of its own: a readCheckpoint of a valid lease would read
+  // no row (FENCED), renewMany's read would miss valid leases, a listing would end early. So each
+  // SELECT that answers states its own.
+  #limit(rows: number): RawBuilder<unknown> {
+    return sql.raw(this.family === 'mysql' ? ` LIMIT ${rows}` : '')
   }
 
   #token(token: unknown): RawBuilder<unknown> {
@@ -260,7 +261,7 @@ SELECT false, token::text, expires_at::text, holder, free, expires_in::text${hel
     return sql<HolderRow>`SELECT ${this.#text('token')} AS token, holder, ${this.#text('expires_at')} AS expires_at,
   CASE WHEN ${released} OR expires_at <= wl_clock.wl_now THEN 1 ELSE 0 END AS free,
   ${this.#cast(sql`expires_at - wl_clock.wl_now`)} AS expires_in
-FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${workId}${this.#one}${this.#current}`
+FROM ${this.#table}, (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock WHERE work_id = ${workId}${this.#limit(1)}${this.#current}`
   }
 
   /**
@@ -345,7 +346,7 @@ RETURNING ${this.#text('token')} AS token, ${this.#text('expires_at')} AS expire
     const checkpoint = sql.raw(withCheckpoint ? ', l.state, l.clean_handoff' : '')
     return sql<AcquiredReadBack>`SELECT ${this.#text('l.expires_at')} AS expires_at${checkpoint}, CAST(wl_clock.wl_now AS CHAR) AS now_ms
 FROM (SELECT ${this.#now} AS wl_now LIMIT 1) AS wl_clock
-LEFT JOIN ${this.#table} AS l ON l.work_id = ${workId} AND l.token = ${this.#token(token)}${this.#one}`
+LEFT JOIN ${this.#table} AS l ON l.work_id = ${workId} AND l.token = ${this.#token(token)}${this.#limit(1)}`
   }
 
   // Renew and checkpoint only ever extend: a late-landing call or a shorter ttl keeps the later expiry.
@@ -414,7 +415,7 @@ WHERE ${live} AND ${this.#pairs(records)}`
 WHERE work_id = ANY(CAST(${idsArrayLiteral(records)} AS text[])) AND ${valid}`
     }
     return sql<ValidRow>`SELECT work_id, ${this.#text('token')} AS token, ${live} FROM ${this.#table}
-WHERE ${valid} AND ${this.#pairs(records)}${sql.raw(this.family === 'mysql' ? ` LIMIT ${records.length}` : '')}${this.#current}`
+WHERE ${valid} AND ${this.#pairs(records)}${this.#limit(records.length)}${this.#current}`
   }
 
   // MySQL/SQLite: `work_id IN (...)` lets MySQL range over the primary key; the (work_id, token) pairs
@@ -468,7 +469,7 @@ WHERE ${this.#valid(workId, token, holderId)}`,
       'readCheckpoint',
       this.#keyValues(key),
       (workId, token, holderId) =>
-        sql<CheckpointRow>`SELECT state, clean_handoff FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#one}`,
+        sql<CheckpointRow>`SELECT state, clean_handoff FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#limit(1)}`,
     )
   }
 
@@ -482,7 +483,7 @@ WHERE ${this.#valid(workId, token, holderId)}`,
         token,
         holderId,
       ) => sql<LiveRow>`SELECT CASE WHEN expires_at > ${this.#now} THEN 1 ELSE 0 END AS live
-FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#one}${this.#current}`,
+FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#limit(1)}${this.#current}`,
     )
   }
 
@@ -531,7 +532,7 @@ FROM ${this.#table} WHERE ${this.#valid(workId, token, holderId)}${this.#one}${t
   LIMIT ${limit}
 ) AS wl_page
 UNION ALL
-SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}${sql.raw(this.family === 'mysql' ? ` LIMIT ${MAX_LIST_ROWS}` : '')}`
+SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, ${now} FROM ${clock}${this.#limit(MAX_LIST_ROWS)}`
   }
 
   /**

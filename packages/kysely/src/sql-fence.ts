@@ -408,7 +408,7 @@ export class SqlFence<DB = any, C extends string = 'fencing_token'> {
 
   // One version query per fence, shared by concurrent first upserts; a failed one is asked again.
   #usesRowAlias(db: Kysely<any>): Promise<boolean> {
-    this.#rowAlias ??= sql<{ version: string }>`SELECT VERSION() AS version`.execute(db).then(
+    this.#rowAlias ??= sql<{ version: string }>`SELECT VERSION() AS version LIMIT 1`.execute(db).then(
       ({ rows }) => takesRowAlias(String(rows[0]?.version ?? '')),
       (error: unknown) => {
         this.#rowAlias = undefined

@@ -60,7 +60,7 @@ WHERE attrelid = to_regclass(${quoted}) AND attname = 'checkpoint_seq' AND NOT a
     case 'mysql': {
       const { rows } = await sql`SELECT 1 AS found FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(${schema ?? null}, DATABASE()) AND TABLE_NAME = ${name}
-  AND COLUMN_NAME = 'checkpoint_seq'`.execute(db)
+  AND COLUMN_NAME = 'checkpoint_seq' LIMIT 1`.execute(db)
       return rows.length > 0
     }
     case 'sqlite': {

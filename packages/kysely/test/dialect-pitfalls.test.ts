@@ -6,7 +6,12 @@ import { MAX_FENCING_TOKEN } from '@worklease/spec'
 import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
-import { createLeaseTable, createLeaseTableMigration, KyselyBackend } from '../src/index.js'
+import {
+  createLeaseTable,
+  createLeaseTableMigration,
+  KyselyBackend,
+  upgradeLeaseTable,
+} from '../src/index.js'
 import { bytes, code, rows, seed, sleep } from './helpers.js'
 import { type KyselyHarness, kyselyHarness } from './kysely-harness.js'
 import {
@@ -186,6 +191,8 @@ for (const target of familyTargets('mysql'))
         expect(await limited.readCheckpoint(records[1]!)).toMatchObject({ state: bytes('state') })
         const held = await limited.acquire('b', 'x', 60_000).catch((error: unknown) => error)
         expect(held).toMatchObject({ code: 'LEASE_HELD', holder: { holderId: 'h' } })
+        // Its column lookup read "no checkpoint_seq", and the upgrade added it again: a duplicate column.
+        await upgradeLeaseTable(db, { table: h.storage.table })
         await sql`SET SESSION sql_select_limit = DEFAULT`.execute(db)
       } finally {
         await db.destroy()
