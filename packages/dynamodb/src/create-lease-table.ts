@@ -8,7 +8,7 @@ import {
   validatePartitionKey,
   validateTableName,
 } from './lease-item.js'
-import { singleAttempt } from './single-attempt.js'
+import { sendOptions as optionsOf, singleAttempt } from './single-attempt.js'
 
 /** The table {@link createLeaseTable} creates unless told otherwise. */
 export const DEFAULT_LEASE_TABLE = 'worklease_leases'
@@ -185,7 +185,7 @@ export async function createLeaseTable(
   }
   // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now.
   validateCallOptions({ signal })
-  const sendOptions = signal ? { abortSignal: signal } : undefined
+  const sendOptions = optionsOf(signal)
   const send = <T>(command: Parameters<DynamoClient['send']>[0]): Promise<T> =>
     raceAbort(client.send(command, sendOptions), signal)
   try {

@@ -56,7 +56,7 @@ import {
   validatePartitionKey,
   validateTableName,
 } from './lease-item.js'
-import { singleAttempt } from './single-attempt.js'
+import { sendOptions, singleAttempt } from './single-attempt.js'
 
 /** Options of {@link DynamoBackend}. */
 export interface DynamoBackendOptions {
@@ -394,6 +394,16 @@ export class DynamoBackend implements Backend {
     )
     if (outcome === 'written') return
     const stored = outcome[Attr.checkpointToken]?.N
+    // Like an expiry that is no number (expiresAtMsOf): a sequence of this token that is no number
+    // failed `#cseq < :seq` without any checkpoint having stored a later one. A broken item is a
+    // store failure; read as "superseded" it would make every checkpoint of this lease a silent no-op.
+    if (
+      stored !== undefined &&
+      BigInt(stored) === args.record.fencingToken &&
+      !Number.isFinite(Number(outcome[Attr.checkpointSequence]?.N))
+    ) {
+      throw new TypeError(`lease item ${args.record.workId} has no ${Attr.checkpointSequence} number`)
+    }
     const newer =
       stored === undefined ||
       BigInt(stored) !== args.record.fencingToken ||
@@ -799,7 +809,7 @@ export class DynamoBackend implements Backend {
       | BatchGetItemCommand,
   >(command: T, args: ValidatedCallOptions) {
     const { signal } = args
-    if (!signal) return this.#client.send(singleAttempt(command))
+    if (!signal) return this.#client.send(singleAttempt(command), sendOptions(undefined))
     // The SDK hears its abortSignal only once the request reaches its HTTP handler (after credentials
     // and signing), and rejects with an AbortError of its own: the race rejects with the caller's
     // reason as the signal fires, and the SDK still cancels the request.

@@ -13,7 +13,7 @@ import {
 } from '@worklease/spec'
 import type { DynamoClient } from './dynamo-client.js'
 import type { FenceConditionOptions } from './fence-condition.js'
-import { singleAttempt } from './single-attempt.js'
+import { sendOptions, singleAttempt } from './single-attempt.js'
 import { fenceSnapshot, readFenceable } from './with-fence.js'
 
 /** Options of {@link sendFenced}: the fence's attribute and placeholder, and the SDK's abort signal. */
@@ -108,10 +108,7 @@ async function send(
       : new UpdateItemCommand(fenced as UpdateItemCommandInput)
   try {
     // Raced, not only passed: the SDK hears the signal only at its HTTP handler (see DynamoBackend).
-    await raceAbort(
-      client.send(singleAttempt(command), abortSignal ? { abortSignal } : undefined),
-      abortSignal,
-    )
+    await raceAbort(client.send(singleAttempt(command), sendOptions(abortSignal)), abortSignal)
     return undefined
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.

@@ -32,3 +32,14 @@ export function singleAttempt<C extends WithMiddlewareStack>(command: C): C {
   )
   return command
 }
+
+/**
+ * The options every request of this package goes with: never `undefined`. A client made with
+ * `cacheMiddleware: true` resolves the middleware stack once per command class for sends without
+ * options and reuses it: a command's own stack (the {@link singleAttempt} override) would then be
+ * ignored when the app sent that command class first (its retries would resend our conditional
+ * writes), and cached for the app's own commands when we sent first (the app's would lose theirs).
+ */
+export function sendOptions(abortSignal: AbortSignal | undefined): { abortSignal?: AbortSignal } {
+  return abortSignal ? { abortSignal } : {}
+}

@@ -373,6 +373,33 @@ describe('DynamoBackend on a real server', () => {
     expect((error as Error).name).toBe('ResourceNotFoundException')
   })
 
+  // Found by a review (session 40): the sequence failed `#cseq < :seq` as a string, and the failure
+  // was read as "a later checkpoint stored already": every checkpoint of the lease resolved, storing
+  // nothing.
+  test('an item whose checkpointSequence is no number is a store failure for checkpoint, not a no-op', async () => {
+    const backend = table.open({ clock: manualClock() })
+    await table.admin.send(
+      new PutItemCommand({
+        TableName: table.tableName,
+        Item: {
+          workId: { S: 'job-1' },
+          fencingToken: { N: '1' },
+          holderId: { S: 'a' },
+          expiresAt: { N: String(T0 + 60_000) },
+          released: { BOOL: false },
+          cleanHandoff: { BOOL: true },
+          listKey: { S: 'lease' },
+          state: { B: Uint8Array.of(9) },
+          checkpointToken: { N: '1' },
+          checkpointSequence: { S: '1' },
+        },
+      }),
+    )
+    const error = await backend.checkpoint(record('job-1'), Uint8Array.of(1), 10_000).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(TypeError)
+    expect(isWorkleaseError(error)).toBe(false)
+  })
+
   test('an item whose expiresAt is no number is a store failure for renew and acquire, its own loss in renewMany', async () => {
     const clock = manualClock()
     const backend = table.open({ clock })

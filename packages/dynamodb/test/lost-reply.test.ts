@@ -158,3 +158,62 @@ test('createLeaseTable with ifNotExists: false whose reply is lost: a network er
     await table.admin.send(new DeleteTableCommand({ TableName: name })).catch(() => undefined)
   }
 })
+
+// Found by a review (session 40): a client made with cacheMiddleware: true resolves the middleware
+// stack once per command class for sends without options, and reuses it. The app sent UpdateItem
+// first, so the driver's single-attempt override was never applied: the SDK's retry came back.
+test.each(['acquire', 'release', 'revoke', 'sendFenced'] as const)(
+  'cacheMiddleware: true, the app sending UpdateItem first: a lost %s reply is a network error, sent once',
+  async (operation) => {
+    const cached = newClient({ endpoint: proxy.endpoint, cacheMiddleware: true })
+    try {
+      const driver = new DynamoBackend({
+        client: cached,
+        table: table.tableName,
+        clock,
+        returnValuesOnConditionCheckFailure: returnValuesOnConditionCheckFailure(),
+      })
+      await cached.send(
+        new UpdateItemCommand({
+          TableName: table.tableName,
+          Key: { workId: { S: 'app-item' } },
+          UpdateExpression: 'SET #v = :v',
+          ExpressionAttributeNames: { '#v': 'v' },
+          ExpressionAttributeValues: { ':v': { S: 'x' } },
+        }),
+      )
+      const record = operation === 'acquire' ? undefined : await driver.acquire('job-1', 'a', 60_000)
+      const sentBefore = proxy.forwarded.UpdateItem ?? 0
+      proxy.loseNextReplies('UpdateItem')
+      const call =
+        operation === 'acquire'
+          ? driver.acquire('job-1', 'a', 60_000)
+          : operation === 'release'
+            ? driver.release(record!)
+            : operation === 'revoke'
+              ? driver.revoke('job-1')
+              : sendFenced(
+                  cached,
+                  {
+                    TableName: table.tableName,
+                    Key: { workId: { S: 'fenced-item' } },
+                    UpdateExpression: 'ADD #n :one',
+                    ExpressionAttributeNames: { '#n': 'n' },
+                    ExpressionAttributeValues: { ':one': { N: '1' } },
+                  },
+                  1n,
+                )
+      // Before: acquire said LEASE_HELD naming its own holder, release FENCED, revoke false, each after
+      // the write had landed; sendFenced applied its ADD twice.
+      const error = await call.then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      expect(isWorkleaseError(error)).toBe(false)
+      expect(error).toBeInstanceOf(Error)
+      expect((proxy.forwarded.UpdateItem ?? 0) - sentBefore).toBe(1)
+    } finally {
+      cached.destroy()
+    }
+  },
+)
