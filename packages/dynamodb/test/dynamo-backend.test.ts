@@ -1,4 +1,5 @@
 import {
+  type AttributeValue,
   DescribeTableCommand,
   GetItemCommand,
   PutItemCommand,
@@ -373,12 +374,9 @@ describe('DynamoBackend on a real server', () => {
     expect((error as Error).name).toBe('ResourceNotFoundException')
   })
 
-  // Found by a review (session 40): the sequence failed `#cseq < :seq` as a string, and the failure
-  // was read as "a later checkpoint stored already": every checkpoint of the lease resolved, storing
-  // nothing.
-  test('an item whose checkpointSequence is no number is a store failure for checkpoint, not a no-op', async () => {
-    const backend = table.open({ clock: manualClock() })
-    await table.admin.send(
+  /** Writes job-1 by hand: a's live lease at token 1, with `fields` changed or added. */
+  const writeLiveLease = (fields: Record<string, AttributeValue>) =>
+    table.admin.send(
       new PutItemCommand({
         TableName: table.tableName,
         Item: {
@@ -389,12 +387,21 @@ describe('DynamoBackend on a real server', () => {
           released: { BOOL: false },
           cleanHandoff: { BOOL: true },
           listKey: { S: 'lease' },
-          state: { B: Uint8Array.of(9) },
-          checkpointToken: { N: '1' },
-          checkpointSequence: { S: '1' },
+          ...fields,
         },
       }),
     )
+
+  // Found by a review (session 40): the sequence failed `#cseq < :seq` as a string, and the failure
+  // was read as "a later checkpoint stored already": every checkpoint of the lease resolved, storing
+  // nothing.
+  test('an item whose checkpointSequence is no number is a store failure for checkpoint, not a no-op', async () => {
+    const backend = table.open({ clock: manualClock() })
+    await writeLiveLease({
+      state: { B: Uint8Array.of(9) },
+      checkpointToken: { N: '1' },
+      checkpointSequence: { S: '1' },
+    })
     const error = await backend.checkpoint(record('job-1'), Uint8Array.of(1), 10_000).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(TypeError)
     expect(isWorkleaseError(error)).toBe(false)
@@ -403,20 +410,7 @@ describe('DynamoBackend on a real server', () => {
   test('an item whose expiresAt is no number is a store failure for renew and acquire, its own loss in renewMany', async () => {
     const clock = manualClock()
     const backend = table.open({ clock })
-    await table.admin.send(
-      new PutItemCommand({
-        TableName: table.tableName,
-        Item: {
-          workId: { S: 'job-1' },
-          fencingToken: { N: '1' },
-          holderId: { S: 'a' },
-          expiresAt: { S: String(T0 + 60_000) },
-          released: { BOOL: false },
-          cleanHandoff: { BOOL: true },
-          listKey: { S: 'lease' },
-        },
-      }),
-    )
+    await writeLiveLease({ expiresAt: { S: String(T0 + 60_000) } })
     // Every expiry condition compares a number with a string and fails: only the item the failure
     // brings back (or one read) is left to name the outcome, and an expiry that is no number names none.
     const calls: (() => Promise<unknown>)[] = [
