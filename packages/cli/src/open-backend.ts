@@ -1,4 +1,4 @@
-import { type Backend, raceAbort } from '@worklease/spec'
+import { type Backend, isInvalidArgumentError, raceAbort } from '@worklease/spec'
 import { boundedStoreCall, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
@@ -122,12 +122,10 @@ export async function openBackend(target: StoreTarget, table: string | undefined
     }
     case 'mongodb': {
       const named = chosenTable(target.collection, table, 'collection')
-      const [{ MongoClient }, { MongoBackend, DEFAULT_LEASE_COLLECTION }] = await Promise.all([
-        client('mongodb', () => import('mongodb')),
-        import('@worklease/mongodb'),
-      ])
+      const [{ MongoClient }, { MongoBackend, DEFAULT_LEASE_COLLECTION, validateCollectionName }] =
+        await Promise.all([client('mongodb', () => import('mongodb')), import('@worklease/mongodb')])
       const collectionName = named ?? DEFAULT_LEASE_COLLECTION
-      refuseMongoNames(target.database, collectionName)
+      refuseMongoNames(target.database, collectionName, validateCollectionName)
       let mongo: InstanceType<typeof MongoClient>
       try {
         // The client parses its URL here, before any connection: what it rejects is a bad store URL.
@@ -207,16 +205,24 @@ export async function openBackend(target: StoreTarget, table: string | undefined
 /**
  * MongoDB's naming rules, which its client leaves to the server: a name no collection (or database)
  * can have failed only there, as "the store failed" or "does not exist", where the SQL stores' table
- * names are refused as usage before connecting.
+ * names are refused as usage before connecting. The collection is checked by the driver's own rules.
  */
-function refuseMongoNames(database: string | undefined, collection: string): void {
-  const refuse = (what: string, name: string, rule: string) => {
-    throw new CliError(`${what} ${JSON.stringify(name)} is no MongoDB ${what} name: ${rule}`, ExitCode.USAGE)
+function refuseMongoNames(
+  database: string | undefined,
+  collection: string,
+  validateCollectionName: (name: unknown, label: string) => void,
+): void {
+  try {
+    validateCollectionName(collection, 'collection')
+  } catch (error) {
+    if (isInvalidArgumentError(error)) throw new CliError(error.message, ExitCode.USAGE, { cause: error })
+    throw error
   }
-  if (/[$\0]/.test(collection)) refuse('collection', collection, 'it must not contain $ or U+0000')
-  if (collection.startsWith('system.')) refuse('collection', collection, 'it must not begin with "system."')
   if (database !== undefined && /[/\\. "$\0]/.test(database)) {
-    refuse('database', database, 'it must not contain / \\ . " $, a space or U+0000')
+    throw new CliError(
+      `database ${JSON.stringify(database)} is no MongoDB database name: it must not contain / \\ . " $, a space or U+0000`,
+      ExitCode.USAGE,
+    )
   }
 }
 

@@ -1,4 +1,5 @@
 import { InvalidArgumentError, readOnce } from '@worklease/spec'
+import { validateCollectionName } from './collection-name.js'
 import type { LeaseCollection } from './lease-collection.js'
 
 /** The `Db` methods {@link createLeaseCollection} calls; a `Db` from the `mongodb` driver fits. */
@@ -95,7 +96,7 @@ export async function createLeaseCollection<C extends LeaseCollection>(
   ) {
     throw new InvalidArgumentError('db must be a MongoDB Db')
   }
-  validateCollectionName(name)
+  validateCollectionName(name, 'options.collection')
   if (typeof ifNotExists !== 'boolean')
     throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   // MongoDB 7 and FerretDB 2 answer `create` of an existing collection with success, so only a look
@@ -133,22 +134,4 @@ function refuseNonSimpleCollation(name: string, listed: unknown): void {
   throw new InvalidArgumentError(
     `collection ${name} has a default collation (locale ${String(collation.locale)}, strength ${String(collation.strength)}): workIds it compares as equal, such as 'Job' and 'job', would share one lease; use a collection with the simple (binary) collation`,
   )
-}
-
-// MongoDB's own rules, checked here rather than by the server after a listCollections: no '$' or
-// U+0000, not a system collection, and a namespace of at most 255 bytes (this leaves the database
-// name's share to the server).
-function validateCollectionName(name: unknown): asserts name is string {
-  if (typeof name !== 'string' || name.length === 0) {
-    throw new InvalidArgumentError('options.collection must be a non-empty string')
-  }
-  // A lone surrogate has no UTF-8: two names differing only in one would name the same collection.
-  if (/[$\0\p{Surrogate}]/u.test(name) || name.startsWith('system.')) {
-    throw new InvalidArgumentError(
-      `options.collection ${JSON.stringify(name)} is not a collection name MongoDB accepts (no $, U+0000 or lone surrogate, not system.*)`,
-    )
-  }
-  if (Buffer.byteLength(name) > 255) {
-    throw new InvalidArgumentError('options.collection must be at most 255 bytes of UTF-8')
-  }
 }

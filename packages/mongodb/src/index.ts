@@ -1,3 +1,4 @@
+export { validateCollectionName } from './collection-name.js'
 export {
   type CreatedLeaseCollection,
   createLeaseCollection,
