@@ -59,6 +59,14 @@ export class Cancel {
 
 const noop = () => undefined
 
+function reasonOf(signal: AbortSignal): unknown {
+  try {
+    return signal.reason
+  } catch (error) {
+    return error
+  }
+}
+
 /** @internal Anything the runner waits on: a user's AbortSignal or one of its own {@link Cancel}s. */
 export type Abortable = AbortSignal | Cancel
 
@@ -73,7 +81,9 @@ export function onAbort(source: Abortable, listener: (reason: unknown) => void):
     listener(source.reason)
     return noop
   }
-  const handler = () => listener(source.reason)
+  // A `reason` getter that throws would throw inside the dispatch, where nobody hears it, and leave
+  // the wait hanging: its error is the reason then, as it is for a signal aborted already.
+  const handler = () => listener(reasonOf(source))
   try {
     source.addEventListener('abort', handler, { once: true })
   } catch (error) {

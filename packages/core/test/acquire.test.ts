@@ -452,6 +452,29 @@ describe('acquire', () => {
     expect(leaser.leases).toEqual([])
   })
 
+  // Found by a review (session 41): the abort handler read `reason` inside the EventTarget's dispatch;
+  // a getter that threw there was an uncaught exception, and the waiting acquire never settled,
+  // keeping the process alive. An already-aborted one rejected with the getter's error: so does this.
+  test('a waiting acquire whose signal aborts with a reason getter that throws rejects with that error', async () => {
+    const { time, leaser, other, backend } = setup()
+    await other.acquire('job', 'worker-b', 60_000)
+    const controller = new AbortController()
+    const broken = new Error('reason getter')
+    Object.defineProperty(controller.signal, 'reason', {
+      get() {
+        throw broken
+      },
+    })
+    const waiting = track(leaser.acquire('job', { wait: true, signal: controller.signal }))
+    await time.advance(100)
+    controller.abort()
+    await time.advance(0)
+    expect(waiting.error).toBe(broken)
+    const calls = backend.calls.acquire
+    await time.advance(5_000)
+    expect(backend.calls.acquire).toBe(calls)
+  })
+
   test('a signal whose removeEventListener throws still hands out the lease it took', async () => {
     // Detaching runs once the lease is ours: a throw there must not turn a taken lease (which the
     // Leaser then renews) into a rejected acquire the caller would never release.
