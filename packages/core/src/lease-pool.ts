@@ -20,12 +20,14 @@ import {
 } from './check-option.js'
 import { evenShare, planFairShare } from './fair-share.js'
 import { HandBackQueue } from './hand-back-queue.js'
+import { keptBeforeRunning } from './kept-before-running.js'
 import { type Lease, readHandoff, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
+import { throwLater } from './throw-later.js'
 import { systemTimers } from './timers.js'
 import { type PoolHandler, type UnitEnd, UnitRunner } from './unit-runner.js'
 
@@ -113,17 +115,6 @@ const UNITS_TIMEOUT_INTERVALS = 10
 
 /** When a member looks again after a rebalance: at once, after a quarter interval, or an interval on. */
 type NextLook = 'now' | 'soon' | 'later'
-
-/**
- * Rethrows on the next tick, as the Leaser does with a throwing listener (and `diagnostics_channel`
- * with a throwing subscriber): a bug to surface, but one that must not change what the pool does
- * with a lease in the middle of a take, a finish or a hand-back.
- */
-function throwLater(error: unknown): void {
-  process.nextTick(() => {
-    throw error
-  })
-}
 
 /** Most unit ids one read of `units` may give: an endless iterable is refused, not read forever. */
 const MAX_UNITS = 1_000_000
@@ -441,35 +432,43 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     } catch (error) {
       return Promise.reject(error)
     }
-    this.#closing = (async () => {
-      this.#closed.abort(new LeaserClosedError('the pool is closed'))
-      this.#options.timers.clearTimeout(this.#timer)
-      // Every handler hears it now, and the bound runs from now: a rebalance still out (a slow units
-      // function, a store call) neither holds the handlers back nor stretches the bound.
-      for (const runner of this.#runners.values()) runner.stop()
-      // Out of the group at once: still counted while its units come back one by one, this member
-      // would keep the others from taking them until its slowest handler returned.
-      const left = this.#membership?.release().catch(() => undefined)
-      const { timers } = this.#options
-      let timer: unknown
-      await Promise.race([
-        (async () => {
-          await this.#starting?.catch(() => undefined)
-          // A take still out adds no runner (it checks the close after each acquire, and hands back).
-          await this.#ticking
-          await Promise.allSettled(this.#finishing)
-          await left
-          // A join or rejoin still out when the close began may have landed since.
-          await this.#membership?.release().catch(() => undefined)
-        })(),
-        new Promise<void>((resolve) => {
-          timer = timers.setTimeout(() => resolve(), limit)
-        }),
-      ])
-      timers.clearTimeout(timer)
-      this.#letProcessExit?.()
-    })()
-    return this.#closing
+    // Kept before the first step: stopping a handler runs its unit signal's listeners, the user's
+    // code, whose own close() must get this one.
+    return keptBeforeRunning(
+      (closing) => {
+        this.#closing = closing
+      },
+      () => this.#close(limit),
+    )
+  }
+
+  async #close(limit: number): Promise<void> {
+    this.#closed.abort(new LeaserClosedError('the pool is closed'))
+    this.#options.timers.clearTimeout(this.#timer)
+    // Every handler hears it now, and the bound runs from now: a rebalance still out (a slow units
+    // function, a store call) neither holds the handlers back nor stretches the bound.
+    for (const runner of this.#runners.values()) runner.stop()
+    // Out of the group at once: still counted while its units come back one by one, this member
+    // would keep the others from taking them until its slowest handler returned.
+    const left = this.#membership?.release().catch(() => undefined)
+    const { timers } = this.#options
+    let timer: unknown
+    await Promise.race([
+      (async () => {
+        await this.#starting?.catch(() => undefined)
+        // A take still out adds no runner (it checks the close after each acquire, and hands back).
+        await this.#ticking
+        await Promise.allSettled(this.#finishing)
+        await left
+        // A join or rejoin still out when the close began may have landed since.
+        await this.#membership?.release().catch(() => undefined)
+      })(),
+      new Promise<void>((resolve) => {
+        timer = timers.setTimeout(() => resolve(), limit)
+      }),
+    ])
+    timers.clearTimeout(timer)
+    this.#letProcessExit?.()
   }
 
   /** Same as {@link close}, for `await using pool = new LeasePool(...)`. */
@@ -479,7 +478,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   /** Never throws: every caller is in the middle of a take, a finish or a rebalance. */
   #emit(event: PoolEvent): void {
-    for (const listener of this.#listeners) {
+    // The listeners as the event found them: one added meanwhile (a "once" re-arming itself) hears
+    // from the next event on, as the Leaser's do, not again in this pass, and again, without end.
+    for (const listener of [...this.#listeners]) {
       try {
         listener(event)
       } catch (error) {

@@ -2,6 +2,7 @@ import diagnosticsChannel from 'node:diagnostics_channel'
 import { InvalidArgumentError, type LeaseRecord } from '@worklease/spec'
 import { checkFunction, describeValue } from './check-option.js'
 import type { LeaseEndReason, LeaseLossReason, LeaseLostError } from './lease-lost-error.js'
+import { throwLater } from './throw-later.js'
 
 /** Fields every event carries. */
 export interface LeaseEventBase {
@@ -132,11 +133,7 @@ export class LeaserEmitter {
       try {
         ;(listener as LeaserListener<E>)(payload)
       } catch (error) {
-        // Like diagnostics_channel: a throwing listener is a bug to surface, but it must not corrupt
-        // the lease state machine that is in the middle of a transition.
-        process.nextTick(() => {
-          throw error
-        })
+        throwLater(error)
       }
     }
   }

@@ -113,8 +113,9 @@ export interface LeaserOptions<S = Uint8Array> {
    */
   timers?: Timers
   /**
-   * Source of randomness in [0, 1) for jitter; an answer outside it (NaN too) counts as 0.5.
-   * Default: `Math.random`.
+   * Source of randomness in [0, 1) for jitter; an answer outside it (NaN too) counts as 0.5, and so
+   * does a throw, whose error is rethrown on the next tick, as a throwing listener's is: the lease it
+   * was drawn for is renewed on time all the same. Default: `Math.random`.
    *
    * ```ts
    * const leaser = new Leaser({ backend, ttlMs: 1_000, random: () => 0.5 })

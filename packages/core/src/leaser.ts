@@ -37,6 +37,7 @@ import { bytesCodec } from './checkpoint-codec.js'
 import { DeadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { HeldLeases } from './held-leases.js'
+import { keptBeforeRunning } from './kept-before-running.js'
 import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
@@ -45,6 +46,7 @@ import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './
 import { LocalDeadline } from './local-deadline.js'
 import { RenewalSchedule } from './renewal-schedule.js'
 import { backoffDelay } from './retry-policy.js'
+import { throwLater } from './throw-later.js'
 import { type Instant, instant, systemTimers } from './timers.js'
 
 /**
@@ -263,7 +265,18 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       1,
       2_147_483_647,
     )
-    const random = checkRandom('options.random', options.random ?? Math.random)
+    const checkedRandom = checkRandom('options.random', options.random ?? Math.random)
+    // Drawn as a renewal is scheduled and a lease handed out: a throw there would leave the lease
+    // unrenewed, or taken and never handed out. A bug to surface, as a listener's throw is; the draw
+    // counts as 0.5, as an answer out of range does.
+    const random = () => {
+      try {
+        return checkedRandom()
+      } catch (error) {
+        throwLater(error)
+        return 0.5
+      }
+    }
     const retry = resolveRetry(options.retry)
     const timers = checkTimers('options.timers', options.timers ?? systemTimers)
     const codec = checkCodec<S>('options.codec', options.codec ?? bytesCodec)
@@ -613,12 +626,23 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       // throw an uncaught exception. Nothing changed: the Leaser stays open, to be closed again.
       return Promise.reject(error)
     }
-    this.#closeCancel.abort(new LeaserClosedError())
-    const leases = [...this.#leases]
-    for (const lease of leases) lease[closeLease]()
-    const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
+    // Kept before any lease ends: ending one runs its abort listeners, the user's code, which must
+    // find the Leaser closed (no new acquire) and get this close if it calls close() itself.
+    return keptBeforeRunning(
+      (closing) => {
+        this.#closing = closing
+      },
+      () => this.#close(timeoutMs),
+    )
+  }
+
+  async #close(timeoutMs: number): Promise<void> {
     const letGo = keepProcessAlive()
-    this.#closing = (async () => {
+    try {
+      this.#closeCancel.abort(new LeaserClosedError())
+      const leases = [...this.#leases]
+      for (const lease of leases) lease[closeLease]()
+      const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
       const { cancel, dispose } = linkedCancel(this.#ctx.timers, [], timeoutMs)
       try {
         // The attempts cut short settle meanwhile, and may start releases of what they took.
@@ -638,8 +662,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       // Left armed as leases came and went (each fires once and finds nothing): not past close.
       this.#ctx.deadlines.clearIfIdle()
       this.#ctx.schedule?.clearIfIdle()
-    })().finally(letGo)
-    return this.#closing
+    } finally {
+      letGo()
+    }
   }
 
   /** Same as {@link close}, for `await using leaser = new Leaser(...)`. */

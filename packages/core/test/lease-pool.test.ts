@@ -1816,6 +1816,51 @@ describe('LeasePool listeners', () => {
     expect({ heard, published }).toEqual({ heard: ['taken'], published: ['taken', 'released'] })
   })
 
+  // Found by a review (session 41): an emit walked the live set, so a listener that re-subscribes
+  // itself (a "once" helper re-arming) was called again in the same pass, without end.
+  test('a listener added while an event is delivered hears from the next event on, as the Leaser does', async () => {
+    const { time, leaser } = setup()
+    const pool = testPool(leaser, time)
+    const heard: string[] = []
+    const once = (listener: (event: PoolEvent) => void) => {
+      const off = pool.on((event) => {
+        off()
+        listener(event)
+      })
+    }
+    const rearm = (event: PoolEvent) => {
+      heard.push(event.type)
+      if (heard.length > 10) throw new Error('heard the same event again and again')
+      once(rearm)
+    }
+    once(rearm)
+    await time.until(pool.start())
+    await time.until(pool.close())
+    expect(heard).toEqual(['taken', 'released'])
+  })
+
+  // Same review: close() ran its first steps (a handler's unit signal aborting, the user's listeners)
+  // before it remembered itself, so a close() from such a listener was a second close.
+  test('close() called from a unit signal listener during close() is the same close', async () => {
+    const { time, leaser, store } = setup()
+    let inner: Promise<void> | undefined
+    const pool = testPool(leaser, time, {
+      handler: async (_lease, unit) => {
+        unit.signal.addEventListener('abort', () => {
+          inner = pool.close()
+        })
+        await new Promise((resolve) => unit.signal.addEventListener('abort', resolve))
+      },
+    })
+    await time.until(pool.start())
+    await time.advance(TTL)
+    expect(pool.units).toEqual(['u1'])
+    const outer = pool.close()
+    expect(inner).toBe(outer)
+    await time.until(outer)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+  })
+
   test('pool.on refuses a listener that is not a function', () => {
     const { leaser } = setup()
     const pool = new LeasePool({ leaser, group: 'g', units: ['u1'], handler: untilAborted })

@@ -281,6 +281,44 @@ describe('close', () => {
     expect(time.pending).toBe(0)
   })
 
+  // Found by a review (session 41): close() ended the leases, whose abort listeners are the user's,
+  // before it marked itself closing. A listener read `closed` false and its acquire reached the store:
+  // it took a crashed holder's lease (a token burnt, the unit held a whole ttl by a closed Leaser).
+  test('an abort listener that runs during close() sees it closed, and its acquire reaches no store', async () => {
+    const { time, leaser, backend } = setup()
+    const lease = await leaser.acquire('job')
+    const seen: { closed: boolean; acquire?: Promise<unknown> }[] = []
+    lease.signal.addEventListener('abort', () => {
+      seen.push({ closed: leaser.closed, acquire: leaser.acquire('next-job').catch((e: unknown) => e) })
+    })
+    await time.until(leaser.close())
+    expect(seen.map((s) => s.closed)).toEqual([true])
+    expect(isLeaserClosedError(await seen[0]!.acquire)).toBe(true)
+    expect(backend.log.map((entry) => entry.operation)).toEqual(['acquire', 'release'])
+  })
+
+  // Same review: a close() from such a listener ran a second close with its own timeout (the ttl),
+  // which abandoned a run's lease the first close (5 s) was still waiting for.
+  test('close() called again from an abort listener during close() is the same close', async () => {
+    const { time, leaser, other } = setup()
+    let inner: Promise<void> | undefined
+    const running = leaser.run('job', async (lease) => {
+      lease.signal.addEventListener('abort', () => {
+        inner = leaser.close()
+      })
+      await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+      // Winding down for two ttls: within the caller's 5, past the 1 a second close would allow.
+      await time.sleep(2 * TTL)
+    })
+    await time.advance(TTL)
+    const outer = leaser.close({ timeoutMs: 5 * TTL })
+    expect(inner).toBe(outer)
+    await time.until(outer)
+    await running.catch(() => undefined)
+    const next = await other.acquireWithCheckpoint('job', 'worker-b', TTL)
+    expect(next.checkpoint.cleanHandoff).toBe(true)
+  })
+
   test('waits for an in-flight renew before releasing', async () => {
     const { time, leaser, backend } = setup()
     await leaser.acquire('job')

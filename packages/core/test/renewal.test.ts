@@ -4,7 +4,17 @@ import { describe, expect, test } from 'vitest'
 import { keepAliveState } from '../src/abortable.js'
 import { isLeaseLostError, type LeaseLostError } from '../src/index.js'
 import type { ManualTime } from './manual-time.js'
-import { bytes, DEADLINE, INTERVAL, setup, TTL, text, track } from './setup.js'
+import {
+  bytes,
+  collectUncaughtExceptions,
+  collectUnhandledRejections,
+  DEADLINE,
+  INTERVAL,
+  setup,
+  TTL,
+  text,
+  track,
+} from './setup.js'
 
 describe('renewal', () => {
   test('renews in the background so the lease outlives many ttls', async () => {
@@ -325,6 +335,37 @@ describe('renewal', () => {
     expect(lease.held).toBe(false)
     expect(named('lost')[0]!.at).toBe(INTERVAL + DEADLINE)
   })
+})
+
+describe('a random that throws', () => {
+  const thrown = collectUncaughtExceptions()
+  const unhandled = collectUnhandledRejections()
+
+  // Found by a review (session 41): a throw from `random` as a renewal was scheduled rejected the
+  // renewal's own promise, unhandled, and nothing renewed again (batched, the rest of the chunk was
+  // never scheduled either). Drawn for a new lease, it failed an acquire whose lease was taken.
+  test.each([
+    ['renew', false],
+    ['renewMany', true],
+  ] as const)(
+    'once, as a %s is scheduled: it is rethrown, and costs its jitter, not the lease',
+    async (_, batch) => {
+      const broke = new Error('random broke once')
+      let draws = 0
+      const random = () => {
+        if (++draws === 3) throw broke
+        return 0.5
+      }
+      const { time, backend, leaser } = setup({ batch, renewJitter: 0.2, random })
+      const leases = [await leaser.acquire('a'), await leaser.acquire('b')]
+      await time.advance(10 * TTL)
+      expect(leases.map((lease) => lease.held)).toEqual([true, true])
+      expect(backend.calls[batch ? 'renewMany' : 'renew']).toBeGreaterThan(batch ? 20 : 40)
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(thrown).toEqual([broke])
+      expect(unhandled).toEqual([])
+    },
+  )
 })
 
 describe('ordering', () => {
