@@ -36,9 +36,9 @@ export function evenShare(view: PoolView): { members: readonly string[]; lower: 
  * only by consent (a member releases its own; nobody takes a live lease).
  *
  * - A member above `ceil(N/W)` releases its surplus.
- * - Members below `floor(N/W)` take free units first. While one of them is short and too few units
- *   are free to fill the gap, the members above `floor(N/W)` give one each, in a fixed order (most
- *   units first, then holderId), so that exactly as many units move as the gap needs.
+ * - Members below `floor(N/W)` take free units first. While one of them is short and the free units
+ *   and the surplus above do not fill the gap, the members at `ceil(N/W)` give one each, in a fixed
+ *   order (holderId), so that exactly as many units move as the gap needs.
  * - A member below `ceil(N/W)` takes free units only when no member is short: otherwise it would take
  *   back the unit a donor just gave up for the short one, and the group would thrash.
  *
@@ -63,14 +63,21 @@ export function planFairShare(view: PoolView, maxMoves: number): PoolPlan {
   const mine = counts.get(view.me)!
   if (mine > upper) return { take: 0, release: Math.min(mine - upper, maxMoves) }
 
-  const shortfall = [...counts.values()].reduce((sum, count) => sum + Math.max(0, lower - count), 0)
-  const gap = shortfall - free
+  let shortfall = 0
+  let surplus = 0
+  for (const count of counts.values()) {
+    shortfall += Math.max(0, lower - count)
+    surplus += Math.max(0, count - upper)
+  }
+  // What members above their ceiling give up anyway fills the gap first: a donor at its ceiling
+  // giving as well would move one unit too many, and take one back later.
+  const gap = shortfall - free - surplus
   if (gap > 0 && mine > lower) {
     const donors = [...counts]
-      .filter(([, count]) => count > lower)
-      .sort(([a, countA], [b, countB]) => countB - countA || (a < b ? -1 : a > b ? 1 : 0))
-      .slice(0, gap)
+      .filter(([, count]) => count > lower && count <= upper)
       .map(([member]) => member)
+      .sort()
+      .slice(0, gap)
     if (donors.includes(view.me)) return { take: 0, release: 1 }
   }
   const room = shortfall > 0 ? lower - mine : upper - mine
