@@ -23,12 +23,36 @@ export interface PoolPlan {
 
 /**
  * @internal The even split of a view's units over its members, this one counted even before the
- * listing shows it: every member ends with `lower` or `upper` units.
+ * listing shows it: every member ends with `lower` or `upper` units. With it, how far the view is
+ * from that: the units each member holds, the free ones, how many the members below `lower` lack
+ * (`shortfall`) and how many those above `upper` hold beyond it (`surplus`).
  */
-export function evenShare(view: PoolView): { members: readonly string[]; lower: number; upper: number } {
+export function evenShare(view: PoolView): {
+  lower: number
+  upper: number
+  counts: ReadonlyMap<string, number>
+  free: number
+  shortfall: number
+  surplus: number
+} {
   const members = view.members.includes(view.me) ? view.members : [...view.members, view.me]
-  const units = view.units.length
-  return { members, lower: Math.floor(units / members.length), upper: Math.ceil(units / members.length) }
+  const lower = Math.floor(view.units.length / members.length)
+  const upper = Math.ceil(view.units.length / members.length)
+  const counts = new Map<string, number>(members.map((member) => [member, 0]))
+  let free = 0
+  for (const unit of view.units) {
+    const holder = view.holders.get(unit)
+    if (holder === undefined) free++
+    // A unit held by someone who is not a live member still blocks: it is not free to take.
+    else if (counts.has(holder)) counts.set(holder, counts.get(holder)! + 1)
+  }
+  let shortfall = 0
+  let surplus = 0
+  for (const count of counts.values()) {
+    shortfall += Math.max(0, lower - count)
+    surplus += Math.max(0, count - upper)
+  }
+  return { lower, upper, counts, free, shortfall, surplus }
 }
 
 /**
@@ -51,24 +75,10 @@ export function evenShare(view: PoolView): { members: readonly string[]; lower: 
  * ```
  */
 export function planFairShare(view: PoolView, maxMoves: number): PoolPlan {
-  const { members, lower, upper } = evenShare(view)
-  const counts = new Map<string, number>(members.map((member) => [member, 0]))
-  let free = 0
-  for (const unit of view.units) {
-    const holder = view.holders.get(unit)
-    if (holder === undefined) free++
-    // A unit held by someone who is not a live member still blocks: it is not free to take.
-    else if (counts.has(holder)) counts.set(holder, counts.get(holder)! + 1)
-  }
+  const { lower, upper, counts, free, shortfall, surplus } = evenShare(view)
   const mine = counts.get(view.me)!
   if (mine > upper) return { take: 0, release: Math.min(mine - upper, maxMoves) }
 
-  let shortfall = 0
-  let surplus = 0
-  for (const count of counts.values()) {
-    shortfall += Math.max(0, lower - count)
-    surplus += Math.max(0, count - upper)
-  }
   // What members above their ceiling give up anyway fills the gap first: a donor at its ceiling
   // giving as well would move one unit too many, and take one back later.
   const gap = shortfall - free - surplus

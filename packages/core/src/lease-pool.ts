@@ -244,6 +244,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly #runners = new Map<string, UnitRunner>()
   readonly #handBacks = new HandBackQueue(HAND_BACK_CONCURRENCY)
   readonly #finishing = new Set<Promise<void>>()
+  /** Runners whose handler has returned for the last time, and how: their units are on their way out. */
+  readonly #ending = new Map<UnitRunner, UnitEnd>()
   readonly #closed = sharedAbortController()
   readonly #listeners = new Set<(event: PoolEvent) => void>()
   #membership: Lease<S> | undefined
@@ -659,17 +661,27 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // member above its share again, to give up units it then takes back. Left free in the view, a
       // take of it either finds it free (the release landed) or is refused (held: leases are not
       // reentrant), a miss like any other.
+      // A unit whose handler has returned for the last time is leaving too, whatever the listing says:
+      // one being marked done is no unit to share at all (counted, this member would give a live
+      // unit to make room for it).
       const holders = new Map(group.holders)
       for (const [unit, holder] of group.holders) {
         const runner = this.#runners.get(unit)
-        if (holder === leaser.holderId && (runner === undefined || runner.stopping)) holders.delete(unit)
+        if (holder === leaser.holderId && (runner === undefined || !this.#working(runner)))
+          holders.delete(unit)
       }
-      const view = viewOf(leaser.holderId, { ...group, holders }, wanted)
+      const beingMarked = new Set<string>()
+      for (const [runner, end] of this.#ending) if (end === 'done') beingMarked.add(runner.id)
+      const view = viewOf(
+        leaser.holderId,
+        { ...group, holders },
+        wanted.filter((unit) => !beingMarked.has(unit)),
+      )
       // Default bound: one fair share per rebalance, so a joining member is full after two.
       const maxMoves =
         this.#maxMoves ?? Math.max(1, Math.ceil(view.units.length / Math.max(1, view.members.length)))
       const plan = planOf(planner(view, maxMoves))
-      const mine = [...this.#runners.values()].filter((runner) => !runner.stopping)
+      const mine = [...this.#runners.values()].filter((runner) => this.#working(runner))
       mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
@@ -682,11 +694,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       )
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
-      const { lower, upper } = evenShare(view)
-      const running = [...this.#runners.values()].filter((runner) => !runner.stopping).length
+      const { lower, upper, free: freeInView, shortfall } = evenShare(view)
+      const running = [...this.#runners.values()].filter((runner) => this.#working(runner)).length
       this.#failedLooks = 0
       this.#stalls = 0
-      if (running >= upper || (running >= lower && taken >= toTake)) return 'later'
+      if (running >= upper) return 'later'
+      // More free than the short members lack: the rest is for members below their ceiling, who
+      // take only once nobody is short. A full interval away, a crashed member's last orphans
+      // would wait for it after their leases expired.
+      if (running >= lower && taken >= toTake && freeInView <= shortfall) return 'later'
       return cut && taken > 0 ? 'now' : 'soon'
     } catch (error) {
       this.#rebalanceFailed(error)
@@ -855,7 +871,13 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (runner.running) this.#emit({ type: 'givingUp', group: this.group, unit: runner.id })
   }
 
+  /** Whether `runner` counts as this member's: not given up, and its handler not returned for good. */
+  #working(runner: UnitRunner): boolean {
+    return !runner.stopping && !this.#ending.has(runner)
+  }
+
   async #finish(runner: UnitRunner, end: UnitEnd): Promise<void> {
+    this.#ending.set(runner, end)
     try {
       if (end === 'done') {
         // Marked before the unit's lease is released, so no member can take it in between and run it
@@ -889,6 +911,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       }
     } finally {
       this.#runners.delete(runner.id)
+      this.#ending.delete(runner)
       this.#handBacks.settled(runner)
     }
   }
