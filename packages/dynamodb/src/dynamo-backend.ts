@@ -339,14 +339,9 @@ export class DynamoBackend implements Backend {
       throw new TypeError((error as Error).message, { cause })
     }
     const holderId = item?.[Attr.holder]?.S
-    // An item this driver wrote has both. One without (a token stored as a string by hand) failed the
-    // write's condition for that, not for a holder: read as LEASE_HELD it would keep every waiter out.
-    if (item && (token === undefined || !/^\d+$/.test(token) || holderId === undefined)) {
-      throw new TypeError(
-        `the lease item of ${JSON.stringify(args.workId)} has no integer ${Attr.token} or no ${Attr.holder}: not one this driver wrote`,
-        { cause },
-      )
-    }
+    // Read as LEASE_HELD, an item that failed the write's condition for its shape would keep every
+    // waiter out.
+    if (item) checkLeaseItem(item, args.workId, cause)
     const held = item?.[Attr.released]?.BOOL === false && expiresAtMs > now
     if (!held && token !== undefined && BigInt(token) >= MAX_FENCING_TOKEN) {
       return new TokensExhaustedError(undefined, { cause })
@@ -563,6 +558,7 @@ export class DynamoBackend implements Backend {
       args,
     )
     const item = output.Item
+    if (item) checkLeaseItem(item, args.record.workId)
     if (!item || !isValid(item, args.record)) throw new FencedError()
     return checkpointOf(item)
   }
@@ -698,13 +694,18 @@ export class DynamoBackend implements Backend {
             ':false': FALSE,
             ...(expected === undefined ? {} : { ':tok': num(expected) }),
           },
+          ...this.#oldOnFailure(),
         }),
         args,
       )
       return true
     } catch (error) {
-      if (isConditionalCheckFailed(error)) return false
-      throw error
+      if (!isConditionalCheckFailed(error)) throw error
+      // An item of the wrong shape fails the condition too: that is no lease left alone. Told from the
+      // item the reply carries; a revoke refused is one request, so none is read where no item came
+      // (no item, or a server that ignores ALL_OLD: dynalite).
+      if (error.Item) checkLeaseItem(error.Item, args.workId, error)
+      return false
     }
   }
 
@@ -712,7 +713,8 @@ export class DynamoBackend implements Backend {
    * An `UpdateItem` that applies only while `args.record` is valid and `condition` holds. Resolves
    * `'written'`, or the item that failed the condition while the record is still valid (from the
    * reply, or one consistent read when the server sends none); a record no longer valid is
-   * `FencedError`. Without `condition` it resolves `'written'` or throws `FencedError`.
+   * `FencedError`. Without `condition` it resolves `'written'` or throws `FencedError`. An item not of
+   * this driver's shape is a `TypeError` either way (see `checkLeaseItem`).
    */
   async #updateIfValid(
     args: RecordArgs,
@@ -731,18 +733,18 @@ export class DynamoBackend implements Backend {
           ConditionExpression: condition ? `${VALIDITY} AND ${condition}` : VALIDITY,
           ExpressionAttributeNames: this.#validityNames(names),
           ExpressionAttributeValues: this.#validityValues(record, values),
-          // Validity alone failing needs no item to name it.
-          ...(condition ? this.#oldOnFailure() : {}),
+          ...this.#oldOnFailure(),
         }),
         args,
       )
       return 'written'
     } catch (error) {
       if (!isConditionalCheckFailed(error)) throw error
-      if (!condition) throw new FencedError(undefined, { cause: error })
       // No item in the reply also when the server ignores the parameter (dynalite does): read it then.
+      // Even validity alone failing needs it: an item of the wrong shape fails it too.
       const item = error.Item ?? (await this.#readItem(record.workId, args))
-      if (item && isValid(item, record)) return item
+      if (item) checkLeaseItem(item, record.workId, error)
+      if (condition && item && isValid(item, record)) return item
       throw new FencedError(undefined, { cause: error })
     }
   }
@@ -832,6 +834,26 @@ export class DynamoBackend implements Backend {
 function isConditionalCheckFailed(error: unknown): error is Error & { Item?: Item } {
   // By name rather than instanceof: the user's copy of the SDK may not be the one this package resolves.
   return error instanceof Error && error.name === 'ConditionalCheckFailedException'
+}
+
+/**
+ * Throws unless `item` has what every lease item this driver writes has: an integer token, a holder
+ * and a released flag. One without (written by hand, or by something else) fails every condition for
+ * that, not for a lease outcome: a store failure, never `FENCED`, `LEASE_HELD` or a revoke's `false`.
+ */
+function checkLeaseItem(item: Item, workId: string, cause?: unknown): void {
+  const token = item[Attr.token]?.N
+  if (
+    token === undefined ||
+    !/^\d+$/.test(token) ||
+    item[Attr.holder]?.S === undefined ||
+    item[Attr.released]?.BOOL === undefined
+  ) {
+    throw new TypeError(
+      `the lease item of ${JSON.stringify(workId)} has no integer ${Attr.token}, ${Attr.holder} string or ${Attr.released} flag: not one this driver wrote`,
+      { cause },
+    )
+  }
 }
 
 function isValid(item: Item, record: LeaseRecord): boolean {

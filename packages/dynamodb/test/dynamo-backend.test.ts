@@ -460,6 +460,47 @@ describe('DynamoBackend on a real server', () => {
     },
   )
 
+  // Found by a review (session 41): acquire called such an item the store failure it is, but the
+  // record's own calls read its refused condition as a lease outcome: FENCED, or revoke's false. The
+  // holder stopped as if taken over while every acquire threw.
+  test.each([
+    ['a fencingToken stored as a string', { fencingToken: { S: '1' } }, 'TypeError'],
+    ['released stored as a string', { released: { S: 'false' } }, 'TypeError'],
+    // Revoke's condition reads no holder's type: it ends what is there, which the next acquire takes.
+    ['a holderId that is no string', { holderId: { NULL: true } }, 'resolved true'],
+  ] as const)(
+    'a live item with %s is a store failure for every call of its record, never a lease outcome',
+    async (_, fields, revoked) => {
+      const backend = table.open({ clock: manualClock() })
+      await writeLiveLease(fields)
+      const calls: [string, () => Promise<unknown>][] = [
+        ['renew', () => backend.renew(record('job-1'), 10_000)],
+        ['checkpoint', () => backend.checkpoint(record('job-1'), Uint8Array.of(1), 10_000)],
+        ['readCheckpoint', () => backend.readCheckpoint(record('job-1'))],
+        ['release', () => backend.release(record('job-1'))],
+        ['revoke at its token', () => backend.revoke('job-1', { fencingToken: 1n })],
+      ]
+      const outcomes: Record<string, string> = {}
+      for (const [name, call] of calls) {
+        const outcome = await call().then(
+          (value) => `resolved ${String(value)}`,
+          (error: unknown) =>
+            isWorkleaseError(error) ? (error as { code: string }).code : (error as Error).constructor.name,
+        )
+        outcomes[name] = outcome
+      }
+      expect(outcomes).toEqual({
+        renew: 'TypeError',
+        checkpoint: 'TypeError',
+        readCheckpoint: 'TypeError',
+        release: 'TypeError',
+        // Told from the item a refused revoke's reply carries, and dynalite sends none.
+        'revoke at its token':
+          revoked === 'TypeError' && !returnValuesOnConditionCheckFailure() ? 'resolved false' : revoked,
+      })
+    },
+  )
+
   test("the harness's failNextCall fails one request before it is sent, as a reset connection", async () => {
     const backend = table.open({ clock: manualClock() })
     const record = await backend.acquire('job-1', 'a', 10_000)
