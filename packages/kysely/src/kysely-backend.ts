@@ -131,6 +131,8 @@ const DEFAULT_MAX_STATE_BYTES: Record<DialectFamily, number> = {
 }
 // MySQL 8's answer to MariaDB's INSERT ... RETURNING: a syntax error, raised before anything runs.
 const ER_PARSE_ERROR = 1064
+// Statements a PostgreSQL serialization failure (40001) or deadlock (40P01) rolled back, sent again.
+const SERIALIZATION_RETRIES = 20
 
 /**
  * A worklease backend over PostgreSQL, MySQL/MariaDB or SQLite, through a Kysely instance you own.
@@ -155,6 +157,12 @@ export class KyselyBackend implements Backend {
   #dialect: ResolvedDialect
   /** Settles when the acquire probing for RETURNING ends, whatever its outcome; unset when none is. */
   #probing: Promise<void> | undefined
+  /**
+   * PostgreSQL outside a caller's transaction: each statement is its own transaction, and a session
+   * whose default_transaction_isolation is REPEATABLE READ or SERIALIZABLE fails one that meets a
+   * concurrent write with 40001, rolled back whole: sent again, it judges the latest row.
+   */
+  readonly #retrySerialization: boolean
 
   constructor(options: KyselyBackendOptions) {
     if (typeof options !== 'object' || options === null)
@@ -200,6 +208,7 @@ export class KyselyBackend implements Backend {
     if (maxStateBytes !== undefined && (!Number.isSafeInteger(maxStateBytes) || maxStateBytes < 0)) {
       throw new InvalidArgumentError('options.maxStateBytes must be a non-negative safe integer')
     }
+    this.#retrySerialization = this.#dialect.family === 'postgres' && !inTransaction
     // Plugins such as CamelCasePlugin would rename the columns these raw statements read back.
     this.#db = db.withoutPlugins()
     this.#statements = new LeaseStatements(
@@ -472,7 +481,19 @@ export class KyselyBackend implements Backend {
 
   async #run<R>(query: CompiledQuery<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
-    return raceAbort(this.#db.executeQuery(query), signal)
+    return raceAbort(this.#execute(query), signal)
+  }
+
+  async #execute<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#db.executeQuery(query)
+      } catch (error) {
+        const code = (error as { code?: unknown }).code
+        if (!this.#retrySerialization || attempt >= SERIALIZATION_RETRIES) throw error
+        if (code !== '40001' && code !== '40P01') throw error
+      }
+    }
   }
 }
 
@@ -484,6 +505,13 @@ interface Taken {
 
 // Booleans come back as true/false (PostgreSQL) or 1/0 (SQLite, MySQL); bytes as Buffer or Uint8Array.
 function checkpointRead(row: Partial<CheckpointRow>): CheckpointRead {
+  // A type parser (pg's bytea parser replaced, mysql2's typeCast) or pg's binary result mode can hand
+  // back a string here, which new Uint8Array() would read as no bytes at all: a store failure, not a state.
+  if (row.state !== null && row.state !== undefined && !(row.state instanceof Uint8Array)) {
+    throw new TypeError(
+      `the client returned a checkpoint state that is no bytes (a ${typeof row.state}): see its type parsers or typeCast`,
+    )
+  }
   return {
     state: row.state === null || row.state === undefined ? null : new Uint8Array(row.state),
     cleanHandoff: isTrue(row.clean_handoff),
@@ -524,7 +552,8 @@ function listing(row: ListedRow): LeaseListing {
 
 // Booleans come back as true/false (PostgreSQL), 1/0 (SQLite, MySQL) or '1'/'0' (text casts).
 function isTrue(value: unknown): boolean {
-  return value === true || Number(value) === 1
+  // pg with its bool type parser replaced by the identity hands back PostgreSQL's text: 't' or 'f'.
+  return value === true || value === 't' || Number(value) === 1
 }
 
 function keyOf(record: LeaseRecord): RecordKey {

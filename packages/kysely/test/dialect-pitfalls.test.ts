@@ -3,8 +3,9 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
-import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, sql } from 'kysely'
+import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, PostgresDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
+import pg from 'pg'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
 import {
   createLeaseTable,
@@ -93,6 +94,97 @@ for (const target of familyTargets('postgres'))
         await db.destroy()
       }
     })
+
+    /** A Kysely over one pg connection made with `config` (a user's own client settings). */
+    const withClient = (config: pg.PoolConfig) =>
+      new Kysely<any>({
+        dialect: new PostgresDialect({
+          pool: new pg.Pool({ connectionString: target.url, max: 1, ...config }),
+        }),
+      })
+    /** pg's parsers, except `oid`'s: what a user's parser hands back instead. */
+    const parsing = (oid: number, parse: (text: string) => unknown) => ({
+      getTypeParser: ((id: number, format?: 'text' | 'binary') =>
+        id === oid ? parse : pg.types.getTypeParser(id, format)) as pg.CustomTypesConfig['getTypeParser'],
+    })
+
+    // Found by a review (session 41): with booleans left as PostgreSQL's text ('t', 'f'), an acquire
+    // that took the lease read its "acquired" column as false and answered LEASE_HELD naming nobody.
+    test("a user's bool parser that keeps PostgreSQL's text: an acquire that takes the lease says so", async () => {
+      const db = withClient({ types: parsing(16, (text) => text) })
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table })
+        const record = await backend.acquire('bool-text', 'a', HOUR)
+        await backend.release(record)
+        const next = await backend.acquireWithCheckpoint!('bool-text', 'b', HOUR)
+        expect({ token: next.record.fencingToken, clean: next.checkpoint.cleanHandoff }).toEqual({
+          token: 2n,
+          clean: true,
+        })
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    // Same review: state that reached the driver as a string (pg's binary result mode, or a bytea
+    // parser left as text) was read as new Uint8Array(string): no bytes, a silently empty checkpoint.
+    test.each<[string, pg.PoolConfig]>([
+      // pg reads `binary` (ClientConfig) though its types leave it out.
+      ['binary results', { binary: true } as pg.PoolConfig],
+      ['a bytea parser left as text', { types: parsing(17, (text) => text) }],
+    ])(
+      'state the client hands back as no bytes (%s) is a store failure, never an empty state',
+      async (_, config) => {
+        const holder = h.open()
+        const record = await holder.acquire('bytes', 'a', HOUR)
+        await holder.checkpoint(record, bytes('progress'), HOUR)
+        const db = withClient(config)
+        try {
+          const backend = new KyselyBackend({ db, table: h.storage.table })
+          const read = await backend.readCheckpoint(record).then(
+            (checkpoint) => checkpoint,
+            (error: unknown) => error,
+          )
+          expect(read).toBeInstanceOf(TypeError)
+        } finally {
+          await db.destroy()
+        }
+      },
+    )
+
+    // Same review: with a default isolation above READ COMMITTED each statement is a transaction of
+    // that level, and one meeting a concurrent write fails with 40001: a losing acquirer got that
+    // store failure instead of LEASE_HELD, a holder's renew racing its own checkpoint failed.
+    test.each(['repeatable read', 'serializable'])(
+      "a session whose default isolation is %s: losers get LEASE_HELD, the holder's calls succeed",
+      async (level) => {
+        const db = withClient({
+          max: 8,
+          options: `-c default_transaction_isolation=${level.replace(' ', '\\ ')}`,
+        })
+        try {
+          const { rows: shown } = await sql<{ level: string }>`SHOW default_transaction_isolation`.execute(db)
+          expect(shown[0]!.level ?? Object.values(shown[0]!)[0]).toBe(level)
+          const backend = new KyselyBackend({ db, table: h.storage.table })
+          const outcomes = await Promise.all(
+            Array.from({ length: 16 }, (_, i) =>
+              backend.acquire('contended', `h${i}`, HOUR).then(
+                () => 'acquired',
+                (error: unknown) => (error as { code?: string }).code ?? String(error),
+              ),
+            ),
+          )
+          expect(outcomes.filter((outcome) => outcome !== 'LEASE_HELD')).toEqual(['acquired'])
+          const record = await backend.acquire('own', 'a', HOUR)
+          const calls = Array.from({ length: 8 }, (_, i) =>
+            i % 2 === 0 ? backend.renew(record, HOUR) : backend.checkpoint(record, bytes(`s${i}`), HOUR),
+          )
+          expect((await Promise.allSettled(calls)).filter((call) => call.status === 'rejected')).toEqual([])
+        } finally {
+          await db.destroy()
+        }
+      },
+    )
 
     test('a schema-qualified table name works (public.<table>)', async () => {
       const table = `public.${randomTable()}`
