@@ -211,6 +211,30 @@ for (const target of familyTargets('mysql'))
     // MySQL answers MariaDB's RETURNING probe with a parse error, then takes the upsert and a read.
     const mysql = target.dialect === 'mysql'
 
+    // Found by a review (session 41): a typeCast returning BLOBs as strings handed the state over as
+    // text, read as new Uint8Array(string): an empty state.
+    test("state a user's typeCast hands back as a string is a store failure, never an empty state", async () => {
+      const holder = h.open()
+      const record = await holder.acquire('bytes', 'a', HOUR)
+      await holder.checkpoint(record, bytes('progress'), HOUR)
+      const db = new Kysely<any>({
+        dialect: new MysqlDialect({
+          pool: createPool({
+            uri: target.url,
+            connectionLimit: 1,
+            typeCast: (field, next) => (field.type === 'BLOB' ? field.string() : next()),
+          }),
+        }),
+      })
+      try {
+        const backend = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+        const read = await backend.readCheckpoint(record).catch((error: unknown) => error)
+        expect(read).toBeInstanceOf(TypeError)
+      } finally {
+        await db.destroy()
+      }
+    })
+
     test('a session time_zone far from UTC does not shift expiry (SYSDATE less the zone offset)', async () => {
       const { db } = counted((log) => connect(log, 1))
       try {
