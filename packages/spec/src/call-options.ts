@@ -16,7 +16,10 @@ export interface CallOptions {
    * instead. After such a rejection the outcome is unknown (the write may have landed): callers treat
    * it like a lost reply. One signal may be shared by several calls in flight at once
    * (`@worklease/core` gives calls that start close together the same one), so a backend removes the
-   * listeners it added when its call settles.
+   * listeners it added when its call settles. Anything shaped like a signal is taken (another realm's,
+   * a polyfill's); spec's validators subscribe to one that is not this realm's own AbortSignal once,
+   * before any round trip, and hand the backend an AbortSignal of its own that follows it: one whose
+   * `addEventListener` throws is an `InvalidArgumentError`, never found out after the write.
    *
    * ```ts
    * const giveUp = new AbortController()

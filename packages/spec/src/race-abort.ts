@@ -16,7 +16,8 @@ export function raceAbort<T>(pending: Promise<T>, signal: AbortSignal | undefine
   }
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason)
-    signal.addEventListener('abort', onAbort, { once: true })
+    // Observed before subscribing: a signal whose addEventListener throws (one no validator took)
+    // rejects this promise with that, and `pending` settling later is still no unhandled rejection.
     pending.then(
       (value) => {
         signal.removeEventListener('abort', onAbort)
@@ -27,5 +28,6 @@ export function raceAbort<T>(pending: Promise<T>, signal: AbortSignal | undefine
         reject(error)
       },
     )
+    signal.addEventListener('abort', onAbort, { once: true })
   })
 }

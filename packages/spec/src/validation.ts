@@ -281,7 +281,56 @@ function validateOptions(
   // Outside the check: what it throws is the signal's reason, the call's outcome. Asked only of a
   // signal that said it aborted: `aborted` is read once, and one that said no is not asked again.
   if (aborted) (signal as AbortSignal).throwIfAborted()
-  return { signal: signal as AbortSignal, extra: value }
+  const own = ownSignal(signal as AbortSignal)
+  // A lookalike that said no above but had fired before: its linked signal remembers.
+  if (own.aborted) throw own.reason
+  return { signal: own, extra: value }
+}
+
+const nativeAborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!
+// Lookalikes already linked, each once: one shared by many calls (as the runner shares its own) must
+// not gain a listener per call.
+const linkedSignals = new WeakMap<object, AbortSignal>()
+
+/**
+ * The signal a backend listens to: `signal` itself when it is this realm's AbortSignal with its own
+ * methods (nothing a driver calls on it is the caller's code), otherwise an AbortSignal of ours that
+ * aborts with it, subscribed now. A lookalike that cannot be listened to is found out here, before any
+ * round trip, not once a driver subscribes as its request goes out, after the write.
+ */
+function ownSignal(signal: AbortSignal): AbortSignal {
+  let intact = false
+  try {
+    intact =
+      Object.getPrototypeOf(signal) === AbortSignal.prototype &&
+      typeof nativeAborted.call(signal) === 'boolean' &&
+      Object.getOwnPropertyNames(signal).length === 0
+  } catch {
+    // A Proxy, or an object the brand check refuses: linked below.
+  }
+  if (intact) return signal
+  let linked = linkedSignals.get(signal)
+  if (linked === undefined) {
+    const controller = new AbortController()
+    try {
+      signal.addEventListener('abort', () => controller.abort(reasonOf(signal)), { once: true })
+    } catch (error) {
+      throw new InvalidArgumentError('options.signal could not be listened to: its addEventListener threw', {
+        cause: error,
+      })
+    }
+    linked = controller.signal
+    linkedSignals.set(signal, linked)
+  }
+  return linked
+}
+
+function reasonOf(signal: AbortSignal): unknown {
+  try {
+    return signal.reason
+  } catch (error) {
+    return error
+  }
 }
 
 /**

@@ -364,8 +364,55 @@ describe('validateCallOptions', () => {
         throw new TypeError('aborted after all')
       },
     }
-    expect(validateCallOptions({ signal: lying }).signal).toBe(lying)
+    expect(validateCallOptions({ signal: lying }).signal).toBeInstanceOf(AbortSignal)
     expect(asked).toBe(0)
+  })
+
+  // Found by a review (session 41): a lookalike was handed to the driver as it was, and one whose
+  // addEventListener threw was found out when the driver subscribed, as its request went out: the
+  // write landed, and the caller got that raw error (or an unhandled rejection).
+  test('a lookalike signal whose addEventListener throws is INVALID_ARGUMENT at validation', () => {
+    const refusing = {
+      aborted: false,
+      addEventListener() {
+        throw new Error('addEventListener refused')
+      },
+      throwIfAborted() {},
+    }
+    expect(() => validateCallOptions({ signal: refusing })).toThrow(expect.objectContaining(invalid))
+  })
+
+  test('a lookalike is followed by an AbortSignal of its own, linked once however many calls share it', () => {
+    const listeners: ((event: unknown) => void)[] = []
+    const lookalike = {
+      aborted: false,
+      reason: undefined as unknown,
+      addEventListener(_type: string, listener: (event: unknown) => void) {
+        listeners.push(listener)
+      },
+      throwIfAborted() {},
+    }
+    const first = validateCallOptions({ signal: lookalike }).signal!
+    const second = validateCallOptions({ signal: lookalike }).signal!
+    expect(second).toBe(first)
+    expect(listeners).toHaveLength(1)
+    const reason = new Error('given up')
+    lookalike.reason = reason
+    lookalike.aborted = true
+    listeners[0]!({ type: 'abort' })
+    expect({ aborted: first.aborted, reason: first.reason }).toEqual({ aborted: true, reason })
+  })
+
+  test("this realm's AbortSignal is handed on as it is; one with a method of its own is followed", () => {
+    const { signal } = new AbortController()
+    expect(validateCallOptions({ signal }).signal).toBe(signal)
+    const shadowed = new AbortController().signal
+    Object.defineProperty(shadowed, 'addEventListener', {
+      value() {
+        throw new Error('addEventListener refused')
+      },
+    })
+    expect(() => validateCallOptions({ signal: shadowed })).toThrow(expect.objectContaining(invalid))
   })
 })
 
@@ -378,6 +425,31 @@ describe('validateRenewManyArgs', () => {
 })
 
 describe('raceAbort', () => {
+  test('a signal it cannot subscribe to rejects the race, and the call failing later is still observed', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      const refusing = {
+        aborted: false,
+        addEventListener() {
+          throw new Error('addEventListener refused')
+        },
+        removeEventListener() {},
+      } as unknown as AbortSignal
+      let fail!: (error: Error) => void
+      const pending = new Promise<never>((_, reject) => {
+        fail = reject
+      })
+      await expect(raceAbort(pending, refusing)).rejects.toThrow('addEventListener refused')
+      fail(new Error('the store failed'))
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+
   test('passes the result through without a signal or before it fires', async () => {
     expect(await raceAbort(Promise.resolve(1), undefined)).toBe(1)
     expect(await raceAbort(Promise.resolve(2), new AbortController().signal)).toBe(2)

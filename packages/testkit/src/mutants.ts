@@ -318,6 +318,20 @@ export const mutants: readonly Mutant[] = [
     },
   ),
   mutant(
+    'a signal that cannot be listened to is found out after the release landed',
+    'badInput',
+    class extends ForwardingBackend {
+      override async release(record: LeaseRecord, options?: CallOptions) {
+        const signal = options?.signal as { addEventListener?: unknown } | undefined
+        // As a driver that subscribes as its request goes out; what no driver would take is refused.
+        if (signal instanceof AbortSignal || typeof signal?.addEventListener !== 'function')
+          return super.release(record, options)
+        await super.release(record)
+        ;(signal as AbortSignal).addEventListener('abort', () => undefined)
+      }
+    },
+  ),
+  mutant(
     'aborted signal ignored',
     'badInput',
     class extends ForwardingBackend {

@@ -160,6 +160,22 @@ const BAD_OPTIONS: ReadonlyArray<[string, unknown]> = [
   ['null', null],
   ['a signal that is not an AbortSignal', { signal: { aborted: false } }],
   ['a signal that is a string', { signal: 'abort' }],
+  // Shaped like a signal, but it cannot be listened to: found out only once subscribed, which a
+  // backend that subscribes as its request goes out does after the write (session 41).
+  [
+    'a signal whose addEventListener throws',
+    {
+      signal: {
+        aborted: false,
+        reason: undefined,
+        addEventListener() {
+          throw new Error('addEventListener refused')
+        },
+        removeEventListener() {},
+        throwIfAborted() {},
+      },
+    },
+  ],
 ]
 
 /** A lease that bad calls must leave exactly as it was, and a free workId they must not create. */
