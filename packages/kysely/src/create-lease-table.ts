@@ -110,7 +110,8 @@ function createTableSql(family: DialectFamily, table: string, ifNotExists: boole
  * it refuses a database whose text encoding is UTF-16 (`PRAGMA encoding`, fixed when the file was
  * made): `list` orders and pages workIds by code point, which only UTF-8's byte order gives. On
  * PostgreSQL it refuses a database not encoded UTF8 (`SHOW server_encoding`): there some valid ids
- * would not fit.
+ * would not fit. On MySQL/MariaDB it refuses a connection with `autocommit` off: no lease statement
+ * would be committed.
  *
  * ```ts
  * await createLeaseTable(db)                              // worklease_leases, flavour detected
@@ -129,6 +130,7 @@ export async function createLeaseTable(
   const family = familyOf(db, dialect)
   if (family === 'sqlite') await requireUtf8(db)
   if (family === 'postgres') await requireUtf8Server(db)
+  if (family === 'mysql') await requireAutocommit(db)
   await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
   // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
@@ -161,6 +163,23 @@ async function requireUtf8Server(db: Kysely<any>): Promise<void> {
   if (encoding !== 'UTF8') {
     throw new Error(
       `this PostgreSQL database's encoding is ${encoding}: worklease's lease table needs a UTF8 database (CREATE DATABASE ... ENCODING 'UTF8'), where every id the contract allows fits`,
+    )
+  }
+}
+
+/**
+ * With `autocommit` off (a server's `autocommit=0`, or a pool that sets it on every connection) each
+ * statement opens a transaction nobody commits: an acquire answers with its token while no other
+ * connection sees the row, and once the connection rolls back another holder gets the same token.
+ * Found at set-up, before any lease is handed out, not by two holders of one token.
+ */
+async function requireAutocommit(db: Kysely<any>): Promise<void> {
+  const { rows } = await sql<{ autocommit: unknown }>`SELECT @@autocommit AS autocommit`.execute(
+    db.withoutPlugins(),
+  )
+  if (Number(rows[0]?.autocommit) !== 1) {
+    throw new Error(
+      'this MySQL/MariaDB connection runs with autocommit off: every lease statement would stay uncommitted (another holder could be given the same token); turn autocommit on for the pool worklease uses',
     )
   }
 }

@@ -211,6 +211,21 @@ for (const target of familyTargets('mysql'))
     // MySQL answers MariaDB's RETURNING probe with a parse error, then takes the upsert and a read.
     const mysql = target.dialect === 'mysql'
 
+    // Found by a review (session 41): with autocommit off on the pool (MariaDB), an acquire answered
+    // token 1 while no other connection saw its row; once its connection rolled back, another holder
+    // was given token 1 too. createLeaseTable, which a deployment runs at start, refuses it.
+    test('createLeaseTable refuses a connection with autocommit off, before any lease', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        await sql`SET SESSION autocommit = 0`.execute(db)
+        await expect(createLeaseTable(db, { table: h.storage.table })).rejects.toThrow(/autocommit off/)
+        await sql`SET SESSION autocommit = 1`.execute(db)
+        await createLeaseTable(db, { table: h.storage.table })
+      } finally {
+        await db.destroy()
+      }
+    })
+
     // Found by a review (session 41): a typeCast returning BLOBs as strings handed the state over as
     // text, read as new Uint8Array(string): an empty state.
     test("state a user's typeCast hands back as a string is a store failure, never an empty state", async () => {
