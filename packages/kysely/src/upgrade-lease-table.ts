@@ -14,7 +14,8 @@ const COLUMN_TYPE: Record<DialectFamily, string> = {
 /**
  * Brings a lease table created by an older `@worklease/kysely` up to date: adds the `checkpoint_seq`
  * column (ordered checkpoints) when it is missing, and does nothing otherwise, so it is safe to run
- * at every start. `createLeaseTable` calls it too. Upgrade the table before any process runs the new
+ * at every start. It refuses a table whose id columns compare under a collation (one made by hand
+ * with MySQL's `utf8mb4` text, say): two ids it calls equal would share one lease. `createLeaseTable` calls it too. Upgrade the table before any process runs the new
  * version: the new statements name the column and fail loudly on a table without it.
  *
  * ```ts
@@ -31,6 +32,7 @@ export async function upgradeLeaseTable(db: Kysely<any>, options: LeaseTableOpti
   validateTableName(table)
   const family = familyOf(db, dialect)
   const plain = db.withoutPlugins()
+  await requireExactIds(plain, family, table)
   // Look before altering: ALTER TABLE takes a lock every running lease statement would queue behind, and
   // PostgreSQL's ADD COLUMN IF NOT EXISTS takes it even when the column is there.
   if (await hasCheckpointSeq(plain, family, table)) return
@@ -41,6 +43,49 @@ export async function upgradeLeaseTable(db: Kysely<any>, options: LeaseTableOpti
   } catch (error) {
     // Another process starting at the same moment may have added it first.
     if (!(await hasCheckpointSeq(plain, family, table))) throw error
+  }
+}
+
+/**
+ * A table made by hand (a migration tool's DDL) may compare ids under a collation: MySQL's default
+ * `utf8mb4` ones ignore case and trailing spaces, so `'job-1'`, `'Job-1'` and `'job-1 '` would be one
+ * lease, sharing tokens and checkpoints. The ids must compare exactly: binary columns on MySQL/MariaDB,
+ * the "C" (or "POSIX") collation on PostgreSQL, which `list`'s code point order needs too. SQLite's
+ * declared collation is not looked at.
+ */
+async function requireExactIds(db: Kysely<any>, family: DialectFamily, table: string): Promise<void> {
+  const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table]
+  let folding: string[] = []
+  if (family === 'mysql') {
+    // Binary strings (VARBINARY, BLOB) have no collation; every text type has one.
+    const { rows } = await sql<{
+      column_name: unknown
+      collation_name: unknown
+    }>`SELECT COLUMN_NAME AS column_name,
+  COLLATION_NAME AS collation_name FROM information_schema.COLUMNS
+WHERE TABLE_SCHEMA = COALESCE(${schema ?? null}, DATABASE()) AND TABLE_NAME = ${name}
+  AND COLUMN_NAME IN ('work_id', 'holder') LIMIT 2`.execute(db)
+    folding = rows
+      .filter((row) => row.collation_name !== null)
+      .map((row) => `${row.column_name} (${row.collation_name})`)
+  } else if (family === 'postgres') {
+    const quoted = table
+      .split('.')
+      .map((part) => `"${part}"`)
+      .join('.')
+    const { rows } = await sql<{ attname: string; collname: string | null }>`SELECT a.attname, c.collname
+FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation
+WHERE a.attrelid = to_regclass(${quoted}) AND a.attname IN ('work_id', 'holder') AND NOT a.attisdropped`.execute(
+      db,
+    )
+    folding = rows
+      .filter((row) => row.collname !== 'C' && row.collname !== 'POSIX')
+      .map((row) => `${row.attname} (collation ${row.collname ?? 'none'})`)
+  }
+  if (folding.length > 0) {
+    throw new Error(
+      `the lease table ${table} compares ids under a collation: ${folding.join(', ')}; two ids it calls equal would share one lease. Make them ${family === 'mysql' ? 'VARBINARY(1020)' : 'varchar(255) COLLATE "C"'}, as createLeaseTable does`,
+    )
   }
 }
 

@@ -186,6 +186,22 @@ for (const target of familyTargets('postgres'))
       },
     )
 
+    // Same review, on PostgreSQL: ids under the database's default collation compare as it says
+    // (a nondeterministic one folds them), and list's code point order needs "C".
+    test('a hand-made table whose ids are not in the "C" collation is refused by createLeaseTable', async () => {
+      const { admin } = h.storage
+      const table = randomTable()
+      await sql`CREATE TABLE ${sql.table(table)} (work_id varchar(255) NOT NULL PRIMARY KEY,
+  token bigint NOT NULL, holder varchar(255) COLLATE "C" NOT NULL, expires_at bigint NOT NULL,
+  released boolean NOT NULL DEFAULT false, clean_handoff boolean NOT NULL DEFAULT true,
+  checkpoint_seq bigint NOT NULL DEFAULT 0, state bytea)`.execute(admin)
+      try {
+        await expect(createLeaseTable(admin, { table })).rejects.toThrow(/work_id \(collation default\)/)
+      } finally {
+        await sql`DROP TABLE ${sql.table(table)}`.execute(admin)
+      }
+    })
+
     test('a schema-qualified table name works (public.<table>)', async () => {
       const table = `public.${randomTable()}`
       await createLeaseTable(h.storage.admin, { table })
@@ -210,6 +226,22 @@ for (const target of familyTargets('mysql'))
       mysqlDb(log, poolSize, flags, target.url)
     // MySQL answers MariaDB's RETURNING probe with a parse error, then takes the upsert and a read.
     const mysql = target.dialect === 'mysql'
+
+    // Found by a review (session 41): on a table made by hand with text ids (utf8mb4's default
+    // collation), 'x', 'X' and 'x ' were one lease: MariaDB gave 'x ' and 'X' LEASE_HELD by x's holder.
+    test('a hand-made table whose ids compare under a collation is refused by createLeaseTable', async () => {
+      const { admin } = h.storage
+      const table = randomTable()
+      await sql`CREATE TABLE ${sql.table(table)} (work_id VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL, holder VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL, expires_at BIGINT NOT NULL,
+  released TINYINT(1) NOT NULL DEFAULT 0, clean_handoff TINYINT(1) NOT NULL DEFAULT 1,
+  checkpoint_seq BIGINT NOT NULL DEFAULT 0, state LONGBLOB NULL)`.execute(admin)
+      try {
+        await expect(createLeaseTable(admin, { table })).rejects.toThrow(/work_id .*holder|holder .*work_id/)
+      } finally {
+        await sql`DROP TABLE ${sql.table(table)}`.execute(admin)
+      }
+    })
 
     // Found by a review (session 41): with autocommit off on the pool (MariaDB), an acquire answered
     // token 1 while no other connection saw its row; once its connection rolled back, another holder
