@@ -302,19 +302,22 @@ describe('close', () => {
   test('close() called again from an abort listener during close() is the same close', async () => {
     const { time, leaser, other } = setup()
     let inner: Promise<void> | undefined
-    const running = leaser.run('job', async (lease) => {
-      lease.signal.addEventListener('abort', () => {
-        inner = leaser.close()
+    const running = leaser
+      .run('job', async (lease) => {
+        lease.signal.addEventListener('abort', () => {
+          inner = leaser.close()
+        })
+        await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
+        // Winding down for two ttls: within the caller's 5, past the 1 a second close would allow.
+        await time.sleep(2 * TTL)
       })
-      await new Promise((resolve) => lease.signal.addEventListener('abort', resolve))
-      // Winding down for two ttls: within the caller's 5, past the 1 a second close would allow.
-      await time.sleep(2 * TTL)
-    })
+      .catch((error: unknown) => error)
     await time.advance(TTL)
     const outer = leaser.close({ timeoutMs: 5 * TTL })
     expect(inner).toBe(outer)
     await time.until(outer)
-    await running.catch(() => undefined)
+    // A run closed under its callback rejects with reason 'closed', its lease released once it returned.
+    expect(await running).toMatchObject({ reason: 'closed' })
     const next = await other.acquireWithCheckpoint('job', 'worker-b', TTL)
     expect(next.checkpoint.cleanHandoff).toBe(true)
   })
