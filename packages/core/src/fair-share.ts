@@ -7,7 +7,11 @@ export interface PoolView {
   readonly me: string
   /** Live members' holderIds (this one included), in code point order. */
   readonly members: readonly string[]
-  /** The units to share (wanted and not done), in code point order. */
+  /**
+   * The units to share (wanted and not done), in code point order. A unit this member's listings
+   * have shown held by someone outside the group for more than a ttl (a member out of the group after
+   * stalls runs its units on) is left out: nobody can give it, so the split is of the rest.
+   */
   readonly units: readonly string[]
   /** The live holder of each held unit; a unit missing here is free. */
   readonly holders: ReadonlyMap<string, string>
@@ -61,8 +65,9 @@ export function evenShare(view: PoolView): {
  *
  * - A member above `ceil(N/W)` releases its surplus.
  * - Members below `floor(N/W)` take free units first. While one of them is short and the free units
- *   and the surplus above do not fill the gap, the members at `ceil(N/W)` give one each, in a fixed
- *   order (holderId), so that exactly as many units move as the gap needs.
+ *   and the surplus above do not fill the gap, the members above `floor(N/W)` give one each (one
+ *   above the ceiling with its surplus), in a fixed order (holderId), so that exactly as many units
+ *   move as the gap needs.
  * - A member below `ceil(N/W)` takes free units only when no member is short: otherwise it would take
  *   back the unit a donor just gave up for the short one, and the group would thrash.
  *
@@ -77,19 +82,27 @@ export function evenShare(view: PoolView): {
 export function planFairShare(view: PoolView, maxMoves: number): PoolPlan {
   const { lower, upper, counts, free, shortfall, surplus } = evenShare(view)
   const mine = counts.get(view.me)!
-  if (mine > upper) return { take: 0, release: Math.min(mine - upper, maxMoves) }
-
   // What members above their ceiling give up anyway fills the gap first: a donor at its ceiling
   // giving as well would move one unit too many, and take one back later.
   const gap = shortfall - free - surplus
-  if (gap > 0 && mine > lower) {
-    const donors = [...counts]
-      .filter(([, count]) => count > lower && count <= upper)
+  // The donors are every member above the floor, those above the ceiling too (each ends at its
+  // ceiling once its surplus is given), not only those at it: a member does not see another's hand-
+  // backs until they land. Its own are out of its count, so while they are in flight it sees itself at
+  // its ceiling and every other donor above it; counting only members at the ceiling, each of them
+  // then took itself for the only donor, and all gave one (3 where 1 was needed), to take the extra
+  // units back later. With lower === upper nobody can give one and stay inside the band.
+  const donates =
+    gap > 0 &&
+    upper > lower &&
+    mine > lower &&
+    [...counts]
+      .filter(([, count]) => count > lower)
       .map(([member]) => member)
       .sort()
       .slice(0, gap)
-    if (donors.includes(view.me)) return { take: 0, release: 1 }
-  }
+      .includes(view.me)
+  if (mine > upper) return { take: 0, release: Math.min(mine - upper + (donates ? 1 : 0), maxMoves) }
+  if (donates) return { take: 0, release: 1 }
   const room = shortfall > 0 ? lower - mine : upper - mine
   return { take: Math.max(0, Math.min(room, free, maxMoves)), release: 0 }
 }

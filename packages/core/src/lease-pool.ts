@@ -25,7 +25,7 @@ import { type Lease, readHandoff, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
-import { type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
+import { type GroupListing, type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
 import { systemTimers } from './timers.js'
@@ -249,6 +249,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   readonly #closed = sharedAbortController()
   readonly #listeners = new Set<(event: PoolEvent) => void>()
   #membership: Lease<S> | undefined
+  /**
+   * The units the last listing showed held by someone outside the group, by whom, and since when
+   * (monotonic ms, from the first listing that showed it so): see {@link #heldOutsideLong}.
+   */
+  #heldOutside = new Map<string, { readonly holder: string; readonly since: number }>()
   /** Rebalances that failed in a row (see {@link STALLED_LOOKS}). */
   #failedLooks = 0
   /** Times in a row this member left the group stalled, with no rebalance done since; each doubles its time out. */
@@ -525,10 +530,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   /**
    * The next rebalance, an interval away (less up to a fifth, so members drift apart). A member left
    * short of its share looks again sooner: the units it lacks come free at the donors' own
-   * rebalances, or are still free after a take another member won. Bounded, so a member that can
-   * never fill up (units held by someone outside the group) falls back to the interval. A take cut
-   * at half an interval, having taken some, lists again at once and starts that count again: the cut
-   * is there for a fresh listing, not for a rest.
+   * rebalances, or are still free after a take another member won. Bounded, so a member that cannot
+   * fill up (units held by someone outside the group, in the shares for their first ttl) falls back
+   * to the interval. A take cut at half an interval, having taken some, lists again at once and
+   * starts that count again: the cut is there for a fresh listing, not for a rest.
    */
   #schedule(next: NextLook = 'later'): void {
     if (this.#closed.signal.aborted) return
@@ -672,10 +677,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       }
       const beingMarked = new Set<string>()
       for (const [runner, end] of this.#ending) if (end === 'done') beingMarked.add(runner.id)
+      const outsideLong = this.#heldOutsideLong(group)
       const view = viewOf(
         leaser.holderId,
         { ...group, holders },
-        wanted.filter((unit) => !beingMarked.has(unit)),
+        wanted.filter((unit) => !beingMarked.has(unit) && !outsideLong.has(unit)),
       )
       // Default bound: one fair share per rebalance, so a joining member is full after two.
       const maxMoves =
@@ -709,6 +715,32 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       await this.#leaveIfStalled()
       return 'later'
     }
+  }
+
+  /**
+   * Remembers since when each unit is held by someone outside the group (not a listed member, not this
+   * one), and returns those held so for more than a ttl: they are left out of the units to share.
+   * Counted in, they made every share too big to reach: a member out of the group after stalls keeps
+   * running its units for as long as it stays out, and with 30 units, 10 of them its, a member joining
+   * a and b (10 each) was owed 10 that nobody could give, and got none for good. Not at once: a
+   * crashed member's units come free within a ttl, to be taken, and a live member may be missing from
+   * one listing (its membership renewed late); shares shrunk for either would move units twice.
+   */
+  #heldOutsideLong(group: GroupListing): ReadonlySet<string> {
+    const { leaser, timers } = this.#options
+    const now = timers.now()
+    const members = new Set(group.members)
+    const seen = new Map<string, { readonly holder: string; readonly since: number }>()
+    const heldLong = new Set<string>()
+    for (const [unit, holder] of group.holders) {
+      if (holder === leaser.holderId || members.has(holder)) continue
+      const known = this.#heldOutside.get(unit)
+      const since = known?.holder === holder ? known.since : now
+      seen.set(unit, { holder, since })
+      if (now - since > leaser.ttlMs) heldLong.add(unit)
+    }
+    this.#heldOutside = seen
+    return heldLong
   }
 
   /**

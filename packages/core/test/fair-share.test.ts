@@ -162,6 +162,29 @@ describe('planFairShare', () => {
     expect(planOf('e', five, more, 7)).toEqual({ take: 0, release: 0 })
   })
 
+  // Found by a review (F2): a member's own hand-backs still in flight are out of its count, the
+  // others' are not (their releases have not landed). Each saw itself alone at the ceiling, with the
+  // others above it, and each gave one for the one unit the gap needed.
+  test('members whose surplus is still being handed back count as donors: one gives, not every one', () => {
+    // 30 units, 4 members: floor 7, ceil 8. Each of a, b, c held 10 and is handing 2 back; the
+    // listing shows the others' 2 still held, and each member's own 2 as free. d needs 7: 6 come
+    // from the surplus, so one member gives one more, and only the first by holderId.
+    const view = (me: string) => {
+      const holders = new Map<string, string>()
+      let next = 0
+      // me's own 2 being handed back are left out (free in its view); the others' are listed.
+      for (const member of ['a', 'b', 'c'])
+        for (let i = 0; i < (member === me ? 8 : 10); i++) holders.set(`u${next++}`, member)
+      return { me, members: ['a', 'b', 'c', 'd'], units: units(30), holders }
+    }
+    // Before: each of a, b and c gave one, 2 of them too many.
+    expect(['a', 'b', 'c'].map((me) => planFairShare(view(me), 8).release)).toEqual([1, 0, 0])
+    // From scratch (nothing in flight), the same donor gives its surplus and the one in one go.
+    const held = { a: 10, b: 10, c: 10 }
+    expect(planOf('a', ['a', 'b', 'c', 'd'], held, 30)).toEqual({ take: 0, release: 3 })
+    expect(planOf('b', ['a', 'b', 'c', 'd'], held, 30)).toEqual({ take: 0, release: 2 })
+  })
+
   test('from random starting points the fleet never moves more units than the minimum', () => {
     let seed = 7
     const random = () => {

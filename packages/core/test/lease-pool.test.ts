@@ -2287,6 +2287,102 @@ describe('LeasePool: faults found by review', () => {
     expect(store.leases.get('g/u/u1')).toMatchObject({ released: true })
   })
 
+  // Found by a review (F2): with handlers slow to stop, a member's own hand-backs were out of its
+  // count but the others' were not (their releases had not landed), so at its next rebalance each
+  // old member saw itself at the ceiling and the others above it, took itself for the only donor of
+  // the give-one rule, and all three gave one: 9 moves where 7 do, two units taken back by members
+  // below their ceiling (one by the member that gave it), the joiner full after 4.7 intervals.
+  test.each([0, 300, 700])(
+    'handlers taking %i ms to hand back: a joiner costs the fewest moves and nobody takes back a unit it gave',
+    async (stopMs) => {
+      const { time, other } = setup()
+      const units = Array.from({ length: 30 }, (_, i) => `u${String(i).padStart(3, '0')}`)
+      const handler: PoolHandler = async (lease, unit) => {
+        await untilAborted(lease, unit)
+        await time.sleep(stopMs)
+        if (lease.held) await lease.checkpoint(new Uint8Array([1]))
+      }
+      const moves: { member: string; type: string; unit: string }[] = []
+      const member = (holderId: string) => {
+        const leaser = memberLeaser(other, holderId, time)
+        const pool = new LeasePool({ group: 'g', units, timers: time, random: () => 0.5, handler, leaser })
+        pool.on((event) => {
+          if (event.type === 'givingUp' || event.type === 'taken')
+            moves.push({ member: holderId, type: event.type, unit: event.unit })
+        })
+        return { leaser, pool }
+      }
+      const members = ['w00', 'w01', 'w02'].map(member)
+      for (const { pool } of members) await time.until(pool.start())
+      while (members.some(({ pool }) => pool.units.length !== 10)) await time.advance(10)
+      moves.length = 0
+      const joinedAt = time.now()
+      const joiner = member('w03')
+      members.push(joiner)
+      void joiner.pool.start()
+      // 30 over 4: floor 7, ceil 8. The joiner needs 7; 6 are surplus, so one member at 8 gives one.
+      let filledAfter = Infinity
+      for (let elapsed = 0; elapsed < 12 * INTERVAL; elapsed += 10) {
+        await time.advance(10)
+        if (filledAfter === Infinity && joiner.pool.units.length === 7) filledAfter = time.now() - joinedAt
+      }
+      const counts = members.map(({ pool }) => pool.units.length)
+      const givers = new Map(moves.filter((m) => m.type === 'givingUp').map((m) => [m.unit, m.member]))
+      const takenBack = moves.filter((m) => m.type === 'taken' && givers.get(m.unit) === m.member)
+      // Before (700 ms): 9 moves, u012 taken back by w01, the joiner full 1570 ms after joining.
+      expect({ moves: moves.filter((m) => m.type === 'taken').length, takenBack, counts }).toEqual({
+        moves: 7,
+        takenBack: [],
+        // w00, the first donor by holderId, gave the one unit past the surplus.
+        counts: [7, 8, 8, 7],
+      })
+      // The hand-backs themselves take stopMs; past them, within the donors' next two rebalances.
+      expect(filledAfter).toBeLessThanOrEqual(stopMs + 2 * INTERVAL)
+      await time.until(Promise.all(members.map(({ pool }) => pool.close())))
+      await time.until(Promise.all(members.map(({ leaser }) => leaser.close())))
+    },
+    30_000,
+  )
+
+  // Found by a review (F4): a member whose listings fail leaves the group and keeps running its
+  // units. The share was still computed over every unit, those too: 30 over a, b and d is 10 each, a
+  // and b were at it and nobody gave, so d ran nothing for as long as c stayed out (60 intervals
+  // here) while a and b kept 10 each of the 20 units left to share.
+  test('a member joining while another is out of the group holding units gets its share of the rest', async () => {
+    const { time, other, store } = setup()
+    const units = Array.from({ length: 30 }, (_, i) => `u${String(i).padStart(3, '0')}`)
+    const listingsDown = new ListingsDown(other)
+    const options = { group: 'g', units, timers: time, random: () => 0.5, handler: untilAborted }
+    const member = (holderId: string, backend: Backend = other) => {
+      const leaser = memberLeaser(backend, holderId, time)
+      return { leaser, pool: new LeasePool({ ...options, leaser }) }
+    }
+    const [a, b, c] = [member('worker-a'), member('worker-b'), member('worker-c', listingsDown)]
+    for (const { pool } of [a, b, c]) await time.until(pool.start())
+    while ([a, b, c].some(({ pool }) => pool.units.length !== 10)) await time.advance(10)
+    listingsDown.down = true
+    // Out of the group after 3 failed rebalances, still running (and renewing) its 10 units.
+    while (store.leases.get('g/m/worker-c')?.released !== true) await time.advance(10)
+    const d = member('worker-d')
+    await time.until(d.pool.start())
+    await time.advance(60 * INTERVAL)
+    // 20 units to share over a, b and d: 7, 7 and 6. Before: 10, 10 and 0.
+    expect([a, b, c, d].map(({ pool }) => pool.units.length)).toEqual([7, 7, 10, 6])
+    // c comes back: 30 over 4 is 7 or 8 each, every unit run once.
+    listingsDown.down = false
+    await time.advance(20 * INTERVAL)
+    const counts = [a, b, c, d].map(({ pool }) => pool.units.length)
+    expect({
+      total: counts.reduce((sum, n) => sum + n, 0),
+      inBand: counts.every((n) => n === 7 || n === 8),
+    }).toEqual({
+      total: 30,
+      inBand: true,
+    })
+    await time.until(Promise.all([a, b, c, d].map(({ pool }) => pool.close())))
+    await time.until(Promise.all([a, b, c, d].map(({ leaser }) => leaser.close())))
+  }, 30_000)
+
   test.each([
     ['a promise (an async planner)', async () => ({ take: 1, release: 0 })],
     ['NaN', () => ({ take: Number.NaN, release: 0 })],
