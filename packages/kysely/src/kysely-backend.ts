@@ -481,10 +481,10 @@ export class KyselyBackend implements Backend {
 
   async #run<R>(query: CompiledQuery<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     // A signal firing mid-flight abandons the wait, not the statement (see raceAbort).
-    return raceAbort(this.#execute(query), signal)
+    return raceAbort(this.#execute(query, signal), signal)
   }
 
-  async #execute<R>(query: CompiledQuery<R>): Promise<QueryResult<R>> {
+  async #execute<R>(query: CompiledQuery<R>, signal: AbortSignal | undefined): Promise<QueryResult<R>> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await this.#db.executeQuery(query)
@@ -492,6 +492,11 @@ export class KyselyBackend implements Backend {
         const code = (error as { code?: unknown }).code
         if (!this.#retrySerialization || attempt >= SERIALIZATION_RETRIES) throw error
         if (code !== '40001' && code !== '40P01') throw error
+        // Nothing is resent once the caller gave up: its outcome is then the one it was told.
+        if (signal?.aborted) throw error
+        // Apart, as the writers it met may meet again: up to 1, 2, 4 ... 32 ms (full jitter).
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(32, 2 ** attempt)))
+        if (signal?.aborted) throw error
       }
     }
   }

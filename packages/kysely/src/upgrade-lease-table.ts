@@ -14,8 +14,8 @@ const COLUMN_TYPE: Record<DialectFamily, string> = {
 /**
  * Brings a lease table created by an older `@worklease/kysely` up to date: adds the `checkpoint_seq`
  * column (ordered checkpoints) when it is missing, and does nothing otherwise, so it is safe to run
- * at every start. It refuses a table whose id columns compare under a collation (one made by hand
- * with MySQL's `utf8mb4` text, say): two ids it calls equal would share one lease. `createLeaseTable` calls it too. Upgrade the table before any process runs the new
+ * at every start. It refuses a table whose id columns compare under a collation that folds them (one
+ * made by hand with MySQL's `utf8mb4` text, say): two ids it calls equal would share one lease. `createLeaseTable` calls it too. Upgrade the table before any process runs the new
  * version: the new statements name the column and fail loudly on a table without it.
  *
  * ```ts
@@ -47,44 +47,41 @@ export async function upgradeLeaseTable(db: Kysely<any>, options: LeaseTableOpti
 }
 
 /**
- * A table made by hand (a migration tool's DDL) may compare ids under a collation: MySQL's default
- * `utf8mb4` ones ignore case and trailing spaces, so `'job-1'`, `'Job-1'` and `'job-1 '` would be one
- * lease, sharing tokens and checkpoints. The ids must compare exactly: binary columns on MySQL/MariaDB,
- * the "C" (or "POSIX") collation on PostgreSQL, which `list`'s code point order needs too. SQLite's
- * declared collation is not looked at.
+ * A table made by hand (a migration tool's DDL) may compare ids under a collation that folds them:
+ * MySQL's default `utf8mb4` ones ignore case and trailing spaces, so `'job-1'`, `'Job-1'` and
+ * `'job-1 '` would be one lease, sharing tokens and checkpoints. Refused: on MySQL/MariaDB any id
+ * column but a binary one or one in a NO PAD binary collation (`*_0900_bin`, `*_nopad_bin`; plain
+ * `*_bin` pads trailing spaces); on PostgreSQL one in a nondeterministic collation (equality under a
+ * deterministic one is byte for byte). SQLite's declared collation is not read.
  */
 async function requireExactIds(db: Kysely<any>, family: DialectFamily, table: string): Promise<void> {
   const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table]
   let folding: string[] = []
   if (family === 'mysql') {
-    // Binary strings (VARBINARY, BLOB) have no collation; every text type has one.
     const { rows } = await sql<{
       column_name: unknown
       collation_name: unknown
     }>`SELECT COLUMN_NAME AS column_name,
   COLLATION_NAME AS collation_name FROM information_schema.COLUMNS
 WHERE TABLE_SCHEMA = COALESCE(${schema ?? null}, DATABASE()) AND TABLE_NAME = ${name}
-  AND COLUMN_NAME IN ('work_id', 'holder') LIMIT 2`.execute(db)
+  AND COLUMN_NAME IN ('work_id', 'holder') ORDER BY COLUMN_NAME DESC LIMIT 2`.execute(db)
     folding = rows
-      .filter((row) => row.collation_name !== null)
+      .filter((row) => row.collation_name !== null && !/_(0900|nopad)_bin$/.test(String(row.collation_name)))
       .map((row) => `${row.column_name} (${row.collation_name})`)
   } else if (family === 'postgres') {
     const quoted = table
       .split('.')
       .map((part) => `"${part}"`)
       .join('.')
-    const { rows } = await sql<{ attname: string; collname: string | null }>`SELECT a.attname, c.collname
-FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation
-WHERE a.attrelid = to_regclass(${quoted}) AND a.attname IN ('work_id', 'holder') AND NOT a.attisdropped`.execute(
-      db,
-    )
-    folding = rows
-      .filter((row) => row.collname !== 'C' && row.collname !== 'POSIX')
-      .map((row) => `${row.attname} (collation ${row.collname ?? 'none'})`)
+    const { rows } = await sql<{ attname: string; collname: string }>`SELECT a.attname, c.collname
+FROM pg_attribute a JOIN pg_collation c ON c.oid = a.attcollation
+WHERE a.attrelid = to_regclass(${quoted}) AND a.attname IN ('work_id', 'holder') AND NOT a.attisdropped
+  AND NOT c.collisdeterministic ORDER BY a.attname DESC`.execute(db)
+    folding = rows.map((row) => `${row.attname} (collation ${row.collname})`)
   }
   if (folding.length > 0) {
     throw new Error(
-      `the lease table ${table} compares ids under a collation: ${folding.join(', ')}; two ids it calls equal would share one lease. Make them ${family === 'mysql' ? 'VARBINARY(1020)' : 'varchar(255) COLLATE "C"'}, as createLeaseTable does`,
+      `the lease table ${table} compares ids under a collation that folds them: ${folding.join(', ')}; two ids it calls equal would share one lease. Make them ${family === 'mysql' ? 'VARBINARY(1020)' : 'varchar(255) COLLATE "C"'}, as createLeaseTable does`,
     )
   }
 }

@@ -186,19 +186,66 @@ for (const target of familyTargets('postgres'))
       },
     )
 
-    // Same review, on PostgreSQL: ids under the database's default collation compare as it says
-    // (a nondeterministic one folds them), and list's code point order needs "C".
-    test('a hand-made table whose ids are not in the "C" collation is refused by createLeaseTable', async () => {
+    // Found by a review of the retry above (session 41): it went on resending after the caller's
+    // signal had given the call up (18 more statements), back to back.
+    test('a statement failing with 40001 again and again: resent apart, never after the caller gave up', async () => {
+      const { admin, table } = h.storage
+      const tag = randomTable()
+      await sql`CREATE SEQUENCE ${sql.id(`${tag}_tries`)}`.execute(admin)
+      await sql`CREATE FUNCTION ${sql.id(`${tag}_fail`)}() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN PERFORM nextval(${sql.lit(`${tag}_tries`)}); PERFORM pg_sleep(0.02);
+RAISE EXCEPTION 'conflict' USING ERRCODE = '40001'; END $$`.execute(admin)
+      const backend = h.open()
+      const record = await backend.acquire('conflicted', 'a', HOUR)
+      await sql`CREATE TRIGGER ${sql.id(`${tag}_t`)} BEFORE UPDATE ON ${sql.table(table)}
+FOR EACH ROW EXECUTE FUNCTION ${sql.id(`${tag}_fail`)}()`.execute(admin)
+      const tries = async () =>
+        Number(
+          (await sql<{ n: string }>`SELECT last_value AS n FROM ${sql.id(`${tag}_tries`)}`.execute(admin))
+            .rows[0]!.n,
+        )
+      try {
+        const error = await backend.renew(record, HOUR).catch((e: unknown) => e)
+        expect({ code: (error as { code?: string }).code, tries: await tries() }).toEqual({
+          code: '40001',
+          tries: 20,
+        })
+        const controller = new AbortController()
+        setTimeout(() => controller.abort(new Error('gave up')), 30)
+        const before = await tries()
+        await expect(backend.renew(record, HOUR, { signal: controller.signal })).rejects.toThrow('gave up')
+        await sleep(300)
+        expect(await tries()).toBeLessThanOrEqual(before + 2)
+      } finally {
+        await sql`DROP TRIGGER ${sql.id(`${tag}_t`)} ON ${sql.table(table)}`.execute(admin)
+        await sql`DROP FUNCTION ${sql.id(`${tag}_fail`)}()`.execute(admin)
+        await sql`DROP SEQUENCE ${sql.id(`${tag}_tries`)}`.execute(admin)
+      }
+    })
+
+    // Same review, on PostgreSQL: a nondeterministic collation folds ids ('x' and 'X' one lease); a
+    // deterministic one (the database default, say) compares them byte for byte and is accepted.
+    test('a hand-made table whose ids are in a nondeterministic collation is refused by createLeaseTable', async () => {
       const { admin } = h.storage
-      const table = randomTable()
-      await sql`CREATE TABLE ${sql.table(table)} (work_id varchar(255) NOT NULL PRIMARY KEY,
+      await sql`CREATE COLLATION IF NOT EXISTS wl_case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`.execute(
+        admin,
+      )
+      const made = (table: string, collation: string) =>
+        sql`CREATE TABLE ${sql.table(table)} (work_id varchar(255) ${sql.raw(collation)} NOT NULL PRIMARY KEY,
   token bigint NOT NULL, holder varchar(255) COLLATE "C" NOT NULL, expires_at bigint NOT NULL,
   released boolean NOT NULL DEFAULT false, clean_handoff boolean NOT NULL DEFAULT true,
   checkpoint_seq bigint NOT NULL DEFAULT 0, state bytea)`.execute(admin)
+      const folding = randomTable()
+      const plain = randomTable()
+      await made(folding, 'COLLATE wl_case_insensitive')
+      await made(plain, '')
       try {
-        await expect(createLeaseTable(admin, { table })).rejects.toThrow(/work_id \(collation default\)/)
+        await expect(createLeaseTable(admin, { table: folding })).rejects.toThrow(
+          /work_id \(collation wl_case_insensitive\)/,
+        )
+        await createLeaseTable(admin, { table: plain })
       } finally {
-        await sql`DROP TABLE ${sql.table(table)}`.execute(admin)
+        await sql`DROP TABLE ${sql.table(folding)}, ${sql.table(plain)}`.execute(admin)
       }
     })
 
@@ -236,10 +283,18 @@ for (const target of familyTargets('mysql'))
   token BIGINT NOT NULL, holder VARCHAR(255) CHARACTER SET utf8mb4 NOT NULL, expires_at BIGINT NOT NULL,
   released TINYINT(1) NOT NULL DEFAULT 0, clean_handoff TINYINT(1) NOT NULL DEFAULT 1,
   checkpoint_seq BIGINT NOT NULL DEFAULT 0, state LONGBLOB NULL)`.execute(admin)
+      // A NO PAD binary collation compares byte for byte, as a binary column does: accepted.
+      const exact = randomTable()
+      const nopad = mysql ? 'utf8mb4_0900_bin' : 'utf8mb4_nopad_bin'
+      await sql`CREATE TABLE ${sql.table(exact)} (work_id VARCHAR(255) CHARACTER SET utf8mb4 COLLATE ${sql.raw(nopad)} NOT NULL PRIMARY KEY,
+  token BIGINT NOT NULL, holder VARBINARY(1020) NOT NULL, expires_at BIGINT NOT NULL,
+  released TINYINT(1) NOT NULL DEFAULT 0, clean_handoff TINYINT(1) NOT NULL DEFAULT 1,
+  checkpoint_seq BIGINT NOT NULL DEFAULT 0, state LONGBLOB NULL)`.execute(admin)
       try {
-        await expect(createLeaseTable(admin, { table })).rejects.toThrow(/work_id .*holder|holder .*work_id/)
+        await expect(createLeaseTable(admin, { table })).rejects.toThrow(/work_id .*, holder/)
+        await createLeaseTable(admin, { table: exact })
       } finally {
-        await sql`DROP TABLE ${sql.table(table)}`.execute(admin)
+        await sql`DROP TABLE ${sql.table(table)}, ${sql.table(exact)}`.execute(admin)
       }
     })
 
