@@ -137,7 +137,7 @@ describe('planFairShare', () => {
     return planFairShare({ me, members, units: units(n), holders }, maxMoves)
   }
 
-  test('the donors are those with most units first: a member above its ceiling gives before one at it', () => {
+  test('a member above its ceiling gives its surplus, and one at its ceiling nothing more', () => {
     // 15 units, 4 members: floor 3, ceil 4. d is short by one, nothing is free: c's surplus fills it.
     const held = { a: 4, b: 4, c: 5, d: 2 }
     const members = ['a', 'b', 'c', 'd']

@@ -288,6 +288,17 @@ function validateOptions(
 }
 
 const nativeAborted = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted')!.get!
+// What a backend or its client reads or calls on a signal: one of them shadowed by an own property is
+// the caller's code, not the prototype's. Looked up one by one: listing the own names allocates, on
+// every call the runner makes.
+const SIGNAL_MEMBERS = [
+  'aborted',
+  'reason',
+  'addEventListener',
+  'removeEventListener',
+  'throwIfAborted',
+  'onabort',
+]
 // Lookalikes already linked, each once: one shared by many calls (as the runner shares its own) must
 // not gain a listener per call.
 const linkedSignals = new WeakMap<object, AbortSignal>()
@@ -304,7 +315,7 @@ function ownSignal(signal: AbortSignal): AbortSignal {
     intact =
       Object.getPrototypeOf(signal) === AbortSignal.prototype &&
       typeof nativeAborted.call(signal) === 'boolean' &&
-      Object.getOwnPropertyNames(signal).length === 0
+      !SIGNAL_MEMBERS.some((member) => Object.hasOwn(signal, member))
   } catch {
     // A Proxy, or an object the brand check refuses: linked below.
   }
