@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 import { storeCallGivenUp } from './bounded-store-calls.js'
-import { guardOutput } from './io.js'
-import { quietSdkNodeVersionWarning } from './process-warnings.js'
+import { flushed, guardOutput } from './io.js'
+import { quietPgSslModeWarning, quietSdkNodeVersionWarning } from './process-warnings.js'
 import { run } from './run.js'
 
 // Before anything is written: help text too can meet a closed pipe.
 guardOutput(process.stdout)
 guardOutput(process.stderr)
 quietSdkNodeVersionWarning(process.env)
+quietPgSslModeWarning(process)
 
 process.exitCode = await run(process.argv.slice(2), {
   stdout: process.stdout,
@@ -21,11 +22,4 @@ process.exitCode = await run(process.argv.slice(2), {
 if (storeCallGivenUp()) {
   await Promise.all([flushed(process.stdout), flushed(process.stderr)])
   setTimeout(() => process.exit(), 1_000).unref()
-}
-
-/** Settles once everything written to `stream` so far has left the process (or it failed). */
-function flushed(stream: NodeJS.WriteStream): Promise<void> {
-  return new Promise((resolve) => {
-    stream.write('', () => resolve())
-  })
 }

@@ -40,11 +40,13 @@ function stateOf(stream: Writable): OutputState {
   if (known) return known
   const state: OutputState = { readerGone: false }
   outputs.set(stream, state)
-  stream.on('error', (error: NodeJS.ErrnoException) => {
-    if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') state.readerGone = true
-    else state.failure ??= error
-  })
+  stream.on('error', (error: NodeJS.ErrnoException) => noteWriteError(state, error))
   return state
+}
+
+function noteWriteError(state: OutputState, error: NodeJS.ErrnoException): void {
+  if (error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED') state.readerGone = true
+  else state.failure ??= error
 }
 
 /**
@@ -63,4 +65,31 @@ export function writeLine(stream: Writable, line = ''): void {
   const state = stateOf(stream)
   if (state.readerGone || state.failure || stream.destroyed) return
   stream.write(`${line}\n`)
+}
+
+/**
+ * Settles once everything written to `stream` so far has left the process, or failed to. A failed
+ * write (`>/dev/full`, a full disk) is reported after the write returns: a command whose last write
+ * failed had finished by then, and exited 0 with its output lost. Call `readerGone` after it.
+ */
+export async function flushed(stream: Writable): Promise<void> {
+  const state = stateOf(stream)
+  // Writes still under way: an empty one queued behind them calls back once they are done. Not
+  // made when none are (an empty write to /dev/full fails too, and nothing was lost then).
+  if (stream.writableLength > 0 && !state.readerGone && !stream.destroyed && !stream.errored) {
+    await new Promise<void>((resolve) => {
+      stream.write('', () => resolve())
+    })
+  }
+  // A failed write marks the stream errored at once; its 'error' event comes a tick later.
+  if (stream.errored) noteWriteError(state, stream.errored)
+}
+
+/**
+ * Once a command is done: waits for its output to leave, then throws as `readerGone` does if any of
+ * it could not be written. A reader that went away (`| head -1`) is still a quiet success.
+ */
+export async function outputComplete(stream: Writable): Promise<void> {
+  await flushed(stream)
+  readerGone(stream)
 }

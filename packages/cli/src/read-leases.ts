@@ -11,11 +11,11 @@ export function listOf(backend: Backend): (options?: ListOptions) => Promise<Lea
 
 /**
  * Every page under `prefix`, one at a time, so memory stays bounded by one page whatever the table
- * holds; stops after `max` leases.
+ * holds; stops after `max` leases. `signal` abandons the read in flight (watch's Ctrl-C).
  */
 export async function* pages(
   backend: Backend,
-  { prefix, pageSize, max }: { prefix: string; pageSize: number; max: number },
+  { prefix, pageSize, max, signal }: { prefix: string; pageSize: number; max: number; signal?: AbortSignal },
 ): AsyncGenerator<LeasePage> {
   const list = listOf(backend)
   let cursor: string | undefined
@@ -25,7 +25,12 @@ export async function* pages(
     if (limit <= 0) return
     // Only a cursor that is used: one after the last lease wanted is never sent.
     if (cursor !== undefined) checkCursor(cursor)
-    const page = await list({ prefix, limit, ...(cursor === undefined ? {} : { cursor }) })
+    const page = await list({
+      prefix,
+      limit,
+      ...(cursor === undefined ? {} : { cursor }),
+      ...(signal ? { signal } : {}),
+    })
     seen += page.leases.length
     yield page
     cursor = page.cursor

@@ -5,7 +5,7 @@ import { revokeCommand } from './commands/revoke-command.js'
 import { showCommand } from './commands/show-command.js'
 import { watchCommand } from './commands/watch-command.js'
 import { ExitCode } from './exit-code.js'
-import { type Io, writeLine } from './io.js'
+import { type Io, outputComplete, writeLine } from './io.js'
 import { unseenShown } from './lease-row.js'
 
 /** The program, with every command; `io` is where it reads and writes. */
@@ -36,25 +36,37 @@ export function createProgram(io: Io): Command {
  * ```
  */
 export async function run(argv: readonly string[], io: Io): Promise<number> {
+  let code: number
   try {
     await createProgram(io).parseAsync([...argv], { from: 'user' })
-    return ExitCode.OK
+    code = ExitCode.OK
   } catch (error) {
-    if (error instanceof CommanderError) {
-      // Help and version end "with an error" in commander; they are successes here.
-      return error.exitCode === 0 ? ExitCode.OK : ExitCode.USAGE
-    }
-    if (error instanceof CliError) {
-      writeLine(io.stderr, `worklease: ${error.message}`)
-      return error.exitCode
-    }
-    const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
-    const code = (error as { code?: unknown } | null)?.code
-    if (code === 'INVALID_ARGUMENT') {
-      writeLine(io.stderr, `worklease: ${message}`)
-      return ExitCode.USAGE
-    }
-    writeLine(io.stderr, `worklease: the store failed: ${message}`)
-    return ExitCode.STORE_FAILED
+    code = failed(error, io)
   }
+  if (code !== ExitCode.OK) return code
+  // The last writes can fail after the command returned (`>/dev/full`): exit 0 would hide that.
+  return outputComplete(io.stdout).then(
+    () => ExitCode.OK,
+    (error: unknown) => failed(error, io),
+  )
+}
+
+/** Reports what ended a run as one line on stderr, and gives its exit code. */
+function failed(error: unknown, io: Io): number {
+  if (error instanceof CommanderError) {
+    // Help and version end "with an error" in commander; they are successes here.
+    return error.exitCode === 0 ? ExitCode.OK : ExitCode.USAGE
+  }
+  if (error instanceof CliError) {
+    writeLine(io.stderr, `worklease: ${error.message}`)
+    return error.exitCode
+  }
+  const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+  const code = (error as { code?: unknown } | null)?.code
+  if (code === 'INVALID_ARGUMENT') {
+    writeLine(io.stderr, `worklease: ${message}`)
+    return ExitCode.USAGE
+  }
+  writeLine(io.stderr, `worklease: the store failed: ${message}`)
+  return ExitCode.STORE_FAILED
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { Command } from 'commander'
-import { boundedStoreCalls } from './bounded-store-calls.js'
+import { boundedStoreCalls, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 import type { Io } from './io.js'
@@ -47,9 +47,12 @@ export async function withStore<T>(
     return await body({ ...store, backend: boundedStoreCalls(store.backend) })
   } finally {
     // A connection still waiting on a call given up on can keep close waiting too: not for ever.
-    await Promise.race([
+    const closed = Promise.race([
       store.close().catch(() => undefined),
       sleep(CLOSE_TIMEOUT_MS, undefined, { ref: false }),
     ])
+    // After a call given up on (timed out, or Ctrl-C), the close is not waited for here: the
+    // process gives it its moment once the message is out (cli.ts), not a second moment before.
+    if (!storeCallGivenUp()) await closed
   }
 }

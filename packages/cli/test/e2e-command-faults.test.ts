@@ -75,6 +75,29 @@ describe('worklease commands on sqlite: faults found in review', () => {
     expect(stderr).toBe('exit=0\n')
   })
 
+  // Found by a review: a failed write is reported after write() returns, and was checked only before
+  // the next page, so a command whose output was lost to a full disk exited 0.
+  test.each([
+    [['list']],
+    [['list', '--json']],
+    [['show', 'job-b']],
+    [['show', 'job-b', '--json']],
+    [['watch', 'job-', '--count', '1', '--json']],
+    [['watch', 'job-', '--count', '1']],
+  ])('%j >/dev/full: exit 1, one line on stderr saying the output was not written', async (args) => {
+    const script = `${shellQuote([process.execPath, CLI, ...args, ...store.args])} >/dev/full; echo "exit=$?" >&2`
+    const { stderr } = await promisify(execFile)('bash', ['-c', script], { env: cleanEnv(), timeout: 20_000 })
+    expect(stderr).toBe(
+      'worklease: cannot write the output: ENOSPC: no space left on device, write\nexit=1\n',
+    )
+  })
+
+  test('nothing to write is no failure, even to /dev/full (the "no leases" note goes to stderr)', async () => {
+    const script = `${shellQuote([process.execPath, CLI, 'list', 'none-', ...store.args])} >/dev/full; echo "exit=$?" >&2`
+    const { stderr } = await promisify(execFile)('bash', ['-c', script], { env: cleanEnv(), timeout: 20_000 })
+    expect(stderr).toBe('no leases under "none-"\nexit=0\n')
+  })
+
   test('watch notices a reader that went away while it waited, at its next change line', async () => {
     const watch = spawnCli(['watch', 'pipe-', '--interval', '100', ...store.args])
     await new Promise((resolve) => watch.child.stdout.once('data', resolve))

@@ -5,6 +5,7 @@ import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { idArgument } from '../id-argument.js'
+import { whileInterruptible } from '../interrupt.js'
 import { type Io, writeLine } from '../io.js'
 import { jsonLine, quoted, statusOf } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
@@ -67,6 +68,31 @@ function describeLease(lease: LeaseListing | undefined): string {
   }
 }
 
+/**
+ * Sends the revoke and waits for the store's answer. Ctrl-C or SIGTERM meanwhile ended the process at
+ * once (exit 130) with nothing printed, and the revoke still landed once the store got to it (a row
+ * another session held locked). The outcome is then unknown, as for a revoke given up after its 10 s
+ * bound, and said the same way, with the same exit code (1).
+ */
+function sendRevoke(
+  revoke: (workId: string, options: RevokeOptions) => Promise<boolean>,
+  workId: string,
+  fencingToken: bigint,
+): Promise<boolean> {
+  return whileInterruptible(['SIGINT', 'SIGTERM'], async (interrupted) => {
+    try {
+      return await revoke(workId, { fencingToken, signal: interrupted })
+    } catch (error) {
+      if (!interrupted.aborted || error !== interrupted.reason) throw error
+      throw new CliError(
+        `${(error as Error).message} before the store answered: whether the lease was revoked is unknown (look with worklease show)`,
+        ExitCode.STORE_FAILED,
+        { cause: error },
+      )
+    }
+  })
+}
+
 export function revokeCommand(io: Io): Command {
   return addStoreOptions(new Command('revoke'))
     .description(
@@ -102,7 +128,7 @@ export function revokeCommand(io: Io): Command {
         // write, so a holder that takes over after this read is never the one ended. A lease that
         // was not held has no tenure to end: nothing is sent, whoever may have taken it since.
         const tenure = lease && statusOf(lease) === 'held' ? lease : undefined
-        const revoked = tenure ? await revoke(workId, { fencingToken: tenure.fencingToken }) : false
+        const revoked = tenure ? await sendRevoke(revoke, workId, tenure.fencingToken) : false
         if (options.json) {
           const previous = lease
             ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }

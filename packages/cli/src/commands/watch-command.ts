@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
+import { isConnectionFailure } from '../connection-failure.js'
 import { idArgument } from '../id-argument.js'
+import { whileInterruptible } from '../interrupt.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
 import { jsonLine, type LeaseRow, quoted, toRow } from '../lease-row.js'
 import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
@@ -17,6 +19,10 @@ interface WatchOptions extends StoreOptions {
 }
 
 const CLEAR_SCREEN = '\u001b[H\u001b[2J'
+
+/** The wait before reading again once the store stopped answering; it doubles, up to the longest. */
+const FIRST_RETRY_MS = 250
+const LONGEST_RETRY_MS = 10_000
 
 /** What makes a row "changed" for the plain-line and JSON views: not the ticking expiry. */
 const identity = (row: LeaseRow) =>
@@ -57,22 +63,48 @@ export function watchCommand(io: Io): Command {
       await withStore(options, io, async ({ backend, label }) => {
         const colors = colorsFor(io.stdout, io.env)
         const live = io.stdout.isTTY === true && !options.json
-        const stop = new AbortController()
-        const onInterrupt = () => stop.abort()
-        process.once('SIGINT', onInterrupt)
         const limit = options.limit ?? Number.POSITIVE_INFINITY
         let previous = new Map<string, LeaseRow>()
         let saidWindow = false
-        try {
-          for (let read = 1; !stop.signal.aborted; read++) {
+        // Ctrl-C stops the watch (exit 0) whenever it comes: in a read too, which otherwise held it
+        // up to the read's 10 s bound and then failed (exit 1).
+        await whileInterruptible(['SIGINT'], async (interrupted) => {
+          let reads = 0
+          let retryMs = FIRST_RETRY_MS
+          let inOutage = false
+          while (!interrupted.aborted) {
             const rows: LeaseRow[] = []
             let now = new Date()
             let more = false
-            for await (const page of pages(backend, { prefix, pageSize: MAX_LIST_LIMIT, max: limit })) {
-              now = page.now
-              rows.push(...page.leases.map((lease) => toRow(lease, page.now)))
-              more = page.cursor !== undefined
+            try {
+              for await (const page of pages(backend, {
+                prefix,
+                pageSize: MAX_LIST_LIMIT,
+                max: limit,
+                signal: interrupted,
+              })) {
+                now = page.now
+                rows.push(...page.leases.map((lease) => toRow(lease, page.now)))
+                more = page.cursor !== undefined
+              }
+            } catch (error) {
+              if (interrupted.aborted && error === interrupted.reason) return
+              // A store that answered once and now refuses or drops connections is restarting: watch
+              // waits it out. Before any read succeeded it is more likely misnamed (a wrong port),
+              // and anything else (a missing table, a permission, bad credentials) stays a failure.
+              if (reads === 0 || !isConnectionFailure(error)) throw error
+              if (!inOutage) {
+                inOutage = true
+                const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
+                writeLine(io.stderr, `worklease: lost the store (${reason}); reading again until it answers`)
+              }
+              await sleep(retryMs, undefined, { signal: interrupted }).catch(() => undefined)
+              retryMs = Math.min(retryMs * 2, LONGEST_RETRY_MS)
+              continue
             }
+            reads++
+            inOutage = false
+            retryMs = FIRST_RETRY_MS
             // Only --limit leaves leases unread; of those past the last one read, nothing is known.
             const windowEnd = more && rows.length >= limit ? rows.at(-1)?.workId : undefined
             if (live) {
@@ -112,12 +144,10 @@ export function watchCommand(io: Io): Command {
               previous = current
             }
             // A reader that went away (`| head`) ends the watch; its writes fail only as they are made.
-            if (read === options.count || readerGone(io.stdout)) break
-            await sleep(options.interval, undefined, { signal: stop.signal }).catch(() => undefined)
+            if (reads === options.count || readerGone(io.stdout)) break
+            await sleep(options.interval, undefined, { signal: interrupted }).catch(() => undefined)
           }
-        } finally {
-          process.off('SIGINT', onInterrupt)
-        }
+        })
       })
     })
 }
