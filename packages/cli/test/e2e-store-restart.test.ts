@@ -195,6 +195,36 @@ describe.skipIf(!DIALECTS.includes('postgres'))(
       expect(watch.stderr()).toMatch(/^worklease: the store failed: connect ECONNREFUSED .*\n$/)
     })
 
+    // Found by a review of the retry (session 41): a store that never came back held a scripted
+    // watch (--count) forever.
+    test('under --count an outage ends the watch: exit 1, not a wait for a store that may never return', async () => {
+      const store = await openTestStore('postgres')
+      const proxy = await restartableProxy(new URL(POSTGRES_URL))
+      try {
+        await store.backend.acquire('counted', 'worker-a', TTL)
+        const url = `postgres://postgres@127.0.0.1:${proxy.port}/test`
+        const watch = spawnCli([
+          'watch',
+          '--json',
+          '--count',
+          '50',
+          '--interval',
+          '200',
+          '--store',
+          url,
+          '--table',
+          store.table,
+        ])
+        await until('the first read', () => watch.stdout().includes('"workId":"counted"'))
+        await proxy.close()
+        expect(await watch.exited).toBe(1)
+        expect(watch.stderr()).toMatch(/^worklease: the store failed: /)
+      } finally {
+        await proxy.close().catch(() => undefined)
+        await store.close()
+      }
+    }, 30_000)
+
     test('a table dropped between two reads: exit 1, "does not exist", not read again and again', async () => {
       const store = await openTestStore('postgres')
       await store.backend.acquire('doomed', 'worker-a', TTL)

@@ -92,7 +92,9 @@ export function watchCommand(io: Io): Command {
               // A store that answered once and now refuses or drops connections is restarting: watch
               // waits it out. Before any read succeeded it is more likely misnamed (a wrong port),
               // and anything else (a missing table, a permission, bad credentials) stays a failure.
-              if (reads === 0 || !isConnectionFailure(error)) throw error
+              // So does an outage under --count: a script that asked for N reads must end, and with
+              // no bound on an outage, a store that never came back would hold it forever.
+              if (reads === 0 || options.count !== undefined || !isConnectionFailure(error)) throw error
               if (!inOutage) {
                 inOutage = true
                 const reason = error instanceof Error ? error.message.split('\n')[0] : String(error)
