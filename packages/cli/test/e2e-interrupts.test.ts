@@ -2,7 +2,14 @@ import { randomBytes } from 'node:crypto'
 import { isWorkleaseError } from '@worklease/spec'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { openTestStore, POSTGRES_URL, type RunningCli, spawnCli, type TestStore } from './e2e/harness.js'
+import {
+  openTestStore,
+  POSTGRES_URL,
+  type RunningCli,
+  serverPicked,
+  spawnCli,
+  type TestStore,
+} from './e2e/harness.js'
 
 /**
  * Ctrl-C (SIGINT) and SIGTERM while a command waits on the store, which another session holds up:
@@ -11,11 +18,8 @@ import { openTestStore, POSTGRES_URL, type RunningCli, spawnCli, type TestStore 
  */
 
 const TTL = 600_000
-const ON_POSTGRES = (process.env.WORKLEASE_DIALECTS ?? 'postgres')
-  .split(',')
-  .some((s) => s.trim() === 'postgres')
-if (!ON_POSTGRES)
-  console.warn('[worklease cli] skipping the interrupt tests: postgres is not in WORKLEASE_DIALECTS')
+// They need PostgreSQL's row locks and pg_stat_activity, to hold a command waiting on the store.
+const ON_POSTGRES = serverPicked('postgres', 'the interrupt tests')
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 

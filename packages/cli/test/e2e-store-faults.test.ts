@@ -12,6 +12,7 @@ import {
   isOneLine,
   openTestStore,
   POSTGRES_URL,
+  serverPicked,
   spawnCli,
   type TestStore,
 } from './e2e/harness.js'
@@ -28,19 +29,9 @@ const MONGODB_URL = (
   process.env.FERRETDB2_URL ??
   'mongodb://127.0.0.1:27018/'
 ).replace(/\/[^/]*$/, '')
-// As in the other end-to-end suites, WORKLEASE_DIALECTS picks the servers; MongoDB runs when it is unset
-// or names mongodb. The silent servers and bad URLs need none.
-const DIALECTS = process.env.WORKLEASE_DIALECTS?.split(',').map((name) => name.trim())
-const ON_POSTGRES = !DIALECTS || DIALECTS.includes('postgres')
-const ON_MONGODB = !DIALECTS || DIALECTS.includes('mongodb')
-if (!ON_POSTGRES) {
-  console.warn(
-    '[worklease cli] skipping the postgres store-fault tests: postgres is not in WORKLEASE_DIALECTS',
-  )
-}
-if (!ON_MONGODB) {
-  console.warn('[worklease cli] skipping the MongoDB store-fault tests: mongodb is not in WORKLEASE_DIALECTS')
-}
+// The silent servers and bad URLs need no server of WORKLEASE_DIALECTS's.
+const ON_POSTGRES = serverPicked('postgres', 'the postgres store-fault tests')
+const ON_MONGODB = serverPicked('mongodb', 'the MongoDB store-fault tests')
 
 /** Like the harness's cli(), with a longer leash: a run that hangs is killed and reported as code -1. */
 function cliWithin(

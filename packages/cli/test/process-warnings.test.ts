@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest'
 import { quietPgSslModeWarning, quietSdkNodeVersionWarning } from '../src/process-warnings.js'
-import { cli, isOneLine } from './e2e/harness.js'
+import { cli, isOneLine, serverPicked } from './e2e/harness.js'
 
 // Found by a review (session 36): on Node.js 20 every DynamoDB command printed the AWS SDK's nine-line
 // NodeVersionSupportWarning above its one line. A second review found that replacing Node's printer
@@ -44,9 +44,7 @@ test("pg's note on sslmode in its next major version is dropped; every other war
   expect(emitted).toEqual([['a warning of its own', 'DeprecationWarning', 'DEP0'], [other]])
 })
 
-const ON_POSTGRES = (process.env.WORKLEASE_DIALECTS ?? 'postgres')
-  .split(',')
-  .some((s) => s.trim() === 'postgres')
+const ON_POSTGRES = serverPicked('postgres', "the postgres sslmode warning's end-to-end test")
 
 test.skipIf(!ON_POSTGRES)(
   'postgres with ?sslmode=require: the failure or the answer alone, no warning above it',

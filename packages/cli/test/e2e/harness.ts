@@ -150,6 +150,17 @@ export interface TestStore {
 
 export type StoreKind = 'sqlite' | 'postgres' | 'mariadb'
 
+/**
+ * Whether `WORKLEASE_DIALECTS` picks `server` (unset: every server; `mysql` picks MariaDB too), as in
+ * the kysely tests. When it does not, prints which tests are skipped and why: no skip is silent.
+ */
+export function serverPicked(server: StoreKind | 'mongodb', skipped: string): boolean {
+  const wanted = process.env.WORKLEASE_DIALECTS?.split(',').map((name) => name.trim())
+  const on = !wanted || wanted.includes(server) || (server === 'mariadb' && wanted.includes('mysql'))
+  if (!on) console.warn(`[worklease cli] skipping ${skipped}: ${server} is not in WORKLEASE_DIALECTS`)
+  return on
+}
+
 export async function openTestStore(kind: StoreKind): Promise<TestStore> {
   const table = `cli_e2e_${randomBytes(5).toString('hex')}`
   let db: Kysely<unknown>

@@ -7,6 +7,7 @@ import {
   isOneLine,
   openTestStore,
   type StoreKind,
+  serverPicked,
   spawnCli,
   type TestStore,
 } from './harness.js'
@@ -18,10 +19,7 @@ const TTL = 120_000
  * table of the test's own, which the test fills and checks through the driver itself.
  */
 export function e2eSuite(kind: StoreKind): void {
-  // WORKLEASE_DIALECTS picks the SQL servers, as in the kysely tests; a skip says so.
-  const wanted = (process.env.WORKLEASE_DIALECTS ?? 'postgres,mysql,sqlite').split(',').map((s) => s.trim())
-  const on = wanted.includes(kind) || (kind === 'mariadb' && wanted.includes('mysql'))
-  if (!on) console.warn(`[worklease cli] skipping the ${kind} end-to-end tests: not in WORKLEASE_DIALECTS`)
+  const on = serverPicked(kind, `the ${kind} end-to-end tests`)
   describe.skipIf(!on)(`worklease on ${kind}`, () => {
     let store: TestStore
     const records: Record<string, LeaseRecord> = {}
