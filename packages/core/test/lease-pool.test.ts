@@ -143,7 +143,12 @@ class PoisonedUnit extends ForwardingBackend {
   }
 }
 
-/** A member's store that stops answering once `crashed` is set: its process is gone, as far as the others see. */
+/**
+ * A member's store that stops answering once `crashed` is set: its process is gone, as far as the others
+ * see. Not FaultInjectingBackend's `setDown(true, 'hang')`: that one honours each call's signal (the
+ * member hears of its failures and acts on them) and passes `list` through, and with it the crash test
+ * below passes on the code before its fix.
+ */
 class Crashable extends ForwardingBackend {
   crashed = false
   override acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import { MAX_FENCING_TOKEN } from '@worklease/spec'
-import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, PostgresDialect, sql } from 'kysely'
+import { CamelCasePlugin, Kysely, Migrator, MysqlDialect, sql } from 'kysely'
 import { createPool } from 'mysql2'
 import pg from 'pg'
 import { afterEach, beforeAll, beforeEach, describe, expect, test } from 'vitest'
@@ -95,13 +95,9 @@ for (const target of familyTargets('postgres'))
       }
     })
 
-    /** A Kysely over one pg connection made with `config` (a user's own client settings). */
-    const withClient = (config: pg.PoolConfig) =>
-      new Kysely<any>({
-        dialect: new PostgresDialect({
-          pool: new pg.Pool({ connectionString: target.url, max: 1, ...config }),
-        }),
-      })
+    /** A Kysely over pg connections made with `config` (a user's own client settings). */
+    const withClient = ({ max = 1, ...config }: pg.PoolConfig) =>
+      postgresDb(undefined, max, target.url, config)
     /** pg's parsers, except `oid`'s: what a user's parser hands back instead. */
     const parsing = (oid: number, parse: (text: string) => unknown) => ({
       getTypeParser: ((id: number, format?: 'text' | 'binary') =>

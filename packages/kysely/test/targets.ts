@@ -36,9 +36,15 @@ export function selected(filter: DialectFilter): boolean {
 // machine's servers are shared with other test runs.
 const POOL_SIZE = 4
 
-export function postgresDb(log?: Logger, poolSize = POOL_SIZE, url = POSTGRES_URL): Kysely<any> {
+/** `config`: a user's own client settings (type parsers, `binary`, session `options`) on top. */
+export function postgresDb(
+  log?: Logger,
+  poolSize = POOL_SIZE,
+  url = POSTGRES_URL,
+  config: pg.PoolConfig = {},
+): Kysely<any> {
   return new Kysely<any>({
-    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: poolSize }) }),
+    dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: poolSize, ...config }) }),
     log,
   })
 }
