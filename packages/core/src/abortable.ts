@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events'
 import { setInterval as nodeSetInterval } from 'node:timers'
 import { InvalidArgumentError } from '@worklease/spec'
+import { ListenerList } from './listener-list.js'
 import type { Timeout, TimeoutQueue } from './timeout-queue.js'
 import type { Timers } from './timers.js'
 
@@ -16,9 +17,9 @@ export class Cancel {
   /** What `abort` was given; `undefined` if nothing (then AbortSignals linked to it get the default). */
   reason: unknown = undefined
   // Most Cancels get one listener (a call's timeout forwarding to its backend signal): kept in a
-  // field; a Set only from the second on.
+  // field; a list only from the second on.
   #listener: ((reason: unknown) => void) | undefined
-  #listeners: Set<(reason: unknown) => void> | undefined
+  #listeners: ListenerList | undefined
 
   get signal(): Cancel {
     return this
@@ -33,7 +34,7 @@ export class Cancel {
     this.#listener = undefined
     this.#listeners = undefined
     listener?.(reason)
-    if (listeners) for (const each of listeners) each(reason)
+    listeners?.callAll(reason)
   }
 
   /** Calls `listener` once on abort (at once if aborted already); returns a function that detaches it. */
@@ -48,12 +49,8 @@ export class Cancel {
         if (this.#listener === listener) this.#listener = undefined
       }
     }
-    this.#listeners ??= new Set()
-    const listeners = this.#listeners
-    listeners.add(listener)
-    return () => {
-      listeners.delete(listener)
-    }
+    this.#listeners ??= new ListenerList()
+    return this.#listeners.add(listener)
   }
 }
 

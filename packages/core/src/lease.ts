@@ -96,6 +96,13 @@ export const releaseConfirmed: unique symbol = Symbol('worklease.releaseConfirme
  */
 export const readHandoff: unique symbol = Symbol('worklease.readHandoff')
 
+/**
+ * @internal Until when a Leaser's `run` (or a pool's unit) works under this lease: its callback settled,
+ * then the release. `leaser.close()` waits for it instead of releasing the lease under the callback.
+ * Kept on the lease, not in a Map of the Leaser's: see HeldLeases for what such a Map's churn costs.
+ */
+export const workDone: unique symbol = Symbol('worklease.workDone')
+
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
@@ -172,7 +179,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #acquiredCheckpoint: CheckpointRead | undefined
   /** The acquire's `cleanHandoff`, kept after the read above has handed its checkpoint out. */
   readonly #handoffAtAcquire: boolean | undefined
-  #releaseConfirmed = false
+  #releaseConfirmed = false;
+  /** @internal See {@link workDone}. */
+  [workDone]: Promise<void> | undefined = undefined
 
   /** @internal Use `leaser.acquire`. */
   constructor(

@@ -38,7 +38,7 @@ import { DeadlineWatch } from './deadline-watch.js'
 import { defaultHolderId } from './default-holder-id.js'
 import { HeldLeases } from './held-leases.js'
 import { keptBeforeRunning } from './kept-before-running.js'
-import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive } from './lease.js'
+import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive, workDone } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
 import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
@@ -203,8 +203,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   readonly #ctx: LeaseContext
   readonly #leases = new HeldLeases<Lease<S>>()
-  /** Leases held by `run`, each with when that run is done with it (its callback settled, then released). */
-  readonly #running = new Map<Lease<S>, Promise<void>>()
   /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
   readonly #retired = new Map<string, bigint>()
   readonly #events = new LeaserEmitter()
@@ -345,9 +343,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       () => undefined,
       () => undefined,
     )
-    this.#running.set(lease, settled)
+    lease[workDone] = settled
     settled.then(() => {
-      if (this.#running.get(lease) === settled) this.#running.delete(lease)
+      if (lease[workDone] === settled) lease[workDone] = undefined
     })
   }
 
@@ -572,7 +570,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       if (!outcome.ok && onError === 'expire') lease.abandon()
       else await lease.release()
     } finally {
-      this.#running.delete(lease)
+      lease[workDone] = undefined
       done()
     }
     // FENCED at release means someone had taken the lease over while fn was still running.
@@ -642,7 +640,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       this.#closeCancel.abort(new LeaserClosedError())
       const leases = [...this.#leases]
       for (const lease of leases) lease[closeLease]()
-      const done = Promise.allSettled(leases.map((lease) => this.#running.get(lease) ?? lease.release()))
+      const done = Promise.allSettled(leases.map((lease) => lease[workDone] ?? lease.release()))
       const { cancel, dispose } = linkedCancel(this.#ctx.timers, [], timeoutMs)
       try {
         // The attempts cut short settle meanwhile, and may start releases of what they took.
@@ -919,7 +917,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       throw new LeaserClosedError()
     }
     // Before anyone can see the lease: close() releases a run's lease only once its callback settled.
-    if (callbackDone) this.#running.set(lease, callbackDone)
+    if (callbackDone) lease[workDone] = callbackDone
     // Dead at birth (its reply was read after the local deadline: a pause), the lease was reported
     // lost as it was made; reported acquired after that, a listener would count it held.
     if (!lease[storeSideLive]) return lease
