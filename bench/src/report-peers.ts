@@ -143,6 +143,7 @@ function renderStore(store: PeerStoreResult): string[] {
         `c${cell.concurrency} cycles/s`,
         `c${cell.concurrency} Leaser ÷ peer`,
         `c${cell.concurrency} driver ÷ peer`,
+        `c${cell.concurrency} GC ms / 1,000 cycles`,
       )
     header.push('round trips / cycle')
     out.push(
@@ -154,6 +155,7 @@ function renderStore(store: PeerStoreResult): string[] {
             row.push(range(cell.cyclesPerSecond[i]!))
             row.push(i < 2 ? '' : `**${range(cell.ratio[i]!)}**`)
             row.push(i < 2 ? '' : range(cell.driverRatio[i]!))
+            row.push(range(cell.gcMsPerThousandCycles[i]!))
           }
           const trips = cells.map((cell) => cell.roundTripsPerCycle[i]!)
           const held = cells.reduce((sum, cell) => sum + cell.heldAfterRelease[i]!, 0)

@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks'
+import { withGcTime } from '../gc-time.js'
 import { quantile, round, type Spread, spread } from '../stats.js'
 import { type LockSide, sleep } from './lock-side.js'
 
@@ -7,8 +8,17 @@ const spread3 = (values: readonly number[]): Spread => {
   return { median: round(s.median), min: round(s.min), max: round(s.max) }
 }
 
-/** Acquire + release cycles of one side: each worker cycles over its own keys, so workers never collide. */
+/** {@link lockCycles}, with the garbage collection time they took. */
 async function runLockCycles(
+  side: LockSide,
+  load: { concurrency: number; durationMs: number; ttlMs: number; prefix: string },
+): Promise<{ cycles: number; elapsedMs: number; roundTrips: number; held: number; gcMs: number }> {
+  const { value, gcMs } = await withGcTime(() => lockCycles(side, load))
+  return { ...value, gcMs }
+}
+
+/** Acquire + release cycles of one side: each worker cycles over its own keys, so workers never collide. */
+async function lockCycles(
   side: LockSide,
   load: { concurrency: number; durationMs: number; ttlMs: number; prefix: string },
 ): Promise<{ cycles: number; elapsedMs: number; roundTrips: number; held: number }> {
@@ -40,6 +50,11 @@ export interface PeerCycleCell {
   readonly cyclesPerSecond: readonly Spread[]
   /** Per side: round trips per completed cycle (acquire + release). */
   readonly roundTripsPerCycle: readonly number[]
+  /**
+   * Per side: milliseconds of garbage collection per 1,000 cycles (the whole process, so a peer's
+   * client is counted with it): where a runner keeps objects alive longer, it shows here first.
+   */
+  readonly gcMsPerThousandCycles: readonly Spread[]
   /** Per side: acquires that found a key held although its worker had released it (must be 0). */
   readonly heldAfterRelease: readonly number[]
   /** Per side: worklease (Leaser, side 0) cycles/s ÷ that side's, paired repetition by repetition. */
@@ -105,6 +120,9 @@ export async function measurePeerCycles(
               list.reduce((sum, run) => sum + run.cycles, 0),
             ),
         ),
+      ),
+      gcMsPerThousandCycles: runs.map((list) =>
+        spread3(list.map((run) => (run.gcMs * 1000) / Math.max(1, run.cycles))),
       ),
       heldAfterRelease: runs.map((list) => list.reduce((sum, run) => sum + run.held, 0)),
       ratio: runs.map((list) => spread3(list.map((run, rep) => rate(runs[0]![rep]!) / rate(run)))),
