@@ -45,6 +45,7 @@ import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leas
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
 import { LocalDeadline } from './local-deadline.js'
 import { RenewalSchedule } from './renewal-schedule.js'
+import { RetiredTokens } from './retired-tokens.js'
 import { backoffDelay } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
 import { type Instant, instant, systemTimers } from './timers.js'
@@ -77,7 +78,7 @@ export const keepWhileWorking: unique symbol = Symbol('worklease.keepWhileWorkin
  */
 export const isLeaser: unique symbol = Symbol('worklease.isLeaser')
 
-/** The most workIds a Leaser remembers a let-go token of; the one let go longest ago is forgotten first. */
+/** How many of the workIds it let go of last a Leaser remembers the tokens of, at least. */
 const MAX_RETIRED = 100_000
 /** The longest a renewal waits for others to share its `renewMany` call. */
 const MAX_RENEW_BATCH_WINDOW_MS = 1_000
@@ -203,8 +204,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   readonly #ctx: LeaseContext
   readonly #leases = new HeldLeases<Lease<S>>()
-  /** workId -> the last token this Leaser handed out and let go of, never to be adopted again. */
-  readonly #retired = new Map<string, bigint>()
+  /**
+   * workId -> the last token this Leaser handed out and let go of, never to be adopted again. The store
+   * may still name us its holder, for good rather than for a ttl: a call still in flight when the
+   * lease ended (a checkpoint, a renew) can land any time later and extend it by a ttl from then, and
+   * adopting it would hand a new run the token of a run that was told it lost the lease. A later
+   * acquire of ours always has a larger token, so nothing of ours is refused for it.
+   */
+  readonly #retired = new RetiredTokens(MAX_RETIRED)
   readonly #events = new LeaserEmitter()
   /** Aborted by `close()`: every pending acquire gives up with its reason. */
   readonly #closeCancel = new Cancel()
@@ -327,7 +334,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         // (abandoned, lost, or a release whose outcome is unknown): never mistake that for the lost
         // reply of a later acquire. Released too: another acquire of ours on this workId may still
         // be waiting for the reply that carries this token.
-        this.#retire(lease.workId, lease.fencingToken)
+        this.#retired.retire(lease.workId, lease.fencingToken)
       },
     })
   }
@@ -786,22 +793,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * Remembers a token the store may still name us the holder of, for good rather than for a ttl: a
-   * call still in flight when the lease ended (a checkpoint, a renew) can land any time later and
-   * extend it by a ttl from then, and adopting it would hand a new run the token of a run that was
-   * told it lost the lease. A later acquire of ours always has a larger token, so nothing of ours is
-   * refused for it.
-   */
-  #retire(workId: string, token: bigint): void {
-    const previous = this.#retired.get(workId)
-    if (previous !== undefined && previous > token) return
-    // Moved to the end, so the entry forgotten when the map is full is the one let go longest ago.
-    this.#retired.delete(workId)
-    this.#retired.set(workId, token)
-    if (this.#retired.size > MAX_RETIRED) this.#retired.delete(this.#retired.keys().next().value!)
-  }
-
-  /**
    * How long a waiter sleeps after `LEASE_HELD`: its retry policy, but never past the current lease's
    * expiry when the backend reported it, plus up to 25 ms of jitter so that waiters woken by one
    * expiry do not all arrive in the same millisecond.
@@ -856,7 +847,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    */
   #releaseOrphan(workId: string, { record, checkpoint }: Taken): void {
     if (this.#handedOut(workId, record.fencingToken)) return
-    this.#retire(workId, record.fencingToken)
+    this.#retired.retire(workId, record.fencingToken)
     const stateless = this.#stateless.has(workId)
     if (checkpoint?.cleanHandoff === false && !stateless) return
     this.#unawaited++
