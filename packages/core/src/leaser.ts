@@ -373,7 +373,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return raceWithin(sent, stop, callSignals.timeouts)
   }
 
-  /** The leases this Leaser currently holds. */
+  /** The leases this Leaser currently holds, in no promised order. */
   get leases(): readonly Lease<S>[] {
     return [...this.#leases].filter((lease) => lease.held)
   }

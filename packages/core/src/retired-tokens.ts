@@ -30,14 +30,19 @@ export class RetiredTokens {
     return this.#recent.get(workId) ?? this.#older.get(workId)
   }
 
-  /** Remembers `token` for `workId`, unless a larger one is remembered already. */
+  /**
+   * Remembers `token` for `workId`, or the larger one remembered already: either way `workId` now
+   * counts as let go of last.
+   */
   retire(workId: string, token: bigint): void {
-    const previous = this.get(workId)
-    if (previous !== undefined && previous > token) return
-    if (this.#recent.size >= this.#capacity && !this.#recent.has(workId)) {
+    const recent = this.#recent.get(workId)
+    if (recent !== undefined && recent >= token) return
+    const older = recent === undefined ? this.#older.get(workId) : undefined
+    const kept = older !== undefined && older > token ? older : token
+    if (recent === undefined && this.#recent.size >= this.#capacity) {
       this.#older = this.#recent
       this.#recent = new Map()
     }
-    this.#recent.set(workId, token)
+    this.#recent.set(workId, kept)
   }
 }

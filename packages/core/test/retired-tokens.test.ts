@@ -23,6 +23,16 @@ describe('RetiredTokens', () => {
     expect(retired.get('l')).toBe(1n)
   })
 
+  test('a workId let go of again with a smaller token keeps its larger one and counts as let go of last', () => {
+    const retired = new RetiredTokens(3)
+    retired.retire('x', 5n)
+    for (const workId of ['a', 'b', 'c', 'd']) retired.retire(workId, 1n)
+    retired.retire('x', 3n)
+    retired.retire('e', 1n)
+    retired.retire('f', 1n)
+    expect(retired.get('x')).toBe(5n)
+  })
+
   test('the last `capacity` distinct workIds are always remembered, whatever came before', () => {
     const retired = new RetiredTokens(100)
     for (let i = 0; i < 1_000; i++) {
