@@ -84,6 +84,17 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       const name = chosenTable(target.table, table)
       const [{ default: pg }, { Kysely, PostgresDialect }, { KyselyBackend, DEFAULT_TABLE }] =
         await Promise.all([client('pg', () => import('pg')), import('kysely'), import('@worklease/kysely')])
+      try {
+        // The pool parses its URL only when it first connects, where what pg refuses (verify-ca with
+        // no sslrootcert under uselibpqcompat, a missing sslrootcert file) read as "the store failed".
+        // A client parses it as it is made, and connects to nothing: what it rejects is a bad store URL.
+        new pg.Client({ connectionString: target.url })
+      } catch (error) {
+        const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
+        throw new CliError(`bad PostgreSQL URL: ${hideSecrets(reason, target.url)}`, ExitCode.USAGE, {
+          cause: error,
+        })
+      }
       const pool = new pg.Pool({
         connectionString: target.url,
         max: 1,

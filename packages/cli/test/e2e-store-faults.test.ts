@@ -230,6 +230,57 @@ describe('a malformed MongoDB URL is a bad store URL', () => {
   })
 })
 
+// Found by a review: pg parses its URL only when it first connects, and what it refused there read as
+// "the store failed" (exit 1), though the mistake is on the command line. No server is needed: a
+// refused URL never reaches one (port 1 refuses every connection, which would be exit 1).
+describe('a PostgreSQL URL pg refuses is a bad store URL', () => {
+  test.each([
+    [
+      'sslmode=verify-ca without a CA under uselibpqcompat',
+      'uselibpqcompat=true&sslmode=verify-ca',
+      /sslrootcert/,
+    ],
+    ['an sslrootcert file that does not exist', 'sslrootcert=/nonexistent/ca.pem', /ENOENT/],
+  ])('%s: exit 2 with one line, before connecting', async (_, query, reason) => {
+    const url = `postgres://admin:${SECRET}@127.0.0.1:1/test?${query}`
+    const { code, stdout, stderr } = await cli(['list', '--store', url])
+    expect({ code, stdout, stderr }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^worklease: bad PostgreSQL URL: /),
+    })
+    expect(stderr).toMatch(reason)
+    expect(stderr).not.toContain(SECRET)
+    expect(isOneLine(stderr)).toBe(true)
+  })
+
+  test.skipIf(!ON_POSTGRES)(
+    'verify-ca without a CA on the running server: exit 2, not "the store failed"',
+    async () => {
+      const url = new URL(POSTGRES_URL)
+      url.searchParams.set('uselibpqcompat', 'true')
+      url.searchParams.set('sslmode', 'verify-ca')
+      const { code, stderr } = await cli(['show', 'invoice-1', '--store', url.href])
+      expect({ code, stderr }).toEqual({
+        code: 2,
+        stderr: expect.stringMatching(/^worklease: bad PostgreSQL URL: /),
+      })
+    },
+  )
+
+  test('verify-full, which needs no CA file, on a port that refuses: still the store failing (exit 1)', async () => {
+    const { code, stderr } = await cli([
+      'list',
+      '--store',
+      'postgres://postgres@127.0.0.1:1/test?uselibpqcompat=true&sslmode=verify-full',
+    ])
+    expect({ code, stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringMatching(/^worklease: the store failed: .*ECONNREFUSED/),
+    })
+  })
+})
+
 describe('a server that accepts connections but never answers', () => {
   // The SQL clients and the AWS SDK connect and then wait on the command's own 10 s bound, which says
   // so; the MongoDB client's server selection gives up first, in its own words.
