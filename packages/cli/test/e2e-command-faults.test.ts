@@ -1,8 +1,11 @@
 import { execFile } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { isWorkleaseError, type LeaseRecord } from '@worklease/spec'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, test } from 'vitest'
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest'
 import {
   CLI,
   cleanEnv,
@@ -286,6 +289,40 @@ describe.skipIf(!TMUX)('worklease revoke and watch on a terminal (tmux)', () => 
     expect(screen).toMatch(/^worklease: not revoked$/m)
     expect(screen).toMatch(/EXIT=5/)
     expect(await stillHeld(held)).toBe('renewed')
+  })
+
+  // Found by a review: with stderr not a terminal, readline reads the answer line by line, so the
+  // terminal turned Ctrl-C into SIGINT, which ended the process (exit 130) instead of answering no.
+  test('Ctrl-C at the question with stderr to a file (2>file) is "not revoked" (exit 5) too', async () => {
+    const workId = 'declined-stderr-to-file'
+    const held = await store.backend.acquire(workId, 'worker-a', TTL)
+    const dir = mkdtempSync(join(tmpdir(), 'worklease-stderr-'))
+    const errors = join(dir, 'stderr')
+    try {
+      const command = shellQuote([process.execPath, CLI, 'revoke', workId, ...store.args])
+      await tmux.startScript(
+        'stderr_to_file',
+        { x: 200, y: 12 },
+        `${command} 2>${shellQuote([errors])}; echo EXIT=$?`,
+      )
+      // The question goes to the file: the command waits for an answer once it is there.
+      await vi.waitFor(
+        () => expect(existsSync(errors) && readFileSync(errors, 'utf8')).toMatch(/\[y\/N\] $/),
+        {
+          timeout: 10_000,
+          interval: 100,
+        },
+      )
+      await tmux.keys('stderr_to_file', 'C-c')
+      const screen = await tmux.until('stderr_to_file', (text) => /EXIT=\d+/.test(text))
+      expect({ exit: screen.match(/EXIT=\d+/)?.[0], stderr: readFileSync(errors, 'utf8') }).toEqual({
+        exit: 'EXIT=5',
+        stderr: expect.stringMatching(/\[y\/N\] \r?\nworklease: not revoked\n$/),
+      })
+      expect(await stillHeld(held)).toBe('renewed')
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 
   test('watch --limit on a terminal says in its header that it shows the first N', async () => {

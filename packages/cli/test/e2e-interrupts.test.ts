@@ -3,12 +3,16 @@ import { isWorkleaseError } from '@worklease/spec'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
 import {
+  CLI,
   openTestStore,
   POSTGRES_URL,
   type RunningCli,
   serverPicked,
+  shellQuote,
   spawnCli,
   type TestStore,
+  TMUX,
+  TmuxServer,
 } from './e2e/harness.js'
 
 /**
@@ -103,6 +107,47 @@ describe.skipIf(!ON_POSTGRES)('interrupted while the store makes the command wai
           (error: unknown) => isWorkleaseError(error, 'FENCED'),
         ),
       )
+    },
+    30_000,
+  )
+
+  // Found by a review: the terminal echoes Ctrl-C as ^C where the cursor is, and the message went on
+  // after it on the same line.
+  test.skipIf(!TMUX)(
+    'Ctrl-C on a terminal during a revoke sent and not yet answered: the message starts below the ^C',
+    async () => {
+      const workId = 'locked-on-a-terminal'
+      await store.backend.acquire(workId, 'worker-a', TTL)
+      const name = `worklease-revoke-${randomBytes(4).toString('hex')}`
+      const storeUrl = `${POSTGRES_URL}?application_name=${name}`
+      const tmux = new TmuxServer()
+      await admin.query('BEGIN')
+      try {
+        await admin.query(`SELECT * FROM ${store.table} FOR UPDATE`)
+        const command = shellQuote([
+          process.execPath,
+          CLI,
+          'revoke',
+          workId,
+          '--yes',
+          '--store',
+          storeUrl,
+          '--table',
+          store.table,
+        ])
+        await tmux.startScript('revoke', { x: 200, y: 12 }, `${command}; echo EXIT=$?`)
+        await until('the revoke waits on the locked row', () => waitsOnLock(name))
+        await tmux.keys('revoke', 'C-c')
+        const screen = await tmux.until('revoke', (text) => /EXIT=\d+/.test(text))
+        expect(screen.split('\n').filter((line) => line !== '')).toEqual([
+          '^C',
+          'worklease: interrupted (SIGINT) before the store answered: whether the lease was revoked is unknown (look with worklease show)',
+          'EXIT=1',
+        ])
+      } finally {
+        await admin.query('COMMIT')
+        await tmux.close()
+      }
     },
     30_000,
   )

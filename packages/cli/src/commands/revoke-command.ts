@@ -5,7 +5,7 @@ import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { idArgument } from '../id-argument.js'
-import { whileInterruptible } from '../interrupt.js'
+import { type Interrupted, whileInterruptible } from '../interrupt.js'
 import { type Io, writeLine } from '../io.js'
 import { jsonLine, quoted, statusOf } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
@@ -35,17 +35,24 @@ function checkCanAsk(io: Io, options: RevokeCommandOptions): void {
 }
 
 async function confirm(io: Io, question: string): Promise<boolean> {
-  const prompt = createInterface({ input: io.stdin, output: io.stderr })
-  try {
-    return /^y(es)?$/i.test((await prompt.question(`${question} [y/N] `)).trim())
-  } catch {
-    // Ctrl-D or Ctrl-C rejects the question ("Aborted with Ctrl+D"): the operator said no, and the
-    // answer line they never finished needs ending before the message.
-    writeLine(io.stderr)
-    return false
-  } finally {
-    prompt.close()
-  }
+  // readline reads Ctrl-C as a key only when its output (stderr) is a terminal; with stderr sent
+  // elsewhere (`2>file`) the terminal turns it into SIGINT, which ended the process (exit 130)
+  // instead of answering no.
+  return whileInterruptible(['SIGINT'], async (interrupted) => {
+    const prompt = createInterface({ input: io.stdin, output: io.stderr })
+    try {
+      const answer = await prompt.question(`${question} [y/N] `, { signal: interrupted })
+      return /^y(es)?$/i.test(answer.trim())
+    } catch {
+      // Ctrl-D or Ctrl-C rejects the question ("Aborted with Ctrl+D"): the operator said no, and the
+      // answer line they never finished needs ending before the message (readline ends it itself
+      // when the question is aborted).
+      if (!interrupted.aborted) writeLine(io.stderr)
+      return false
+    } finally {
+      prompt.close()
+    }
+  })
 }
 
 /** One tenure of a lease: a holder under a token. No two acquires share a token. */
@@ -75,6 +82,7 @@ function describeLease(lease: LeaseListing | undefined): string {
  * bound, and said the same way, with the same exit code (1).
  */
 function sendRevoke(
+  io: Io,
   revoke: (workId: string, options: RevokeOptions) => Promise<boolean>,
   workId: string,
   fencingToken: bigint,
@@ -84,6 +92,9 @@ function sendRevoke(
       return await revoke(workId, { fencingToken, signal: interrupted })
     } catch (error) {
       if (!interrupted.aborted || error !== interrupted.reason) throw error
+      // A terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: the message went on
+      // after it, on the same line.
+      if ((error as Interrupted).signalName === 'SIGINT' && io.stderr.isTTY) writeLine(io.stderr)
       throw new CliError(
         `${(error as Error).message} before the store answered: whether the lease was revoked is unknown (look with worklease show)`,
         ExitCode.STORE_FAILED,
@@ -128,7 +139,7 @@ export function revokeCommand(io: Io): Command {
         // write, so a holder that takes over after this read is never the one ended. A lease that
         // was not held has no tenure to end: nothing is sent, whoever may have taken it since.
         const tenure = lease && statusOf(lease) === 'held' ? lease : undefined
-        const revoked = tenure ? await sendRevoke(revoke, workId, tenure.fencingToken) : false
+        const revoked = tenure ? await sendRevoke(io, revoke, workId, tenure.fencingToken) : false
         if (options.json) {
           const previous = lease
             ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }

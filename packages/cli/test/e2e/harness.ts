@@ -111,6 +111,29 @@ export class TmuxServer {
     await this.call('new-session', '-d', '-s', session, '-x', String(size.x), '-y', String(size.y), command)
   }
 
+  /**
+   * Runs bash `script` in a new pane, with no shell of tmux's around it: Ctrl-C signals the pane's
+   * whole foreground process group, and a default shell that dies of it (dash, as /bin/sh) closed the
+   * pane before its screen was read. The trap keeps this bash going after a command the signal
+   * killed, so that the script's next lines still show (`echo EXIT=$?` shows 130); the command
+   * itself starts with SIGINT's default action, as from any shell. The pane stays 60 s after.
+   */
+  async startScript(session: string, size: { x: number; y: number }, script: string): Promise<void> {
+    await this.call(
+      'new-session',
+      '-d',
+      '-s',
+      session,
+      '-x',
+      String(size.x),
+      '-y',
+      String(size.y),
+      'bash',
+      '-c',
+      `trap : INT; ${script}; sleep 60`,
+    )
+  }
+
   async screen(session: string, { escapes = false } = {}): Promise<string> {
     return (await this.call('capture-pane', '-p', ...(escapes ? ['-e'] : []), '-t', session)).stdout
   }
