@@ -171,6 +171,13 @@ const LEASER_OPTIONS = [
 /** The acquire options as read, each once, from the caller's object: not checked yet. */
 type AcquireFields = { readonly [K in (typeof ACQUIRE_OPTIONS)[number]]: unknown }
 
+// What an acquire without options reads to: one object, not three option reads and a new one a call.
+const NO_ACQUIRE_OPTIONS: CheckedAcquireOptions = Object.freeze({
+  wait: false,
+  signal: undefined,
+  timeoutMs: undefined,
+})
+
 function checkAcquireOptions(fields: AcquireFields): CheckedAcquireOptions {
   return {
     wait: checkBoolean('wait', fields.wait, false),
@@ -409,11 +416,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * @throws `signal.reason` when `signal` aborts; {@link LeaserClosedError} once `close()` was called.
    * @throws `InvalidArgumentError` for a workId or an option it cannot use, before any store call.
    */
-  acquire(workId: string, options: AcquireOptions = {}): Promise<Lease<S>> {
+  acquire(workId: string, options?: AcquireOptions): Promise<Lease<S>> {
     let checked: CheckedAcquireOptions
     try {
       validateId('workId', workId)
-      checked = checkAcquireOptions(readFields('options', options, ACQUIRE_OPTIONS))
+      checked =
+        options === undefined
+          ? NO_ACQUIRE_OPTIONS
+          : checkAcquireOptions(readFields('options', options, ACQUIRE_OPTIONS))
     } catch (error) {
       // Not an async wrapper around #acquire: that would cost a promise more on every acquire.
       return Promise.reject(error)
@@ -546,16 +556,12 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * }, { wait: true })
    * ```
    */
-  async run<T>(
-    workId: string,
-    fn: (lease: Lease<S>) => Promise<T> | T,
-    options: RunOptions = {},
-  ): Promise<T> {
+  async run<T>(workId: string, fn: (lease: Lease<S>) => Promise<T> | T, options?: RunOptions): Promise<T> {
     if (typeof fn !== 'function') throw new InvalidArgumentError('fn must be a function')
     validateId('workId', workId)
     // Read once, here: acquire gets what was checked, not the caller's object a second time.
-    const fields = readFields('options', options, RUN_OPTIONS)
-    const onError = fields.onError ?? 'release'
+    const fields = options === undefined ? undefined : readFields('options', options, RUN_OPTIONS)
+    const onError = fields?.onError ?? 'release'
     if (onError !== 'release' && onError !== 'expire') {
       throw new InvalidArgumentError(`onError must be 'release' or 'expire', got ${describeValue(onError)}`)
     }
@@ -563,7 +569,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const callbackDone = new Promise<void>((resolve) => {
       done = resolve
     })
-    const lease = await this.#acquire(workId, checkAcquireOptions(fields), callbackDone)
+    const checked = fields === undefined ? NO_ACQUIRE_OPTIONS : checkAcquireOptions(fields)
+    const lease = await this.#acquire(workId, checked, callbackDone)
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     let loss: LeaseLostError | undefined
     try {
