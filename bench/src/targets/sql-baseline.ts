@@ -64,7 +64,7 @@ RETURNING 1 AS acquired, CAST("token" AS TEXT) AS token, CAST("expires_at" AS TE
       const clockNow = sql`wl_clock.wl_now`
       const free = sql`(released <> 0 OR expires_at <= ${clockNow})`
       const take = sql`(${free} AND token < ${MAX_TOKEN})`
-      const took = sql`LAST_INSERT_ID() = token`
+      const took = sql`LAST_INSERT_ID() BETWEEN 1 AND ${MAX_TOKEN}`
       const work = id(workId)
       const holder = id(holderId)
       return sql<Acquired>`INSERT INTO ${t} (work_id, token, holder, expires_at, released, clean_handoff, checkpoint_seq)
