@@ -2,8 +2,8 @@ import { PerformanceObserver } from 'node:perf_hooks'
 
 /**
  * Runs `run` and adds up the time this process spent in garbage collection meanwhile (every kind:
- * scavenges and full collections). Node.js reports each collection after the fact, so the total is
- * read once the entries of the run's last collections have come in.
+ * scavenges and full collections). Node.js queues each collection's entry for the next turn of the
+ * event loop, so the total is read one turn after `run` settles.
  *
  * ```ts
  * const { value: cycles, gcMs } = await withGcTime(() => runLockCycles(side, load))
@@ -17,6 +17,7 @@ export async function withGcTime<T>(run: () => Promise<T>): Promise<{ value: T; 
   observer.observe({ entryTypes: ['gc'] })
   try {
     const value = await run()
+    await new Promise<void>((resolve) => setImmediate(resolve))
     for (const entry of observer.takeRecords()) gcMs += entry.duration
     return { value, gcMs }
   } finally {

@@ -52,9 +52,10 @@ const BELOW_THRESHOLD: Record<string, string> = {
     'measured apart) and checking the two ids 7%; the rest is the Map work and clock reads the baseline does too. ' +
     'In absolute terms it is a fraction of a microsecond per call, against 100 µs or more for any networked ' +
     'round trip, which is why no networked backend shows it. Counted in session 42 with callgrind (instructions, ' +
-    'repeatable whatever the load: node --single-threaded --predictable, 50,000 cycles against 100,000): a cycle ' +
-    'is 13,710 instructions, the baseline 9,981. Without any check on caller input, the clock reading for the ' +
-    'checkpoint sequence and the brand check it would be 12,352; only without the freeze and the Date as well ' +
+    'repeatable whatever the load: node --single-threaded --predictable, 50,000 cycles against 100,000, in a ' +
+    'bare loop without this harness): a cycle is 13,710 instructions, the baseline 9,981. Without any ' +
+    'check on caller input, the clock reading for the checkpoint sequence and the brand check it would be ' +
+    '12,352; only without the freeze and the Date as well ' +
     '(11,111) would this ratio reach 0.9, given the ~6,800 instructions of the harness on both sides. ' +
     'So 0.9 asks for a LeaseRecord other than the one the contract describes; it is not taken.',
   sqlite:

@@ -90,10 +90,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         // A client parses it as it is made, and connects to nothing: what it rejects is a bad store URL.
         new pg.Client({ connectionString: target.url })
       } catch (error) {
-        const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
-        throw new CliError(`bad PostgreSQL URL: ${hideSecrets(reason, target.url)}`, ExitCode.USAGE, {
-          cause: error,
-        })
+        throw badStoreUrl('PostgreSQL', error, target.url)
       }
       const pool = new pg.Pool({
         connectionString: target.url,
@@ -145,10 +142,7 @@ export async function openBackend(target: StoreTarget, table: string | undefined
           connectTimeoutMS: CONNECT_TIMEOUT_MS,
         })
       } catch (error) {
-        const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
-        throw new CliError(`bad MongoDB URL: ${hideSecrets(reason, target.url)}`, ExitCode.USAGE, {
-          cause: error,
-        })
+        throw badStoreUrl('MongoDB', error, target.url)
       }
       const db = mongo.db(target.database)
       try {
@@ -259,4 +253,10 @@ async function mustExist(db: import('mongodb').Db, name: string): Promise<void> 
       ExitCode.STORE_FAILED,
     )
   }
+}
+
+/** What a client refused in a store URL as it parsed it: a usage error (exit 2), in one line, secrets hidden. */
+function badStoreUrl(store: string, error: unknown, url: string): CliError {
+  const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
+  return new CliError(`bad ${store} URL: ${hideSecrets(reason, url)}`, ExitCode.USAGE, { cause: error })
 }

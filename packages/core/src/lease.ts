@@ -179,9 +179,19 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #acquiredCheckpoint: CheckpointRead | undefined
   /** The acquire's `cleanHandoff`, kept after the read above has handed its checkpoint out. */
   readonly #handoffAtAcquire: boolean | undefined
-  #releaseConfirmed = false;
+  #releaseConfirmed = false
+  #workDone: Promise<void> | undefined
+
+  // An accessor over a private field, not a field: an own symbol property would show in every
+  // `console.log(lease)` and spread.
   /** @internal See {@link workDone}. */
-  [workDone]: Promise<void> | undefined = undefined
+  get [workDone](): Promise<void> | undefined {
+    return this.#workDone
+  }
+
+  set [workDone](done: Promise<void> | undefined) {
+    this.#workDone = done
+  }
 
   /** @internal Use `leaser.acquire`. */
   constructor(

@@ -171,14 +171,9 @@ const LEASER_OPTIONS = [
 /** The acquire options as read, each once, from the caller's object: not checked yet. */
 type AcquireFields = { readonly [K in (typeof ACQUIRE_OPTIONS)[number]]: unknown }
 
-// What an acquire without options reads to: one object, not three option reads and a new one a call.
-const NO_ACQUIRE_OPTIONS: CheckedAcquireOptions = Object.freeze({
-  wait: false,
-  signal: undefined,
-  timeoutMs: undefined,
-})
-
-function checkAcquireOptions(fields: AcquireFields): CheckedAcquireOptions {
+/** `fields` undefined: no options were given. */
+function checkAcquireOptions(fields: AcquireFields | undefined): CheckedAcquireOptions {
+  if (fields === undefined) return NO_ACQUIRE_OPTIONS
   return {
     wait: checkBoolean('wait', fields.wait, false),
     signal: checkSignal('signal', fields.signal),
@@ -188,6 +183,11 @@ function checkAcquireOptions(fields: AcquireFields): CheckedAcquireOptions {
         : checkNumber('timeoutMs', fields.timeoutMs, 0, Number.MAX_SAFE_INTEGER),
   }
 }
+
+// What an acquire without options reads to: one object, not three option reads and a new one a call.
+const NO_ACQUIRE_OPTIONS = Object.freeze(
+  checkAcquireOptions({ wait: undefined, signal: undefined, timeoutMs: undefined }),
+)
 
 /**
  * The runner: acquires leases over any {@link Backend}, waits for held ones with backoff, renews
@@ -420,10 +420,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     let checked: CheckedAcquireOptions
     try {
       validateId('workId', workId)
-      checked =
-        options === undefined
-          ? NO_ACQUIRE_OPTIONS
-          : checkAcquireOptions(readFields('options', options, ACQUIRE_OPTIONS))
+      checked = checkAcquireOptions(
+        options === undefined ? undefined : readFields('options', options, ACQUIRE_OPTIONS),
+      )
     } catch (error) {
       // Not an async wrapper around #acquire: that would cost a promise more on every acquire.
       return Promise.reject(error)
@@ -569,8 +568,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const callbackDone = new Promise<void>((resolve) => {
       done = resolve
     })
-    const checked = fields === undefined ? NO_ACQUIRE_OPTIONS : checkAcquireOptions(fields)
-    const lease = await this.#acquire(workId, checked, callbackDone)
+    const lease = await this.#acquire(workId, checkAcquireOptions(fields), callbackDone)
     let outcome: { ok: true; value: T } | { ok: false; error: unknown }
     let loss: LeaseLostError | undefined
     try {

@@ -11,7 +11,7 @@
  * Map stopped doing the same. `pnpm bench` shows it as the Leaser's GC time per 1,000 cycles.
  *
  * A removed listener's entry is emptied at once, so it holds nothing; the list drops empty entries
- * once they are more than half of it. Each `add` is its own subscription: a function added twice is
+ * once they are more than half of it, plus 16 (a short list is never rebuilt). Each `add` is its own subscription: a function added twice is
  * called twice (a Set kept it once), which no caller in this package does.
  *
  * ```ts

@@ -168,9 +168,9 @@ describe('what a lease cycle costs in clock readings', () => {
     await lease.checkpoint(new Uint8Array(8))
     const afterCheckpoint = counts.clockReads
     await lease.release()
-    // acquire: its start and the reply's (both clocks each); checkpoint: a pair as it is asked for, its
-    // time budget, a pair for the check and the call's start and one once the reply is in; release: a
-    // pair for the check and the call's start.
+    // acquire: its start and the reply's (both clocks each); checkpoint: a pair as it is asked for,
+    // one for its time budget, a pair for the check and the call's start, a pair once the reply is
+    // in; release: a pair for the check and the call's start.
     expect([afterAcquire, afterCheckpoint - afterAcquire, counts.clockReads - afterCheckpoint]).toEqual([
       4, 7, 2,
     ])
