@@ -1,5 +1,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { ANSI, CLI, cli, isOneLine, openTestStore, type TestStore, TMUX, TmuxServer } from './e2e/harness.js'
+import {
+  ANSI,
+  CLI,
+  cli,
+  isOneLine,
+  openTestStore,
+  type TestStore,
+  TmuxServer,
+  tmuxPicked,
+} from './e2e/harness.js'
 
 describe('worklease, whatever the store', () => {
   test.each([[[]], [['list']], [['show']], [['watch']], [['revoke']]])(
@@ -51,14 +60,13 @@ describe('worklease, whatever the store', () => {
   })
 })
 
-if (!TMUX)
-  console.warn('[worklease cli] skipping the TTY view of watch: tmux is not installed (apt-get install tmux)')
+const ON_TMUX = tmuxPicked('the TTY view of watch')
 
 /**
  * `watch` on a real terminal: tmux gives it a pty of a known size, and capture-pane reads the screen
  * as a person would see it (escapes rendered, not printed).
  */
-describe.skipIf(!TMUX)('worklease watch on a terminal (tmux)', () => {
+describe.skipIf(!ON_TMUX)('worklease watch on a terminal (tmux)', () => {
   let store: TestStore
   let tmux: TmuxServer
   const waitForScreen = (predicate: (text: string) => boolean) => tmux.until('watch', predicate)

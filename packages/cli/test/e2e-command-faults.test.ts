@@ -15,8 +15,8 @@ import {
   shellQuote,
   spawnCli,
   type TestStore,
-  TMUX,
   TmuxServer,
+  tmuxPicked,
 } from './e2e/harness.js'
 
 const TTL = 600_000
@@ -206,13 +206,10 @@ describe('worklease commands on sqlite: faults found in review', () => {
   })
 })
 
-if (!TMUX)
-  console.warn(
-    '[worklease cli] skipping the revoke prompt tests: tmux is not installed (apt-get install tmux)',
-  )
+const ON_TMUX = tmuxPicked('the revoke prompt tests')
 
 /** revoke's question on a real terminal: a tmux pane is the operator, capture-pane their screen. */
-describe.skipIf(!TMUX)('worklease revoke and watch on a terminal (tmux)', () => {
+describe.skipIf(!ON_TMUX)('worklease revoke and watch on a terminal (tmux)', () => {
   let store: TestStore
   let tmux: TmuxServer
   beforeAll(async () => {

@@ -11,8 +11,8 @@ import {
   shellQuote,
   spawnCli,
   type TestStore,
-  TMUX,
   TmuxServer,
+  tmuxPicked,
 } from './e2e/harness.js'
 
 /**
@@ -24,6 +24,7 @@ import {
 const TTL = 600_000
 // They need PostgreSQL's row locks and pg_stat_activity, to hold a command waiting on the store.
 const ON_POSTGRES = serverPicked('postgres', 'the interrupt tests')
+const ON_TMUX = tmuxPicked('Ctrl-C during a revoke on a terminal')
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -113,7 +114,7 @@ describe.skipIf(!ON_POSTGRES)('interrupted while the store makes the command wai
 
   // Found by a review: the terminal echoes Ctrl-C as ^C where the cursor is, and the message went on
   // after it on the same line.
-  test.skipIf(!TMUX)(
+  test.skipIf(!ON_TMUX)(
     'Ctrl-C on a terminal during a revoke sent and not yet answered: the message starts below the ^C',
     async () => {
       const workId = 'locked-on-a-terminal'
