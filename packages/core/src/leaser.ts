@@ -102,6 +102,9 @@ interface FoundLease extends Taken {
 /** One `acquire` call, as its attempts (also the abandoned ones, when they settle) see it. */
 interface PendingAcquire {
   readonly workId: string
+  /** When the acquire's `timeoutMs` runs out, on the monotonic clock (Infinity without one). */
+  readonly giveUpAt: number
+  readonly timeoutMs: number | undefined
   /** The acquire settled: what its attempts find from now on is an orphan. */
   done: boolean
   /** Start of the first attempt whose outcome is unknown (a store error or timeout). */
@@ -430,6 +433,21 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     return this.#acquire(workId, checked)
   }
 
+  /**
+   * Sleeps `delay` before `call`'s next attempt: no later than its `giveUpAt` (else a timeout), nor
+   * past `cancel`. A method, not a closure in #acquire: one would hold the acquire's variables in a
+   * context allocated on every acquire, most of which never sleep.
+   */
+  async #pause(call: PendingAcquire, cancel: Cancel, delay: number, lastError: unknown): Promise<void> {
+    const { timers } = this.#ctx
+    const now = timers.now()
+    if (now >= call.giveUpAt) throw this.#timeoutError(call.workId, call.timeoutMs ?? 0, lastError)
+    call.wake = new Cancel()
+    await sleep(timers, Math.min(delay, call.giveUpAt - now), cancel, call.wake)
+    call.wake = undefined
+    if (cancel.aborted) throw cancel.reason
+  }
+
   /** `callbackDone`: run's, registered as the lease is adopted, before close() or a listener can see it. */
   async #acquire(
     workId: string,
@@ -440,14 +458,18 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     if (signal?.aborted) throw signal.reason
 
     const { timers, retry, random } = this.#ctx
-    const giveUpAt = timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs
-    const { cancel, dispose } = linkedCancel(timers, [signal, this.#closeCancel])
+    // Without a signal of the caller's, close() is all that ends the wait: its Cancel serves as is.
+    let cancel = this.#closeCancel
+    let dispose: (() => void) | undefined
+    if (signal !== undefined) ({ cancel, dispose } = linkedCancel(timers, [signal, cancel]))
     // The runner's timers are unref'd (a held lease must not keep a finished process up), but a
     // pending acquire is work in progress: without this, a process whose only work is waiting for a
     // lease would exit 0 without doing it.
     const letGo = keepProcessAlive()
     const call: PendingAcquire = {
       workId,
+      giveUpAt: timeoutMs === undefined ? Number.POSITIVE_INFINITY : timers.now() + timeoutMs,
+      timeoutMs,
       done: false,
       unknownSince: undefined,
       unresolved: false,
@@ -459,15 +481,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     let handedOutInARow = 0
     let attempts = 0
     let lastError: unknown
-    /** Sleeps `delay` before the next attempt: no later than `giveUpAt` (else a timeout), nor past `cancel`. */
-    const pause = async (delay: number): Promise<void> => {
-      const now = timers.now()
-      if (now >= giveUpAt) throw this.#timeoutError(workId, timeoutMs ?? 0, lastError)
-      call.wake = new Cancel()
-      await sleep(timers, Math.min(delay, giveUpAt - now), cancel, call.wake)
-      call.wake = undefined
-      if (cancel.aborted) throw cancel.reason
-    }
     try {
       for (;;) {
         if (call.found) {
@@ -482,7 +495,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           )
           if (++handedOutInARow > retry.maxAttempts) throw handedOut
           lastError ??= handedOut
-          await pause(backoffDelay(retry, handedOutInARow - 1, random))
+          await this.#pause(call, cancel, backoffDelay(retry, handedOutInARow - 1, random), lastError)
         }
         const start = instant(timers)
         attempts++
@@ -514,11 +527,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             lastError = error
             if (++transientInARow >= retry.maxAttempts) throw error
           }
-          await pause(
-            isLeaseHeldError(error)
-              ? this.#heldDelay(error, heldPolls++)
-              : backoffDelay(retry, transientInARow - 1, random),
-          )
+          const delay = isLeaseHeldError(error)
+            ? this.#heldDelay(error, heldPolls++)
+            : backoffDelay(retry, transientInARow - 1, random)
+          await this.#pause(call, cancel, delay, lastError)
         }
       }
       // Adopted from here on, even if #adopt finds the Leaser closed: then the Lease releases it.
@@ -531,7 +543,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       // Found (a late success, or our own holder) but not handed out: nobody will renew it.
       if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found)
       else if (!call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
-      dispose()
+      dispose?.()
       letGo()
     }
   }
