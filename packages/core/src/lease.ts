@@ -346,14 +346,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // Keeps the process alive (#enqueue): the runner's timers are unref'd, so a process with nothing
     // else to do would exit in the middle of `await lease.release()` and leave the lease to expire.
     // Bounded: the release gives up at the local deadline.
-    this.#releasing = this.#enqueue(async () => {
+    this.#releasing = this.#enqueue(() => {
       // Renewals stop only now: behind a checkpoint still in flight (up to checkpointTimeoutMs, which
       // may exceed what is left of the ttl) they keep the lease, or it is lost with no release sent.
       this.#requestRelease()
       this.#unschedule()
+      // Not an async function: most releases wait for no renewal, and one would cost them a promise.
       const renewal = this.#renewalInFlight()
-      if (renewal) await renewal
-      await this.#releaseOp(reason)
+      return renewal ? renewal.then(() => this.#releaseOp(reason)) : this.#releaseOp(reason)
     })
     return this.#releasing
   }
@@ -629,17 +629,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    */
   #enqueue<T>(op: () => Promise<T>): Promise<T> {
     const letGo = keepProcessAlive()
-    const run = async () => {
-      try {
-        return await op()
-      } finally {
-        letGo()
-      }
-    }
-    // Chained as it is: `then(run, run)` takes a rejection as a turn like any other, and the caller
-    // holds this very promise (a `.catch` and a `.finally` here made four promises more an op).
-    const next = this.#queue.then(run, run)
+    // Chained as it is: `then(op, op)` takes a rejection as a turn like any other, and the caller
+    // holds this very promise (a `.catch` and a `.finally` here made four promises more an op; an
+    // async wrapper to let go in its `finally`, two).
+    const next = this.#queue.then(op, op)
     this.#queue = next
+    next.then(letGo, letGo)
     return next
   }
 
