@@ -105,6 +105,8 @@ export const workDone: unique symbol = Symbol('worklease.workDone')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
+/** Where every lease's op queue starts: one settled promise for all, not one per lease. */
+const SETTLED: Promise<unknown> = Promise.resolve()
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
 const NO_STATE_UNCLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: false })
 
@@ -156,7 +158,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #releasing: Promise<void> | undefined
   #lastTransient: unknown
   /** Checkpoints, reads and the release, one at a time. Renewals run beside it, never behind it. */
-  #queue: Promise<unknown> = Promise.resolve()
+  #queue: Promise<unknown> = SETTLED
   /** A renew on its own (no schedule), or a batched renewal's backoff before it asks again. */
   #renewing: Promise<void> | undefined
   #renewTimer: unknown
