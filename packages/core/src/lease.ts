@@ -105,8 +105,8 @@ export const workDone: unique symbol = Symbol('worklease.workDone')
 
 type Op = 'renew' | 'checkpoint' | 'release' | 'readCheckpoint'
 
-/** Where every lease's op queue starts: one settled promise for all, not one per lease. */
-const SETTLED: Promise<unknown> = Promise.resolve()
+/** Where every lease's op queue starts, and what an op with nothing to do returns: one for all. */
+const SETTLED: Promise<void> = Promise.resolve()
 const NO_STATE_CLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: true })
 const NO_STATE_UNCLEAN: CheckpointRead = Object.freeze({ state: null, cleanHandoff: false })
 
@@ -840,30 +840,54 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     }
   }
 
-  async #releaseOp(reason: 'released' | 'closed'): Promise<void> {
-    const { backend, callSignals } = this.#ctx
+  /**
+   * The release's first attempt; a failed one goes on in {@link #releaseRetries}. Not an async
+   * function: nearly every release lands at once, and one would cost it two promises more.
+   */
+  #releaseOp(reason: 'released' | 'closed'): Promise<void> {
+    const now = instant(this.#ctx.timers)
+    if (!this.#live(now)) return SETTLED
+    return this.#sendRelease(now.mono).then(
+      () => this.#released(reason),
+      (error: unknown) => this.#releaseRetries(reason, error),
+    )
+  }
+
+  async #releaseRetries(reason: 'released' | 'closed', firstError: unknown): Promise<void> {
     // Set once an attempt's outcome is unknown: it may have landed, so a later FENCED may be our own
     // release rather than a takeover (see #releaseLanded).
     let mayHaveLanded = false
+    let error = firstError
     for (let attempt = 0; ; attempt++) {
+      if (!this.#live()) return
+      if (isFencedError(error) && mayHaveLanded) {
+        const landed = await this.#releaseLanded()
+        if (!this.#live()) return
+        if (landed !== false) break
+      }
+      if (this.#outcome(error)) return
+      mayHaveLanded = true
+      this.#transient('release', error, attempt + 1)
+      await this.#backoff(attempt)
       const now = instant(this.#ctx.timers)
       if (!this.#live(now)) return
       try {
-        await this.#call((signal) => backend.release(this.record, { signal }), callSignals, now.mono)
+        await this.#sendRelease(now.mono)
         break
-      } catch (error) {
-        if (!this.#live()) return
-        if (isFencedError(error) && mayHaveLanded) {
-          const landed = await this.#releaseLanded()
-          if (!this.#live()) return
-          if (landed !== false) break
-        }
-        if (this.#outcome(error)) return
-        mayHaveLanded = true
-        this.#transient('release', error, attempt + 1)
-        await this.#backoff(attempt)
+      } catch (next) {
+        error = next
       }
     }
+    this.#released(reason)
+  }
+
+  #sendRelease(startedAt: number): Promise<void> {
+    const { backend, callSignals } = this.#ctx
+    return this.#call((signal) => backend.release(this.record, { signal }), callSignals, startedAt)
+  }
+
+  /** The store confirmed the release: the store side stops. */
+  #released(reason: 'released' | 'closed'): void {
     this.#releaseConfirmed = true
     this.#halt()
     if (this.#ctx.events.wants('released')) {
