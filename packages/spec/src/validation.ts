@@ -276,12 +276,18 @@ function validateOptions(
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
   if (signal === undefined) return value === undefined ? NO_OPTIONS : { extra: value }
+  const intactAborted = abortedIfIntact(signal)
+  if (intactAborted !== undefined) {
+    // Outside the check: what it throws is the signal's reason, the call's outcome.
+    if (intactAborted) (signal as AbortSignal).throwIfAborted()
+    return { signal: signal as AbortSignal, extra: value }
+  }
   const aborted = abortedOf(signal)
   if (aborted === undefined) throw new InvalidArgumentError('options.signal must be an AbortSignal')
-  // Outside the check: what it throws is the signal's reason, the call's outcome. Asked only of a
-  // signal that said it aborted: `aborted` is read once, and one that said no is not asked again.
+  // As above. Asked only of a signal that said it aborted: `aborted` is read once, and one that said
+  // no is not asked again.
   if (aborted) (signal as AbortSignal).throwIfAborted()
-  const own = ownSignal(signal as AbortSignal)
+  const own = linkedSignal(signal as AbortSignal)
   // A lookalike that said no above but had fired before: its linked signal remembers.
   if (own.aborted) throw own.reason
   return { signal: own, extra: value }
@@ -304,22 +310,31 @@ const SIGNAL_MEMBERS = [
 const linkedSignals = new WeakMap<object, AbortSignal>()
 
 /**
- * The signal a backend listens to: `signal` itself when it is this realm's AbortSignal with its own
- * methods (nothing a driver calls on it is the caller's code), otherwise an AbortSignal of ours that
- * aborts with it, subscribed now. A lookalike that cannot be listened to is found out here, before any
- * round trip, not once a driver subscribes as its request goes out, after the write.
+ * Whether `signal` has aborted, if it is this realm's AbortSignal with its own methods (nothing a
+ * driver reads or calls on it is the caller's code): then a backend listens to it as it is.
+ * Undefined for anything else, a Proxy of a signal included. Checked first, and alone for such a
+ * signal (the runner passes one on every call): the duck-typed reads of {@link abortedOf} on top
+ * cost a backend call on the memory store a tenth of its instructions.
  */
-function ownSignal(signal: AbortSignal): AbortSignal {
-  let intact = false
+function abortedIfIntact(signal: unknown): boolean | undefined {
   try {
-    intact =
-      Object.getPrototypeOf(signal) === AbortSignal.prototype &&
-      typeof nativeAborted.call(signal) === 'boolean' &&
-      !SIGNAL_MEMBERS.some((member) => Object.hasOwn(signal, member))
+    if (typeof signal !== 'object' || signal === null) return undefined
+    if (Object.getPrototypeOf(signal) !== AbortSignal.prototype) return undefined
+    for (const member of SIGNAL_MEMBERS) if (Object.hasOwn(signal, member)) return undefined
+    // The brand check: a native signal's getter, which throws for anything else.
+    return nativeAborted.call(signal) as boolean
   } catch {
-    // A Proxy, or an object the brand check refuses: linked below.
+    // A Proxy, or an object the brand check refuses.
+    return undefined
   }
-  if (intact) return signal
+}
+
+/**
+ * An AbortSignal of ours that aborts with `signal`, a lookalike: subscribed now, once per signal. A
+ * lookalike that cannot be listened to is found out here, before any round trip, not once a driver
+ * subscribes as its request goes out, after the write.
+ */
+function linkedSignal(signal: AbortSignal): AbortSignal {
   let linked = linkedSignals.get(signal)
   if (linked === undefined) {
     const controller = new AbortController()
