@@ -5,6 +5,7 @@ import {
   cli,
   isOneLine,
   openTestStore,
+  shellQuote,
   type TestStore,
   TmuxServer,
   tmuxPicked,
@@ -108,5 +109,24 @@ describe.skipIf(!ON_TMUX)('worklease watch on a terminal (tmux)', () => {
     expect(second.match(/worklease watch/g)).toHaveLength(1)
     // On a terminal, and without NO_COLOR, it is in colour (the piped tests check the opposite).
     expect(await tmux.screen('watch', { escapes: true })).toMatch(ANSI)
+  })
+
+  // The terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: watch printed nothing
+  // after it, so the shell's next words went on the same line as the ^C.
+  test('Ctrl-C ends the watch on a line of its own: what follows starts below the ^C', async () => {
+    await tmux.startScript(
+      'interrupted',
+      { x: 120, y: 20 },
+      `${shellQuote([process.execPath, CLI, 'watch', 'job-', ...store.args, '--interval', '200'])}; echo EXIT=$?`,
+    )
+    await tmux.until('interrupted', (text) => text.includes('job-1'))
+    await tmux.keys('interrupted', 'C-c')
+    const screen = await tmux.until('interrupted', (text) => /EXIT=\d+/.test(text))
+    expect(
+      screen
+        .split('\n')
+        .filter((line) => line !== '')
+        .slice(-2),
+    ).toEqual(['^C', 'EXIT=0'])
   })
 })

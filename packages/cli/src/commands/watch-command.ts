@@ -68,7 +68,7 @@ export function watchCommand(io: Io): Command {
         let saidWindow = false
         // Ctrl-C stops the watch (exit 0) whenever it comes: in a read too, which otherwise held it
         // up to the read's 10 s bound and then failed (exit 1).
-        await whileInterruptible(['SIGINT'], async (interrupted) => {
+        const interrupted = await whileInterruptible(['SIGINT'], async (interrupted) => {
           let reads = 0
           let retryMs = FIRST_RETRY_MS
           let inOutage = false
@@ -88,7 +88,7 @@ export function watchCommand(io: Io): Command {
                 more = page.cursor !== undefined
               }
             } catch (error) {
-              if (interrupted.aborted && error === interrupted.reason) return
+              if (interrupted.aborted && error === interrupted.reason) return true
               // A store that answered once and now refuses or drops connections is restarting: watch
               // waits it out. Before any read succeeded it is more likely misnamed (a wrong port),
               // and anything else (a missing table, a permission, bad credentials) stays a failure.
@@ -149,7 +149,12 @@ export function watchCommand(io: Io): Command {
             if (reads === options.count || readerGone(io.stdout)) break
             await sleep(options.interval, undefined, { signal: interrupted }).catch(() => undefined)
           }
+          return interrupted.aborted
         })
+        // A terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: without one here,
+        // the shell's prompt went on after it.
+        const terminal = io.stdout.isTTY ? io.stdout : io.stderr.isTTY ? io.stderr : undefined
+        if (interrupted && terminal) writeLine(terminal)
       })
     })
 }
