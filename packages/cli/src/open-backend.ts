@@ -2,6 +2,7 @@ import { type Backend, isInvalidArgumentError, raceAbort } from '@worklease/spec
 import { boundedStoreCall, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
+import { pgEnvironmentAtFault } from './pg-environment-at-fault.js'
 import { hideSecrets, redactStoreUrl, type StoreTarget } from './store-url.js'
 
 /**
@@ -90,7 +91,8 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         // A client parses it as it is made, and connects to nothing: what it rejects is a bad store URL.
         new pg.Client({ connectionString: target.url })
       } catch (error) {
-        throw badStoreUrl('PostgreSQL', error, target.url)
+        const fromEnvironment = pgEnvironmentAtFault(() => new pg.Client({ connectionString: target.url }))
+        throw badStoreUrl('PostgreSQL', error, target.url, fromEnvironment)
       }
       const pool = new pg.Pool({
         connectionString: target.url,
@@ -255,8 +257,21 @@ async function mustExist(db: import('mongodb').Db, name: string): Promise<void> 
   }
 }
 
-/** What a client refused in a store URL as it parsed it: a usage error (exit 2), in one line, secrets hidden. */
-function badStoreUrl(store: string, error: unknown, url: string): CliError {
+/**
+ * What a client refused in a store URL as it parsed it, or in the environment variables it read with
+ * it (`fromEnvironment`, when the URL alone would do): a usage error (exit 2), in one line, secrets
+ * hidden.
+ */
+function badStoreUrl(
+  store: string,
+  error: unknown,
+  url: string,
+  fromEnvironment: readonly string[] = [],
+): CliError {
   const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
-  return new CliError(`bad ${store} URL: ${hideSecrets(reason, url)}`, ExitCode.USAGE, { cause: error })
+  const what =
+    fromEnvironment.length === 0
+      ? `bad ${store} URL`
+      : `the ${store} settings in the environment (${fromEnvironment.join(', ')}) do not go with the store URL`
+  return new CliError(`${what}: ${hideSecrets(reason, url)}`, ExitCode.USAGE, { cause: error })
 }

@@ -268,6 +268,33 @@ describe('a PostgreSQL URL pg refuses is a bad store URL', () => {
     },
   )
 
+  // Found by session 42's review: pg reads PG* settings from the environment as well, and refused
+  // them as if the URL were at fault.
+  test.each([
+    ['PGSSLNEGOTIATION=direct without SSL', { PGSSLNEGOTIATION: 'direct' }, /PGSSLNEGOTIATION/],
+    ['PGSSLNEGOTIATION set to nothing pg knows', { PGSSLNEGOTIATION: 'sometimes' }, /PGSSLNEGOTIATION/],
+  ])('%s in the environment: exit 2, naming the environment, not the URL', async (_, env, names) => {
+    const url = `postgres://admin:${SECRET}@127.0.0.1:1/test`
+    const { code, stdout, stderr } = await cli(['list', '--store', url], cleanEnv(env))
+    expect({ code, stdout, stderr }).toEqual({
+      code: 2,
+      stdout: '',
+      stderr: expect.stringMatching(/^worklease: the PostgreSQL settings in the environment \(/),
+    })
+    expect(stderr).toMatch(names)
+    expect(stderr).not.toContain(SECRET)
+    expect(isOneLine(stderr)).toBe(true)
+  })
+
+  test('a URL pg refuses is still the URL, whatever the environment holds', async () => {
+    const url = `postgres://admin:${SECRET}@127.0.0.1:1/test?sslrootcert=/nonexistent/ca.pem`
+    const { code, stderr } = await cli(['list', '--store', url], cleanEnv({ PGAPPNAME: 'worklease-test' }))
+    expect({ code, stderr }).toEqual({
+      code: 2,
+      stderr: expect.stringMatching(/^worklease: bad PostgreSQL URL: .*ENOENT/),
+    })
+  })
+
   test('verify-full, which needs no CA file, on a port that refuses: still the store failing (exit 1)', async () => {
     const { code, stderr } = await cli([
       'list',
