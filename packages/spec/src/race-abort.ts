@@ -1,8 +1,12 @@
+import { type AbortWait, abortWaitsOf } from './abort-waits.js'
+
 /**
  * Settles with `pending`, or rejects with `signal.reason` as soon as `signal` fires, whichever comes
  * first. For drivers whose client cannot cancel a request: an abort then stops the wait, not the
  * request, so the outcome is unknown, which `CallOptions.signal` tells callers to treat like a lost
- * reply. `pending`'s own failure is still observed (never an unhandled rejection).
+ * reply. `pending`'s own failure is still observed (never an unhandled rejection). Calls racing one
+ * signal share one listener of it, there only while one of them waits: the signal keeps none once
+ * they settled.
  *
  * ```ts
  * const rows = await raceAbort(query.execute(db), options?.signal)
@@ -15,19 +19,20 @@ export function raceAbort<T>(pending: Promise<T>, signal: AbortSignal | undefine
     return Promise.reject(signal.reason)
   }
   return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason)
+    const waits = abortWaitsOf(signal)
+    let wait: AbortWait | undefined
     // Observed before subscribing: a signal whose addEventListener throws (one no validator took)
     // rejects this promise with that, and `pending` settling later is still no unhandled rejection.
     pending.then(
       (value) => {
-        signal.removeEventListener('abort', onAbort)
+        if (wait) waits.end(wait)
         resolve(value)
       },
       (error: unknown) => {
-        signal.removeEventListener('abort', onAbort)
+        if (wait) waits.end(wait)
         reject(error)
       },
     )
-    signal.addEventListener('abort', onAbort, { once: true })
+    wait = waits.add(reject)
   })
 }

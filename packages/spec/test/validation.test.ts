@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { describe, expect, test } from 'vitest'
 import {
   createLeaseRecord,
@@ -424,6 +425,15 @@ describe('validateRenewManyArgs', () => {
   })
 })
 
+/** Promise.withResolvers, which Node.js 20 lacks. */
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void
+  const promise = new Promise<T>((settle) => {
+    resolve = settle
+  })
+  return { promise, resolve }
+}
+
 describe('raceAbort', () => {
   test('a signal it cannot subscribe to rejects the race, and the call failing later is still observed', async () => {
     const unhandled: unknown[] = []
@@ -448,6 +458,44 @@ describe('raceAbort', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled)
     }
+  })
+
+  // Every call subscribed a listener of its own: an addEventListener and a removeEventListener on a
+  // Node.js AbortSignal each time, most of what a signal cost a call (the runner passes one to many).
+  test('calls overlapping on one signal hold one listener of it, and none once they settled', async () => {
+    const controller = new AbortController()
+    const answers = Array.from({ length: 40 }, () => deferred<number>())
+    const raced = answers.map((answer) => raceAbort(answer.promise, controller.signal))
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1)
+    for (const [index, answer] of answers.entries()) answer.resolve(index)
+    expect(await Promise.all(raced)).toEqual(answers.map((_, index) => index))
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+  })
+
+  test('an abort rejects every call still out on the signal, in order, and none that settled', async () => {
+    const controller = new AbortController()
+    const reason = new Error('caller gave up')
+    const answers = Array.from({ length: 100 }, () => deferred<number>())
+    const outcomes: string[] = []
+    const raced = answers.map((answer, index) =>
+      raceAbort(answer.promise, controller.signal).then(
+        (value) => outcomes.push(`answered ${value}`),
+        (error: unknown) => outcomes.push(error === reason ? `aborted ${index}` : 'other'),
+      ),
+    )
+    // Most settle first (past the point where the ended ones are dropped), then the signal fires.
+    for (const [index, answer] of answers.entries()) if (index % 10 !== 3) answer.resolve(index)
+    await new Promise((resolve) => setImmediate(resolve))
+    controller.abort(reason)
+    for (const answer of answers) answer.resolve(-1)
+    await Promise.all(raced)
+    expect(outcomes.slice(90)).toEqual(
+      [3, 13, 23, 33, 43, 53, 63, 73, 83, 93].map((index) => `aborted ${index}`),
+    )
+    expect(outcomes.filter((outcome) => outcome.startsWith('answered'))).toHaveLength(90)
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0)
+    // A later call on the aborted signal rejects at once, as ever.
+    await expect(raceAbort(Promise.resolve(1), controller.signal)).rejects.toBe(reason)
   })
 
   test('passes the result through without a signal or before it fires', async () => {
