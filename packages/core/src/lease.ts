@@ -631,12 +631,24 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    */
   #enqueue<T>(op: () => Promise<T>): Promise<T> {
     const letGo = keepProcessAlive()
-    // Chained as it is: `then(op, op)` takes a rejection as a turn like any other, and the caller
-    // holds this very promise (a `.catch` and a `.finally` here made four promises more an op; an
-    // async wrapper to let go in its `finally`, two).
-    const next = this.#queue.then(op, op)
+    // Let go from a reaction on the op's own promise, not on the one the caller holds: a handler
+    // there would make a checkpoint nobody awaits fail without an unhandled rejection. (An async
+    // wrapper letting go in its `finally` cost two promises more.)
+    const run = () => {
+      let done: Promise<T>
+      try {
+        done = op()
+      } catch (error) {
+        letGo()
+        throw error
+      }
+      done.then(letGo, letGo)
+      return done
+    }
+    // Chained as it is: `then(run, run)` takes a rejection as a turn like any other, and the caller
+    // holds this very promise (a `.catch` and a `.finally` here made four promises more an op).
+    const next = this.#queue.then(run, run)
     this.#queue = next
-    next.then(letGo, letGo)
     return next
   }
 
@@ -847,7 +859,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #releaseOp(reason: 'released' | 'closed'): Promise<void> {
     const now = instant(this.#ctx.timers)
     if (!this.#live(now)) return SETTLED
-    return this.#sendRelease(now.mono).then(
+    let sent: Promise<void>
+    try {
+      sent = this.#sendRelease(now.mono)
+    } catch (error) {
+      // The injected timers threw as the call's timeout was armed: a failed attempt like any other.
+      return this.#releaseRetries(reason, error)
+    }
+    return sent.then(
       () => this.#released(reason),
       (error: unknown) => this.#releaseRetries(reason, error),
     )

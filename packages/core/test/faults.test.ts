@@ -4,6 +4,7 @@ import {
   type CallOptions,
   type CheckpointOptions,
   createLeaseRecord,
+  FencedError,
   isLeaseHeldError,
   LeaseHeldError,
   type LeaseRecord,
@@ -196,6 +197,55 @@ describe('acquire with a timeoutMs shorter than one round trip', () => {
     await time.advance(100)
     expect(isLeaseHeldError(acquiring.error)).toBe(true)
     expect(backend.calls.acquire).toBe(1)
+  })
+})
+
+// Found by a review of session 43's cheaper op queue and release: the queue let go of the process
+// from a reaction on the promise the caller holds (marking it handled), and the release's first
+// attempt left the retry loop's try.
+describe('what the op queue and the release keep of their contract', () => {
+  test('a checkpoint nobody awaits that fails is still an unhandled rejection', async () => {
+    const { leaser, backend } = setup()
+    const lease = await leaser.acquire('job-dropped')
+    backend.failNext('checkpoint', 1, new FencedError())
+    void lease.checkpoint(new Uint8Array([1]))
+    for (let turn = 0; turn < 5; turn++) await new Promise((resolve) => setImmediate(resolve))
+    expect(unhandled).toHaveLength(1)
+    expect(isLeaseLostError(unhandled[0])).toBe(true)
+    await leaser.close()
+    unhandled.length = 0
+  })
+
+  test("timers that throw as a release's call is timed: an attempt that failed, retried, and the release lands", async () => {
+    const time = new ManualTime()
+    let throwNext = false
+    let thrown = false
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, ms: number) => {
+        if (throwNext) {
+          throwNext = false
+          thrown = true
+          throw new Error('timers refused')
+        }
+        return time.setTimeout(callback, ms)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const { leaser, other } = setup({ time, timers })
+    const lease = await leaser.acquire('job')
+    // Past the acquire's call signal slice (a sixteenth of the call timeout), before the first
+    // renewal: the release's call starts a new slice, and arms its timer.
+    await time.advance(INTERVAL / 2)
+    throwNext = true
+    const released = track(lease.release())
+    await time.advance(DEADLINE)
+    expect(thrown).toBe(true)
+    expect(released.settled && !released.rejected).toBe(true)
+    const next = await other.acquireWithCheckpoint!('job', 'worker-b', TTL)
+    expect(next.checkpoint.cleanHandoff).toBe(true)
+    await leaser.close()
   })
 })
 

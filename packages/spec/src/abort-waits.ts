@@ -1,15 +1,20 @@
-/** @internal One wait on a signal: its reject, emptied once the wait ended. */
+/** @internal One wait on a signal: its reject, emptied once the wait ended, and where it waits. */
 export interface AbortWait {
   reject: ((reason: unknown) => void) | undefined
+  readonly waits: AbortWaits
+}
+
+/** @internal The wait settled on its own: it is not rejected on an abort. */
+export function endWait(wait: AbortWait): void {
+  wait.waits.end(wait)
 }
 
 /**
- * @internal The waits {@link raceAbort} holds on one signal, behind a single listener that is there
- * only while one of them is on: calls that overlap on one signal (the runner hands calls that start
- * close together one) share it. A listener per call cost each an `addEventListener` and a
- * `removeEventListener` on a Node.js AbortSignal: about 9,000 instructions on Node.js 20 (callgrind,
- * a release on SQLite with a signal against one without), three times the rest of the signal's cost.
- * Once the last wait ends the listener goes too, so a signal keeps none after its calls settled.
+ * @internal The waits {@link raceAbort} holds on one signal, behind a single listener that is
+ * subscribed while at least one of them waits: calls that overlap on one signal (the runner hands
+ * calls that start close together one) share it, where each subscribed its own, an
+ * `addEventListener` and a `removeEventListener` on a Node.js AbortSignal a call. Once the last
+ * wait ends the listener goes too, so a signal keeps none after its calls settled.
  *
  * The waits are an array, not a Set: a signal that lives long while calls come and go would make a
  * Set rehash every few additions, and V8 keeps each old table's entries alive until a full
@@ -32,10 +37,17 @@ class AbortWaits {
    * Throws what the signal's `addEventListener` throws (a lookalike no validator took).
    */
   add(reject: (reason: unknown) => void): AbortWait {
-    if (this.#live === 0) this.#signal.addEventListener('abort', this.#onAbort, { once: true })
-    const wait: AbortWait = { reject }
+    const wait: AbortWait = { reject, waits: this }
+    // Counted before subscribing: a lookalike may call its listener at once, and that must find it.
     this.#waits.push(wait)
-    this.#live++
+    if (++this.#live > 1) return wait
+    try {
+      this.#signal.addEventListener('abort', this.#onAbort, { once: true })
+    } catch (error) {
+      this.#waits.pop()
+      this.#live--
+      throw error
+    }
     return wait
   }
 

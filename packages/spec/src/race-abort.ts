@@ -1,4 +1,4 @@
-import { type AbortWait, abortWaitsOf } from './abort-waits.js'
+import { type AbortWait, abortWaitsOf, endWait } from './abort-waits.js'
 
 /**
  * Settles with `pending`, or rejects with `signal.reason` as soon as `signal` fires, whichever comes
@@ -19,20 +19,20 @@ export function raceAbort<T>(pending: Promise<T>, signal: AbortSignal | undefine
     return Promise.reject(signal.reason)
   }
   return new Promise<T>((resolve, reject) => {
-    const waits = abortWaitsOf(signal)
     let wait: AbortWait | undefined
-    // Observed before subscribing: a signal whose addEventListener throws (one no validator took)
-    // rejects this promise with that, and `pending` settling later is still no unhandled rejection.
+    // Observed before subscribing: a signal whose addEventListener throws (one no validator took), or
+    // that is no object at all, rejects this promise with that, and `pending` settling later is still
+    // no unhandled rejection.
     pending.then(
       (value) => {
-        if (wait) waits.end(wait)
+        if (wait) endWait(wait)
         resolve(value)
       },
       (error: unknown) => {
-        if (wait) waits.end(wait)
+        if (wait) endWait(wait)
         reject(error)
       },
     )
-    wait = waits.add(reject)
+    wait = abortWaitsOf(signal).add(reject)
   })
 }

@@ -310,8 +310,9 @@ const SIGNAL_MEMBERS = [
 const linkedSignals = new WeakMap<object, AbortSignal>()
 
 /**
- * Whether `signal` has aborted, if it is this realm's AbortSignal with its own methods (nothing a
- * driver reads or calls on it is the caller's code): then a backend listens to it as it is.
+ * Whether `signal` has aborted, if it is this realm's AbortSignal with no own property in place of a
+ * prototype member (nothing a driver reads or calls on it is the caller's code): then a backend
+ * listens to it as it is.
  * Undefined for anything else, a Proxy of a signal included. Checked first, and alone for such a
  * signal (the runner passes one on every call): the duck-typed reads of {@link abortedOf} on top
  * cost a backend call on the memory store a tenth of its instructions.
@@ -320,9 +321,11 @@ function abortedIfIntact(signal: unknown): boolean | undefined {
   try {
     if (typeof signal !== 'object' || signal === null) return undefined
     if (Object.getPrototypeOf(signal) !== AbortSignal.prototype) return undefined
+    // The brand check before the own members: a native signal's getter, which throws for anything
+    // else, so a Proxy's traps are not asked about each member.
+    const aborted = nativeAborted.call(signal) as boolean
     for (const member of SIGNAL_MEMBERS) if (Object.hasOwn(signal, member)) return undefined
-    // The brand check: a native signal's getter, which throws for anything else.
-    return nativeAborted.call(signal) as boolean
+    return aborted
   } catch {
     // A Proxy, or an object the brand check refuses.
     return undefined

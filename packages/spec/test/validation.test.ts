@@ -498,6 +498,44 @@ describe('raceAbort', () => {
     await expect(raceAbort(Promise.resolve(1), controller.signal)).rejects.toBe(reason)
   })
 
+  // Found by a review of the shared listener: subscribing came before observing the call, and the
+  // listener before the wait it must find.
+  test('a signal that is no object rejects the race, and the call failing later is still observed', async () => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
+      let fail!: (error: Error) => void
+      const pending = new Promise<never>((_, reject) => {
+        fail = reject
+      })
+      await expect(raceAbort(pending, 'yes' as unknown as AbortSignal)).rejects.toThrow(TypeError)
+      fail(new Error('the store failed'))
+      await new Promise((resolve) => setImmediate(resolve))
+      expect(unhandled).toEqual([])
+    } finally {
+      process.off('unhandledRejection', onUnhandled)
+    }
+  })
+
+  test('a lookalike that calls its listener as it is added rejects the race at once', async () => {
+    const reason = new Error('fired')
+    const eager = {
+      aborted: false,
+      reason,
+      addEventListener(_type: string, listener: () => void) {
+        listener()
+      },
+      removeEventListener() {},
+    } as unknown as AbortSignal
+    const never = new Promise<never>(() => undefined)
+    const outcome = await Promise.race([
+      raceAbort(never, eager).catch((error: unknown) => error),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 50)),
+    ])
+    expect(outcome).toBe(reason)
+  })
+
   test('passes the result through without a signal or before it fires', async () => {
     expect(await raceAbort(Promise.resolve(1), undefined)).toBe(1)
     expect(await raceAbort(Promise.resolve(2), new AbortController().signal)).toBe(2)

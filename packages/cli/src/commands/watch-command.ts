@@ -68,7 +68,7 @@ export function watchCommand(io: Io): Command {
         let saidWindow = false
         // Ctrl-C stops the watch (exit 0) whenever it comes: in a read too, which otherwise held it
         // up to the read's 10 s bound and then failed (exit 1).
-        const interrupted = await whileInterruptible(['SIGINT'], async (interrupted) => {
+        const stoppedByCtrlC = await whileInterruptible(['SIGINT'], async (interrupted) => {
           let reads = 0
           let retryMs = FIRST_RETRY_MS
           let inOutage = false
@@ -154,7 +154,7 @@ export function watchCommand(io: Io): Command {
         // A terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: without one here,
         // the shell's prompt went on after it.
         const terminal = io.stdout.isTTY ? io.stdout : io.stderr.isTTY ? io.stderr : undefined
-        if (interrupted && terminal) writeLine(terminal)
+        if (stoppedByCtrlC && terminal) writeLine(terminal)
       })
     })
 }

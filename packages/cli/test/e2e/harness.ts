@@ -174,15 +174,18 @@ export interface TestStore {
 export type StoreKind = 'sqlite' | 'postgres' | 'mariadb'
 
 /**
- * Whether `WORKLEASE_DIALECTS` picks `server` (unset: every server; `mysql` picks MariaDB too), as in
- * the kysely tests. When it does not, prints which tests are skipped and why: no skip is silent.
+ * Whether tmux is here for the tests `what` names; when it is not, prints that they are skipped and
+ * how to install it: no skip is silent.
  */
-/** Whether tmux is here for `what`; when it is not, says so once, with how to install it. */
 export function tmuxPicked(what: string): boolean {
   if (!TMUX) console.warn(`[worklease cli] skipping ${what}: tmux is not installed (apt-get install tmux)`)
   return TMUX !== undefined
 }
 
+/**
+ * Whether `WORKLEASE_DIALECTS` picks `server` (unset: every server; `mysql` picks MariaDB too), as in
+ * the kysely tests. When it does not, prints which tests are skipped and why: no skip is silent.
+ */
 export function serverPicked(server: StoreKind | 'mongodb', skipped: string): boolean {
   const wanted = process.env.WORKLEASE_DIALECTS?.split(',').map((name) => name.trim())
   const on = !wanted || wanted.includes(server) || (server === 'mariadb' && wanted.includes('mysql'))
