@@ -435,23 +435,30 @@ function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
 }
 
 describe('raceAbort', () => {
-  test('a signal it cannot subscribe to rejects the race, and the call failing later is still observed', async () => {
-    const unhandled: unknown[] = []
-    const onUnhandled = (reason: unknown) => unhandled.push(reason)
-    process.on('unhandledRejection', onUnhandled)
-    try {
-      const refusing = {
+  // The second found by a review of the shared listener: subscribing came before observing the call.
+  test.each([
+    [
+      'a signal it cannot subscribe to',
+      {
         aborted: false,
         addEventListener() {
           throw new Error('addEventListener refused')
         },
         removeEventListener() {},
-      } as unknown as AbortSignal
+      },
+      'addEventListener refused',
+    ],
+    ['a signal that is no object', 'yes', TypeError],
+  ])('%s rejects the race, and the call failing later is still observed', async (_, signal, refusal) => {
+    const unhandled: unknown[] = []
+    const onUnhandled = (reason: unknown) => unhandled.push(reason)
+    process.on('unhandledRejection', onUnhandled)
+    try {
       let fail!: (error: Error) => void
       const pending = new Promise<never>((_, reject) => {
         fail = reject
       })
-      await expect(raceAbort(pending, refusing)).rejects.toThrow('addEventListener refused')
+      await expect(raceAbort(pending, signal as unknown as AbortSignal)).rejects.toThrow(refusal)
       fail(new Error('the store failed'))
       await new Promise((resolve) => setImmediate(resolve))
       expect(unhandled).toEqual([])
@@ -498,26 +505,7 @@ describe('raceAbort', () => {
     await expect(raceAbort(Promise.resolve(1), controller.signal)).rejects.toBe(reason)
   })
 
-  // Found by a review of the shared listener: subscribing came before observing the call, and the
-  // listener before the wait it must find.
-  test('a signal that is no object rejects the race, and the call failing later is still observed', async () => {
-    const unhandled: unknown[] = []
-    const onUnhandled = (reason: unknown) => unhandled.push(reason)
-    process.on('unhandledRejection', onUnhandled)
-    try {
-      let fail!: (error: Error) => void
-      const pending = new Promise<never>((_, reject) => {
-        fail = reject
-      })
-      await expect(raceAbort(pending, 'yes' as unknown as AbortSignal)).rejects.toThrow(TypeError)
-      fail(new Error('the store failed'))
-      await new Promise((resolve) => setImmediate(resolve))
-      expect(unhandled).toEqual([])
-    } finally {
-      process.off('unhandledRejection', onUnhandled)
-    }
-  })
-
+  // Found by a review of the shared listener: it was added before the wait it must find.
   test('a lookalike that calls its listener as it is added rejects the race at once', async () => {
     const reason = new Error('fired')
     const eager = {
