@@ -85,14 +85,14 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       const name = chosenTable(target.table, table)
       const [{ default: pg }, { Kysely, PostgresDialect }, { KyselyBackend, DEFAULT_TABLE }] =
         await Promise.all([client('pg', () => import('pg')), import('kysely'), import('@worklease/kysely')])
+      // The pool parses its URL only when it first connects, where what pg refuses (verify-ca with
+      // no sslrootcert under uselibpqcompat, a missing sslrootcert file) read as "the store failed".
+      // A client parses it as it is made, and connects to nothing: what it rejects is a bad store URL.
+      const parse = () => void new pg.Client({ connectionString: target.url })
       try {
-        // The pool parses its URL only when it first connects, where what pg refuses (verify-ca with
-        // no sslrootcert under uselibpqcompat, a missing sslrootcert file) read as "the store failed".
-        // A client parses it as it is made, and connects to nothing: what it rejects is a bad store URL.
-        new pg.Client({ connectionString: target.url })
+        parse()
       } catch (error) {
-        const fromEnvironment = pgEnvironmentAtFault(() => new pg.Client({ connectionString: target.url }))
-        throw badStoreUrl('PostgreSQL', error, target.url, fromEnvironment)
+        throw badStoreUrl('PostgreSQL', error, target.url, pgEnvironmentAtFault(parse))
       }
       const pool = new pg.Pool({
         connectionString: target.url,
