@@ -116,15 +116,21 @@ const WHY: Partial<Record<PeerStoreResult['store'], string>> = {
   ferretdb:
     "mongo-locks inserts and deletes a document (a unique index decides; no expiry check, no token). worklease's acquire is a findAndModify filtered on expiry, which FerretDB 1.x runs as a read then a write through its SQLite handler: that, not the library, is the 8-10x (the driver alone shows the same ratio as the Leaser). FerretDB 2.x (PostgreSQL with DocumentDB) is where the comparison means something for MongoDB users.",
   dynalite:
-    "Both peers read the item before writing it (3 requests per cycle against 2). Takeover after a crash: both peers wait exactly one lease from their read, so a waiter that starts with the holder takes over right at the expiry; one that arrives later into the lease waits a full lease more, which this scenario (waiter starts with the holder) does not show. After a release they keep sleeping out that lease. What the Leaser adds to its driver here is little CPU: counted on the client process alone (callgrind, against DynamoDB Local 3.3.1, session 44, cycles 1,600 to 3,200 after 50 to warm up), a Leaser cycle took 3.79 M instructions at concurrency 16 against the driver's 3.71 M (+2%), and 4.23 M against 4.04 M at concurrency 1 (+4.6%); ~48 k of it is the AbortSignal the Leaser hands each call, which the SDK subscribes to per request. The rest of the Leaser ÷ driver gap was not found: in a scratch run on dynalite at concurrency 16 (10 interleaved rounds) the two sides' process CPU per cycle, GC included, was within the rounds' spread while the Leaser's cycles/s were 0.90 of the driver's.",
+    "Both peers read the item before writing it (3 requests per cycle against 2). The Leaser adds few instructions to its driver on DynamoDB: counted on the client process alone in session 44 (callgrind, against DynamoDB Local 3.3.1, cycles N to 2N after 50 to warm up, N = 1,000 at concurrency 1 and 1,600 at 16), a Leaser cycle took 4.23 M instructions against the driver's 4.04 M at concurrency 1 (+4.6%) and 3.79 M against 3.71 M at 16 (+2%). At concurrency 1 the driver handed a signal per call (as the Leaser hands it one) took 4.09 M: ~48 k of the 184 k is that signal, which the SDK subscribes to per request and raceAbort races. Where the rest of the Leaser ÷ driver gap in the table comes from was not found: in a scratch run on dynalite at concurrency 16 (10 interleaved rounds of 1,600 cycles), the client process's CPU per cycle, GC included, had medians of 1,104 µs (Leaser) and 1,150 µs (driver) with the rounds overlapping widely, while the median cycles/s were 708 and 785 (0.90, not paired). Takeover after a crash: both peers wait exactly one lease from their read, so a waiter that starts with the holder takes over right at the expiry; one that arrives later into the lease waits a full lease more, which this scenario (waiter starts with the holder) does not show. After a release they keep sleeping out that lease.",
   postgres:
     'advisory-lock opens a new connection per lock, which is what bounds it at concurrency 16. Its takeover is the server waking a blocked pg_advisory_lock: no polling at all, but also no expiry (a hung holder holds forever).',
 }
 
-// Measured in session 44 on FerretDB 2.7 over PostgreSQL 18 with DocumentDB (a scratch run, not this
-// bench: each command alone by _id, 5 interleaved runs of 1.5 s, medians).
+// Printed for FerretDB 2 alone: the timings are FerretDB 2.7's, and would say nothing of a genuine mongod.
 const FERRETDB2_WHY =
-  "most of the gap is the store's commands, not the runner (see the driver-alone ratio). Timed alone on FerretDB 2.7, by _id over 16 documents, an insert followed by a delete ran at 912 pairs/s at concurrency 1 and 1,842 at 16, so ~1,820 and ~3,680 single commands/s, against 1,460 and 2,960 findAndModify upserts/s (worklease's acquire) and 1,564 and 2,990 updateOne/s (its release): an update of a stored document costs ~1.2x an insert or a delete. Taking the acquire's `$or` on `released` out of its filter, or its majority write concern off, changed nothing beyond the runs' spread. A fencing token has to live in a document that outlasts its lease, so worklease cannot release by deleting."
+  "Timed on their own in session 44 (a scratch run outside this bench, on FerretDB 2.7 over PostgreSQL 18 with DocumentDB: each command by `_id` over 16 documents, 5 interleaved runs of 1.5 s, medians), an insert followed by a delete, mongo-locks' pair, ran at 912 pairs/s at concurrency 1 and 1,842 at 16; a findAndModify upsert, worklease's acquire, at 1,460 and 2,963 a second, and an updateOne, its release, at 1,564 and 2,989. Computed from those rates, worklease's pair comes to ~755 and ~1,488 a second, 0.83 and 0.81 of mongo-locks': the same order as the driver-alone ratio in session 43's run (0.80 and 0.83). At concurrency 16, taking the acquire's `$or` on `released` out of its filter, or its majority write concern off, changed nothing beyond the runs' spread. worklease does not release by deleting: a fencing token has to outlast its lease."
+
+// The ferretdb section runs against whatever MONGODB_URL or FERRETDB2_URL names: each text is about
+// one server's own costs, and for a genuine mongod none was measured.
+function ferretdbWhy(server: string | undefined): string | undefined {
+  if (isFerretdb1(server)) return WHY.ferretdb
+  return /^FerretDB v?2\b/.test(server ?? '') ? FERRETDB2_WHY : undefined
+}
 
 function renderStore(store: PeerStoreResult): string[] {
   const out = [`### ${store.store}${store.server ? `: ${store.server}` : ''}`, '']
@@ -200,8 +206,7 @@ function renderStore(store: PeerStoreResult): string[] {
     )
   }
   out.push(...peersAhead(store))
-  // The FerretDB text is about its 1.x SQLite handler; against FerretDB 2 or MongoDB it would mislead.
-  const why = store.store === 'ferretdb' && !isFerretdb1(store.server) ? FERRETDB2_WHY : WHY[store.store]
+  const why = store.store === 'ferretdb' ? ferretdbWhy(store.server) : WHY[store.store]
   if (why) out.push(`Why: ${why}`, '')
   return out
 }
@@ -233,7 +238,7 @@ function peersAhead(store: PeerStoreResult): string[] {
   }
   if (lines.length === 0) return []
   return [
-    'Where a peer comes out ahead of the Leaser, what it does less. "Driver alone ÷ peer" below 1 is store work the peer skips; "Leaser ÷ its driver" below 1 is the runner\'s own cost per cycle (a Lease object with its local deadline and seats in the Leaser\'s deadline wheel and renewal schedule, a timeout per call queued on one timer per call timeout, and the release call\'s AbortSignal, shared with calls that start close to it).',
+    'Where a peer comes out ahead of the Leaser, what it does less. "Driver alone ÷ peer" below 1 is store work the peer skips; "Leaser ÷ its driver" below 1 is the runner\'s side of the gap: its own work per cycle (a Lease object with its local deadline and seats in the Leaser\'s deadline wheel and renewal schedule, a timeout per call queued on one timer per call timeout, and the release call\'s AbortSignal, shared with calls that start close to it).',
     '',
     ...lines,
     '',
