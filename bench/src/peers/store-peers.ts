@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
 import { LockManager } from 'mongo-locks'
 import { MongoClient } from 'mongodb'
+import { isFerretdb1 } from '../is-ferretdb1.js'
 import type { Target } from '../target.js'
 import { countMongoCommands } from './counting.js'
 import { type LockSide, sleep } from './lock-side.js'
@@ -74,8 +75,8 @@ export async function openMongoSides(
     semantics:
       'no fencing token; fixed 60 s expiry, removed only by the TTL index monitor (every 60 s on MongoDB); refreshed every 10 s; release deletes the document',
     waiting: `none: lock() answers null when held; the caller polls (here every ${CALLER_POLL_MS} ms)`,
-    doesLess: `acquire inserts a document (the unique index decides) and release deletes it: no expiry filter, no token, no holder read; worklease's acquire is a findAndModify filtered on expiry that increments the token and returns the document, and its release an update filtered on token and holder${
-      /FerretDB v?1\./.test(target.server)
+    doesLess: `acquire inserts a document (the unique index decides) and release deletes it: no expiry filter, no token, no holder read; worklease's acquire is a findAndModify filtered on expiry that increments the token and returns the document (with the previous holder's checkpoint, which the Leaser hands over by default), and its release an update filtered on token and holder${
+      isFerretdb1(target.server)
         ? ', which FerretDB 1.x runs as a read and then a write through its SQLite handler (the driver alone shows the same ratio)'
         : ''
     }`,

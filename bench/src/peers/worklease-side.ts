@@ -72,9 +72,12 @@ export function workleaseSide(
 }
 
 /**
- * worklease's driver alone as a {@link LockSide}: `backend.acquire` + `backend.release`, no runner.
- * The closest equivalent of a peer's lock/unlock call pair; measured in the cycles only, beside the
- * Leaser row, so the report shows which part of a gap is the store's work and which the runner's.
+ * worklease's driver alone as a {@link LockSide}: the store calls a `Leaser` makes for an acquire and
+ * release, no runner. With its default `prefetchCheckpoint` a Leaser acquires through
+ * `acquireWithCheckpoint` where the driver has it (the previous holder's state and cleanHandoff in the
+ * same round trip), so this side does too: otherwise the Leaser ÷ driver ratio would count that read,
+ * store work, as the runner's. Measured in the cycles only, beside the Leaser row, so the report shows
+ * which part of a gap is the store's work and which the runner's.
  */
 export function workleaseDriverSide(
   backend: Backend,
@@ -84,15 +87,20 @@ export function workleaseDriverSide(
 ): LockSide<LeaseRecord> {
   const holderId = `bench-driver-${process.pid}-${++leasers}`
   const runner = workleaseSide(backend, roundTrips, roundTripUnit, label)
+  const withCheckpoint = backend.capabilities.acquireWithCheckpoint === true && backend.acquireWithCheckpoint
+  const acquire = withCheckpoint
+    ? async (key: string, ttlMs: number) =>
+        (await backend.acquireWithCheckpoint!(key, holderId, ttlMs)).record
+    : (key: string, ttlMs: number) => backend.acquire(key, holderId, ttlMs)
   return {
     ...runner,
     label,
     cyclesOnly: true,
-    semantics: 'the Backend calls alone (acquire, release): what the Leaser adds is the difference',
+    semantics: `the Backend calls a Leaser makes, alone (${withCheckpoint ? 'acquireWithCheckpoint' : 'acquire'}, release): what the Leaser adds is the difference`,
     waiting: "none (cycles only: the driver makes single attempts; waiting is the Leaser's)",
     async tryAcquire(key, ttlMs) {
       try {
-        return await backend.acquire(key, holderId, ttlMs)
+        return await acquire(key, ttlMs)
       } catch (error) {
         if (isLeaseHeldError(error)) return null
         throw error
