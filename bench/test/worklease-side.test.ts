@@ -1,26 +1,36 @@
+import { Leaser } from '@worklease/core'
 import { MemoryBackend } from '@worklease/memory'
 import type { Backend } from '@worklease/spec'
 import { describe, expect, test } from 'vitest'
 import { workleaseDriverSide } from '../src/peers/worklease-side.js'
 
-/** `backend` with its calls counted by method name; `withCheckpoint: false` hides acquireWithCheckpoint. */
-function counted(withCheckpoint: boolean): { backend: Backend; calls: Map<string, number> } {
+const METHODS = [
+  'acquire',
+  'acquireWithCheckpoint',
+  'release',
+  'renew',
+  'checkpoint',
+  'readCheckpoint',
+] as const
+
+/**
+ * A memory backend with its calls counted by method name. `declared` sets the acquireWithCheckpoint
+ * capability, `method` whether that method is there, each on its own.
+ */
+function counted({ declared = true, method = true } = {}): { backend: Backend; calls: Map<string, number> } {
   const inner = new MemoryBackend()
   const calls = new Map<string, number>()
-  const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1)
-  const backend: Backend = {
-    capabilities: { ...inner.capabilities, acquireWithCheckpoint: withCheckpoint },
-    acquire: (...args) => (count('acquire'), inner.acquire(...args)),
-    ...(withCheckpoint
-      ? {
-          acquireWithCheckpoint: (...args) => (
-            count('acquireWithCheckpoint'), inner.acquireWithCheckpoint(...args)
-          ),
-        }
-      : {}),
-    release: (...args) => (count('release'), inner.release(...args)),
-  } as Backend
-  return { backend, calls }
+  const backend: Record<string, unknown> = {
+    capabilities: { ...inner.capabilities, acquireWithCheckpoint: declared },
+  }
+  for (const name of METHODS) {
+    if (name === 'acquireWithCheckpoint' && !method) continue
+    backend[name] = (...args: unknown[]) => {
+      calls.set(name, (calls.get(name) ?? 0) + 1)
+      return (inner[name] as (...a: unknown[]) => unknown).apply(inner, args)
+    }
+  }
+  return { backend: backend as unknown as Backend, calls }
 }
 
 // The driver-alone row is the Leaser's store work without the runner: with its default
@@ -28,7 +38,7 @@ function counted(withCheckpoint: boolean): { backend: Backend; calls: Map<string
 // acquire instead counted that read as the runner's (on Redis at c16, ~10,000 instructions a cycle).
 describe("the peers section's driver-alone side", () => {
   test('makes the store calls a Leaser makes: acquireWithCheckpoint where the driver has it', async () => {
-    const { backend, calls } = counted(true)
+    const { backend, calls } = counted()
     const side = workleaseDriverSide(backend, () => 0, 'operations')
     const record = await side.tryAcquire('job', 30_000)
     expect(record?.workId).toBe('job')
@@ -37,16 +47,35 @@ describe("the peers section's driver-alone side", () => {
     expect(side.semantics).toContain('acquireWithCheckpoint')
   })
 
-  test('and acquire on a driver without it', async () => {
-    const { backend, calls } = counted(false)
+  test.each([
+    ['declared without the method', { declared: true, method: false }],
+    ['the method without the capability', { declared: false, method: true }],
+    ['neither', { declared: false, method: false }],
+  ])('and acquire on a driver with %s', async (_, shape) => {
+    const { backend, calls } = counted(shape)
     const side = workleaseDriverSide(backend, () => 0, 'operations')
     await side.release((await side.tryAcquire('job', 30_000))!)
     expect(Object.fromEntries(calls)).toEqual({ acquire: 1, release: 1 })
     expect(side.semantics).not.toContain('acquireWithCheckpoint')
   })
 
+  test.each([
+    ['both', {}],
+    ['declared without the method', { declared: true, method: false }],
+    ['the method without the capability', { declared: false, method: true }],
+  ])('calls what a Leaser with its defaults calls, on a driver with %s', async (_, shape) => {
+    const viaLeaser = counted(shape)
+    const leaser = new Leaser({ backend: viaLeaser.backend, ttlMs: 30_000, holderId: 'runner' })
+    await (await leaser.acquire('job')).release()
+    await leaser.close()
+    const viaDriver = counted(shape)
+    const side = workleaseDriverSide(viaDriver.backend, () => 0, 'operations')
+    await side.release((await side.tryAcquire('job', 30_000))!)
+    expect(Object.fromEntries(viaDriver.calls)).toEqual(Object.fromEntries(viaLeaser.calls))
+  })
+
   test('answers null when the lease is held, as a peer does', async () => {
-    const { backend } = counted(true)
+    const { backend } = counted()
     const side = workleaseDriverSide(backend, () => 0, 'operations')
     expect(await side.tryAcquire('job', 30_000)).not.toBeNull()
     expect(await side.tryAcquire('job', 30_000)).toBeNull()
