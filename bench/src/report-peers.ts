@@ -99,8 +99,9 @@ export function renderPeers(results: BenchResults): string[] {
       'paired per repetition: median [min–max]; above 1 worklease is faster. worklease is measured twice: the ' +
       '`Leaser` (what an application calls: it schedules renewal, tracks the lease, ends it locally first) and its ' +
       'driver alone, making the store calls the Leaser makes (`backend.acquireWithCheckpoint`, which the Leaser uses by ' +
-      "default to hand the previous holder's checkpoint over in the acquire's round trip, then `backend.release`; without the AbortSignal the Leaser hands its release), so a " +
-      "gap shows whether it is the store work or the runner. **Round trips** per cycle, counted on each side's own client. **Race**: N single attempts on one free " +
+      "default to hand the previous holder's checkpoint over in the acquire's round trip, then `backend.release`; " +
+      'without the AbortSignal the Leaser hands its release), so a gap shows whether it is the store work or the ' +
+      "runner. **Round trips** per cycle, counted on each side's own client. **Race**: N single attempts on one free " +
       "key launched in the same tick; winners must be 1. **Takeover**: as in the section above, the library's own " +
       `waiting acquire, ttl ${s.takeoverTtlMs} ms. The peers' semantics differ from worklease's: read them before the ratios.`,
     '',

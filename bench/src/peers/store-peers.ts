@@ -51,7 +51,7 @@ export async function openMongoSides(
   // FerretDB 1.x does not implement TTL indexes (expireAfterSeconds): mongo-locks' constructor would
   // fail to create its index. There, it gets its unique index only, and its locks never expire.
   let indexes: typeof collection = collection
-  if (/FerretDB v?1\./.test(target.server)) {
+  if (isFerretdb1(target.server)) {
     indexes = Object.create(collection) as typeof collection
     indexes.createIndexes = ((specs: { expireAfterSeconds?: number }[]) =>
       collection.createIndexes(
