@@ -76,7 +76,10 @@ export function workleaseSide(
  * release, no runner. With its default `prefetchCheckpoint` a Leaser acquires through
  * `acquireWithCheckpoint` where the driver has it (the previous holder's state and cleanHandoff in the
  * same round trip), so this side does too: otherwise the Leaser ÷ driver ratio would count that read,
- * store work, as the runner's. Measured in the cycles only, beside the Leaser row, so the report shows
+ * store work, as the runner's. Likewise the AbortSignal a Leaser hands each release (the acquire gets
+ * none): a driver that races its call with the spec's `raceAbort` subscribes to it, the driver's work.
+ * A Leaser shares one signal among the calls that start within a sixteenth of its call timeout, so
+ * this side hands every release one signal, never aborted. Measured in the cycles only, beside the Leaser row, so the report shows
  * which part of a gap is the store's work and which the runner's.
  */
 export function workleaseDriverSide(
@@ -86,6 +89,7 @@ export function workleaseDriverSide(
   label = 'worklease driver',
 ): LockSide<LeaseRecord> {
   const holderId = `bench-driver-${process.pid}-${++leasers}`
+  const releaseOptions = { signal: new AbortController().signal }
   const runner = workleaseSide(backend, roundTrips, roundTripUnit, label)
   // The Leaser's own test (check-option.ts): declared, and a method.
   const withCheckpoint =
@@ -97,7 +101,7 @@ export function workleaseDriverSide(
     ...runner,
     label,
     cyclesOnly: true,
-    semantics: `the Backend calls a Leaser makes, alone (${withCheckpoint ? 'acquireWithCheckpoint' : 'acquire'}, release): what the Leaser adds is the difference`,
+    semantics: `the Backend calls a Leaser makes, alone (${withCheckpoint ? 'acquireWithCheckpoint' : 'acquire'}, release with a signal): what the Leaser adds is the difference`,
     waiting: "none (cycles only: the driver makes single attempts; waiting is the Leaser's)",
     async tryAcquire(key, ttlMs) {
       try {
@@ -107,7 +111,7 @@ export function workleaseDriverSide(
         throw error
       }
     },
-    release: (record) => backend.release(record),
+    release: (record) => backend.release(record, releaseOptions),
     waitAcquire: () => Promise.reject(new Error('the driver alone does not wait')),
   }
 }
