@@ -79,8 +79,8 @@ export function workleaseSide(
  * store work, as the runner's. Likewise the AbortSignal a Leaser hands each release (the acquire gets
  * none): a driver that races its call with the spec's `raceAbort` subscribes to it, the driver's work.
  * A Leaser shares one signal among the calls that start within a sixteenth of its call timeout, so
- * this side hands every release one signal, never aborted. Measured in the cycles only, beside the Leaser row, so the report shows
- * which part of a gap is the store's work and which the runner's.
+ * this side hands every release one signal, never aborted. Measured in the cycles only, beside the
+ * Leaser row, so the report shows which part of a gap is the store's work and which the runner's.
  */
 export function workleaseDriverSide(
   backend: Backend,
