@@ -84,6 +84,32 @@ describe("the peers section's driver-alone side", () => {
     expect(Object.fromEntries(viaDriver.calls)).toEqual(Object.fromEntries(viaLeaser.calls))
   })
 
+  test("hands every release one signal that takes a listener per call in flight, as the Leaser's do", async () => {
+    const { backend } = counted()
+    const signals: AbortSignal[] = []
+    const release = backend.release.bind(backend)
+    backend.release = (record, options) => {
+      if (options?.signal) signals.push(options.signal)
+      return release(record, options)
+    }
+    const side = workleaseDriverSide(backend, () => 0, 'operations')
+    await side.release((await side.tryAcquire('a', 30_000))!)
+    await side.release((await side.tryAcquire('b', 30_000))!)
+    expect(signals).toHaveLength(2)
+    expect(signals[1]).toBe(signals[0])
+    // 16 releases in flight on a client that subscribes per request: no MaxListenersExceededWarning.
+    const warnings: string[] = []
+    const onWarning = (warning: Error) => warnings.push(warning.name)
+    process.on('warning', onWarning)
+    try {
+      for (let call = 0; call < 16; call++) signals[0]!.addEventListener('abort', () => undefined)
+      await new Promise((resolve) => setImmediate(resolve))
+    } finally {
+      process.off('warning', onWarning)
+    }
+    expect(warnings).toEqual([])
+  })
+
   test('answers null when the lease is held, as a peer does', async () => {
     const { backend } = counted()
     const side = workleaseDriverSide(backend, () => 0, 'operations')
