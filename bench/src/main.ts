@@ -15,7 +15,13 @@ import { measureListScale } from './list-scale.js'
 import { describeMachine } from './machine.js'
 import { batchRenewalTargets, outDirOf, parseOptions } from './options.js'
 import { openDynamoSides } from './peers/dynamo-peers.js'
-import { measurePeerStore, type PeerSettings, type PeerStore, type PeerStoreResult } from './peers/peers.js'
+import {
+  measurePeerStore,
+  type OpenedPeerStore,
+  type PeerSettings,
+  type PeerStore,
+  type PeerStoreResult,
+} from './peers/peers.js'
 import { openRedisSides } from './peers/redis-peers.js'
 import { openMongoSides, openPostgresSides } from './peers/store-peers.js'
 import { measurePoolFleet } from './pool/measure-pool-fleet.js'
@@ -79,7 +85,7 @@ const ROUND_TRIP_UNIT: Record<BackendName, string> = {
 }
 const peerOpeners: Record<
   PeerStore,
-  (target: Target | undefined) => (prefix: string) => ReturnType<typeof openRedisSides>
+  (target: Target | undefined) => (prefix: string) => Promise<OpenedPeerStore>
 > = {
   redis: () => (prefix) => openRedisSides(prefix),
   dynalite: (target) => (prefix) => openDynamoSides(target!.url!, prefix),

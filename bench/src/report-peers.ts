@@ -1,5 +1,5 @@
 import { isFerretdb1 } from './is-ferretdb1.js'
-import type { TakeoverResult } from './peers/measure.js'
+import type { PeerCycleCell, TakeoverResult } from './peers/measure.js'
 import type { PeerStoreResult } from './peers/peers.js'
 import type { BackendResult, BenchResults } from './results.js'
 import type { Spread } from './stats.js'
@@ -186,6 +186,7 @@ function renderStore(store: PeerStoreResult): string[] {
       '',
     )
   }
+  out.push(...renderCpu(sides, cells))
   const measured = sides.filter((side) => side.race || side.takeover || side.error)
   if (measured.length > 0) {
     out.push(
@@ -218,6 +219,53 @@ function renderStore(store: PeerStoreResult): string[] {
   return out
 }
 
+/** Where a cycle's CPU goes, per side: the client process, the store's server, the rest of the machine. */
+function renderCpu(sides: readonly { label: string }[], cells: readonly PeerCycleCell[]): string[] {
+  const measured = cells.filter((cell) => cell.clientCpuUsPerCycle)
+  if (measured.length === 0) return []
+  const columns = (cell: PeerCycleCell) =>
+    [
+      ['client', cell.clientCpuUsPerCycle],
+      ['server', cell.serverCpuUsPerCycle],
+      ['rest of machine', cell.restOfMachineCpuUsPerCycle],
+    ] as const
+  const header = ['library']
+  for (const cell of measured)
+    for (const [name, values] of columns(cell)) if (values) header.push(`c${cell.concurrency} ${name} µs`)
+  return [
+    "CPU time a cycle, median [min–max] over the repetitions: **client** is this process's (user and system; every side's client lives in it, idle but for the side running); **server** the store server's own, where it reports it (Redis: `INFO cpu`); **rest of machine** every other busy core-µs meanwhile (the store's server where it reports none, the kernel's work on the loopback for both ends, and whatever else ran: the bench's other servers idle, and any outside load). Where the cores are all busy, as at concurrency 16 on a small machine, cycles/s follow the sum; where a side waits on round trips, as at concurrency 1, these show its cost, not its speed.",
+    '',
+    table(
+      header,
+      sides.map((side, i) => {
+        const row = [side.label]
+        for (const cell of measured)
+          for (const [, values] of columns(cell)) if (values) row.push(range(values[i]!))
+        return row
+      }),
+    ),
+    '',
+  ]
+}
+
+/** The CPU µs a cycle of side `i` in `cell`, medians joined by ' + '; '' where not measured. */
+function cpuOf(cell: PeerCycleCell, i: number): string {
+  return [cell.clientCpuUsPerCycle, cell.serverCpuUsPerCycle, cell.restOfMachineCpuUsPerCycle]
+    .flatMap((values) => (values ? [values[i]!.median] : []))
+    .join(' + ')
+}
+
+/** What {@link cpuOf} adds up, e.g. 'client + server + rest of machine'. */
+function cpuParts(cell: PeerCycleCell): string {
+  return [
+    cell.clientCpuUsPerCycle && 'client',
+    cell.serverCpuUsPerCycle && 'server',
+    cell.restOfMachineCpuUsPerCycle && 'rest of machine',
+  ]
+    .filter(Boolean)
+    .join(' + ')
+}
+
 /**
  * Every peer whose cycles beat the Leaser's (median Leaser ÷ peer below 1) at some concurrency, with
  * what it does less and how the gap splits: the driver alone against the peer is the store work, the
@@ -236,7 +284,10 @@ function peersAhead(store: PeerStoreResult): string[] {
         const driver = cell.driverRatio[i]!
         const runner = cell.ratio[1]!
         const noise = leaser.max >= 1 ? ', range reaches 1: within the noise of this run' : ''
-        return `c${cell.concurrency}: Leaser ÷ peer ${range(leaser)}${noise}; driver alone ÷ peer ${driver.median}, Leaser ÷ its driver ${runner.median}`
+        const cpuText = cell.clientCpuUsPerCycle
+          ? `; CPU µs a cycle (${cpuParts(cell)}): Leaser ${cpuOf(cell, 0)}, driver ${cpuOf(cell, 1)}, peer ${cpuOf(cell, i)}`
+          : ''
+        return `c${cell.concurrency}: Leaser ÷ peer ${range(leaser)}${noise}; driver alone ÷ peer ${driver.median}, Leaser ÷ its driver ${runner.median}${cpuText}`
       })
       .join('; ')
     lines.push(

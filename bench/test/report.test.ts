@@ -50,3 +50,66 @@ describe('why a MongoDB peer is ahead', () => {
     expect(whyLines('MongoDB 8.0.4')).toEqual([])
   })
 })
+
+describe('where a cycle spends its CPU', () => {
+  const spreadOf = (median: number) => ({ median, min: median, max: median })
+  const side = (label: string) => ({ label, semantics: '', waiting: '', roundTripUnit: 'commands' })
+  const cell = (
+    cpu: Partial<
+      Record<'clientCpuUsPerCycle' | 'serverCpuUsPerCycle' | 'restOfMachineCpuUsPerCycle', number[]>
+    >,
+  ) => ({
+    concurrency: 16,
+    cyclesPerSecond: [spreadOf(800), spreadOf(1000), spreadOf(1000)],
+    roundTripsPerCycle: [2, 2, 2],
+    gcMsPerThousandCycles: [spreadOf(1), spreadOf(1), spreadOf(1)],
+    heldAfterRelease: [0, 0, 0],
+    ratio: [spreadOf(1), spreadOf(0.8), spreadOf(0.8)],
+    driverRatio: [spreadOf(1.25), spreadOf(1), spreadOf(1)],
+    ...Object.fromEntries(Object.entries(cpu).map(([key, values]) => [key, values.map(spreadOf)])),
+  })
+  const render = (cycles: ReturnType<typeof cell>) =>
+    renderMarkdown({
+      ...noRenewals,
+      peers: [
+        {
+          store: 'redis',
+          server: 'Redis 7.0.15',
+          sides: [side('worklease Leaser'), side('worklease driver'), side('a peer')],
+          cycles: [cycles],
+        },
+      ],
+    }).split('\n')
+
+  test('a table of client, server and rest-of-machine µs per side, and the same beside a peer ahead', () => {
+    const lines = render(
+      cell({
+        clientCpuUsPerCycle: [40, 33, 30],
+        serverCpuUsPerCycle: [35, 34, 25],
+        restOfMachineCpuUsPerCycle: [2, 1, 3],
+      }),
+    )
+    expect(lines).toContain('| library | c16 client µs | c16 server µs | c16 rest of machine µs |')
+    expect(lines).toContain('| worklease Leaser | 40 [40–40] | 35 [35–35] | 2 [2–2] |')
+    expect(lines).toContain('| a peer | 30 [30–30] | 25 [25–25] | 3 [3–3] |')
+    expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).toContain(
+      'CPU µs a cycle (client + server + rest of machine): Leaser 40 + 35 + 2, driver 33 + 34 + 1, peer 30 + 25 + 3',
+    )
+  })
+
+  test('a store that reports no CPU of its own: client and rest of machine only', () => {
+    const lines = render(
+      cell({ clientCpuUsPerCycle: [40, 33, 30], restOfMachineCpuUsPerCycle: [60, 59, 50] }),
+    )
+    expect(lines).toContain('| library | c16 client µs | c16 rest of machine µs |')
+    expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).toContain(
+      'CPU µs a cycle (client + rest of machine): Leaser 40 + 60, driver 33 + 59, peer 30 + 50',
+    )
+  })
+
+  test('results from before CPU was measured: no table, no CPU beside a peer ahead', () => {
+    const lines = render(cell({}))
+    expect(lines.some((line) => line.startsWith('| library | c16 client µs'))).toBe(false)
+    expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).not.toContain('CPU µs')
+  })
+})

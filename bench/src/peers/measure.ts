@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks'
+import { type CpuTime, withCpuTime } from '../cpu-time.js'
 import { withGcTime } from '../gc-time.js'
 import { quantile, round, type Spread, spread } from '../stats.js'
 import { type LockSide, sleep } from './lock-side.js'
@@ -8,13 +9,24 @@ const spread3 = (values: readonly number[]): Spread => {
   return { median: round(s.median), min: round(s.min), max: round(s.max) }
 }
 
-/** {@link lockCycles}, with the garbage collection time they took. */
+/** {@link lockCycles}, with the garbage collection and CPU time they took. */
 async function runLockCycles(
   side: LockSide,
   load: { concurrency: number; durationMs: number; ttlMs: number; prefix: string },
-): Promise<{ cycles: number; elapsedMs: number; roundTrips: number; held: number; gcMs: number }> {
-  const { value, gcMs } = await withGcTime(() => lockCycles(side, load))
-  return { ...value, gcMs }
+  serverCpuMs?: () => Promise<number>,
+): Promise<{
+  cycles: number
+  elapsedMs: number
+  roundTrips: number
+  held: number
+  gcMs: number
+  cpu: CpuTime
+}> {
+  const {
+    value: { value, gcMs },
+    cpu,
+  } = await withCpuTime(() => withGcTime(() => lockCycles(side, load)), serverCpuMs)
+  return { ...value, gcMs, cpu }
 }
 
 /** Acquire + release cycles of one side: each worker cycles over its own keys, so workers never collide. */
@@ -55,6 +67,20 @@ export interface PeerCycleCell {
    * client is counted with it): where a runner keeps objects alive longer, it shows here first.
    */
   readonly gcMsPerThousandCycles: readonly Spread[]
+  /**
+   * Per side: µs of this process's CPU per cycle (every side's client lives in it, idle but for the
+   * side running). With the next field, it shows where a cycle's CPU goes: where the machine's cores
+   * are all busy (concurrency 16 here), cycles/s follow the sum of the two.
+   */
+  readonly clientCpuUsPerCycle?: readonly Spread[]
+  /** Per side: µs of the store server's CPU per cycle, where the store reports its own (Redis). */
+  readonly serverCpuUsPerCycle?: readonly Spread[]
+  /**
+   * Per side: µs per cycle of the rest of the machine's CPU (the store's server where it does not
+   * report its own, the kernel's network work for both ends, anything else running); absent without
+   * Linux's /proc/stat.
+   */
+  readonly restOfMachineCpuUsPerCycle?: readonly Spread[]
   /** Per side: acquires that found a key held although its worker had released it (must be 0). */
   readonly heldAfterRelease: readonly number[]
   /** Per side: worklease (Leaser, side 0) cycles/s ÷ that side's, paired repetition by repetition. */
@@ -83,6 +109,8 @@ export async function measurePeerCycles(
     prefix: string
   },
   log: (line: string) => void,
+  /** The store server's CPU time so far, ms, where it reports its own. */
+  serverCpuMs?: () => Promise<number>,
 ): Promise<PeerCycleCell[]> {
   for (const side of sides) {
     await runLockCycles(side, {
@@ -99,12 +127,16 @@ export async function measurePeerCycles(
       for (let k = 0; k < sides.length; k++) {
         const index = (k + rep) % sides.length
         runs[index]!.push(
-          await runLockCycles(sides[index]!, {
-            concurrency,
-            durationMs: settings.durationMs,
-            ttlMs: settings.ttlMs,
-            prefix: `${settings.prefix}-c${concurrency}`,
-          }),
+          await runLockCycles(
+            sides[index]!,
+            {
+              concurrency,
+              durationMs: settings.durationMs,
+              ttlMs: settings.ttlMs,
+              prefix: `${settings.prefix}-c${concurrency}`,
+            },
+            serverCpuMs,
+          ),
         )
       }
     }
@@ -124,6 +156,7 @@ export async function measurePeerCycles(
       gcMsPerThousandCycles: runs.map((list) =>
         spread3(list.map((run) => (run.gcMs * 1000) / Math.max(1, run.cycles))),
       ),
+      ...cpuPerCycle(runs),
       heldAfterRelease: runs.map((list) => list.reduce((sum, run) => sum + run.held, 0)),
       ratio: runs.map((list) => spread3(list.map((run, rep) => rate(runs[0]![rep]!) / rate(run)))),
       driverRatio: runs.map((list) => spread3(list.map((run, rep) => rate(runs[1]![rep]!) / rate(run)))),
@@ -139,6 +172,23 @@ export async function measurePeerCycles(
     cells.push(cell)
   }
   return cells
+}
+
+/** µs a cycle of each CPU time measured, per side over its repetitions; a field only if every run has it. */
+function cpuPerCycle(
+  runs: readonly (readonly { cycles: number; cpu: CpuTime }[])[],
+): Pick<PeerCycleCell, 'clientCpuUsPerCycle' | 'serverCpuUsPerCycle' | 'restOfMachineCpuUsPerCycle'> {
+  const perCycle = (pick: (cpu: CpuTime) => number | undefined) => {
+    if (!runs.every((list) => list.every((run) => pick(run.cpu) !== undefined))) return undefined
+    return runs.map((list) => spread3(list.map((run) => (pick(run.cpu)! * 1000) / Math.max(1, run.cycles))))
+  }
+  const server = perCycle((cpu) => cpu.serverMs)
+  const rest = perCycle((cpu) => cpu.restOfMachineMs)
+  return {
+    clientCpuUsPerCycle: perCycle((cpu) => cpu.processMs)!,
+    ...(server ? { serverCpuUsPerCycle: server } : {}),
+    ...(rest ? { restOfMachineCpuUsPerCycle: rest } : {}),
+  }
 }
 
 export interface RaceResult {

@@ -51,6 +51,17 @@ export interface PeerStoreResult {
   readonly error?: string
 }
 
+/** A store's sides, opened: worklease's Leaser, its driver alone, then the peers. */
+export interface OpenedPeerStore {
+  readonly server: string
+  readonly notes?: string[]
+  readonly sides: LockSide[]
+  /** The store server's CPU time so far, ms, where it reports its own (Redis: INFO cpu). */
+  readonly serverCpuMs?: () => Promise<number>
+  /** Closes what `serverCpuMs` reads through. */
+  readonly close?: () => Promise<void>
+}
+
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!
 
 /**
@@ -59,7 +70,7 @@ const errorText = (error: unknown) => (error instanceof Error ? error.message : 
  */
 export async function measurePeerStore(
   store: PeerStore,
-  open: (prefix: string) => Promise<{ server: string; notes?: string[]; sides: LockSide[] }>,
+  open: (prefix: string) => Promise<OpenedPeerStore>,
   settings: PeerSettings,
   log: (line: string) => void,
 ): Promise<PeerStoreResult> {
@@ -87,7 +98,12 @@ export async function measurePeerStore(
     sides: results,
   }
   try {
-    result.cycles = await measurePeerCycles(sides, { ...settings, prefix: `${prefix}-cy` }, log)
+    result.cycles = await measurePeerCycles(
+      sides,
+      { ...settings, prefix: `${prefix}-cy` },
+      log,
+      opened.serverCpuMs,
+    )
     for (const [index, side] of sides.entries()) {
       if (side.cyclesOnly) continue
       const entry = results[index] as { -readonly [K in keyof PeerSideResult]: PeerSideResult[K] }
@@ -147,6 +163,7 @@ export async function measurePeerStore(
     result.error = errorText(error)
   } finally {
     for (const side of sides) await side.close().catch(() => undefined)
+    await opened.close?.().catch(() => undefined)
   }
   return result
 }

@@ -7,6 +7,7 @@ import { RedisBackend } from 'worklease-driver-redis-example'
 import { countRedisCommands } from './counting.js'
 import type { LockSide } from './lock-side.js'
 import { packageVersion as version } from './package-version.js'
+import type { OpenedPeerStore } from './peers.js'
 import { workleaseDriverSide, workleaseSide } from './worklease-side.js'
 
 const require = createRequire(import.meta.url)
@@ -30,11 +31,10 @@ function client(): { redis: Redis; count: () => number } {
  * worklease through the Redis example driver (examples/driver-redis), and redlock, redlock-universal
  * and redis-semaphore, each with its own ioredis client on the same Redis. Keys get a per-run prefix.
  */
-export async function openRedisSides(prefix: string): Promise<{ server: string; sides: LockSide[] }> {
+export async function openRedisSides(prefix: string): Promise<OpenedPeerStore> {
   const probe = new Redis(REDIS_URL, { maxRetriesPerRequest: 0, lazyConnect: true })
   await probe.connect()
   const info = await probe.info('server')
-  probe.disconnect()
   const server = `Redis ${/redis_version:(\S+)/.exec(info)?.[1] ?? '?'}`
   const sides: LockSide[] = []
 
@@ -184,5 +184,23 @@ export async function openRedisSides(prefix: string): Promise<{ server: string; 
     } as LockSide<Mutex>)
   }
 
-  return { server, sides }
+  return {
+    server,
+    sides,
+    serverCpuMs: () => probe.info('cpu').then(redisCpuMs),
+    close: async () => probe.disconnect(),
+  }
+}
+
+/**
+ * The Redis server's CPU time so far, ms, from `INFO cpu`: its process's user and system time, every
+ * thread (the main one runs the commands and scripts and does the network reads and writes).
+ */
+export function redisCpuMs(info: string): number {
+  const seconds = (name: string) => {
+    const value = Number(new RegExp(`^${name}:([0-9.]+)\\s*$`, 'm').exec(info)?.[1])
+    if (!Number.isFinite(value)) throw new Error(`INFO cpu has no ${name}`)
+    return value
+  }
+  return (seconds('used_cpu_user') + seconds('used_cpu_sys')) * 1000
 }
