@@ -2,7 +2,7 @@ import { isFerretdb1 } from './is-ferretdb1.js'
 import type { PeerCycleCell, TakeoverResult } from './peers/measure.js'
 import type { PeerStoreResult } from './peers/peers.js'
 import type { BackendResult, BenchResults } from './results.js'
-import type { Spread } from './stats.js'
+import { round, type Spread } from './stats.js'
 
 const range = (value: Spread) => `${value.median} [${value.min}–${value.max}]`
 const table = (header: readonly string[], rows: readonly (readonly string[])[]) =>
@@ -115,10 +115,10 @@ export function renderPeers(results: BenchResults): string[] {
 const WHY: Partial<Record<PeerStoreResult['store'], string>> = {
   redis:
     "Each peer's acquire is one SET NX PX and its release a compare-and-delete. worklease's acquire script reads the hash (token, holder, expiry, released), reads Redis's clock, adds the workId to the list index, writes six fields and reads the checkpoint; its release reads four fields, reads the clock and writes two: what a fencing token, an expiry on the server's clock, a holder reported with LEASE_HELD and a listing cost. " +
-    "Redis's own time in commands shows it (INFO commandstats, session 47, 20,000 cycles at concurrency 16, 3 interleaved runs): 12.8-20.4 µs a cycle for worklease's two scripts, 6.5-9.1 for redlock's, 4.4-5.3 for redlock-universal's and 4.3-5.2 for redis-semaphore's. Most of it is Lua calling into Redis, 0.45-1.05 µs a call beyond the command (a script calling TIME five times against one calling it not at all, 5 runs), and the scripts make 8 calls a cycle. The checkpoint's read stays a call of its own: folded into the first read, it would copy the state (up to 16 MiB) into Lua for every refused acquire. In the server column above the gap is smaller: in the same runs Redis's whole CPU a cycle (from /proc) was 24.5-40.5 µs for worklease and 24.5-34.5 for the peers, most of it network work that every library pays alike. " +
+    "Redis's own time in commands shows it (INFO commandstats, session 47, 20,000 cycles at concurrency 16, 3 interleaved runs): 12.8-20.4 µs a cycle for worklease's two scripts, 6.5-9.1 for redlock's, 4.4-5.3 for redlock-universal's and 4.3-5.2 for redis-semaphore's. Part of it is Lua calling into Redis, 0.45-1.05 µs a call beyond the command itself (a script calling TIME five times against one calling it not at all, 5 runs): worklease's scripts make 8 calls a cycle, the peers' 2 (redlock: 4). The checkpoint's read stays a call of its own: folded into the first read, it would copy the state (up to 16 MiB) into Lua for every refused acquire. Redis's whole CPU differs less between the libraries than its time in commands: in the same runs it was 24.5-40.5 µs a cycle (from /proc) with worklease and 24.5-34.5 with the peers, most of it outside commands (socket I/O, parsing, its event loop). " +
     'None of the peers tracks a lease locally or fences; per acquire + release the Leaser adds a Lease with its local deadline (both clocks read at the acquire, at its reply and at the release), a seat in the deadline wheel and one in the renewal schedule, an entry per backend call in a shared timeout queue, and the promises of an async acquire, two raced calls and a queued release. ' +
     'Counted on the client process in session 46 (callgrind, Node.js 20, concurrency 16, cycles 8,000 to 16,000): the driver alone took 120,210 instructions a cycle and the Leaser 136,387, so the runner adds ~16,200 (13.5%), about the 16,800-18,800 it adds on the in-process memory backend. ' +
-    "In CPU time it weighs more than that (the client column above). Where that time goes at concurrency 16 is not located: after 100,000 cycles to warm up, the Leaser still took 33-35 µs of user CPU a cycle against the driver's 25-27 (session 47, 3 runs each); in perf profiles (session 46) no symbol's time differs by more than ~0.6 µs a cycle, and neither V8's GC threads nor the young generation's size explain it. At concurrency 1 part of it is V8 still compiling the runner's code: after 2,000 cycles to warm up, the Leaser took 67-88 µs of user CPU a cycle against the driver's 48-75 (3 runs each), after 30,000 46 and 50 against 42 and 56 (2 runs each). " +
+    "At concurrency 16 it weighs more in CPU time than in instructions: after 100,000 cycles to warm up, the Leaser took 33-35 µs of user CPU a cycle against the driver's 25-27 (session 47, 3 runs each), and where that time goes is not located (in perf profiles, session 46, no symbol's time differs by more than ~0.6 µs a cycle; neither V8's GC threads nor the young generation's size explain it). At concurrency 1 it depends on the warm-up: after 2,000 cycles the Leaser took 67-88 µs of user CPU a cycle against the driver's 48-75 (3 runs each), with V8 completing 98 optimizations during the Leaser's 20,000 measured cycles against 38 during the driver's; after 30,000 cycles, 46 and 50 against 42 and 56 (2 runs each), no gap beyond the runs' spread. " +
     'Takeover: redis-semaphore and redlock-universal poll every 10 / 100 ms; the Leaser sleeps until the expiry that LEASE_HELD reports (plus up to 25 ms of jitter), and after a release it polls with its backoff (50 ms doubling).',
   ferretdb:
     "mongo-locks inserts and deletes a document (a unique index decides; no expiry check, no token). worklease's acquire is a findAndModify filtered on expiry, which FerretDB 1.x runs as a read then a write through its SQLite handler: that, not the library, is the 8-10x (the driver alone shows the same ratio as the Leaser). FerretDB 2.x (PostgreSQL with DocumentDB) is where the comparison means something for MongoDB users.",
@@ -219,28 +219,32 @@ function renderStore(store: PeerStoreResult): string[] {
   return out
 }
 
+// The CPU times a peers cell can hold, in the order the report prints them.
+const CPU_PARTS = [
+  ['client', 'clientCpuUsPerCycle'],
+  ['server', 'serverCpuUsPerCycle'],
+  ['rest of machine', 'restOfMachineCpuUsPerCycle'],
+] as const
+
+/** The CPU parts `cell` measured, with their per-side spreads. */
+const cpuPartsOf = (cell: PeerCycleCell) =>
+  CPU_PARTS.flatMap(([name, field]) => (cell[field] ? [{ name, perSide: cell[field] }] : []))
+
 /** Where a cycle's CPU goes, per side: the client process, the store's server, the rest of the machine. */
 function renderCpu(sides: readonly { label: string }[], cells: readonly PeerCycleCell[]): string[] {
   const measured = cells.filter((cell) => cell.clientCpuUsPerCycle)
   if (measured.length === 0) return []
-  const columns = (cell: PeerCycleCell) =>
-    [
-      ['client', cell.clientCpuUsPerCycle],
-      ['server', cell.serverCpuUsPerCycle],
-      ['rest of machine', cell.restOfMachineCpuUsPerCycle],
-    ] as const
   const header = ['library']
   for (const cell of measured)
-    for (const [name, values] of columns(cell)) if (values) header.push(`c${cell.concurrency} ${name} µs`)
+    for (const { name } of cpuPartsOf(cell)) header.push(`c${cell.concurrency} ${name} µs`)
   return [
-    "CPU time a cycle, median [min–max] over the repetitions: **client** is this process's (user and system; every side's client lives in it, idle but for the side running); **server** the store server's own, where it reports it (Redis: `INFO cpu`); **rest of machine** every other busy core-µs meanwhile (the store's server where it reports none, the kernel's work on the loopback for both ends, and whatever else ran: the bench's other servers idle, and any outside load). Where the cores are all busy, as at concurrency 16 on a small machine, cycles/s follow the sum; where a side waits on round trips, as at concurrency 1, these show its cost, not its speed.",
+    "CPU time a cycle, median [min–max] over the repetitions: **client** is this process's (user and system; every side's client lives in it, idle but for the side running); **server** the store server's own, where it runs on this machine and reports it (Redis: `INFO cpu`); **rest of machine** every other busy core-µs meanwhile (the store's server where it reports none, some of the kernel's work on the loopback, and whatever else ran: the bench's other servers idle, and any outside load), from ticks of 10 ms, so a small figure there is mostly rounding and may fall below 0. Where the cores are saturated, cycles/s fall as the sum grows; where a side waits on round trips, as at concurrency 1, these show its cost, not its speed.",
     '',
     table(
       header,
       sides.map((side, i) => {
         const row = [side.label]
-        for (const cell of measured)
-          for (const [, values] of columns(cell)) if (values) row.push(range(values[i]!))
+        for (const cell of measured) for (const { perSide } of cpuPartsOf(cell)) row.push(range(perSide[i]!))
         return row
       }),
     ),
@@ -248,22 +252,9 @@ function renderCpu(sides: readonly { label: string }[], cells: readonly PeerCycl
   ]
 }
 
-/** The CPU µs a cycle of side `i` in `cell`, medians joined by ' + '; '' where not measured. */
-function cpuOf(cell: PeerCycleCell, i: number): string {
-  return [cell.clientCpuUsPerCycle, cell.serverCpuUsPerCycle, cell.restOfMachineCpuUsPerCycle]
-    .flatMap((values) => (values ? [values[i]!.median] : []))
-    .join(' + ')
-}
-
-/** What {@link cpuOf} adds up, e.g. 'client + server + rest of machine'. */
-function cpuParts(cell: PeerCycleCell): string {
-  return [
-    cell.clientCpuUsPerCycle && 'client',
-    cell.serverCpuUsPerCycle && 'server',
-    cell.restOfMachineCpuUsPerCycle && 'rest of machine',
-  ]
-    .filter(Boolean)
-    .join(' + ')
+/** Side `i`'s CPU µs a cycle in `cell`, the medians of every part measured added up. */
+function cpuSum(cell: PeerCycleCell, i: number): number {
+  return round(cpuPartsOf(cell).reduce((sum, { perSide }) => sum + perSide[i]!.median, 0))
 }
 
 /**
@@ -285,7 +276,11 @@ function peersAhead(store: PeerStoreResult): string[] {
         const runner = cell.ratio[1]!
         const noise = leaser.max >= 1 ? ', range reaches 1: within the noise of this run' : ''
         const cpuText = cell.clientCpuUsPerCycle
-          ? `; CPU µs a cycle (${cpuParts(cell)}): Leaser ${cpuOf(cell, 0)}, driver ${cpuOf(cell, 1)}, peer ${cpuOf(cell, i)}`
+          ? `; CPU µs a cycle (${cpuPartsOf(cell)
+              .map(({ name }) => name)
+              .join(
+                ' + ',
+              )}, medians): Leaser ${cpuSum(cell, 0)}, driver ${cpuSum(cell, 1)}, peer ${cpuSum(cell, i)}`
           : ''
         return `c${cell.concurrency}: Leaser ÷ peer ${range(leaser)}${noise}; driver alone ÷ peer ${driver.median}, Leaser ÷ its driver ${runner.median}${cpuText}`
       })

@@ -1,41 +1,61 @@
-import { execFile } from 'node:child_process'
-import { promisify } from 'node:util'
 import { describe, expect, test } from 'vitest'
-import { machineBusyMs, withCpuTime } from '../src/cpu-time.js'
+import { cpuTimeOf, parseProcStat } from '../src/cpu-time.js'
 import { redisCpuMs } from '../src/peers/redis-peers.js'
 
-const run = promisify(execFile)
-// Another process burning `ms` of CPU: to this one, the rest of the machine.
-const burn = (ms: number) =>
-  run(process.execPath, [
-    '-e',
-    `const start = process.cpuUsage(); while ((process.cpuUsage(start).user) / 1000 < ${ms}) {}`,
-  ])
-
-describe.runIf(machineBusyMs() !== undefined)('withCpuTime on Linux', () => {
-  test('CPU burnt by another process counts as the rest of the machine, not this one', async () => {
-    const { cpu } = await withCpuTime(() => burn(400))
-    // Ticks of 10 ms, and the child's own start-up on top: a lower bound only.
-    expect(cpu.restOfMachineMs).toBeGreaterThanOrEqual(350)
-    expect(cpu.processMs).toBeLessThan(cpu.restOfMachineMs!)
-    expect(cpu.serverMs).toBeUndefined()
+describe('parseProcStat', () => {
+  test('busy = user + nice + system + irq + softirq, in ms; idle, iowait, steal and guest are not added', () => {
+    // user nice system idle iowait irq softirq steal guest guest_nice (guest is inside user already)
+    const stat = 'cpu  1000 20 300 90000 400 5 60 700 800 900\ncpu0 500 10 150 45000 200 2 30 350 400 450\n'
+    expect(parseProcStat(stat)).toBe((1000 + 20 + 300 + 5 + 60) * 10)
   })
 
-  test("CPU burnt by this process counts as this process's", async () => {
-    const { cpu } = await withCpuTime(async () => {
-      const start = process.cpuUsage()
-      while (process.cpuUsage(start).user / 1000 < 200) {}
-    })
-    expect(cpu.processMs).toBeGreaterThanOrEqual(200)
+  test('reads the machine line, not a core line', () => {
+    expect(parseProcStat('intr 1 2\ncpu0 5 5 5 5 5 5 5\ncpu  1 2 3 4 5 6 7\n')).toBe((1 + 2 + 3 + 6 + 7) * 10)
   })
 
-  test("the server's reported CPU is taken out of the rest of the machine", async () => {
-    // A "server" reporting more CPU than the child burnt: what is left of the rest is nothing.
-    let reads = 0
-    const serverCpuMs = async () => (reads++ === 0 ? 1_000 : 1_000_000)
-    const { cpu } = await withCpuTime(() => burn(400), serverCpuMs)
-    expect(cpu.serverMs).toBe(999_000)
-    expect(cpu.restOfMachineMs).toBe(0)
+  test('undefined for a text without it, or with a field that is no count', () => {
+    expect(parseProcStat('')).toBeUndefined()
+    expect(parseProcStat('cpu  1 2 3\n')).toBeUndefined()
+    expect(parseProcStat('cpu  1 2 x 4 5 6 7\n')).toBeUndefined()
+  })
+})
+
+describe('cpuTimeOf', () => {
+  test("the rest of the machine is its busy time less this process's and the server's", () => {
+    expect(
+      cpuTimeOf({
+        machineMs: [10_000, 10_900],
+        processUsed: { user: 300_000, system: 100_000 },
+        serverMs: [2_000, 2_350],
+      }),
+    ).toEqual({ processMs: 400, serverMs: 350, restOfMachineMs: 150 })
+  })
+
+  test('without a server reading, the server stays in the rest', () => {
+    expect(
+      cpuTimeOf({
+        machineMs: [10_000, 10_900],
+        processUsed: { user: 300_000, system: 100_000 },
+        serverMs: [2_000, undefined],
+      }),
+    ).toEqual({ processMs: 400, serverMs: undefined, restOfMachineMs: 500 })
+  })
+
+  test('ticks that rounded the machine down leave a rest below 0, not clipped to 0', () => {
+    expect(
+      cpuTimeOf({
+        machineMs: [0, 400],
+        processUsed: { user: 405_000, system: 0 },
+        serverMs: [undefined, undefined],
+      }).restOfMachineMs,
+    ).toBe(-5)
+  })
+
+  test('no rest without /proc/stat', () => {
+    expect(
+      cpuTimeOf({ machineMs: [undefined, undefined], processUsed: { user: 1, system: 1 }, serverMs: [0, 1] })
+        .restOfMachineMs,
+    ).toBeUndefined()
   })
 })
 

@@ -93,7 +93,7 @@ describe('where a cycle spends its CPU', () => {
     expect(lines).toContain('| worklease Leaser | 40 [40–40] | 35 [35–35] | 2 [2–2] |')
     expect(lines).toContain('| a peer | 30 [30–30] | 25 [25–25] | 3 [3–3] |')
     expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).toContain(
-      'CPU µs a cycle (client + server + rest of machine): Leaser 40 + 35 + 2, driver 33 + 34 + 1, peer 30 + 25 + 3',
+      'CPU µs a cycle (client + server + rest of machine, medians): Leaser 77, driver 68, peer 58',
     )
   })
 
@@ -103,7 +103,7 @@ describe('where a cycle spends its CPU', () => {
     )
     expect(lines).toContain('| library | c16 client µs | c16 rest of machine µs |')
     expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).toContain(
-      'CPU µs a cycle (client + rest of machine): Leaser 40 + 60, driver 33 + 59, peer 30 + 50',
+      'CPU µs a cycle (client + rest of machine, medians): Leaser 100, driver 92, peer 80',
     )
   })
 

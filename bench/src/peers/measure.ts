@@ -13,7 +13,7 @@ const spread3 = (values: readonly number[]): Spread => {
 async function runLockCycles(
   side: LockSide,
   load: { concurrency: number; durationMs: number; ttlMs: number; prefix: string },
-  serverCpuMs?: () => Promise<number>,
+  serverCpuMs?: () => Promise<number | undefined>,
 ): Promise<{
   cycles: number
   elapsedMs: number
@@ -69,16 +69,15 @@ export interface PeerCycleCell {
   readonly gcMsPerThousandCycles: readonly Spread[]
   /**
    * Per side: µs of this process's CPU per cycle (every side's client lives in it, idle but for the
-   * side running). With the next field, it shows where a cycle's CPU goes: where the machine's cores
-   * are all busy (concurrency 16 here), cycles/s follow the sum of the two.
+   * side running). Absent only from results made before CPU was measured.
    */
   readonly clientCpuUsPerCycle?: readonly Spread[]
-  /** Per side: µs of the store server's CPU per cycle, where the store reports its own (Redis). */
+  /** Per side: µs of the store server's CPU per cycle, where it runs here and reports its own (Redis). */
   readonly serverCpuUsPerCycle?: readonly Spread[]
   /**
-   * Per side: µs per cycle of the rest of the machine's CPU (the store's server where it does not
-   * report its own, the kernel's network work for both ends, anything else running); absent without
-   * Linux's /proc/stat.
+   * Per side: µs per cycle of the rest of the machine's busy CPU (the store's server where it reports
+   * none, some of the kernel's network work, anything else running); absent without Linux's
+   * /proc/stat. Where the cores are saturated, cycles/s fall as the three together grow.
    */
   readonly restOfMachineCpuUsPerCycle?: readonly Spread[]
   /** Per side: acquires that found a key held although its worker had released it (must be 0). */
@@ -109,8 +108,8 @@ export async function measurePeerCycles(
     prefix: string
   },
   log: (line: string) => void,
-  /** The store server's CPU time so far, ms, where it reports its own. */
-  serverCpuMs?: () => Promise<number>,
+  /** The store server's CPU time so far, ms, where it runs here and reports its own. */
+  serverCpuMs?: () => Promise<number | undefined>,
 ): Promise<PeerCycleCell[]> {
   for (const side of sides) {
     await runLockCycles(side, {
@@ -174,20 +173,27 @@ export async function measurePeerCycles(
   return cells
 }
 
-/** µs a cycle of each CPU time measured, per side over its repetitions; a field only if every run has it. */
+/**
+ * µs a cycle of each CPU time measured, per side over its repetitions. The server's only if every run
+ * read it; else its CPU stays in the rest of the machine, in every run alike.
+ */
 function cpuPerCycle(
   runs: readonly (readonly { cycles: number; cpu: CpuTime }[])[],
 ): Pick<PeerCycleCell, 'clientCpuUsPerCycle' | 'serverCpuUsPerCycle' | 'restOfMachineCpuUsPerCycle'> {
-  const perCycle = (pick: (cpu: CpuTime) => number | undefined) => {
-    if (!runs.every((list) => list.every((run) => pick(run.cpu) !== undefined))) return undefined
-    return runs.map((list) => spread3(list.map((run) => (pick(run.cpu)! * 1000) / Math.max(1, run.cycles))))
-  }
-  const server = perCycle((cpu) => cpu.serverMs)
-  const rest = perCycle((cpu) => cpu.restOfMachineMs)
+  const perCycle = (ms: (cpu: CpuTime) => number) =>
+    runs.map((list) => spread3(list.map((run) => (ms(run.cpu) * 1000) / Math.max(1, run.cycles))))
+  const all = (has: (cpu: CpuTime) => boolean) => runs.every((list) => list.every((run) => has(run.cpu)))
+  const withServer = all((cpu) => cpu.serverMs !== undefined)
   return {
-    clientCpuUsPerCycle: perCycle((cpu) => cpu.processMs)!,
-    ...(server ? { serverCpuUsPerCycle: server } : {}),
-    ...(rest ? { restOfMachineCpuUsPerCycle: rest } : {}),
+    clientCpuUsPerCycle: perCycle((cpu) => cpu.processMs),
+    ...(withServer ? { serverCpuUsPerCycle: perCycle((cpu) => cpu.serverMs!) } : {}),
+    ...(all((cpu) => cpu.restOfMachineMs !== undefined)
+      ? {
+          restOfMachineCpuUsPerCycle: perCycle(
+            (cpu) => cpu.restOfMachineMs! + (withServer ? 0 : (cpu.serverMs ?? 0)),
+          ),
+        }
+      : {}),
   }
 }
 

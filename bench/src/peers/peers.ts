@@ -56,10 +56,13 @@ export interface OpenedPeerStore {
   readonly server: string
   readonly notes?: string[]
   readonly sides: LockSide[]
-  /** The store server's CPU time so far, ms, where it reports its own (Redis: INFO cpu). */
-  readonly serverCpuMs?: () => Promise<number>
-  /** Closes what `serverCpuMs` reads through. */
-  readonly close?: () => Promise<void>
+  /**
+   * The store server's CPU time so far, ms, where it runs on this machine and reports its own (Redis:
+   * INFO cpu); `undefined` from a reading that failed.
+   */
+  readonly serverCpuMs?: () => Promise<number | undefined>
+  /** Closes the connection `serverCpuMs` reads through (the sides close on their own). */
+  readonly closeServerProbe?: () => Promise<void>
 }
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error)).split('\n')[0]!
@@ -163,7 +166,7 @@ export async function measurePeerStore(
     result.error = errorText(error)
   } finally {
     for (const side of sides) await side.close().catch(() => undefined)
-    await opened.close?.().catch(() => undefined)
+    await opened.closeServerProbe?.().catch(() => undefined)
   }
   return result
 }
