@@ -275,12 +275,9 @@ function peersAhead(store: PeerStoreResult): string[] {
         const driver = cell.driverRatio[i]!
         const runner = cell.ratio[1]!
         const noise = leaser.max >= 1 ? ', range reaches 1: within the noise of this run' : ''
+        const parts = cpuPartsOf(cell).map(({ name }) => name)
         const cpuText = cell.clientCpuUsPerCycle
-          ? `; CPU µs a cycle (${cpuPartsOf(cell)
-              .map(({ name }) => name)
-              .join(
-                ' + ',
-              )}, medians): Leaser ${cpuSum(cell, 0)}, driver ${cpuSum(cell, 1)}, peer ${cpuSum(cell, i)}`
+          ? `; CPU µs a cycle (${parts.join(' + ')}, medians): Leaser ${cpuSum(cell, 0)}, driver ${cpuSum(cell, 1)}, peer ${cpuSum(cell, i)}`
           : ''
         return `c${cell.concurrency}: Leaser ÷ peer ${range(leaser)}${noise}; driver alone ÷ peer ${driver.median}, Leaser ÷ its driver ${runner.median}${cpuText}`
       })
