@@ -1,10 +1,12 @@
 import { execFileSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { CLI, cleanEnv, openTestStore, type TestStore } from './e2e/harness.js'
+import { CLI, cleanEnv, openTestStore, spawnCli, type TestStore } from './e2e/harness.js'
 
 // Well past a pipe's 64 KiB buffer, so most of the output waits for the reader.
 const LEASES = 3_000
 const HOUR = 3_600_000
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
  * Runs the built CLI in a shell pipeline whose reader starts reading only after `readAfterSeconds`
@@ -42,5 +44,56 @@ describe('output to a pipe read late (a pager, a busy pipeline) is never cut off
   test('list --json prints every lease to a pipe read 3 s late', async () => {
     const { code, lines } = slowReader(['list', '--json', ...store.args], 3)
     expect({ code, lines }).toEqual({ code: 0, lines: LEASES })
+  }, 30_000)
+
+  // Ctrl-C stops the watch, but what it wrote before still waits in the process for a reader that
+  // may never read: the process stays until a second Ctrl-C (the default: it ends at once). Found
+  // by a session that took the wait for a write blocking Node.js; the operator saw nothing happen.
+  test('Ctrl-C on a watch whose reader does not read: it says what it waits for, and a second ends it', async () => {
+    const watch = spawnCli(['watch', '--json', '--interval', '60000', ...store.args])
+    try {
+      // Stop reading at the first bytes: the rest of the first read (well past 64 KiB) stays queued.
+      while (watch.stdout().length === 0) await sleep(20)
+      watch.child.stdout.pause()
+      await sleep(500)
+      watch.child.kill('SIGINT')
+      const exitedAt = await Promise.race([
+        watch.exited.then(() => 'exited'),
+        sleep(1_500).then(() => 'running'),
+      ])
+      expect({ exitedAt, stderr: watch.stderr() }).toEqual({
+        exitedAt: 'running',
+        stderr: expect.stringMatching(
+          /^worklease: stopped; \d+ bytes of output wait for the reader \(Ctrl-C again drops them\)\n$/,
+        ),
+      })
+      watch.child.kill('SIGINT')
+      const ended = await Promise.race([
+        new Promise((resolve) => watch.child.on('exit', (_code, signal) => resolve(signal))),
+        sleep(3_000).then(() => 'still running'),
+      ])
+      expect(ended).toBe('SIGINT')
+    } finally {
+      watch.child.kill('SIGKILL')
+    }
+  }, 30_000)
+
+  test('Ctrl-C on a watch read late: every line written before it still reaches the reader', async () => {
+    const watch = spawnCli(['watch', '--json', '--interval', '60000', ...store.args])
+    try {
+      while (watch.stdout().length === 0) await sleep(20)
+      watch.child.stdout.pause()
+      await sleep(500)
+      watch.child.kill('SIGINT')
+      await sleep(500)
+      watch.child.stdout.resume()
+      const code = await Promise.race([watch.exited, sleep(5_000).then(() => 'still running')])
+      expect({ code, lines: watch.stdout().split('\n').filter(Boolean).length }).toEqual({
+        code: 0,
+        lines: LEASES,
+      })
+    } finally {
+      watch.child.kill('SIGKILL')
+    }
   }, 30_000)
 })

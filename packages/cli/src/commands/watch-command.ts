@@ -155,6 +155,15 @@ export function watchCommand(io: Io): Command {
         // the shell's prompt went on after it.
         const terminal = io.stdout.isTTY ? io.stdout : io.stderr.isTTY ? io.stderr : undefined
         if (stoppedByCtrlC && terminal) writeLine(terminal)
+        // What was written before Ctrl-C is kept for a reader that reads late (a pager), as `list`'s
+        // is: the process stays until it is read. A reader that never reads held it with no word,
+        // and Ctrl-C seemed ignored; the next one ends the process (its handler is gone by now).
+        const waiting = io.stdout.writableLength
+        if (stoppedByCtrlC && waiting > 0)
+          writeLine(
+            io.stderr,
+            `worklease: stopped; ${waiting} bytes of output wait for the reader (Ctrl-C again drops them)`,
+          )
       })
     })
 }
