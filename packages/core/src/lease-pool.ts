@@ -101,8 +101,9 @@ const HAND_BACK_CONCURRENCY = 4
 const HURRY_FACTOR = 4
 const MAX_HURRIES = 8
 /**
- * A member whose rebalances fail this many times in a row (it cannot read its units or the group, or
- * join) leaves the group until one succeeds:
+ * A member whose rebalances fail this many times in a row (it cannot read its units or the group,
+ * join, or take a unit: the store failed two takes or more, none taken) leaves the group until one
+ * succeeds:
  * counted, it would keep the units the others give it for its share free and unrun. Units it holds
  * it keeps running, and the others count them as held by someone outside the group: not free.
  */
@@ -258,6 +259,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   #failedLooks = 0
   /** Times in a row this member left the group stalled, with no rebalance done since; each doubles its time out. */
   #stalls = 0
+  /**
+   * Whether this member's last takes all failed in the store, with none taken since. A rebalance
+   * that then finds nothing free to take proves nothing: counted as done, it would let the member
+   * back at once after every stall, to be given units again that it cannot take.
+   */
+  #takesFailing = false
   /** Whether this member left the group stalled, to join again only once it can rebalance. */
   #leftStalled = false
   /** When a member that left stalled may join again (monotonic ms). */
@@ -692,18 +699,28 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
       const toTake = Math.min(plan.take, maxMoves)
-      const { taken, cut } = await this.#take(toTake, free)
+      const { taken, cut, failed } = await this.#take(toTake, free)
       // After the takes, so a new unit waits for no clearing of finished ones that left the set. A
       // clearing the store fails is reported, and tried again next time; no stall of this member's.
       await this.#clearDoneMarks([...group.marked].filter((unit) => !wantedSet.has(unit))).catch(
         (error: unknown) => this.#rebalanceFailed(error),
       )
+      // One unit the store fails is a miss (see #take); two or more and nothing taken is this member
+      // unable to take at all (a permission, a broken connection): a stall, or it stays in the group
+      // looking short, the others give it units it cannot take, and a member at its floor takes no
+      // free unit while one is short, so those stay free and unrun.
+      if (taken === 0 && failed >= 2) {
+        this.#takesFailing = true
+        await this.#leaveIfStalled()
+        return 'later'
+      }
+      if (taken > 0) this.#takesFailing = false
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
       const { lower, upper, free: freeInView, shortfall } = evenShare(view)
       const running = [...this.#runners.values()].filter((runner) => this.#working(runner)).length
       this.#failedLooks = 0
-      this.#stalls = 0
+      if (!this.#takesFailing) this.#stalls = 0
       if (running >= upper) return 'later'
       // More free than the short members lack: the rest is for members below their ceiling, who
       // take only once nobody is short. A full interval away, a crashed member's last orphans
@@ -762,10 +779,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
   }
 
   /**
-   * Takes up to `count` of the free units; resolves to how many it took, and whether it stopped at
-   * half an interval with units still to try.
+   * Takes up to `count` of the free units; resolves to how many it took, on how many the store
+   * failed, and whether it stopped at half an interval with units still to try.
    */
-  async #take(count: number, free: string[]): Promise<{ taken: number; cut: boolean }> {
+  async #take(count: number, free: string[]): Promise<{ taken: number; failed: number; cut: boolean }> {
     const { leaser } = this.#options
     free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
     // Others take from the same free units: a few misses are expected, endless ones are not.
@@ -778,6 +795,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     let next = 0
     let taken = 0
     let inFlight = 0
+    let failedTakes = 0
     let failure: { error: unknown } | undefined
     const taker = async (): Promise<void> => {
       // Never more in flight than still wanted, so a rebalance takes at most `count`.
@@ -791,7 +809,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         } catch (error) {
           // The store failing one unit's take (one bad row, a hot key) is a miss, reported: failing
           // the rebalance, it would stall every member that tries that unit, and the group with it.
-          if (!isLeaseHeldError(error)) failure ??= { error }
+          if (!isLeaseHeldError(error)) {
+            failedTakes++
+            failure ??= { error }
+          }
           continue
         } finally {
           inFlight--
@@ -811,7 +832,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (failed) throw failed.reason
     if (failure) this.#rebalanceFailed(failure.error)
     const cut = timers.now() >= stopAt && next < attempts && taken < count
-    return { taken, cut }
+    return { taken, failed: failedTakes, cut }
   }
 
   /**
