@@ -77,7 +77,9 @@ export function viewOf(me: string, group: GroupListing, wanted: readonly string[
   return {
     me,
     members: group.members,
-    units: wanted.filter((unit) => !group.done.has(unit)),
+    // In code point order, as PoolView promises: members whose units come in different orders (a
+    // query without ORDER BY) hand a planner the same view.
+    units: wanted.filter((unit) => !group.done.has(unit)).sort(compareWorkIds),
     holders: group.holders,
   }
 }

@@ -2431,6 +2431,25 @@ describe('LeasePool: faults found by review', () => {
     await time.until(Promise.all([a, b, c, d].map(({ leaser }) => leaser.close())))
   }, 30_000)
 
+  // Found by a review (session 48): PoolView documents its units in code point order, and they came
+  // in the units function's order: a planner relying on it (by index, say) decided differently on
+  // members whose sources list the same units in another order (a query without ORDER BY).
+  test('a planner sees the units in code point order, whatever order the units come in', async () => {
+    const { time, leaser } = setup()
+    const seen: string[][] = []
+    const pool = testPool(leaser, time, {
+      units: ['u2', 'u10', 'u1', 'é', 'z'],
+      planner: (view, maxMoves) => {
+        seen.push([...view.units])
+        return planFairShare(view, maxMoves)
+      },
+    })
+    await time.until(pool.start())
+    expect(seen[0]).toEqual(['u1', 'u10', 'u2', 'z', 'é'])
+    await time.until(pool.close())
+    await time.until(leaser.close())
+  })
+
   test.each([
     ['a promise (an async planner)', async () => ({ take: 1, release: 0 })],
     ['NaN', () => ({ take: Number.NaN, release: 0 })],
