@@ -657,7 +657,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // Out of the group or not, a unit no longer wanted (or finished elsewhere) goes back now.
       const wantedSet = new Set(wanted)
       for (const [unit, runner] of this.#runners) {
-        if (!runner.stopping && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
+        // Not one whose handler returned for good: it has nothing to stop, and would hold a slot.
+        if (this.#working(runner) && (!wantedSet.has(unit) || group.done.has(unit))) this.#giveUp(runner)
       }
       // A member that left stalled (see STALLED_LOOKS) joins again once it could read the units and
       // the group, and after a time out that doubles with each stall in a row: one that can read but
@@ -931,6 +932,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   async #finish(runner: UnitRunner, end: UnitEnd): Promise<void> {
     this.#ending.set(runner, end)
+    // A finished handler has nothing left to stop: its slot (or its place in the queue) goes to the
+    // next now, not once its mark lands, which is retried with no bound while the lease is held.
+    if (end === 'done') this.#handBacks.settled(runner)
     try {
       if (end === 'done') {
         // Marked before the unit's lease is released, so no member can take it in between and run it

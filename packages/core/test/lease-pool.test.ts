@@ -409,6 +409,81 @@ describe('LeasePool', () => {
     expect(events.at(-1)?.type).toBe('released')
   })
 
+  // Found by a review (session 48): a finished unit holds its hand-back slot for as long as its done
+  // mark is retried, which has no bound. Four such and nothing more was handed back: units counted
+  // as given up kept running, held, and a newcomer got none of them.
+  test('finished units whose marks keep failing, then leave the set, hold no hand-back slot', async () => {
+    const { time, leaser, other, wrapped: marks } = setupWrapped((memory) => new DoneMarksDown(memory))
+    const finishAtOnce = new Set(['u1', 'u2', 'u3', 'u4'])
+    let units = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7', 'u8']
+    const options = {
+      group: 'g',
+      units: () => units,
+      timers: time,
+      random: () => 0.5,
+      handler: (lease: Lease, unit: { id: string; signal: AbortSignal }) =>
+        finishAtOnce.has(unit.id) ? undefined : untilAborted(lease, unit as never),
+    }
+    const a = new LeasePool({ ...options, leaser })
+    await time.until(a.start())
+    await time.advance(3 * INTERVAL)
+    expect(a.units).toHaveLength(8)
+    // u1-u4 finished; their marks fail, tried again while held. Then they leave the set.
+    units = ['u5', 'u6', 'u7', 'u8']
+    await time.advance(2 * INTERVAL)
+    const bLeaser = memberLeaser(other, 'worker-b', time)
+    const b = new LeasePool({ ...options, leaser: bLeaser })
+    await time.until(b.start())
+    await time.advance(10 * TTL)
+    // Before: a gave u6 and u7 up on paper, never stopped them, and b got nothing.
+    expect(b.units).toHaveLength(2)
+    marks.down = false
+    await time.until(Promise.all([a.close(), b.close()]))
+    await time.until(Promise.all([leaser.close(), bLeaser.close()]))
+  }, 30_000)
+
+  test('a unit queued to be given up that finishes meanwhile frees its place for the next', async () => {
+    const { time, leaser, wrapped: marks } = setupWrapped((memory) => new DoneMarksDown(memory))
+    let finishOnTheirOwn!: () => void
+    const finished = new Promise<void>((resolve) => {
+      finishOnTheirOwn = resolve
+    })
+    const stopped: string[] = []
+    let units = ['u1', 'u2', 'u3', 'u4', 'u5', 'u6', 'u7', 'u8']
+    const pool = testPool(leaser, time, {
+      units: () => units,
+      handler: async (_lease, unit) => {
+        const n = Number(unit.id.slice(1))
+        // u5-u8 finish on their own, never hearing a stop.
+        if (n >= 5 && n <= 8) return finished
+        await new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve()))
+        stopped.push(unit.id)
+        // u1-u4 are slow to stop (a checkpoint to flush), holding the four slots meanwhile.
+        if (n <= 4) await time.sleep(4 * INTERVAL)
+      },
+    })
+    await time.until(pool.start())
+    await time.advance(3 * INTERVAL)
+    expect(pool.units).toHaveLength(8)
+    units = ['u5', 'u6', 'u7', 'u8']
+    await time.advance(INTERVAL + 10)
+    // u5-u8 given up too: queued behind u1-u4. They finish there, and their marks keep failing.
+    units = []
+    await time.advance(INTERVAL + 10)
+    finishOnTheirOwn()
+    await time.advance(4 * INTERVAL)
+    units = ['u9']
+    await time.advance(3 * INTERVAL)
+    expect(pool.units).toContain('u9')
+    units = []
+    await time.advance(10 * TTL)
+    // Before: u5-u8 took the slots u1-u4 left, and u9, given up, was never stopped.
+    expect(stopped).toContain('u9')
+    marks.down = false
+    await time.until(pool.close())
+    await time.until(leaser.close())
+  }, 30_000)
+
   test.each([
     ['after the listing that showed it free', 1, false],
     ['between two pages of that listing (its mark on the first)', 1_001, true],
