@@ -580,10 +580,14 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (renewSlot !== undefined) this.#ctx.schedule?.leave(renewSlot)
   }
 
-  /** Settles when no renewal of this lease is in flight; the release waits for that. */
+  /**
+   * Settles when no renewal of this lease is in flight; the release waits for that. Not once the lease
+   * was halted (lost): a batch may be out until its call timeout, and #halt wakes only a release
+   * already waiting, so one asked for after it would wait that long.
+   */
   #renewalInFlight(): Promise<void> | undefined {
     if (this.#renewing) return this.#renewing
-    if (!this.#inBatch) return undefined
+    if (!this.#inBatch || this.#halted) return undefined
     return new Promise((resolve) => {
       this.#batchSettled = resolve
     })

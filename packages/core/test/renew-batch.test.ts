@@ -304,3 +304,48 @@ describe('renewals through renewMany', () => {
     },
   )
 })
+
+// Found by a review (session 48): a release asked for after the lease was lost waited for a renewMany
+// still out, up to its call timeout, where one by one it settled at once (the halt abandons the
+// lease's own renew). Only a release already waiting when the lease was lost was woken.
+describe('a lease lost while its renewal is out', () => {
+  test.each([
+    ['one by one', false],
+    ['in batches', true],
+  ])('released afterwards (%s): the release settles at once', async (_, batch) => {
+    const { time, backend, leaser, named } = setup({ batch, callTimeoutMs: 20 * TTL })
+    const lease = await leaser.acquire('job')
+    backend.setLatency(100 * TTL, batch ? 'renewMany' : 'renew')
+    // The renewal goes out at about INTERVAL and hangs; the deadline passes.
+    await time.advance(DEADLINE + 10)
+    expect(named('lost').map(({ event }) => event.reason)).toEqual(['deadline'])
+    const releasing = track(lease.release())
+    await time.advance(50)
+    expect({ batch, settled: releasing.settled }).toEqual({ batch, settled: true })
+    await time.until(leaser.close())
+  })
+
+  test.each([
+    ['one by one', false],
+    ['in batches', true],
+  ])('in run (%s): run rejects at the deadline, not at the renewal call timeout', async (_, batch) => {
+    const { time, backend, leaser } = setup({ batch, callTimeoutMs: 20 * TTL })
+    const running = leaser.run('job', async () => {
+      backend.setLatency(100 * TTL, batch ? 'renewMany' : 'renew')
+      await time.sleep(DEADLINE + 10)
+    })
+    const outcome = track(running)
+    const took = await time.until(
+      running.catch(() => undefined),
+      100 * TTL,
+      50,
+    )
+    // Before: 20,350 ms in batches, the renewMany's call timeout.
+    expect({ batch, rejected: outcome.rejected, prompt: took <= DEADLINE + 200 }).toEqual({
+      batch,
+      rejected: true,
+      prompt: true,
+    })
+    await time.until(leaser.close())
+  })
+})
