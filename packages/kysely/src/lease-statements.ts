@@ -96,8 +96,11 @@ export class LeaseStatements {
   // MySQL/MariaDB: NOW() and UTC_TIMESTAMP() follow the session variable `timestamp`, which a pooled
   // connection may carry (SET timestamp), so the clock is SYSDATE(6), which ignores it. SYSDATE is in the
   // session time_zone: subtracting that zone's offset (NOW - UTC_TIMESTAMP, read at one instant) gives
-  // UTC without the DST-fold ambiguity of UNIX_TIMESTAMP(SYSDATE()). SYSDATE is read anew at every call,
-  // so a statement that must agree with itself reads it once (see acquireMysql).
+  // UTC without the DST-fold ambiguity of UNIX_TIMESTAMP(SYSDATE()). But that offset is the one at the
+  // session's `timestamp`: left on the other side of a daylight-saving change, an hour off. So where NOW
+  // is a minute or more from SYSDATE (a `timestamp` is set), UNIX_TIMESTAMP(SYSDATE(6)) converts it, at
+  // the cost of its fold ambiguity (an hour a year) on such a connection only. SYSDATE is read anew at
+  // every call, so a statement that must agree with itself reads it once (see acquireMysql).
   // SQLite: julianday('now') works on every version, unlike unixepoch('subsec'), and is fixed per statement.
   readonly #now: RawBuilder<unknown>
   readonly #true: RawBuilder<unknown>
@@ -127,7 +130,7 @@ export class LeaseStatements {
       family === 'postgres'
         ? 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint'
         : family === 'mysql'
-          ? "((TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000)"
+          ? "(CASE WHEN ABS(TIMESTAMPDIFF(SECOND, NOW(6), SYSDATE(6))) < 60 THEN (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000 ELSE CAST(FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000) AS SIGNED) END)"
           : "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
     )
     this.#true = sql.raw(family === 'postgres' ? 'true' : '1')

@@ -45,6 +45,32 @@ function expectNearServerNow(expiresAt: Date, ttlMs: number, before: number, aft
   expect(expiresAt.getTime()).toBeLessThanOrEqual(after + ttlMs + 1_000)
 }
 
+/** A zone of the tests' own: +01:00, and +02:00 from April to October (UTC) of 2000 to 2099. */
+const DST_ZONE = 'WorkleaseTest/Summer'
+
+/**
+ * Adds {@link DST_ZONE} to the server's time zone tables unless there: neither server here has the
+ * system's zones loaded, and a session can only name a zone with daylight saving that is.
+ */
+async function ensureDaylightSavingZone(db: Kysely<any>): Promise<void> {
+  const { rows: found } = await sql`SELECT 1 FROM mysql.time_zone_name WHERE Name = ${DST_ZONE}`.execute(db)
+  if (found.length > 0) return
+  const added = await sql`INSERT INTO mysql.time_zone (Use_leap_seconds) VALUES ('N')`.execute(db)
+  const id = Number(added.insertId)
+  await sql`INSERT INTO mysql.time_zone_transition_type (Time_zone_id, Transition_type_id, \`Offset\`, Is_DST, Abbreviation)
+VALUES (${id}, 0, 3600, 0, 'WST'), (${id}, 1, 7200, 1, 'WSST')`.execute(db)
+  const changes = []
+  for (let year = 2000; year < 2100; year++) {
+    changes.push(
+      sql`(${id}, ${Date.UTC(year, 3, 1) / 1000}, 1)`,
+      sql`(${id}, ${Date.UTC(year, 9, 1) / 1000}, 0)`,
+    )
+  }
+  await sql`INSERT INTO mysql.time_zone_transition (Time_zone_id, Transition_time, Transition_type_id)
+VALUES ${sql.join(changes)}`.execute(db)
+  await sql`INSERT INTO mysql.time_zone_name (Name, Time_zone_id) VALUES (${DST_ZONE}, ${id})`.execute(db)
+}
+
 for (const target of familyTargets('postgres'))
   describe(`PostgreSQL pitfalls on ${target.name}`, () => {
     let h: KyselyHarness
@@ -370,6 +396,33 @@ for (const target of familyTargets('mysql'))
         const stored = (await rows(h, 'mysql')).find((row) => row.workId === 'clock')!
         expect(stored.expiresAtMs).toBeGreaterThanOrEqual(record.expiresAt.getTime())
         expect(await code(holder.acquire('clock', 'c', 60_000))).toBe('LEASE_HELD')
+        await sql`SET timestamp = DEFAULT`.execute(db)
+      } finally {
+        await db.destroy()
+      }
+    })
+
+    // Found by a review (session 48): the zone offset subtracted from SYSDATE was read at the session's
+    // `timestamp` (NOW - UTC_TIMESTAMP), so in a zone with daylight saving, a timestamp left on the
+    // other side of a change made the clock an hour off: an acquire there stored an expiry an hour in
+    // the past, and a second holder took the lease at once.
+    test('SET timestamp left across a daylight-saving change cannot misdate a lease either', async () => {
+      const { db } = counted((log) => connect(log, 1))
+      try {
+        await ensureDaylightSavingZone(db)
+        await sql`SET time_zone = ${DST_ZONE}`.execute(db)
+        // Half a year away is on the other side of one of the zone's changes (April and October).
+        const stale = Math.floor(Date.now() / 1000) - 182 * 86_400
+        await sql`SET timestamp = ${stale}`.execute(db)
+        const { rows: offsets } = await sql<{ now: number; real: number }>`SELECT
+  TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW()) AS now,
+  TIMESTAMPDIFF(SECOND, CONVERT_TZ(SYSDATE(), ${DST_ZONE}, '+00:00'), SYSDATE()) AS \`real\``.execute(db)
+        expect(Math.abs(Number(offsets[0]!.now) - Number(offsets[0]!.real))).toBe(3_600)
+        const misdated = new KyselyBackend({ db, table: h.storage.table, dialect: target.dialect })
+        const before = Date.now()
+        const record = await misdated.acquire('dst', 'a', 60_000)
+        expectNearServerNow(record.expiresAt, 60_000, before, Date.now())
+        expect(await code(h.open().acquire('dst', 'b', 60_000))).toBe('LEASE_HELD')
         await sql`SET timestamp = DEFAULT`.execute(db)
       } finally {
         await db.destroy()
