@@ -424,7 +424,8 @@ export class MongoBackend implements Backend {
   /**
    * One `update` command (see {@link renewManyUpdate}). The reply counts matches without saying
    * which, so when it matched fewer than all, one `find` of the batch's still-valid documents names
-   * each outcome: valid and unexpired is renewed, valid and expired is expired, anything else fenced.
+   * each outcome: valid with at least the expiry the write set is renewed, valid with less expired,
+   * anything else fenced.
    */
   async renewMany(
     records: readonly LeaseRecord[],
@@ -433,10 +434,11 @@ export class MongoBackend implements Backend {
   ): Promise<RenewOutcome[]> {
     const args = validateRenewManyArgs(records, ttlMs, RENEW_MANY_MAX_RECORDS, options)
     if (args.holderId === undefined) return []
+    const now = readClock(this.#clock)
     const result = await renewManyUpdate(this.#collection, {
       records: args.records,
       holderId: args.holderId,
-      now: readClock(this.#clock),
+      now,
       ttlMs: args.ttlMs,
       options: writeOptions(args),
     })
@@ -463,14 +465,16 @@ export class MongoBackend implements Backend {
       )
       .toArray()
     const byId = new Map(valid.map((document) => [document._id, document]))
-    const readAt = readClock(this.#clock)
+    // Judged against what the write set (its `$max`), not at a second clock reading: a clock stepped
+    // back between the two made a lease the write found expired, and left alone, read as renewed.
+    const renewedUntil = new Date(now + args.ttlMs).getTime()
     return args.records.map((record): RenewOutcome => {
       const document = byId.get(record.workId)
       if (!document || toToken(document.fencingToken) !== record.fencingToken) return 'fenced'
       // One document no expiry can be read from costs its own lease only (renew alone throws for it):
       // thrown, it would fail the batch, whose other renewals landed, and their leases with it.
       const expiresAt = document.expiresAt
-      return expiresAt instanceof Date && expiresAt.getTime() > readAt ? 'renewed' : 'expired'
+      return expiresAt instanceof Date && expiresAt.getTime() >= renewedUntil ? 'renewed' : 'expired'
     })
   }
 

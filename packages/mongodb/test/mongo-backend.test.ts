@@ -156,6 +156,25 @@ describe('renewMany', () => {
   })
 })
 
+// Found by a review (session 48): the leases a batch's write left alone were judged at a second
+// clock reading, not against the write's own now + ttl. The client's clock stepped back between the
+// two, and a lease the write found expired, and did not renew, came back 'renewed'.
+describe('renewMany judges what its write did', () => {
+  test('a lease the write found expired is expired, though the clock stepped back before the read', async () => {
+    const { harness } = await setup()
+    const base = 1_700_000_000_000
+    let readings: number[] = []
+    const clocked = await harness.open({ clock: { now: () => readings.shift() ?? base } })
+    const expiring = await clocked.acquire('expiring', 'a', 1_000)
+    const live = await clocked.acquire('live', 'a', 5_000)
+    // The write reads base + 1,500 (expiring has expired, live has not); the clock then steps back.
+    readings = [base + 1_500, base + 900, base + 900]
+    expect(await clocked.renewMany!([expiring, live], 1_000)).toEqual(['expired', 'renewed'])
+    readings = [base + 1_500]
+    await expect(clocked.renew(expiring, 1_000)).rejects.toMatchObject({ code: 'LEASE_EXPIRED' })
+  })
+})
+
 describe('renewMany at one token', () => {
   test('sends each workId once, and still renews only the leases held at that token', async () => {
     const { harness, clock } = await setup()
