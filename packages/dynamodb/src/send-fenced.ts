@@ -100,15 +100,17 @@ async function send(
     throw new InvalidArgumentError('options.abortSignal must be an AbortSignal')
   }
   // The check every backend call makes: an aborted signal throws its reason now, whatever it is (a
-  // caller's own InvalidArgumentError included: the call's outcome, not a word on the option).
-  validateCallOptions({ signal: abortSignal })
+  // caller's own InvalidArgumentError included: the call's outcome, not a word on the option). It
+  // listens to the caller's signal, once, and hands back a signal of its own that follows it: only
+  // that one is used from here on, or the caller's would be asked again with the write already out.
+  const { signal } = validateCallOptions({ signal: abortSignal })
   const command =
     'Item' in snapshot && snapshot.Item !== undefined
       ? new PutItemCommand(fenced as PutItemCommandInput)
       : new UpdateItemCommand(fenced as UpdateItemCommandInput)
   try {
     // Raced, not only passed: the SDK hears the signal only at its HTTP handler (see DynamoBackend).
-    await raceAbort(client.send(singleAttempt(command), sendOptions(abortSignal)), abortSignal)
+    await raceAbort(client.send(singleAttempt(command), sendOptions(signal)), signal)
     return undefined
   } catch (error) {
     // By name rather than instanceof: the caller's copy of the SDK may not be the one this package resolves.

@@ -332,6 +332,41 @@ describe('input that answers differently on a second read', () => {
     }
   })
 
+  // Found by a review (session 48): the signal was checked once, then the caller's object handed to
+  // the SDK and the race: asked again once the write was out, one that threw then failed a write
+  // that had landed.
+  test('sendFenced: an abortSignal is listened to once, before the write, whatever it answers after', async () => {
+    const { client } = open()
+    const controller = new AbortController()
+    let subscriptions = 0
+    const lookalike = {
+      get aborted() {
+        return controller.signal.aborted
+      },
+      get reason() {
+        return controller.signal.reason
+      },
+      addEventListener(type: string, listener: () => void, options?: AddEventListenerOptions) {
+        if (++subscriptions > 1) throw new Error('asked a second time')
+        controller.signal.addEventListener(type, listener, options)
+      },
+      removeEventListener(type: string, listener: () => void) {
+        controller.signal.removeEventListener(type, listener)
+      },
+      throwIfAborted() {
+        controller.signal.throwIfAborted()
+      },
+    }
+    const landed = await sendFenced(client, update('from 5', 'o-signal'), 5n, {
+      abortSignal: lookalike as unknown as AbortSignal,
+    }).then(String, (error: Error) => `${error.name}: ${error.message}`)
+    expect({ landed, stored: await stored('o-signal'), subscriptions }).toEqual({
+      landed: 'true',
+      stored: { total: 'from 5', token: 5n },
+      subscriptions: 1,
+    })
+  })
+
   test('withFence and sendFenced read each property they use once, nested ones too', async () => {
     const { client } = open()
     const counted = (input: Record<string, unknown>, reads: Record<string, number>) => {
