@@ -263,6 +263,15 @@ const MASK = '****'
 const SECRET_PARAMETER = /pass|pwd|secret|token|credential|authmechanismproperties/i
 
 /**
+ * A value that names a secret inside itself: mysql2 reads every parameter as JSON, so
+ * `ssl={"key":...,"passphrase":...}` carries a private key and its passphrase under a plain name.
+ */
+const SECRET_VALUE = /pass|pwd|secret|token|credential|key|pfx/i
+
+const isSecretParameter = (name: string, value: string) =>
+  SECRET_PARAMETER.test(name) || SECRET_VALUE.test(value)
+
+/**
  * A store URL fit to print: the password and every secret-bearing query parameter masked. Text that
  * does not parse as a URL is masked by pattern, erring towards hiding too much.
  */
@@ -275,7 +284,8 @@ export function redactStoreUrl(text: string): string {
   }
   if (url.password) url.password = MASK
   for (const name of new Set(url.searchParams.keys())) {
-    if (SECRET_PARAMETER.test(name)) url.searchParams.set(name, MASK)
+    if (url.searchParams.getAll(name).some((value) => isSecretParameter(name, value)))
+      url.searchParams.set(name, MASK)
   }
   return url.toString()
 }
@@ -299,16 +309,22 @@ function secretsIn(text: string): string[] {
     // Not a URL: the pattern above is all there is.
   }
   for (const [, name = '', value = ''] of text.matchAll(/[?&;]([^=&#]*)=([^&#]*)/g)) {
-    if (SECRET_PARAMETER.test(name) && value) typed.push(value)
+    if (value && isSecretParameter(name, safeDecode(value) ?? value)) typed.push(value)
   }
   const decoded = typed.flatMap((secret) => {
-    try {
-      return [decodeURIComponent(secret), decodeURIComponent(secret.replaceAll('+', ' '))]
-    } catch {
-      return []
-    }
+    const plain = safeDecode(secret)
+    const plus = safeDecode(secret.replaceAll('+', ' '))
+    return plain === undefined || plus === undefined ? [] : [plain, plus]
   })
   return [...new Set([...typed, ...decoded])].filter((secret) => secret !== '')
+}
+
+function safeDecode(text: string): string | undefined {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return undefined
+  }
 }
 
 /** A yes/no query parameter: `1`/`true` or `0`/`false`, anything else is a usage error. */

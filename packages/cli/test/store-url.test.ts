@@ -200,6 +200,9 @@ describe('redactStoreUrl and hideSecrets', () => {
     ],
     ['mongodb://h/db?tlsCertificateKeyFilePassword=S3cretPW&proxyPassword=S3cretPW'],
     ['postgres://u:S3c%2FretPW@h/db'],
+    // mysql2 reads every parameter as JSON: a private key's passphrase under a plain name.
+    ['mysql://root@h:3306/test?ssl={"passphrase":"S3cretPW","rejectUnauthorized":true}'],
+    ['mysql://root@h:3306/test?ssl=%7B%22key%22%3A%22S3cretPW%22%7D'],
   ])('%s', (url) => {
     expect(redactStoreUrl(url)).not.toMatch(/S3c/)
     expect(hideSecrets(`the client said: ${url}`, url)).not.toMatch(/S3c/)
