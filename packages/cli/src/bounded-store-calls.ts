@@ -2,6 +2,9 @@ import type { Backend, LeasePage, ListOptions, RevokeOptions } from '@worklease/
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 
+/** What a revoke the CLI cannot see the end of is said to have done. */
+export const UNKNOWN_OUTCOME = 'whether the lease was revoked is unknown (look with worklease show)'
+
 /**
  * How long one store call may take. Connecting is bounded by each client's own timeout; this bounds
  * what comes after: a server that is up but never answers (a table another session holds locked, a
@@ -113,7 +116,7 @@ export function boundedStoreCalls(backend: Backend, timeoutMs = STORE_CALL_TIMEO
           revoke: (workId: string, options?: RevokeOptions): Promise<boolean> =>
             within(
               (signal) => revoke.call(backend, workId, { ...options, signal }),
-              ': whether the lease was revoked is unknown (look with worklease show)',
+              `: ${UNKNOWN_OUTCOME}`,
               options?.signal,
             ),
         }

@@ -103,6 +103,10 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       // which would crash `watch` between two reads; the pool has already discarded it, and the next
       // read connects afresh or fails with its own error.
       pool.on('error', () => undefined)
+      // A connection in use that ends with no word from the server (a reset, a proxy restarting) emits
+      // 'error' on its client, with no listener a crash with a stack trace, even after a revoke had
+      // landed. The statement's own promise rejects with the same error, and that is reported.
+      pool.on('connect', (client) => client.on('error', () => undefined))
       const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) })
       return {
         backend: new KyselyBackend({ db, dialect: 'postgres', ...(name ? { table: name } : {}) }),

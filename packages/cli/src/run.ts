@@ -61,7 +61,9 @@ function failed(error: unknown, io: Io): number {
     writeLine(io.stderr, `worklease: ${error.message}`)
     return error.exitCode
   }
-  const message = error instanceof Error ? error.message.split('\n')[0] : String(error)
+  // A store's message may quote what the store holds (a malformed document's id): a terminal would act
+  // on its escapes.
+  const message = unseenShown(error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error))
   const code = (error as { code?: unknown } | null)?.code
   if (code === 'INVALID_ARGUMENT') {
     writeLine(io.stderr, `worklease: ${message}`)

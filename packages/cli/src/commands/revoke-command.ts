@@ -1,13 +1,14 @@
 import { createInterface } from 'node:readline/promises'
-import type { Backend, LeaseListing, RevokeOptions } from '@worklease/spec'
+import { type Backend, isWorkleaseError, type LeaseListing, type RevokeOptions } from '@worklease/spec'
 import { Command } from 'commander'
+import { UNKNOWN_OUTCOME } from '../bounded-store-calls.js'
 import { CliError } from '../cli-error.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { idArgument } from '../id-argument.js'
 import { type Interrupted, whileInterruptible } from '../interrupt.js'
 import { type Io, writeLine } from '../io.js'
-import { jsonLine, quoted, statusOf } from '../lease-row.js'
+import { jsonLine, quoted, statusOf, unseenShown } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
 
 interface RevokeCommandOptions extends StoreOptions {
@@ -91,14 +92,27 @@ function sendRevoke(
     try {
       return await revoke(workId, { fencingToken, signal: interrupted })
     } catch (error) {
-      if (!interrupted.aborted || error !== interrupted.reason) throw error
-      // A terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: the message went on
-      // after it, on the same line.
-      if ((error as Interrupted).signalName === 'SIGINT' && io.stderr.isTTY) writeLine(io.stderr)
+      if (interrupted.aborted && error === interrupted.reason) {
+        // A terminal echoes Ctrl-C as ^C where the cursor is, and ends no line: the message went on
+        // after it, on the same line.
+        if ((error as Interrupted).signalName === 'SIGINT' && io.stderr.isTTY) writeLine(io.stderr)
+        throw new CliError(
+          `${(error as Error).message} before the store answered: ${UNKNOWN_OUTCOME}`,
+          ExitCode.STORE_FAILED,
+          { cause: error },
+        )
+      }
+      // Worded already (the 10 s bound), or refused before any store call.
+      if (error instanceof CliError || isWorkleaseError(error)) throw error
+      // A store failure once the revoke may be out (a connection lost before the reply): "the store
+      // failed" alone reads as nothing decided, and the revoke may have landed.
+      const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
       throw new CliError(
-        `${(error as Error).message} before the store answered: whether the lease was revoked is unknown (look with worklease show)`,
+        `the store failed: ${unseenShown(message)}: ${UNKNOWN_OUTCOME}`,
         ExitCode.STORE_FAILED,
-        { cause: error },
+        {
+          cause: error,
+        },
       )
     }
   })
