@@ -346,7 +346,7 @@ describe('input that answers differently on a second read', () => {
       get reason() {
         return controller.signal.reason
       },
-      addEventListener(type: string, listener: () => void, options?: AddEventListenerOptions) {
+      addEventListener(type: string, listener: () => void, options?: { once?: boolean }) {
         if (++subscriptions > 1) throw new Error('asked a second time')
         controller.signal.addEventListener(type, listener, options)
       },
