@@ -282,12 +282,15 @@ function validateOptions(
     if (intactAborted) (signal as AbortSignal).throwIfAborted()
     return { signal: signal as AbortSignal, extra: value }
   }
-  const aborted = abortedOf(signal)
-  if (aborted === undefined) throw new InvalidArgumentError('options.signal must be an AbortSignal')
+  const members = signalMembers(signal)
+  if (members === undefined) throw new InvalidArgumentError('options.signal must be an AbortSignal')
   // As above. Asked only of a signal that said it aborted: `aborted` is read once, and one that said
-  // no is not asked again.
-  if (aborted) (signal as AbortSignal).throwIfAborted()
-  const own = linkedSignal(signal as AbortSignal)
+  // no is not asked again. Its members as first read: asked twice, a getter could answer otherwise.
+  if (members.aborted) {
+    members.throwIfAborted.call(signal)
+    throw new InvalidArgumentError('options.signal said it had aborted, and its throwIfAborted did not throw')
+  }
+  const own = linkedSignal(signal as AbortSignal, members.addEventListener)
   // A lookalike that said no above but had fired before: its linked signal remembers.
   if (own.aborted) throw own.reason
   return { signal: own, extra: value }
@@ -314,7 +317,7 @@ const linkedSignals = new WeakMap<object, AbortSignal>()
  * prototype member (nothing a driver reads or calls on it is the caller's code): then a backend
  * listens to it as it is.
  * Undefined for anything else, a Proxy of a signal included. Checked first, and alone for such a
- * signal (the runner passes one on every call): the duck-typed reads of {@link abortedOf} on top
+ * signal (the runner passes one on every call): the duck-typed reads of {@link signalMembers} on top
  * cost a backend call on the memory store a tenth of its instructions.
  */
 function abortedIfIntact(signal: unknown): boolean | undefined {
@@ -337,12 +340,12 @@ function abortedIfIntact(signal: unknown): boolean | undefined {
  * lookalike that cannot be listened to is found out here, before any round trip, not once a driver
  * subscribes as its request goes out, after the write.
  */
-function linkedSignal(signal: AbortSignal): AbortSignal {
+function linkedSignal(signal: AbortSignal, addEventListener: AbortSignal['addEventListener']): AbortSignal {
   let linked = linkedSignals.get(signal)
   if (linked === undefined) {
     const controller = new AbortController()
     try {
-      signal.addEventListener('abort', () => controller.abort(reasonOf(signal)), { once: true })
+      addEventListener.call(signal, 'abort', () => controller.abort(reasonOf(signal)), { once: true })
     } catch (error) {
       throw new InvalidArgumentError('options.signal could not be listened to: its addEventListener threw', {
         cause: error,
@@ -373,23 +376,29 @@ function reasonOf(signal: AbortSignal): unknown {
  * ```
  */
 export function isAbortSignal(value: unknown): value is AbortSignal {
-  return abortedOf(value) !== undefined
+  return signalMembers(value) !== undefined
+}
+
+/** What a call's check reads of a signal that is not an intact AbortSignal of this realm, read once. */
+interface SignalMembers {
+  readonly aborted: boolean
+  readonly addEventListener: AbortSignal['addEventListener']
+  readonly throwIfAborted: AbortSignal['throwIfAborted']
 }
 
 /**
- * Whether `value`, an AbortSignal, has aborted; undefined when it is no signal. Duck-typed, so a
+ * `value`'s members, as an AbortSignal has them; undefined when it is no signal. Duck-typed, so a
  * Proxy of a signal or one from another realm passes; what it cannot answer (a throwing getter,
  * AbortSignal.prototype itself) makes it no signal.
  */
-function abortedOf(value: unknown): boolean | undefined {
+function signalMembers(value: unknown): SignalMembers | undefined {
   if (typeof value !== 'object' || value === null) return undefined
   try {
-    const signal = value as AbortSignal
-    const { aborted } = signal
+    const { aborted, addEventListener, throwIfAborted } = value as AbortSignal
     return typeof aborted === 'boolean' &&
-      typeof signal.addEventListener === 'function' &&
-      typeof signal.throwIfAborted === 'function'
-      ? aborted
+      typeof addEventListener === 'function' &&
+      typeof throwIfAborted === 'function'
+      ? { aborted, addEventListener, throwIfAborted }
       : undefined
   } catch {
     return undefined
@@ -600,7 +609,8 @@ const MAX_DATE_MS = 8.64e15
 /**
  * Builds the frozen record a backend returns from `acquire`. The token and the expiry are checked: a
  * store that answers with a token outside `1n..MAX_FENCING_TOKEN`, or an expiry no `Date` can hold,
- * is corrupt, which is a failure of the store (`RangeError`), not a record to hand out.
+ * is corrupt, which is a failure of the store (`RangeError`), not a record to hand out. The ids are
+ * checked as every call checks them (`InvalidArgumentError`): the validators trust a record made here.
  */
 export function createLeaseRecord(
   workId: string,
@@ -608,6 +618,11 @@ export function createLeaseRecord(
   fencingToken: bigint,
   expiresAtMs: number,
 ): LeaseRecord {
+  // Not only a driver's (with ids it checked): a user rebuilding a record (from LEASE_HELD's holder,
+  // say) gets one every validator trusts, so its ids are checked here. An empty holderId is a revoked
+  // lease's, which no record may match again.
+  validateId('workId', workId)
+  validateId('holderId', holderId)
   if (typeof fencingToken !== 'bigint' || fencingToken < 1n || fencingToken > MAX_FENCING_TOKEN) {
     throw new RangeError(
       `the store returned fencing token ${String(fencingToken)}, outside 1..${MAX_FENCING_TOKEN}`,

@@ -326,9 +326,74 @@ describe('createLeaseRecord', () => {
   test.each([8.64e15, -8.64e15])('takes expiry %s, the edge a Date holds', (ms) => {
     expect(createLeaseRecord('w', 'h', 1n, ms).expiresAt.getTime()).toBe(ms)
   })
+
+  // Found by a review (session 48): the ids went unchecked, and every validator trusts a record made
+  // here, so a user's rebuilt record took bad ids to the store; holderId '' (a revoked lease's) matched
+  // the revoked lease, and its release told the next holder the handoff was clean.
+  test.each([
+    ['', 'h'],
+    ['w', ''],
+    ['x'.repeat(1_000), 'h'],
+    ['a\u0000b', 'h'],
+    ['\uD800', 'h'],
+  ])('refuses ids (case %#) as any call does', (workId, holderId) => {
+    expect(() => createLeaseRecord(workId, holderId, 1n, 0)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
+  })
 })
 
 describe('validateCallOptions', () => {
+  // Found by a review (session 48): a lookalike's throwIfAborted and addEventListener were read to
+  // check their type and again to be called, so a getter decided what was called.
+  test('a lookalike aborted signal: throwIfAborted read once, and the call throws its reason', () => {
+    const reason = new Error('given up')
+    let reads = 0
+    const signal = {
+      aborted: true,
+      reason,
+      addEventListener() {},
+      get throwIfAborted() {
+        reads++
+        return reads === 1
+          ? () => {
+              throw reason
+            }
+          : undefined
+      },
+    }
+    expect(() => validateCallOptions({ signal } as never)).toThrow(reason)
+    expect(reads).toBe(1)
+  })
+
+  test('a lookalike that says it aborted and whose throwIfAborted does not throw is refused', () => {
+    const signal = {
+      aborted: true,
+      reason: new Error('given up'),
+      addEventListener() {},
+      throwIfAborted() {},
+    }
+    expect(() => validateCallOptions({ signal } as never)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    )
+  })
+
+  test('a lookalike live signal: addEventListener read once, and that one called', () => {
+    let reads = 0
+    const subscribed: string[] = []
+    const signal = {
+      aborted: false,
+      throwIfAborted() {},
+      get addEventListener() {
+        reads++
+        const which = reads === 1 ? 'first' : 'later'
+        return () => subscribed.push(which)
+      },
+    }
+    validateCallOptions({ signal } as never)
+    expect({ reads, subscribed }).toEqual({ reads: 1, subscribed: ['first'] })
+  })
+
   test('throws the reason of an aborted signal as is', () => {
     const reason = new Error('stop')
     expect(() => validateCallOptions({ signal: AbortSignal.abort(reason) })).toThrow(reason)
