@@ -507,7 +507,15 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         } catch (error) {
           // An answer that is no lease: not a token already handed out, so not one in a row.
           handedOutInARow = 0
-          if (cancel.aborted) throw cancel.reason
+          if (cancel.aborted) {
+            // The attempt failed on its own, and the abort came before this resumed: nobody abandoned
+            // it, so only this marks its outcome unknown, for the finally to ask about it once more.
+            if (error !== cancel.reason && !isWorkleaseError(error)) {
+              call.unknownSince ??= start
+              call.unresolved = true
+            }
+            throw cancel.reason
+          }
           if (call.found) continue
           if (isLeaseHeldError(error)) {
             call.found = this.#ownLease(call, error, start)
@@ -779,22 +787,31 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * handed out before (live, abandoned or lost): leases are not reentrant.
    */
   #ownLease(call: PendingAcquire, error: LeaseHeldError, start: Instant): FoundLease | undefined {
-    const holder = error.holder
-    if (call.unknownSince === undefined || holder?.holderId !== this.holderId) return undefined
-    const { fencingToken, expiresAt, expiresInMs } = holder
-    if (
-      typeof fencingToken !== 'bigint' ||
-      !Number.isFinite(expiresInMs) ||
-      !(expiresAt instanceof Date) ||
-      Number.isNaN(expiresAt.getTime())
-    ) {
+    if (call.unknownSince === undefined) return undefined
+    // The driver's holder, read once and guarded: here it is often read where nobody awaits (a late
+    // reply), and a getter that throws, or an expiresAt that only claims Date's prototype, would throw
+    // out of that handler as an unhandled rejection. No holder we can read is no lease we can find.
+    let fencingToken: unknown
+    let expiresAtMs: number
+    let expiresInMs: unknown
+    try {
+      const holder = error.holder
+      if (holder?.holderId !== this.holderId) return undefined
+      fencingToken = holder.fencingToken
+      expiresInMs = holder.expiresInMs
+      const { expiresAt } = holder
+      expiresAtMs = expiresAt instanceof Date ? expiresAt.getTime() : Number.NaN
+    } catch {
+      return undefined
+    }
+    if (typeof fencingToken !== 'bigint' || !Number.isFinite(expiresInMs) || Number.isNaN(expiresAtMs)) {
       return undefined
     }
     if (this.#handedOut(call.workId, fencingToken)) return undefined
-    const record = createLeaseRecord(call.workId, this.holderId, fencingToken, expiresAt.getTime())
+    const record = createLeaseRecord(call.workId, this.holderId, fencingToken, expiresAtMs)
     // The store said it expires expiresInMs after its "now", which was no earlier than our send:
     // counting the local deadline as if the acquire had started then errs on the safe side.
-    const shift = Math.min(0, expiresInMs - this.ttlMs)
+    const shift = Math.min(0, (expiresInMs as number) - this.ttlMs)
     const since = {
       mono: start.mono + shift,
       wall: start.wall === undefined ? undefined : start.wall + shift,
@@ -842,13 +859,20 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
         } catch {
           // A reply no lease can be made of frees nothing; the lease, if any, expires.
         }
-        if (found) this.#releaseOrphan(call.workId, found)
-        this.#settled()
+        try {
+          if (found) this.#releaseOrphan(call.workId, found)
+        } finally {
+          this.#settled()
+        }
       },
       (error: unknown) => {
-        const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
-        if (found) this.#releaseOrphan(call.workId, found)
-        this.#settled()
+        try {
+          const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
+          if (found) this.#releaseOrphan(call.workId, found)
+        } finally {
+          // Or close() would wait for this ask until its timeout.
+          this.#settled()
+        }
       },
     )
   }

@@ -1,0 +1,126 @@
+import { MemoryBackend, MemoryStore } from '@worklease/memory'
+import { type Backend, LeaseHeldError, type LeaseRecord } from '@worklease/spec'
+import { describe, expect, test } from 'vitest'
+import { Leaser } from '../src/index.js'
+import { ManualTime } from './manual-time.js'
+import { collectUnhandledRejections, TTL, track } from './setup.js'
+
+/**
+ * Found by a review (session 48): replies an acquire no longer waits for, handled where nobody awaits
+ * them. A malformed LEASE_HELD holder there threw out of the handler: an unhandled rejection, and
+ * close() waited for its timeout. An attempt that failed just before an abort was not asked about
+ * again, and the lease it may have taken stayed held for a ttl.
+ */
+
+const unhandled = collectUnhandledRejections()
+
+/** LEASE_HELD naming us, its expiresAt passing `instanceof Date` but not a Date. */
+const hostileHeld = () =>
+  new LeaseHeldError('held', {
+    holder: {
+      holderId: 'worker-a',
+      fencingToken: 1n,
+      expiresAt: Object.create(Date.prototype) as Date,
+      expiresInMs: 500,
+    },
+  })
+
+function make(time: ManualTime, acquire: Backend['acquire']) {
+  const memory = new MemoryBackend({ store: new MemoryStore(), clock: time.wall })
+  const backend: Backend = {
+    capabilities: memory.capabilities,
+    acquire,
+    renew: (...a) => memory.renew(...a),
+    checkpoint: (...a) => memory.checkpoint(...a),
+    release: (...a) => memory.release(...a),
+    readCheckpoint: (...a) => memory.readCheckpoint(...a),
+  }
+  const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, random: () => 0.5 })
+  return { memory, leaser }
+}
+
+test('an abandoned attempt answered with a malformed holder: no unhandled rejection', async () => {
+  const time = new ManualTime()
+  let n = 0
+  let lateReject!: (e: unknown) => void
+  let memory!: MemoryBackend
+  const { leaser, memory: m } = make(time, (w, h, t) => {
+    n++
+    if (n === 1) return new Promise<LeaseRecord>((_, reject) => (lateReject = reject))
+    return memory.acquire(w, h, t)
+  })
+  memory = m
+  const got = track(leaser.acquire('job'))
+  await time.advance(1_000)
+  expect(got.settled).toBe(true)
+  expect(got.rejected).toBe(false)
+  lateReject(hostileHeld())
+  await time.flush()
+  expect(unhandled).toEqual([])
+})
+
+test('the ask after an unknown outcome answered with a malformed holder: close() settles at once', async () => {
+  const time = new ManualTime()
+  let n = 0
+  const { leaser } = make(time, async () => {
+    n++
+    if (n === 1) throw new Error('connection reset') // unknown outcome
+    if (n === 2) throw new LeaseHeldError('held') // no holder: stays unresolved, acquire throws
+    throw hostileHeld() // settleUnknown's ask
+  })
+  const got = track(leaser.acquire('job'))
+  await time.advance(100)
+  expect(got.rejected).toBe(true)
+  expect(n).toBe(3)
+  const closed = track(leaser.close())
+  await time.advance(10)
+  expect(closed.settled).toBe(true)
+  expect(unhandled).toEqual([])
+})
+
+describe('an attempt that failed just before the abort', () => {
+  test.each([0, 1, 2, 3, 4, 5, 6])(
+    'landed, its reply lost, the caller aborting %i microtasks later: the lease is freed',
+    async (depth) => {
+      const time = new ManualTime()
+      const store = new MemoryStore()
+      const memory = new MemoryBackend({ store, clock: time.wall })
+      const other = new MemoryBackend({ store, clock: time.wall })
+      const controller = new AbortController()
+      let n = 0
+      const backend: Backend = {
+        capabilities: memory.capabilities, // reportsHolder: true
+        acquire: async (w, h, t) => {
+          n++
+          await memory.acquire(w, h, t) // landed...
+          const p = Promise.reject(new Error('connection reset')) // ...reply lost
+          let q: Promise<unknown> = p.catch(() => undefined)
+          for (let i = 0; i < depth; i++) q = q.then(() => undefined)
+          void q.then(() => controller.abort())
+          return p
+        },
+        renew: (...a) => memory.renew(...a),
+        checkpoint: (...a) => memory.checkpoint(...a),
+        release: (...a) => memory.release(...a),
+        readCheckpoint: (...a) => memory.readCheckpoint(...a),
+      }
+      const leaser = new Leaser({
+        backend,
+        ttlMs: TTL,
+        holderId: 'worker-a',
+        timers: time,
+        random: () => 0.5,
+      })
+      const got = track(leaser.acquire('job', { signal: controller.signal }))
+      await time.flush()
+      expect(got.rejected).toBe(true)
+      await time.advance(10)
+      // Either settleUnknown asked again and freed the lease, or it is still ours for a whole ttl.
+      const taken = await other.acquire('job', 'worker-b', TTL).then(
+        () => 'free',
+        (e: { code?: string }) => e.code,
+      )
+      expect({ calls: n, taken }).toEqual({ calls: 2, taken: 'free' })
+    },
+  )
+})
