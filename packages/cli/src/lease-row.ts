@@ -95,6 +95,14 @@ export function unseenShown(text: string): string {
 }
 
 /**
+ * The first line of what a store said, fit for a terminal: a store's message may quote what the store
+ * holds (a malformed document's id), whose escapes a terminal would act on.
+ */
+export function storeMessage(error: unknown): string {
+  return unseenShown(error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error))
+}
+
+/**
  * An id or holder made safe to print, and told apart from every other: a backslash and a single quote
  * escaped, every character above as a visible `\x1b` or `\u202e`, and a space at either end as
  * `\x20`. Inside a shell's `$'...'` what it shows is the id.

@@ -6,7 +6,7 @@ import { showCommand } from './commands/show-command.js'
 import { watchCommand } from './commands/watch-command.js'
 import { ExitCode } from './exit-code.js'
 import { type Io, outputComplete, writeLine } from './io.js'
-import { unseenShown } from './lease-row.js'
+import { storeMessage, unseenShown } from './lease-row.js'
 
 /** The program, with every command; `io` is where it reads and writes. */
 export function createProgram(io: Io): Command {
@@ -61,9 +61,7 @@ function failed(error: unknown, io: Io): number {
     writeLine(io.stderr, `worklease: ${error.message}`)
     return error.exitCode
   }
-  // A store's message may quote what the store holds (a malformed document's id): a terminal would act
-  // on its escapes.
-  const message = unseenShown(error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error))
+  const message = storeMessage(error)
   const code = (error as { code?: unknown } | null)?.code
   if (code === 'INVALID_ARGUMENT') {
     writeLine(io.stderr, `worklease: ${message}`)

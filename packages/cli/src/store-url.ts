@@ -263,10 +263,11 @@ const MASK = '****'
 const SECRET_PARAMETER = /pass|pwd|secret|token|credential|authmechanismproperties/i
 
 /**
- * A value that names a secret inside itself: mysql2 reads every parameter as JSON, so
+ * A value that names a secret inside itself, as a JSON key: mysql2 reads every parameter as JSON, so
  * `ssl={"key":...,"passphrase":...}` carries a private key and its passphrase under a plain name.
+ * Only as a key: a table named `api_keys` is no secret.
  */
-const SECRET_VALUE = /pass|pwd|secret|token|credential|key|pfx/i
+const SECRET_VALUE = /"[^"]*(pass|pwd|secret|token|credential|key|pfx)[^"]*"\s*:/i
 
 const isSecretParameter = (name: string, value: string) =>
   SECRET_PARAMETER.test(name) || SECRET_VALUE.test(value)

@@ -51,10 +51,10 @@ describe('output to a pipe read late (a pager, a busy pipeline) is never cut off
   // by a session that took the wait for a write blocking Node.js; the operator saw nothing happen.
   test('Ctrl-C on a watch whose reader does not read: it says what it waits for, and a second ends it', async () => {
     const watch = spawnCli(['watch', '--json', '--interval', '60000', ...store.args])
+    // Not read from the start: the first read (well past 64 KiB) fills the pipe and stays queued.
+    watch.child.stdout.pause()
     try {
-      // Stop reading at the first bytes: the rest of the first read (well past 64 KiB) stays queued.
-      while (watch.stdout().length === 0) await sleep(20)
-      watch.child.stdout.pause()
+      while (watch.child.stdout.readableLength === 0) await sleep(20)
       await sleep(500)
       watch.child.kill('SIGINT')
       const exitedAt = await Promise.race([
@@ -80,9 +80,9 @@ describe('output to a pipe read late (a pager, a busy pipeline) is never cut off
 
   test('Ctrl-C on a watch read late: every line written before it still reaches the reader', async () => {
     const watch = spawnCli(['watch', '--json', '--interval', '60000', ...store.args])
+    watch.child.stdout.pause()
     try {
-      while (watch.stdout().length === 0) await sleep(20)
-      watch.child.stdout.pause()
+      while (watch.child.stdout.readableLength === 0) await sleep(20)
       await sleep(500)
       watch.child.kill('SIGINT')
       await sleep(500)

@@ -208,6 +208,10 @@ describe('redactStoreUrl and hideSecrets', () => {
     expect(hideSecrets(`the client said: ${url}`, url)).not.toMatch(/S3c/)
   })
 
+  test('a value that only mentions a secret word is shown: a table named api_keys is no secret', () => {
+    expect(redactStoreUrl('postgres://h/db?table=api_keys')).toBe('postgres://h/db?table=api_keys')
+  })
+
   test('a URL that does not parse is masked up to its last "@"', () => {
     expect(redactStoreUrl('postgres://admin:S3c/ret@PW@db host/test')).toBe(
       'postgres://admin:****@db host/test',

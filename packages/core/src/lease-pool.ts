@@ -715,7 +715,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         await this.#leaveIfStalled()
         return 'later'
       }
-      if (taken > 0) this.#takesFailing = false
+      // Takes tried and none failed in the store (taken, or refused as held) show it can take again.
+      if (taken > 0 || (toTake > 0 && free.length > 0 && failed === 0)) this.#takesFailing = false
       // Short: below an even share, or missed takes while below its ceiling. A member at its ceiling
       // never hurries: its next look could make it a donor on a view that is only in flux.
       const { lower, upper, free: freeInView, shortfall } = evenShare(view)

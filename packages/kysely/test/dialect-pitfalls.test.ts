@@ -411,8 +411,11 @@ for (const target of familyTargets('mysql'))
       try {
         await ensureDaylightSavingZone(db)
         await sql`SET time_zone = ${DST_ZONE}`.execute(db)
-        // Half a year away is on the other side of one of the zone's changes (April and October).
-        const stale = Math.floor(Date.now() / 1000) - 182 * 86_400
+        // In the zone's other season: mid-January while it is summer there (April to September, UTC),
+        // mid-July otherwise.
+        const today = new Date()
+        const summer = today.getUTCMonth() >= 3 && today.getUTCMonth() <= 8
+        const stale = Date.UTC(today.getUTCFullYear(), summer ? 0 : 6, 15) / 1000
         await sql`SET timestamp = ${stale}`.execute(db)
         const { rows: offsets } = await sql<{ now: number; real: number }>`SELECT
   TIMESTAMPDIFF(SECOND, UTC_TIMESTAMP(), NOW()) AS now,

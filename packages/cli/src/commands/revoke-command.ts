@@ -1,14 +1,15 @@
 import { createInterface } from 'node:readline/promises'
-import { type Backend, isWorkleaseError, type LeaseListing, type RevokeOptions } from '@worklease/spec'
+import type { Backend, LeaseListing, RevokeOptions } from '@worklease/spec'
 import { Command } from 'commander'
 import { UNKNOWN_OUTCOME } from '../bounded-store-calls.js'
 import { CliError } from '../cli-error.js'
+import { isConnectionFailure } from '../connection-failure.js'
 import { ExitCode } from '../exit-code.js'
 import { findLease } from '../find-lease.js'
 import { idArgument } from '../id-argument.js'
 import { type Interrupted, whileInterruptible } from '../interrupt.js'
 import { type Io, writeLine } from '../io.js'
-import { jsonLine, quoted, statusOf, unseenShown } from '../lease-row.js'
+import { jsonLine, quoted, statusOf, storeMessage } from '../lease-row.js'
 import { addStoreOptions, type StoreOptions, withStore } from '../store-options.js'
 
 interface RevokeCommandOptions extends StoreOptions {
@@ -102,17 +103,14 @@ function sendRevoke(
           { cause: error },
         )
       }
-      // Worded already (the 10 s bound), or refused before any store call.
-      if (error instanceof CliError || isWorkleaseError(error)) throw error
-      // A store failure once the revoke may be out (a connection lost before the reply): "the store
-      // failed" alone reads as nothing decided, and the revoke may have landed.
-      const message = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error)
+      // A connection lost once the revoke may be out (before its reply): "the store failed" alone
+      // reads as nothing decided, and the revoke may have landed. Other failures (a permission, a
+      // lock wait given up) are the store refusing it, said as such.
+      if (!isConnectionFailure(error)) throw error
       throw new CliError(
-        `the store failed: ${unseenShown(message)}: ${UNKNOWN_OUTCOME}`,
+        `the store failed: ${storeMessage(error)}: ${UNKNOWN_OUTCOME}`,
         ExitCode.STORE_FAILED,
-        {
-          cause: error,
-        },
+        { cause: error },
       )
     }
   })

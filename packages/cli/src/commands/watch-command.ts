@@ -5,7 +5,7 @@ import { isConnectionFailure } from '../connection-failure.js'
 import { idArgument } from '../id-argument.js'
 import { whileInterruptible } from '../interrupt.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
-import { jsonLine, type LeaseRow, quoted, toRow, unseenShown } from '../lease-row.js'
+import { jsonLine, type LeaseRow, quoted, storeMessage, toRow } from '../lease-row.js'
 import { LONGEST_TIMER_MS, positiveInteger } from '../parse-number.js'
 import { pages } from '../read-leases.js'
 import { renderTable } from '../render-table.js'
@@ -97,9 +97,7 @@ export function watchCommand(io: Io): Command {
               if (reads === 0 || options.count !== undefined || !isConnectionFailure(error)) throw error
               if (!inOutage) {
                 inOutage = true
-                const reason = unseenShown(
-                  error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error),
-                )
+                const reason = storeMessage(error)
                 writeLine(io.stderr, `worklease: lost the store (${reason}); reading again until it answers`)
               }
               await sleep(retryMs, undefined, { signal: interrupted }).catch(() => undefined)
