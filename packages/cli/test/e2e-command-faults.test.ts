@@ -234,6 +234,9 @@ describe.skipIf(!ON_TMUX)('worklease revoke and watch on a terminal (tmux)', () 
     return { until, keys }
   }
 
+  const jsonLineOf = (screen: string) =>
+    JSON.parse(screen.split('\n').find((line) => line.startsWith('{')) ?? 'null')
+
   const stillHeld = (record: LeaseRecord) =>
     store.backend.renew(record, TTL).then(
       () => 'renewed',
@@ -247,8 +250,7 @@ describe.skipIf(!ON_TMUX)('worklease revoke and watch on a terminal (tmux)', () 
     await pane.keys('y', 'Enter')
     const screen = await pane.until(/EXIT=\d+/)
     expect(screen).toMatch(/EXIT=0/)
-    const json = screen.split('\n').find((line) => line.startsWith('{'))
-    expect(JSON.parse(json ?? 'null')).toEqual({
+    expect(jsonLineOf(screen)).toEqual({
       workId: 'answered',
       revoked: true,
       previous: { holderId: 'worker-a', fencingToken: '1' },
@@ -258,7 +260,7 @@ describe.skipIf(!ON_TMUX)('worklease revoke and watch on a terminal (tmux)', () 
 
   test('a lease that changed hands while the question was asked is not revoked (exit 5)', async () => {
     const first = await store.backend.acquire('swap', 'worker-a', TTL)
-    const pane = await revokeInPane('swap', ['swap'])
+    const pane = await revokeInPane('swap', ['swap', '--json'])
     expect(await pane.until(/\[y\/N\]/)).toMatch(/held by "worker-a" \(token 1\)/)
     // While the operator reads the question, worker-a finishes cleanly and worker-b takes over.
     await store.backend.release(first)
@@ -269,7 +271,28 @@ describe.skipIf(!ON_TMUX)('worklease revoke and watch on a terminal (tmux)', () 
     expect(screen).toMatch(
       /not revoked: .*now held by "worker-b" \(token 2\), not held by "worker-a" \(token 1\)/,
     )
+    // Found by a review: --json printed nothing on a declined revoke.
+    expect(jsonLineOf(screen)).toEqual({
+      workId: 'swap',
+      revoked: false,
+      previous: { holderId: 'worker-b', fencingToken: '2' },
+    })
     expect(await stillHeld(second)).toBe('renewed')
+  })
+
+  test('"n" with --json prints its object too, revoked false (exit 5)', async () => {
+    const held = await store.backend.acquire('refused-json', 'worker-a', TTL)
+    const pane = await revokeInPane('refused_json', ['refused-json', '--json'])
+    await pane.until(/\[y\/N\]/)
+    await pane.keys('n', 'Enter')
+    const screen = await pane.until(/EXIT=\d+/)
+    expect(screen).toMatch(/EXIT=5/)
+    expect(jsonLineOf(screen)).toEqual({
+      workId: 'refused-json',
+      revoked: false,
+      previous: { holderId: 'worker-a', fencingToken: '1' },
+    })
+    expect(await stillHeld(held)).toBe('renewed')
   })
 
   test.each([

@@ -130,16 +130,26 @@ export function revokeCommand(io: Io): Command {
       await withStore(options, io, async ({ backend, where }) => {
         const revoke = revokeOf(backend)
         let { lease } = await findLease(backend, workId)
+        // With --json every outcome prints its object, a declined one too: a script reads stdout.
+        const printJson = (revoked: boolean) => {
+          if (!options.json) return
+          const previous = lease
+            ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }
+            : null
+          writeLine(io.stdout, jsonLine({ workId, revoked, previous }))
+        }
         if (!options.yes) {
           const asked = lease
           const holder = asked && statusOf(asked) === 'held' ? ` ${describeLease(asked)}` : ''
           if (!(await confirm(io, `Revoke the lease on ${quoted(workId)}${holder} in ${where}?`))) {
+            printJson(false)
             throw new CliError('not revoked', ExitCode.DECLINED)
           }
           // The answer can come minutes later, when another holder may have the lease: the "y"
           // covers only the holder and token the question named.
           ;({ lease } = await findLease(backend, workId))
           if (!sameTenure(asked, lease)) {
+            printJson(false)
             throw new CliError(
               `not revoked: ${quoted(workId)} changed while the question was asked: it is now ` +
                 `${describeLease(lease)}, not ${describeLease(asked)}`,
@@ -152,12 +162,8 @@ export function revokeCommand(io: Io): Command {
         // was not held has no tenure to end: nothing is sent, whoever may have taken it since.
         const tenure = lease && statusOf(lease) === 'held' ? lease : undefined
         const revoked = tenure ? await sendRevoke(io, revoke, workId, tenure.fencingToken) : false
-        if (options.json) {
-          const previous = lease
-            ? { holderId: lease.holderId, fencingToken: String(lease.fencingToken) }
-            : null
-          writeLine(io.stdout, jsonLine({ workId, revoked, previous }))
-        } else if (revoked) {
+        printJson(revoked)
+        if (revoked && !options.json) {
           writeLine(io.stdout, `revoked ${quoted(workId)}; the next holder gets an unclean handoff`)
         }
         if (!revoked && tenure) {
