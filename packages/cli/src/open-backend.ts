@@ -183,8 +183,28 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       ])
       const tableName = chosenTable(target.table, table)
       if (!tableName) throw new CliError('DynamoDB needs a table: ?table=... or --table', ExitCode.USAGE)
-      // A local endpoint checks that requests are signed, not by whom; AWS uses the environment's keys.
-      const local = target.endpoint !== undefined && !process.env.AWS_ACCESS_KEY_ID
+      // What a client made with no options finds: the environment's and the profile's region and
+      // keys, or a role's. Overriding them (a region of us-east-1, placeholder keys whenever an
+      // endpoint was given) sent a profile's commands to another region's same-named table.
+      const sdkDefaults = new DynamoDBClient({})
+      const region =
+        target.region ??
+        (await sdkDefaults.config.region().catch(() => undefined)) ??
+        (target.endpoint ? 'us-east-1' : undefined)
+      if (!region) {
+        sdkDefaults.destroy()
+        throw new CliError(
+          'no AWS region: give ?region= in the store URL, or set AWS_REGION or a profile with a region',
+          ExitCode.USAGE,
+        )
+      }
+      // An endpoint of one's own (DynamoDB Local, say) checks that requests are signed, not by whom:
+      // with no keys to be found, placeholders sign them. AWS itself gets the SDK's lookup alone.
+      const withPlaceholderKeys = () =>
+        sdkDefaults.config.credentials().catch((error: unknown) => {
+          if ((error as Error).name !== 'CredentialsProviderError') throw error
+          return { accessKeyId: 'worklease', secretAccessKey: 'worklease' }
+        })
       const dynamo = new DynamoDBClient({
         ...(target.endpoint ? { endpoint: target.endpoint } : {}),
         // Without these the SDK waits forever for an endpoint that accepts and never answers. Each
@@ -194,8 +214,8 @@ export async function openBackend(target: StoreTarget, table: string | undefined
           requestTimeout: CONNECT_TIMEOUT_MS,
           throwOnRequestTimeout: true,
         },
-        region: target.region ?? process.env.AWS_REGION ?? 'us-east-1',
-        ...(local ? { credentials: { accessKeyId: 'worklease', secretAccessKey: 'worklease' } } : {}),
+        region,
+        ...(target.endpoint ? { credentials: withPlaceholderKeys } : {}),
       })
       const label = `dynamodb ${target.endpoint ?? 'AWS'} table ${tableName}`
       return {
@@ -207,7 +227,10 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         label,
         // The label names the table already.
         where: label,
-        close: async () => dynamo.destroy(),
+        close: async () => {
+          dynamo.destroy()
+          sdkDefaults.destroy()
+        },
       }
     }
   }

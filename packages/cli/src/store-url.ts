@@ -241,6 +241,19 @@ function dynamo(url: URL): StoreTarget {
   const listIndex = takeParam(url.searchParams, 'listIndex')
   const tls = takeParam(url.searchParams, 'tls')
   refuseRest(url.searchParams, 'a DynamoDB URL (region, table, listIndex, tls)')
+  // Each of these was dropped from the endpoint without a word: `http://h:80?tls=1` became
+  // `https://h` (port 443), since a URL keeps no default port to carry over.
+  if (tls !== undefined && url.protocol !== 'dynamodb:') {
+    throw usage(`?tls= is for a dynamodb:// URL: an ${url.protocol}// endpoint says it in its scheme`)
+  }
+  if (url.username || url.password) {
+    throw usage(
+      'a DynamoDB endpoint takes no user or password: the SDK reads credentials from the environment',
+    )
+  }
+  if (url.pathname !== '' && url.pathname !== '/') {
+    throw usage(`a DynamoDB endpoint takes no path, not ${JSON.stringify(url.pathname)}`)
+  }
   const https = url.protocol === 'https:' || (tls !== undefined && flag('tls', tls))
   // dynamodb:// with no host means the SDK's own endpoint for the region (AWS itself).
   const endpoint = url.host ? `${https ? 'https' : 'http'}://${url.host}` : undefined

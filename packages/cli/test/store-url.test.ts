@@ -150,6 +150,27 @@ describe('parseStoreUrl', () => {
     })
   })
 
+  // Found by a review: each was dropped from the endpoint without a word.
+  test.each([
+    ['http://ddb.internal:80?tls=1', /\?tls= is for a dynamodb:\/\/ URL/],
+    ['https://ddb.internal?tls=0', /\?tls= is for a dynamodb:\/\/ URL/],
+    ['http://gateway.internal:8080/ddb', /takes no path, not "\/ddb"/],
+    ['http://key:S3cretPW@ddb.internal:8000', /takes no user or password/],
+  ])('DYNAMODB_ENDPOINT=%s is a usage error, not an endpoint with a part dropped', (endpoint, message) => {
+    const read = () => parseStoreUrl('dynamodb', { DYNAMODB_ENDPOINT: endpoint })
+    expect(read).toThrow(expect.objectContaining({ exitCode: ExitCode.USAGE }))
+    expect(read).toThrow(message)
+    expect(read).not.toThrow(/S3cretPW/)
+  })
+
+  test('a dynamodb:// URL keeps the port it names, with tls=1 too', () => {
+    expect(parseStoreUrl('dynamodb://ddb.internal:80?tls=1&table=t', {})).toEqual({
+      kind: 'dynamodb',
+      endpoint: 'https://ddb.internal:80',
+      table: 't',
+    })
+  })
+
   test.each([
     ['postgres://admin:S3cretPW@127.0.0.1:99999/test', {}],
     ['postgres', { POSTGRES_URL: 'postgres://admin:S3cretPW@db host/test' }],
