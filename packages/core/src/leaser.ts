@@ -816,6 +816,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       mono: start.mono + shift,
       wall: start.wall === undefined ? undefined : start.wall + shift,
     }
+    // Ours, but with no usable ttl left: handed out, it would be lost at once (as in #lateFind), and
+    // `acquire` would resolve with a dead lease. Let go of it, and wait it out as anyone's lease.
+    const { timers, ttlMs, safetyMarginMs } = this.#ctx
+    if (new LocalDeadline(timers, ttlMs - safetyMarginMs, since).remaining() <= 0) {
+      this.#releaseOrphan(call.workId, { record })
+      return undefined
+    }
     return { record, start: since, confirm: true }
   }
 

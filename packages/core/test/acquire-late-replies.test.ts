@@ -124,3 +124,77 @@ describe('an attempt that failed just before the abort', () => {
     },
   )
 })
+
+/**
+ * Found by a review (session 49): after an unknown outcome, LEASE_HELD naming us with no usable ttl
+ * left was adopted, and `acquire` resolved with a lease already lost (held false, lossError deadline).
+ */
+describe('our own lease found with no usable ttl left is waited out, not handed out', () => {
+  test('LEASE_HELD naming us, expiring now: the acquire takes the lease anew', async () => {
+    const time = new ManualTime()
+    let n = 0
+    let memory!: MemoryBackend
+    const made = make(time, async (w, h, t) => {
+      n++
+      if (n === 1) {
+        await memory.acquire(w, h, 1) // landed, and its reply lost
+        throw new Error('connection reset')
+      }
+      if (n === 2) {
+        // The driver read the holder after its refused write, as the lease expired: 0 ms left.
+        throw new LeaseHeldError('held', {
+          holder: {
+            holderId: 'worker-a',
+            fencingToken: 1n,
+            expiresAt: new Date(time.wall.now()),
+            expiresInMs: 0,
+          },
+        })
+      }
+      return memory.acquire(w, h, t)
+    })
+    memory = made.memory
+    const lost: string[] = []
+    made.leaser.on('lost', (event) => lost.push(event.reason))
+    const got = track(made.leaser.acquire('job', { wait: true }))
+    await time.advance(200)
+    expect(got.settled).toBe(true)
+    expect(got.value?.held).toBe(true)
+    expect(got.value?.fencingToken).toBe(2n)
+    expect(lost).toEqual([])
+  })
+
+  test('an attempt that landed but hung past the call timeout: the retry does not adopt its dying lease', async () => {
+    const time = new ManualTime()
+    const memory = new MemoryBackend({ store: new MemoryStore(), clock: time.wall })
+    let n = 0
+    const backend: Backend = {
+      capabilities: memory.capabilities,
+      acquire: async (w, h, t) => {
+        n++
+        if (n === 1) {
+          await memory.acquire(w, h, t)
+          return new Promise<LeaseRecord>(() => {}) // its reply never comes
+        }
+        return memory.acquire(w, h, t)
+      },
+      renew: (...a) => memory.renew(...a),
+      checkpoint: (...a) => memory.checkpoint(...a),
+      release: (...a) => memory.release(...a),
+      readCheckpoint: (...a) => memory.readCheckpoint(...a),
+    }
+    const leaser = new Leaser({
+      backend,
+      ttlMs: TTL,
+      holderId: 'worker-a',
+      timers: time,
+      random: () => 0.5,
+      callTimeoutMs: TTL - 50,
+    })
+    const got = track(leaser.acquire('job', { wait: true }))
+    await time.advance(TTL + 100)
+    expect(got.settled).toBe(true)
+    expect(got.value?.held).toBe(true)
+    expect(got.value?.lossError).toBeUndefined()
+  })
+})
