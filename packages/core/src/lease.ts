@@ -159,6 +159,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   #lastTransient: unknown
   /** Checkpoints, reads and the release, one at a time. Renewals run beside it, never behind it. */
   #queue: Promise<unknown> = SETTLED
+  /** Ops in {@link #queue} not yet settled: with none, an op enqueued now runs a microtask later. */
+  #queued = 0
   /** A renew on its own (no schedule), or a batched renewal's backoff before it asks again. */
   #renewing: Promise<void> | undefined
   #renewTimer: unknown
@@ -344,6 +346,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   release(): Promise<void> {
     if (this.#releasing) return this.#releasing
     const reason = typeof this.#end === 'object' && this.#end.reason === 'closed' ? 'closed' : 'released'
+    // A pause may have carried the lease past its deadline before this call: that loss comes first,
+    // or the signal would say "released" while lossError says "deadline". With nothing queued, the
+    // release's own check and start a microtask later share this reading.
+    const asked = this.#end === undefined ? instant(this.#ctx.timers) : undefined
+    if (asked !== undefined) this.#live(asked)
+    const now = this.#queued === 0 ? asked : undefined
     this.#endLocally('released')
     // Keeps the process alive (#enqueue): the runner's timers are unref'd, so a process with nothing
     // else to do would exit in the middle of `await lease.release()` and leave the lease to expire.
@@ -355,7 +363,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
       this.#unschedule()
       // Not an async function: most releases wait for no renewal, and one would cost them a promise.
       const renewal = this.#renewalInFlight()
-      return renewal ? renewal.then(() => this.#releaseOp(reason)) : this.#releaseOp(reason)
+      return renewal ? renewal.then(() => this.#releaseOp(reason)) : this.#releaseOp(reason, now)
     })
     return this.#releasing
   }
@@ -363,8 +371,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   /**
    * Stops renewing without releasing: the lease expires on its own and the successor sees
    * `cleanHandoff: false`. Use it when the work failed in a way the successor should know about.
+   * A lease already past its local deadline (a pause) is reported lost (`lossError`, the `lost`
+   * event), not abandoned.
    */
   abandon(): void {
+    // Lost already (a pause past the deadline), it is reported as lost, not as abandoned.
+    if (this.#end === undefined) this.#live()
     if (this.#halted) return
     this.#requestRelease()
     this.#endLocally('abandoned')
@@ -459,7 +471,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
 
   /** @internal */
   [closeLease](): void {
-    if (this.#end !== undefined) return
+    // Lost already (a pause past the deadline), it stays lost for that reason, not for the close.
+    if (this.#end !== undefined || !this.#live()) return
     const error = this.#endError('closed')
     this.#loss = error
     this.#endLocally(error)
@@ -634,7 +647,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * renewals (a held lease alone never keeps a finished process up).
    */
   #enqueue<T>(op: () => Promise<T>): Promise<T> {
-    const letGo = keepProcessAlive()
+    const keptAlive = keepProcessAlive()
+    this.#queued++
+    const letGo = () => {
+      this.#queued--
+      keptAlive()
+    }
     // Let go from a reaction on the op's own promise, not on the one the caller holds: a handler
     // there would make a checkpoint nobody awaits fail without an unhandled rejection. (An async
     // wrapper letting go in its `finally` cost two promises more.)
@@ -860,8 +878,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * The release's first attempt; a failed one goes on in {@link #releaseRetries}. Not an async
    * function: nearly every release lands at once, and one would cost it two promises more.
    */
-  #releaseOp(reason: 'released' | 'closed'): Promise<void> {
-    const now = instant(this.#ctx.timers)
+  #releaseOp(reason: 'released' | 'closed', asked?: Instant): Promise<void> {
+    const now = asked ?? instant(this.#ctx.timers)
     if (!this.#live(now)) return SETTLED
     let sent: Promise<void>
     try {

@@ -115,3 +115,50 @@ describe('a signal made lazily says how the lease ended, whenever it is first re
     expect((got as DOMException).name).toBe('AbortError')
   })
 })
+
+/**
+ * Found by a review (session 49): ending a lease that a pause had already carried past its deadline
+ * skipped the deadline. release() aborted the signal with LEASE_ENDED though lossError said
+ * "deadline"; abandon() reported no loss at all; close() said "closed" while the lost event said
+ * "deadline".
+ */
+describe('a lease lost in a pause, then ended, is reported lost for the deadline', () => {
+  async function pausedPastDeadline() {
+    const { time, leaser } = setup()
+    const lost: string[] = []
+    const released: string[] = []
+    leaser.on('lost', (event) => lost.push(event.reason))
+    leaser.on('released', (event) => released.push(event.reason))
+    const lease = await leaser.acquire('job')
+    const signal = lease.signal // kept by the work, read before the pause
+    time.jump(2_000) // nothing ran meanwhile
+    return { time, leaser, lease, signal, lost, released }
+  }
+
+  test('release()', async () => {
+    const { lease, signal, lost } = await pausedPastDeadline()
+    await lease.release()
+    expect(isWorkleaseError(signal.reason, ErrorCode.LEASE_LOST)).toBe(true)
+    expect(signal.reason).toBe(lease.lossError)
+    expect(lease.lossError?.reason).toBe('deadline')
+    expect(lost).toEqual(['deadline'])
+  })
+
+  test('abandon()', async () => {
+    const { time, lease, signal, lost, released } = await pausedPastDeadline()
+    lease.abandon()
+    await time.advance(0)
+    expect(signal.reason).toBe(lease.lossError)
+    expect(lease.lossError?.reason).toBe('deadline')
+    expect(lost).toEqual(['deadline'])
+    expect(released).toEqual([])
+  })
+
+  test('leaser.close()', async () => {
+    const { leaser, lease, signal, lost } = await pausedPastDeadline()
+    await leaser.close()
+    expect(signal.reason).toBe(lease.lossError)
+    expect(lease.lossError?.reason).toBe('deadline')
+    expect(lost).toEqual(['deadline'])
+  })
+})
