@@ -1350,6 +1350,34 @@ const broken: Record<string, BrokenBackendClass> = {
       return outcomes.map((outcome, i): RenewOutcome => (expired[i] ? 'expired' : outcome))
     }
   },
+  // Found by a review (session 49): the maxRecords case held only its first record, so a batch cut
+  // short (a chunk of the statement lost) read as refusals of forged records.
+  'renewMany sending only its first 256 records, the rest reported fenced': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const sent = 256
+      const head = await super.renewMany(args.records.slice(0, sent), args.ttlMs, options)
+      return [...head, ...args.records.slice(sent).map((): RenewOutcome => 'fenced')]
+    }
+  },
+  // Found by a review (session 49): no case let a free lease sit long, so a row swept a day after it
+  // went free (a TTL index on expiresAt) passed, its tokens starting again at 1.
+  'a row swept once free for a day (a TTL index on expiresAt)': class extends ForwardingBackend {
+    constructor(store: MemoryStore, clock: Clock) {
+      const sweep = (now: number) => {
+        for (const [workId, lease] of store.leases) {
+          // Rows the harness seeds (expiresAt 0, written a moment ago) have met no sweep yet.
+          if (lease.expiresAtMs !== 0 && lease.expiresAtMs < now - 86_400_000) store.leases.delete(workId)
+        }
+      }
+      const now = () => {
+        const t = clock.now()
+        if (Number.isFinite(t)) sweep(t)
+        return t
+      }
+      super(new MemoryBackend({ store, clock: { now } }))
+    }
+  },
   // Found by a review (session 40): the memory backend itself did this until then.
   "LEASE_HELD naming holder '' for a revoked lease": class extends Flawed {
     override acquire(w: string, h: string, t: number, o?: CallOptions) {
@@ -1503,6 +1531,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'readCheckpoint answering a pooled Buffer': 'state',
   "acquireWithCheckpoint's LEASE_HELD token through a double": 'acquireWithCheckpoint',
   'renewMany reporting a record expired when its successor expired': 'renewMany',
+  'renewMany sending only its first 256 records, the rest reported fenced': 'renewMany',
+  'a row swept once free for a day (a TTL index on expiresAt)': 'tokens',
   'list with no checkpointBytes for a released lease': 'list',
   "LEASE_HELD naming holder '' for a revoked lease": 'skew',
   'checkpoint reading options.sequence again for the write': 'checkpoint',

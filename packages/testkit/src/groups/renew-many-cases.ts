@@ -363,12 +363,20 @@ export const renewManyCases: CaseDefinition[] = [
         Number.isSafeInteger(maxRecords) && maxRecords >= 1,
         `capabilities.renewMany.maxRecords must be a positive integer, got ${show(maxRecords)}`,
       )
-      const held = await c.backend.acquire(c.workId('full'), 'holder-a', LONG_TTL_MS)
-      // Forged records of workIds nobody holds fill the batch: one acquire instead of maxRecords.
-      const records = [held]
-      for (let i = 1; i < Math.min(maxRecords, 5_000); i++)
-        records.push(forge(held, { workId: `${held.workId}/${i}` }))
-      const expected = records.map((_, i): RenewOutcome => (i === 0 ? 'renewed' : 'fenced'))
+      const size = Math.min(maxRecords, 5_000)
+      // Held records first, in the middle and last: a driver that sent only part of the batch (a
+      // chunk lost) reports the rest refused, which forged records alone would not show.
+      const heldAt = new Set([0, Math.floor(size / 2), size - 1])
+      const held = new Map<number, LeaseRecord>()
+      for (const index of heldAt)
+        held.set(index, await c.backend.acquire(c.workId(`full-${index}`), 'holder-a', LONG_TTL_MS))
+      // Forged records of workIds nobody holds fill the rest: a few acquires instead of maxRecords.
+      const first = held.get(0)!
+      const records = Array.from(
+        { length: size },
+        (_, i) => held.get(i) ?? forge(first, { workId: `${first.workId}/${i}` }),
+      )
+      const expected = records.map((_, i): RenewOutcome => (heldAt.has(i) ? 'renewed' : 'fenced'))
       await checkOutcomes(c, records, LONG_TTL_MS, expected, `${records.length} records`)
     },
   },

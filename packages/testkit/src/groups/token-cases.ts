@@ -9,6 +9,11 @@ const CYCLES = 200
 const needsSeed = (_caps: unknown, { seedsTokens }: SupportContext) =>
   seedsTokens ? undefined : 'the harness cannot seed a token (no seedToken())'
 
+const YEAR_MS = 365 * 24 * 3_600_000
+
+const needsManualClock = (caps: { clock: string }) =>
+  caps.clock === 'server' ? 'a year can pass only on a client clock the suite moves' : undefined
+
 export const tokenCases: CaseDefinition[] = [
   {
     name: `tokens go up by one over ${CYCLES} acquire/release cycles`,
@@ -36,6 +41,31 @@ export const tokenCases: CaseDefinition[] = [
         await c.backend.checkpoint(record, bytes(`round ${i}`), SHORT_TTL_MS)
         if (i % 2 === 0) await c.backend.release(record)
         else await c.expire()
+      }
+    },
+  },
+  {
+    // A row swept once long expired (a TTL index on expiresAt, a TTL attribute, a cleanup job)
+    // starts its tokens again at 1, beside a stale holder's, and loses its state and handoff.
+    name: 'a lease free for a year keeps its next token, its state and its handoff',
+    unsupported: needsManualClock,
+    async run(c) {
+      const ended = [
+        { workId: c.workId('released'), state: 'released state', cleanHandoff: true },
+        { workId: c.workId('expired'), state: 'expired state', cleanHandoff: false },
+      ]
+      for (const { workId, state, cleanHandoff } of ended) {
+        const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+        await c.backend.checkpoint(record, bytes(state), SHORT_TTL_MS)
+        if (cleanHandoff) await c.backend.release(record)
+      }
+      await c.elapse(YEAR_MS)
+      for (const { workId, state, cleanHandoff } of ended) {
+        const next = await c.backend.acquire(workId, 'holder-b', SHORT_TTL_MS)
+        checkEqual(next.fencingToken, 2n, `token of ${workId} a year later`)
+        const read = await c.backend.readCheckpoint(next)
+        checkBytes(read.state, bytes(state), `state of ${workId} a year later`)
+        checkEqual(read.cleanHandoff, cleanHandoff, `cleanHandoff of ${workId} a year later`)
       }
     },
   },
