@@ -16,6 +16,8 @@ export type CheckName =
   | 'early-takeover'
   | 'held-when-free'
   | 'named-wrong-lease'
+  // An answer the operation never gives: acquire refused FENCED or LEASE_EXPIRED, a record op LEASE_HELD.
+  | 'wrong-refusal'
   | 'renewed-after-expiry'
   | 'expired-while-live'
   // The contract's max rule and checkpoint order (issue 14): renew and checkpoint never move the expiry
@@ -256,6 +258,20 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
 
   const acquiresOk = ops.filter(isAcquireOk)
   const acquiresInfo = ops.filter(isAcquireInfo)
+
+  // 0. Refusals only where the contract has them: acquire's is LEASE_HELD, the record ops' FENCED
+  //    (and renew's LEASE_EXPIRED, check 12a). A failed acquire carries no token, so no check by token
+  //    sees one answered FENCED (a driver's failed take reported as fencing, say).
+  for (const x of ops) {
+    if (x.outcome !== 'fail') continue
+    if (x.op === 'acquire' ? x.code !== 'LEASE_HELD' : x.code === 'LEASE_HELD') {
+      add(
+        'wrong-refusal',
+        `${x.op} answered ${x.code}, which ${x.op === 'acquire' ? 'acquire never answers' : 'only acquire answers'}`,
+        [x],
+      )
+    }
+  }
 
   // 1. Every ok acquire got its own token. A record op the store acknowledged proves an acquire of its
   //    token by its holder (stores match both), acknowledged or not: a second holder of a token is a
@@ -1142,6 +1158,7 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   // Known tokens by the earliest moment each may have been taken, with the running maximum token, to
   // find the last possible holder.
   const byTaken = known.map((t) => ({ t, from: takenFrom(t) })).sort((x, y) => x.from - y.from)
+  const laterByRefusal: { floor: bigint; refusal: Op; ops: Op[] }[] = []
   const prefixMax: bigint[] = []
   for (const { t } of byTaken) {
     const m = prefixMax[prefixMax.length - 1]
@@ -1149,11 +1166,11 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   }
   for (const a of ops) {
     if (a.op !== 'acquire' || a.outcome !== 'fail' || a.code !== 'LEASE_HELD') continue
-    if (mayBeHidden(a.invoke, a.complete)) continue
+    const hiddenMay = mayBeHidden(a.invoke, a.complete)
     const lo = partitionPoint(byTaken.length, (index) => byTaken[index]!.from < a.complete)
     const last = lo > 0 ? prefixMax[lo - 1] : undefined
     if (last === undefined) {
-      add('held-when-free', 'LEASE_HELD for a workId nobody had acquired', [a])
+      if (!hiddenMay) add('held-when-free', 'LEASE_HELD for a workId nobody had acquired', [a])
       continue
     }
     // The tokens that may have held it: the last one, and the ones before it that were not certainly
@@ -1205,7 +1222,43 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       why = undefined
       break
     }
-    if (why) add('held-when-free', `LEASE_HELD though ${why.message}`, [...why.ops, a])
+    if (!why) continue
+    if (!hiddenMay) {
+      add('held-when-free', `LEASE_HELD though ${why.message}`, [...why.ops, a])
+      continue
+    }
+    // Only a hidden lease explains the refusal: a lost acquire had landed by its end, with a token
+    // above the floor of every window it may sit in (check 10b).
+    let floor: bigint | undefined
+    for (const w of hidden) {
+      if (w.from < a.complete && w.to > a.invoke && (floor === undefined || w.above < floor)) floor = w.above
+    }
+    // One that names its token says more: it is pushed below.
+    if (floor !== undefined && floor > 0n && !a.heldBy)
+      laterByRefusal.push({ floor, refusal: a, ops: why.ops })
+  }
+  for (const r of ops) {
+    if (r.op === 'acquire' && r.outcome === 'fail' && r.heldBy && r.heldBy.token > 1n)
+      laterByRefusal.push({ floor: r.heldBy.token - 1n, refusal: r, ops: [] })
+  }
+
+  // 10b. A LEASE_HELD that names a token (or that only a hidden lease explains) proves a later token
+  //      than the ones below it existed by its end: their records are never valid after it.
+  for (const { floor, refusal, ops: why } of laterByRefusal) {
+    for (const t of tokens) {
+      if (t > floor) break
+      for (const x of opsByToken.get(t)!) {
+        if (!provesValid(x) || !(x.invoke > refusal.complete)) continue
+        const how = refusal.heldBy
+          ? `named token ${refusal.heldBy.token}`
+          : 'only a later token, taken by an acquire whose reply was lost, can explain'
+        add('valid-after-end', `${x.op} with token ${t} succeeded after a LEASE_HELD that ${how}`, [
+          ...why,
+          refusal,
+          x,
+        ])
+      }
+    }
   }
 
   // 11. The lease a LEASE_HELD names (drivers that report the holder) can have been the one in the

@@ -315,6 +315,7 @@ describe('checker', () => {
       'expired-while-live',
       'expiry-moved-back',
       'checkpoint-rollback',
+      'wrong-refusal',
     ]
     const covered = [...bad.map(([name]) => name), ...blindSpots.map(([, name]) => name)]
     expect([...new Set(covered)].sort()).toEqual([...all].sort())
@@ -326,6 +327,29 @@ describe('checker', () => {
   // an unknown outcome: that acquire (X below, never answered) could only have taken one token nobody
   // saw, and here every token is accounted for around the op it would have to excuse.
   const blindSpots: [string, CheckName, () => Op[]][] = [
+    // Found by a review (session 49): a failed acquire carries no token, so no check saw its code.
+    [
+      'an acquire of a workId nobody took answered FENCED',
+      'wrong-refusal',
+      () => [op('acquire', { holder: 'A', invoke: 0, complete: 1, outcome: 'fail', code: 'FENCED' })],
+    ],
+    [
+      'an acquire after a release answered LEASE_EXPIRED',
+      'wrong-refusal',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        op('release', { holder: 'A', token: 1, invoke: 2, complete: 3 }),
+        op('acquire', { holder: 'B', invoke: 10, complete: 11, outcome: 'fail', code: 'LEASE_EXPIRED' }),
+      ],
+    ],
+    [
+      'a renew answered LEASE_HELD',
+      'wrong-refusal',
+      () => [
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1 }),
+        op('renew', { holder: 'A', token: 1, invoke: 2, complete: 3, outcome: 'fail', code: 'LEASE_HELD' }),
+      ],
+    ],
     [
       'LEASE_HELD 20 ms after an unreleased lease had certainly expired',
       'held-when-free',
@@ -1499,6 +1523,37 @@ describe('a release whose reply was lost, proven landed by what followed', () =>
 // Found by a review (session 39): histories no assignment of the unknown outcomes makes legal, which
 // the checker judged clean. Each with a legal twin that stays clean.
 describe('false negatives found by review', () => {
+  // Session 49: A's token 1 (ttl 100) had certainly expired by 101; B's acquire from 200 lost its
+  // reply; C was refused at 300-301. Only B's hidden token 2 can explain it, so token 1 was over by 301.
+  const staleAfterHiddenRefusal = (heldBy?: { token: bigint; holder: string; expiresInMs: number }) => [
+    op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+    op('acquire', { holder: 'B', invoke: 200, outcome: 'info', ttl: 10_000 }),
+    op('acquire', {
+      holder: 'C',
+      invoke: 300,
+      complete: 301,
+      outcome: 'fail',
+      code: 'LEASE_HELD',
+      ...(heldBy ? { heldBy } : {}),
+    }),
+  ]
+  const staleCheckpoint = (invoke: number) =>
+    op('checkpoint', { holder: 'A', token: 1, value: 'stale', invoke, complete: invoke + 1, ttl: 100 })
+
+  test('a record acknowledged after a LEASE_HELD only a hidden later token explains: valid-after-end', () => {
+    expect(checks([...staleAfterHiddenRefusal(), staleCheckpoint(400)])).toEqual(['valid-after-end'])
+    // Begun before the refusal returned, it may have landed before B's acquire.
+    expect(checks([...staleAfterHiddenRefusal(), staleCheckpoint(250)])).toEqual([])
+    // Without the refusal, B's acquire may never have landed: a checkpoint revives the expired lease.
+    expect(checks([...staleAfterHiddenRefusal().slice(0, 2), staleCheckpoint(400)])).toEqual([])
+  })
+
+  test('a record acknowledged after a LEASE_HELD that named a later token: valid-after-end, once', () => {
+    const named = staleAfterHiddenRefusal({ token: 2n, holder: 'B', expiresInMs: 9_000 })
+    expect(checks([...named, staleCheckpoint(400)])).toEqual(['valid-after-end'])
+    expect(checks([...named, staleCheckpoint(250)])).toEqual([])
+  })
+
   test('an acquire begun after a record op proved a larger token gets a smaller one: token-order', () => {
     const lost = ['X', 'Y1', 'Y2', 'Y3', 'Y4'].map((holder) =>
       op('acquire', { holder, invoke: 0, outcome: 'info', ttl: 5 }),
