@@ -37,6 +37,15 @@ end
 local function int(n)
   return string.format('%.0f', n)
 end
+-- A stored number read strictly: Lua's tonumber() takes 'NaN', '1e3', '0x10' and ' 5', and a NaN
+-- expiry compares false both ways (free to acquire, yet renewed for its holder). Anything but an
+-- integer of at most 16 digits is an error reply, before the script's first write: a store failure.
+local function stored_int(s, field)
+  if type(s) ~= 'string' or #s > 17 or not string.find(s, '^%-?%d+$') then
+    error({err = 'worklease: malformed lease hash: ' .. field .. ' is not an integer'})
+  end
+  return tonumber(s)
+end
 local function is_holder(f, token, holder)
   return f[1] == token and f[2] == holder and f[4] ~= '1'
 end
@@ -46,11 +55,16 @@ end
 // digits (below 10^15 < 2^53) a double is exact, so the everyday token takes the arithmetic path.
 // nil once the token reached 2^63 - 1, the largest every worklease store can hold, or a token above it
 // (written by hand or by another program): never a token no store can keep, and never a write
-// before the caller is told. Digit strings of one length compare as their numbers do.
+// before the caller is told. Digit strings of one length compare as their numbers do, so only the
+// canonical form is taken: '1e+21', '-5', '0x10' or '007' (which no fence would match as 7) is an
+// error reply, written nowhere.
 const INCREMENT = `
 local function increment(s)
-  if #s < 16 then return string.format('%.0f', tonumber(s) + 1) end
+  if not string.find(s, '^[1-9]%d*$') then
+    error({err = 'worklease: malformed lease hash: token is not a decimal integer'})
+  end
   if #s > 19 or (#s == 19 and s >= '9223372036854775807') then return nil end
+  if #s < 16 then return string.format('%.0f', tonumber(s) + 1) end
   local out = {}
   local carry = 1
   for i = #s, 1, -1 do
@@ -85,7 +99,7 @@ local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 local now = now_ms()
 local token, clean = '1', '1'
 if f[1] then
-  if f[4] ~= '1' and tonumber(f[3]) > now then
+  if f[4] ~= '1' and stored_int(f[3], 'expires') > now then
     return {'HELD', f[2], f[1], f[3], int(tonumber(f[3]) - now)}
   end
   token = increment(f[1])
@@ -116,10 +130,12 @@ export const CHECKPOINT = `${PRELUDE}
 local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released', 'seq')
 if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
-local expires = math.max(tonumber(f[3]), now_ms() + tonumber(ARGV[3]))
-if tonumber(ARGV[5]) > (tonumber(f[5]) or 0) then
+local stored = stored_int(f[3], 'expires')
+local expires = math.max(stored, now_ms() + tonumber(ARGV[3]))
+-- A hash written before checkpoints had sequences has no seq: 0.
+if tonumber(ARGV[5]) > (f[5] and stored_int(f[5], 'seq') or 0) then
   redis.call('HSET', key, 'state', ARGV[4], 'seq', ARGV[5], 'expires', int(expires))
-elseif expires > tonumber(f[3]) then
+elseif expires > stored then
   redis.call('HSET', key, 'expires', int(expires))
 end
 return {'OK'}
@@ -131,7 +147,7 @@ local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 if not is_holder(f, ARGV[1], ARGV[2]) then return {'FENCED'} end
 local now = now_ms()
-local stored = tonumber(f[3])
+local stored = stored_int(f[3], 'expires')
 if stored <= now then return {'EXPIRED'} end
 local expires = now + tonumber(ARGV[3])
 if expires > stored then redis.call('HSET', key, 'expires', int(expires)) end
@@ -153,7 +169,7 @@ for i, key in ipairs(KEYS) do
   local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
   if not is_holder(f, ARGV[i + 2], ARGV[1]) then
     out[i + 1] = 'F'
-  elseif tonumber(f[3]) <= now then
+  elseif stored_int(f[3], 'expires') <= now then
     out[i + 1] = 'E'
   else
     if now + ttl > tonumber(f[3]) then extend[#extend + 1] = key end
@@ -172,7 +188,7 @@ export const RELEASE = `${PRELUDE}
 local key = KEYS[1]
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 if f[1] ~= ARGV[1] or f[2] ~= ARGV[2] or f[4] == '1' then return {'FENCED'} end
-redis.call('HSET', key, 'released', '1', 'expires', int(math.min(tonumber(f[3]), now_ms() - 1)))
+redis.call('HSET', key, 'released', '1', 'expires', int(math.min(stored_int(f[3], 'expires'), now_ms() - 1)))
 return {'OK'}
 `
 
@@ -231,7 +247,7 @@ local expected = ARGV[1] or ''
 local f = redis.call('HMGET', key, 'token', 'holder', 'expires', 'released')
 if not f[1] or f[4] == '1' or f[2] == '' then return {'FREE'} end
 local now = now_ms()
-if tonumber(f[3]) <= now then return {'FREE'} end
+if stored_int(f[3], 'expires') <= now then return {'FREE'} end
 if expected ~= '' and f[1] ~= expected then return {'FENCED'} end
 redis.call('HSET', key, 'holder', '', 'expires', int(now - 1))
 return {'OK'}

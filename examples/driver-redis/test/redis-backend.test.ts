@@ -105,6 +105,73 @@ describe('tokens are exact decimal strings', () => {
       expect(await harness.admin.hmget(key, 'token', 'holder')).toEqual([token, 'ancestor'])
     },
   )
+
+  // Found by a review (session 49): Lua's tonumber() reads '1e+21', '-5' and '0x10', so they were
+  // incremented and stored live (above 2^63 - 1, negative) before the caller got a RangeError, and a
+  // zero-padded token was stored as one no fence matched: its new holder was FENCED at once.
+  test.each(['1e+21', '9.3e18', '-5', '0x10', '0000000000000009', ' 7'])(
+    'a stored token %j that is no canonical decimal is a store failure, and nothing is written',
+    async (token) => {
+      harness = await createHarness()
+      const backend = await harness.open()
+      const key = `${harness.keyPrefix}w`
+      await harness.admin.hset(key, { token, holder: 'ancestor', expires: '0', released: '1', clean: '1' })
+      const error = await backend.acquire('w', 'holder-a', TTL).catch((e: unknown) => e)
+      expect(isWorkleaseError(error)).toBe(false)
+      expect(String(error)).toMatch(/malformed lease hash: token/)
+      expect(await harness.admin.hmget(key, 'token', 'holder')).toEqual([token, 'ancestor'])
+    },
+  )
+})
+
+// Found by a review (session 49): every script read the expiry with tonumber(), and a stored 'NaN'
+// (JavaScript's String(NaN)) compares false both ways: ACQUIRE took the lease as free while RENEW,
+// RENEW_MANY and CHECKPOINT told its holder it ran on. Two holders, from one malformed field.
+describe('a malformed number in a lease hash is a store failure, never a lease outcome', () => {
+  const heldRecord: LeaseRecord = Object.freeze({
+    workId: 'w',
+    holderId: 'holder-a',
+    fencingToken: 5n,
+    expiresAt: new Date(0),
+  })
+
+  test.each(['NaN', '1e15', 'inf', ''])(
+    'expires %j: every operation fails, and nothing is written',
+    async (expires) => {
+      harness = await createHarness()
+      const backend = await harness.open()
+      const key = `${harness.keyPrefix}w`
+      const stored = { token: '5', holder: 'holder-a', expires, released: '0', clean: '1', seq: '0' }
+      await harness.admin.hset(key, stored)
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ['acquire', () => backend.acquire('w', 'holder-b', TTL)],
+        ['renew', () => backend.renew(heldRecord, TTL)],
+        ['renewMany', () => backend.renewMany([heldRecord], TTL)],
+        ['checkpoint', () => backend.checkpoint(heldRecord, bytes('s'), TTL)],
+        ['release', () => backend.release(heldRecord)],
+        ['revoke', () => backend.revoke('w')],
+      ]
+      for (const [name, call] of calls) {
+        const outcome = await call().then(
+          (value) => `answered ${String(value)}`,
+          (error: unknown) => (isWorkleaseError(error) ? `refused ${error.code}` : String(error)),
+        )
+        expect(outcome, name).toMatch(/malformed lease hash: expires/)
+      }
+      expect(await harness.admin.hgetall(key)).toEqual(stored)
+    },
+  )
+
+  test('seq that is no integer: a checkpoint fails, and nothing is written', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    const record = await backend.acquire('w', 'holder-a', TTL)
+    const key = `${harness.keyPrefix}w`
+    await harness.admin.hset(key, 'seq', 'NaN')
+    const before = await harness.admin.hgetall(key)
+    await expect(backend.checkpoint(record, bytes('s'), TTL)).rejects.toThrow(/malformed lease hash: seq/)
+    expect(await harness.admin.hgetall(key)).toEqual(before)
+  })
 })
 
 describe('storage layout', () => {
@@ -792,19 +859,9 @@ describe('docs/writing-a-driver.md', () => {
     const backend = await harness.open()
     const renew = blocks.find((block) => block.includes("'EXPIRED'"))
     expect(renew).toBeDefined()
-    // The helpers every script starts with, as the guide names them.
-    const helpers = `
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function int(n)
-  return string.format('%.0f', n)
-end
-local function is_holder(f, token, holder)
-  return f[1] == token and f[2] == holder and f[4] ~= '1'
-end
-`
+    // The helpers every script starts with, as the guide prints them.
+    const helpers = blocks.find((block) => block.includes('local function now_ms'))
+    expect(helpers).toBeDefined()
     const key = `${harness.keyPrefix}w`
     const record = await backend.acquire('w', 'holder-a', 10 * TTL)
     const before = Number(await harness.admin.hget(key, 'expires'))
