@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { connect as connectSocket } from 'node:net'
-import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { type BackendFactory, type BackendHarness, RoundTripFailer } from '@worklease/testkit'
 import { Redis, type RedisOptions } from 'ioredis'
 import { RedisBackend, type RedisBackendOptions } from '../src/index.js'
 
@@ -123,12 +123,8 @@ export async function createHarness(): Promise<RedisTestHarness> {
   const clients: Redis[] = []
   const byName: Record<string, number> = {}
   let total = 0
-  let failNext = false
-  const takeFailure = () => {
-    const fail = failNext
-    failNext = false
-    return fail
-  }
+  const failer = new RoundTripFailer()
+  const takeFailure = () => failer.take()
   return {
     keyPrefix,
     admin,
@@ -143,9 +139,7 @@ export async function createHarness(): Promise<RedisTestHarness> {
       return new RedisBackend({ client, keyPrefix, ...overrides })
     },
     roundTrips: () => total,
-    failNextCall: () => {
-      failNext = true
-    },
+    failNextCall: (skipRoundTrips) => failer.failNextCall(skipRoundTrips),
     commands: () => ({ ...byName }),
     // A released lease at `token`, written by hand through the admin client (outside the count).
     async seedToken(workId, token) {

@@ -6,7 +6,7 @@ import {
   PutItemCommand,
 } from '@aws-sdk/client-dynamodb'
 import type { Clock } from '@worklease/spec'
-import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { type BackendFactory, type BackendHarness, RoundTripFailer } from '@worklease/testkit'
 import { inject } from 'vitest'
 import { createLeaseTable, DynamoBackend, type DynamoBackendOptions } from '../src/index.js'
 
@@ -67,22 +67,19 @@ export function droppedConnectionError(): Error {
  * like a real network error, so it reaches the caller only for a command sent as a single attempt,
  * as the backend sends each of its own.
  */
-export function requestFailer(): { install(client: DynamoDBClient): void; failNextCall(): void } {
-  let failNext = false
+export function requestFailer(): {
+  install(client: DynamoDBClient): void
+  failNextCall(skipRoundTrips?: number): void
+} {
+  const failer = new RoundTripFailer()
   return {
     install(client) {
       client.middlewareStack.add(
-        (next) => (args) => {
-          if (!failNext) return next(args)
-          failNext = false
-          return Promise.reject(droppedConnectionError())
-        },
+        (next) => (args) => (failer.take() ? Promise.reject(droppedConnectionError()) : next(args)),
         { step: 'finalizeRequest', priority: 'low', name: 'worklease-test-fail-next-request' },
       )
     },
-    failNextCall: () => {
-      failNext = true
-    },
+    failNextCall: (skipRoundTrips) => failer.failNextCall(skipRoundTrips),
   }
 }
 

@@ -1,4 +1,4 @@
-import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { type BackendFactory, type BackendHarness, RoundTripFailer } from '@worklease/testkit'
 import Database from 'better-sqlite3'
 import type { DatabaseConnection, Kysely, QueryExecutor } from 'kysely'
 import { createLeaseTable, dropLeaseTable, KyselyBackend, type KyselyBackendOptions } from '../src/index.js'
@@ -23,12 +23,8 @@ export async function kyselyHarness(
   await createLeaseTable(storage.admin, { table: storage.table })
   let statements = 0
   const opened: Kysely<any>[] = []
-  let failNext = false
-  const takeFailure = () => {
-    const fail = failNext
-    failNext = false
-    return fail
-  }
+  const failer = new RoundTripFailer()
+  const takeFailure = () => failer.take()
   return {
     storage,
     open: () => {
@@ -55,9 +51,7 @@ export async function kyselyHarness(
         })
         .execute()
     },
-    failNextCall: () => {
-      failNext = true
-    },
+    failNextCall: (skipRoundTrips) => failer.failNextCall(skipRoundTrips),
     acquireRoundTrips: target.dialect === 'mysql' ? 2 : 1,
     close: async () => {
       await Promise.all(opened.map((db) => db.destroy()))

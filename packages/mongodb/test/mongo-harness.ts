@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { BackendFactory, BackendHarness } from '@worklease/testkit'
+import { type BackendFactory, type BackendHarness, RoundTripFailer } from '@worklease/testkit'
 import { type Collection, type Document, MongoClient, MongoNetworkError } from 'mongodb'
 import { inject } from 'vitest'
 import { createLeaseCollection, MongoBackend, type MongoBackendOptions } from '../src/index.js'
@@ -84,14 +84,10 @@ export function droppedConnectionError(): MongoNetworkError {
  */
 export function commandFailer(): {
   wrap<T extends object>(collection: T): T
-  failNextCall(): void
+  failNextCall(skipRoundTrips?: number): void
 } {
-  let failNext = false
-  const take = (): boolean => {
-    const fail = failNext
-    failNext = false
-    return fail
-  }
+  const failer = new RoundTripFailer()
+  const take = (): boolean => failer.take()
   const failingCursor = <C extends object>(cursor: C): C => {
     let failed = false
     return new Proxy(cursor, {
@@ -127,9 +123,7 @@ export function commandFailer(): {
           return value.bind(target)
         },
       }),
-    failNextCall: () => {
-      failNext = true
-    },
+    failNextCall: (skipRoundTrips) => failer.failNextCall(skipRoundTrips),
   }
 }
 

@@ -52,18 +52,22 @@ export interface BackendHarness {
    */
   seedToken?(workId: string, token: bigint): Promise<void>
   /**
-   * Makes the next round trip to the store fail before it reaches the store, with the error the
-   * store's client throws for a broken connection (not a `WorkleaseError`). The case that checks that
-   * a failure of the store is passed on as such, never disguised as `FENCED` or another lease outcome,
-   * needs it; without it that case is skipped with that reason.
+   * Makes the round trip after `skipRoundTrips` more (default 0: the next one) fail before it reaches
+   * the store, once, with the error the store's client throws for a broken connection (not a
+   * `WorkleaseError`). The cases that check that a failure of the store is passed on as such, never
+   * disguised as `FENCED` or another lease outcome, need it; without it they are skipped with that
+   * reason. They pass `skipRoundTrips: 1` to fail the second round trip a refusal path may take (the
+   * read that tells expired from fenced, a checkpoint's extending write); a harness that ignores it
+   * fails the first instead, and those cases then check less, never wrongly. {@link RoundTripFailer}
+   * keeps the count.
    *
    * ```ts
-   * let failNext = false
-   * // in the harness's command hook: if (failNext) { failNext = false; throw new Error('ECONNRESET') }
-   * failNextCall: () => { failNext = true },
+   * const failer = new RoundTripFailer()
+   * // in the harness's command hook: if (failer.take()) throw new Error('ECONNRESET')
+   * failNextCall: (skipRoundTrips) => failer.failNextCall(skipRoundTrips),
    * ```
    */
-  failNextCall?(): void
+  failNextCall?(skipRoundTrips?: number): void
   /**
    * Round trips a successful acquire takes on this store when it is more than one by design, as on
    * MySQL, which has no `INSERT ... RETURNING` (the upsert, then a read of the expiry). Default: 1.

@@ -88,8 +88,9 @@ export class CaseContext {
   }
 
   /** The harness's `failNextCall` (cases that call it check `failsCalls` first). */
-  failNextCall(): void {
-    this.harness.failNextCall!()
+  failNextCall(skipRoundTrips?: number): void {
+    if (skipRoundTrips === undefined) this.harness.failNextCall!()
+    else this.harness.failNextCall!(skipRoundTrips)
   }
 
   roundTrips(): number | undefined {

@@ -1360,6 +1360,40 @@ const broken: Record<string, BrokenBackendClass> = {
       return [...head, ...args.records.slice(sent).map((): RenewOutcome => 'fenced')]
     }
   },
+  // Found by a review (session 49): a store failure was only ever injected on a first round trip, so
+  // one on the read a driver makes after a refused batch (to tell expired from fenced) could be
+  // answered as outcomes.
+  'renewMany answering outcomes when its read after a refusal fails': class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const outcomes = await super.renewMany(records, ttlMs, options)
+      if (outcomes.every((outcome) => outcome === 'renewed')) return outcomes
+      try {
+        this.store.operations++ // the read that tells expired from fenced
+      } catch {
+        return outcomes.map((outcome): RenewOutcome => (outcome === 'renewed' ? outcome : 'fenced'))
+      }
+      return outcomes
+    }
+  },
+  // Found by a review (session 49): the same, for the write that only extends a retried checkpoint.
+  'checkpoint answering FENCED when its extending write fails': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const stored = this.lease(record.workId)?.checkpointSequence ?? 0
+      await super.checkpoint(record, state, ttlMs, options)
+      const sequence = options?.sequence
+      if (typeof sequence !== 'number' || sequence > stored) return
+      try {
+        this.store.operations++ // the write that only extends
+      } catch {
+        throw new FencedError()
+      }
+    }
+  },
   // Found by a review (session 49): no case let a free lease sit long, so a row swept a day after it
   // went free (a TTL index on expiresAt) passed, its tokens starting again at 1.
   'a row swept once free for a day (a TTL index on expiresAt)': class extends ForwardingBackend {
@@ -1533,6 +1567,8 @@ const expectedGroup: Record<keyof typeof broken, GroupName> = {
   'renewMany reporting a record expired when its successor expired': 'renewMany',
   'renewMany sending only its first 256 records, the rest reported fenced': 'renewMany',
   'a row swept once free for a day (a TTL index on expiresAt)': 'tokens',
+  'renewMany answering outcomes when its read after a refusal fails': 'renewMany',
+  'checkpoint answering FENCED when its extending write fails': 'checkpoint',
   'list with no checkpointBytes for a released lease': 'list',
   "LEASE_HELD naming holder '' for a revoked lease": 'skew',
   'checkpoint reading options.sequence again for the write': 'checkpoint',

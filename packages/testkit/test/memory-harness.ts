@@ -1,5 +1,5 @@
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
-import type { BackendFactory } from '../src/index.js'
+import { type BackendFactory, RoundTripFailer } from '../src/index.js'
 
 /** Stores a released lease at `fencingToken`, as `BackendHarness.seedToken` asks. */
 export const memorySeedToken =
@@ -21,24 +21,21 @@ export const memorySeedToken =
  * in `store.operations` before it reads or writes a lease, so the next count throws instead, as a
  * store's client throws for a broken connection.
  */
-export function memoryFailNextCall(store: MemoryStore): () => void {
+export function memoryFailNextCall(store: MemoryStore): (skipRoundTrips?: number) => void {
   let operations = store.operations
-  let failNext = false
+  const failer = new RoundTripFailer()
   Object.defineProperty(store, 'operations', {
     configurable: true,
     enumerable: true,
     get: () => operations,
     set: (value: number) => {
-      if (failNext) {
-        failNext = false
+      if (failer.take()) {
         throw Object.assign(new Error('connection reset (injected by the harness)'), { code: 'ECONNRESET' })
       }
       operations = value
     },
   })
-  return () => {
-    failNext = true
-  }
+  return (skipRoundTrips) => failer.failNextCall(skipRoundTrips)
 }
 
 export const memoryFactory: BackendFactory = () => {

@@ -2,7 +2,7 @@ import { type LeaseRecord, nextCheckpointSequence } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition } from '../suite-case.js'
-import { bytes, takeWays } from './shared.js'
+import { bytes, failingSecondRoundTrip, needsFailNextCall, takeWays } from './shared.js'
 
 /** Sends checkpoints one after another, each `[state, sequence]`, then checks which state is stored. */
 async function checkpointsLand(
@@ -243,6 +243,24 @@ export const checkpointCases: CaseDefinition[] = [
         'LEASE_HELD',
         'acquire after the retry extended the lease',
       )
+      checkBytes((await c.backend.readCheckpoint(record)).state, bytes('first attempt'), 'state')
+    },
+  },
+  {
+    // Found by a review (session 49): store failures were only ever injected on a first round trip.
+    name: "a failure of the store on a retried checkpoint's extending write is passed on, never FENCED",
+    unsupported: needsFailNextCall,
+    async run(c) {
+      const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.checkpoint(record, bytes('first attempt'), LONG_TTL_MS, { sequence: 7 })
+      // A shorter ttl too: where the store has no max(), extending may take a write of its own.
+      await failingSecondRoundTrip(
+        c,
+        'a checkpoint retried with its sequence',
+        () => c.backend.checkpoint(record, bytes('retry'), SHORT_TTL_MS, { sequence: 7 }),
+        () => c.backend.readCheckpoint(record),
+      )
+      await c.backend.renew(record, LONG_TTL_MS)
       checkBytes((await c.backend.readCheckpoint(record)).state, bytes('first attempt'), 'state')
     },
   },

@@ -1,8 +1,8 @@
 import { isWorkleaseError } from '@worklease/spec'
 import { check, checkBytes, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
-import type { CaseDefinition, SupportContext } from '../suite-case.js'
-import { bytes } from './shared.js'
+import type { CaseDefinition } from '../suite-case.js'
+import { bytes, needsFailNextCall } from './shared.js'
 
 /** The name of the store-failure case: the mutant that only it can see names it. */
 export const STORE_FAILURE_CASE =
@@ -151,8 +151,7 @@ export const renewCases: CaseDefinition[] = [
   },
   {
     name: STORE_FAILURE_CASE,
-    unsupported: (_caps, { failsCalls }: SupportContext) =>
-      failsCalls ? undefined : 'the harness cannot make a call to the store fail (no failNextCall())',
+    unsupported: needsFailNextCall,
     async run(c) {
       const workId = c.workId()
       const record = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)

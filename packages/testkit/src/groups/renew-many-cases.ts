@@ -3,7 +3,7 @@ import { isWorkleaseError } from '@worklease/spec'
 import { check, checkEqual, checkRejects, rejection, show } from '../assertions.js'
 import { type CaseContext, forge, LONG_TTL_MS, SHORT_TTL_MS } from '../case-context.js'
 import type { CaseDefinition, SupportContext } from '../suite-case.js'
-import { BAD_IDS, BAD_TTLS } from './shared.js'
+import { BAD_IDS, BAD_TTLS, failingSecondRoundTrip, needsFailNextCall } from './shared.js'
 
 const needsRenewMany = (caps: BackendCapabilities) =>
   caps.renewMany ? undefined : 'the backend cannot renew many leases in one call (capabilities.renewMany)'
@@ -378,6 +378,26 @@ export const renewManyCases: CaseDefinition[] = [
       )
       const expected = records.map((_, i): RenewOutcome => (heldAt.has(i) ? 'renewed' : 'fenced'))
       await checkOutcomes(c, records, LONG_TTL_MS, expected, `${records.length} records`)
+    },
+  },
+  {
+    // Found by a review (session 49): store failures were only ever injected on a first round trip,
+    // and a driver that reads again to tell expired from fenced could turn that read's into outcomes.
+    name: 'a failure of the store on the read after a refused batch is passed on, never as outcomes',
+    unsupported: (caps, support) => needsRenewMany(caps) ?? needsFailNextCall(caps, support),
+    async run(c) {
+      const ttl = c.clientClock ? SHORT_TTL_MS : 2_000
+      const held = await c.backend.acquire(c.workId('held'), 'holder-a', LONG_TTL_MS)
+      const expired = await c.backend.acquire(c.workId('expired'), 'holder-a', ttl)
+      await c.expire(ttl)
+      const batch = [held, expired, forge(held, { workId: c.workId('nobody') })]
+      const answered = await failingSecondRoundTrip(
+        c,
+        'renewMany of a batch with refused records',
+        () => renewManyOf(c.backend)(batch, LONG_TTL_MS),
+        () => c.backend.readCheckpoint(held),
+      )
+      if (answered) checkEqual(show(answered.answer), show(['renewed', 'expired', 'fenced']), 'outcomes')
     },
   },
   {

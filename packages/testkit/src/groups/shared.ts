@@ -1,6 +1,44 @@
-import type { Backend, LeaseRecord } from '@worklease/spec'
-import { check, checkEqual } from '../assertions.js'
+import { type Backend, isWorkleaseError, type LeaseRecord } from '@worklease/spec'
+import { check, checkEqual, show } from '../assertions.js'
 import type { CaseContext } from '../case-context.js'
+import type { SupportContext } from '../suite-case.js'
+
+export const needsFailNextCall = (_caps: unknown, { failsCalls }: SupportContext) =>
+  failsCalls ? undefined : 'the harness cannot make a call to the store fail (no failNextCall())'
+
+/**
+ * Runs `call` with the harness set to fail its second round trip: the one a refusal path may take
+ * (the read that tells expired from fenced, a checkpoint's extending write). The call then rejects
+ * with the store's own error; or it took one round trip only and left that failure to the next one,
+ * which `probe` makes. Resolves with the call's answer, if it answered.
+ */
+export async function failingSecondRoundTrip<T>(
+  c: CaseContext,
+  what: string,
+  call: () => Promise<T>,
+  probe: () => Promise<unknown>,
+): Promise<{ answer: T } | undefined> {
+  c.failNextCall(1)
+  let answer: T
+  try {
+    answer = await call()
+  } catch (error) {
+    check(
+      !isWorkleaseError(error),
+      `${what}, its second round trip failing: expected the store's own error, got ${show(error)}`,
+    )
+    return undefined
+  }
+  const left = await probe().then(
+    () => undefined,
+    (error: unknown) => error,
+  )
+  check(
+    left !== undefined && !isWorkleaseError(left),
+    `${what}: its second round trip failed, and it answered ${show(answer)} as if the store had not`,
+  )
+  return { answer }
+}
 
 const encoder = new TextEncoder()
 
