@@ -3,7 +3,7 @@ import { setInterval as nodeSetInterval } from 'node:timers'
 import { InvalidArgumentError } from '@worklease/spec'
 import { ListenerList } from './listener-list.js'
 import type { Timeout, TimeoutQueue } from './timeout-queue.js'
-import type { Timers } from './timers.js'
+import { MAX_TIMER_MS, type Timers } from './timers.js'
 
 /**
  * @internal A one-shot cancellation for the runner's own bookkeeping: what an AbortController does
@@ -56,11 +56,24 @@ export class Cancel {
 
 const noop = () => undefined
 
-function reasonOf(signal: AbortSignal): unknown {
+/** @internal A caller's signal's reason; a `reason` getter's throw is the reason then. */
+export function reasonOf(signal: AbortSignal): unknown {
   try {
     return signal.reason
   } catch (error) {
     return error
+  }
+}
+
+/**
+ * @internal Whether a caller's signal has aborted, read now (it may have since it was checked); one
+ * whose `aborted` getter throws is a bad input, never the caller's raw error.
+ */
+export function isAborted(signal: AbortSignal): boolean {
+  try {
+    return signal.aborted === true
+  } catch (error) {
+    throw new InvalidArgumentError('signal could not be read: its aborted getter threw', { cause: error })
   }
 }
 
@@ -74,8 +87,8 @@ export type Abortable = AbortSignal | Cancel
  */
 export function onAbort(source: Abortable, listener: (reason: unknown) => void): () => void {
   if (source instanceof Cancel) return source.subscribe(listener)
-  if (source.aborted) {
-    listener(source.reason)
+  if (isAborted(source)) {
+    listener(reasonOf(source))
     return noop
   }
   // A `reason` getter that throws would throw inside the dispatch, where nobody hears it, and leave
@@ -184,9 +197,6 @@ export function sleep(timers: Timers, ms: number, ...signals: (Abortable | undef
     for (const signal of signals) if (signal) detach.push(onAbort(signal, done))
   })
 }
-
-// Longest delay a Node.js timer takes without overflowing to 1 ms.
-const MAX_TIMER_MS = 2_147_483_647
 
 let pendingWork = 0
 let keepAlive: ReturnType<typeof setInterval> | undefined

@@ -1,11 +1,9 @@
 import { invoke, sharedAbortController, timeoutError } from './abortable.js'
 import { TimeoutQueue } from './timeout-queue.js'
-import type { Timers } from './timers.js'
+import { MAX_TIMER_MS, type Timers } from './timers.js'
 
 /** A slice is this fraction of the timeout: how late, at most, a backend hears that its call timed out. */
 const SLICES_PER_TIMEOUT = 16
-// Longest delay a Node.js timer takes without overflowing to 1 ms.
-const MAX_TIMER_MS = 2_147_483_647
 
 /** One slice's signal, and whether a timer waits to abort it. */
 interface Slice {

@@ -1,10 +1,7 @@
 import { type Backend, InvalidArgumentError } from '@worklease/spec'
 import { bytesCodec, type CheckpointCodec } from './checkpoint-codec.js'
 import { DEFAULT_RETRY, type ResolvedRetryPolicy } from './retry-policy.js'
-import { systemTimers, type Timers } from './timers.js'
-
-// The longest delay a Node.js timer takes without overflowing to 1 ms.
-const MAX_TIMER_MS = 2_147_483_647
+import { MAX_TIMER_MS, systemTimers, type Timers } from './timers.js'
 
 /** @internal How a message names a value that is not of its option's type. */
 export function describeValue(value: unknown): string {
@@ -64,7 +61,8 @@ export function checkRandom(name: string, value: unknown): () => number {
   if (random === Math.random) return random
   return () => {
     const answer = random()
-    return answer >= 0 && answer < 1 ? answer : 0.5
+    // Only a number: an object's valueOf (or a bigint) would be read again, differently, by its user.
+    return typeof answer === 'number' && answer >= 0 && answer < 1 ? answer : 0.5
   }
 }
 
@@ -104,15 +102,18 @@ export function resolveRetry(
   if (noAttempts !== undefined && fields.maxAttempts !== undefined) {
     throw new InvalidArgumentError(`${name}.maxAttempts is not an option here: ${noAttempts}`)
   }
+  // From 1 ms: at 0 every delay is 0 (0 × multiplier^n), maxDelayMs notwithstanding, and a wait
+  // polls the store without pause.
   const initialDelayMs = checkNumber(
     `${name}.initialDelayMs`,
     fields.initialDelayMs ?? defaults.initialDelayMs,
-    0,
+    1,
     MAX_TIMER_MS,
   )
+  // A default the caller never set gives way to the initialDelayMs they did set.
   const maxDelayMs = checkNumber(
     `${name}.maxDelayMs`,
-    fields.maxDelayMs ?? defaults.maxDelayMs,
+    fields.maxDelayMs ?? Math.max(defaults.maxDelayMs, initialDelayMs),
     initialDelayMs,
     MAX_TIMER_MS,
   )

@@ -28,7 +28,7 @@ import { LeaserClosedError } from './leaser-closed-error.js'
 import { type GroupListing, type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
-import { systemTimers } from './timers.js'
+import { MAX_TIMER_MS, systemTimers } from './timers.js'
 import { type PoolHandler, type UnitEnd, UnitRunner } from './unit-runner.js'
 
 const GROUP = /^[A-Za-z0-9._:-]{1,100}$/
@@ -194,16 +194,23 @@ function isMoveCount(value: unknown): value is number {
  * being read as "move nothing" for good without a word.
  */
 function planOf(answer: unknown): { take: number; release: number } {
-  let got = describeValue(answer)
-  if (answer instanceof Promise) got = 'a promise (an async planner)'
-  else if (typeof answer === 'object' && answer !== null) {
-    const { take, release } = answer as { take?: unknown; release?: unknown }
-    if (isMoveCount(take) && isMoveCount(release)) return { take, release }
-    got = `{ take: ${describeValue(take)}, release: ${describeValue(release)} }`
+  const refused = (got: string, cause?: unknown) =>
+    new InvalidArgumentError(
+      `options.planner must return { take, release }, each a whole number from 0, synchronously; got ${got}`,
+      cause === undefined ? undefined : { cause },
+    )
+  if (typeof answer !== 'object' || answer === null) throw refused(describeValue(answer))
+  // A Proxy's answer may throw from any of these reads: a bad answer too, never the user's raw error.
+  let isPromise: boolean
+  try {
+    isPromise = answer instanceof Promise
+  } catch (error) {
+    throw refused('an object whose prototype could not be read', error)
   }
-  throw new InvalidArgumentError(
-    `options.planner must return { take, release }, each a whole number from 0, synchronously; got ${got}`,
-  )
+  if (isPromise) throw refused('a promise (an async planner)')
+  const { take, release } = readFields("options.planner's answer", answer, ['take', 'release'])
+  if (isMoveCount(take) && isMoveCount(release)) return { take, release }
+  throw refused(`{ take: ${describeValue(take)}, release: ${describeValue(release)} }`)
 }
 
 /** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
@@ -324,7 +331,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       'rebalanceIntervalMs',
       intervalMs ?? leaser.renewIntervalMs,
       1,
-      2_147_483_647,
+      MAX_TIMER_MS,
     )
     this.#maxMoves =
       maxMoves === undefined ? undefined : checkInteger('maxMovesPerRebalance', maxMoves, 1, 1_000_000)
@@ -442,7 +449,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         throw new InvalidArgumentError('close options must be an object')
       }
       const { timeoutMs } = readFields('close options', options, ['timeoutMs'])
-      limit = checkNumber('timeoutMs', timeoutMs ?? this.#options.leaser.ttlMs, 0, 2_147_483_647)
+      limit = checkNumber('timeoutMs', timeoutMs ?? this.#options.leaser.ttlMs, 0, MAX_TIMER_MS)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -605,7 +612,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     if (typeof source !== 'function') return source
     const answer: unknown = await this.#within(
       source(),
-      UNITS_TIMEOUT_INTERVALS * this.#intervalMs,
+      // Clamped: a longer timeout overflows a Node.js timer (the user's own timers too) to 1 ms.
+      Math.min(UNITS_TIMEOUT_INTERVALS * this.#intervalMs, MAX_TIMER_MS),
       'options.units() did not answer',
     )
     const readAnswer = readerOf(answer, 'options.units()')

@@ -14,10 +14,12 @@ import {
 import {
   Cancel,
   invoke,
+  isAborted,
   keepProcessAlive,
   linkedCancel,
   linkedController,
   raceWithin,
+  reasonOf,
   sleep,
 } from './abortable.js'
 import { CallSignals } from './call-signals.js'
@@ -48,7 +50,7 @@ import { RenewalSchedule } from './renewal-schedule.js'
 import { RetiredTokens } from './retired-tokens.js'
 import { backoffDelay } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
-import { type Instant, instant, systemTimers } from './timers.js'
+import { type Instant, instant, MAX_TIMER_MS, systemTimers } from './timers.js'
 
 /**
  * @internal A store call of a Leaser's user inside this package (LeasePool's listings), bounded as the
@@ -206,11 +208,11 @@ const NO_ACQUIRE_OPTIONS = Object.freeze(
  * ```
  */
 export class Leaser<S = Uint8Array> implements AsyncDisposable {
-  readonly backend: Backend
-  readonly holderId: string
-  readonly ttlMs: number
-  readonly renewIntervalMs: number
-  readonly safetyMarginMs: number
+  declare readonly backend: Backend
+  declare readonly holderId: string
+  declare readonly ttlMs: number
+  declare readonly renewIntervalMs: number
+  declare readonly safetyMarginMs: number
 
   readonly #ctx: LeaseContext
   readonly #leases = new HeldLeases<Lease<S>>()
@@ -265,20 +267,24 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       ttlMs,
     )
     if (renewIntervalMs >= usable) {
-      throw new InvalidArgumentError(`renewIntervalMs must be below ttlMs - safetyMarginMs (${usable})`)
+      throw new InvalidArgumentError(
+        options.renewIntervalMs === undefined
+          ? `ttlMs ${ttlMs} is too short: a renewal every ${renewIntervalMs} ms cannot come before ttlMs - safetyMarginMs (${usable})`
+          : `renewIntervalMs must be below ttlMs - safetyMarginMs (${usable})`,
+      )
     }
     const renewJitter = checkNumber('renewJitter', options.renewJitter ?? 0.2, 0, 1)
     const callTimeoutMs = checkNumber(
       'callTimeoutMs',
       options.callTimeoutMs ?? renewIntervalMs,
       1,
-      2_147_483_647,
+      MAX_TIMER_MS,
     )
     const checkpointTimeoutMs = checkNumber(
       'checkpointTimeoutMs',
       options.checkpointTimeoutMs ?? callTimeoutMs,
       1,
-      2_147_483_647,
+      MAX_TIMER_MS,
     )
     const checkedRandom = checkRandom('options.random', options.random ?? Math.random)
     // Drawn as a renewal is scheduled and a lease handed out: a throw there would leave the lease
@@ -297,11 +303,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     const codec = checkCodec<S>('options.codec', options.codec ?? bytesCodec)
     const prefetchCheckpoint = checkBoolean('prefetchCheckpoint', options.prefetchCheckpoint, true)
 
-    this.backend = backend
-    this.holderId = holderId
-    this.ttlMs = ttlMs
-    this.renewIntervalMs = renewIntervalMs
-    this.safetyMarginMs = safetyMarginMs
+    // Read-only at run time too: the runner and the pool read them back, and a holderId changed
+    // after the check took leases under an id nobody validated.
+    const settings = { backend, holderId, ttlMs, renewIntervalMs, safetyMarginMs }
+    for (const [name, value] of Object.entries(settings))
+      Object.defineProperty(this, name, { value, enumerable: true, writable: false, configurable: false })
     this.#prefetchCheckpoint = prefetchCheckpoint && checked.acquireWithCheckpoint
     this.#reportsHolder = checked.reportsHolder
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
@@ -455,7 +461,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     callbackDone?: Promise<void>,
   ): Promise<Lease<S>> {
     if (this.closed) throw new LeaserClosedError()
-    if (signal?.aborted) throw signal.reason
+    if (signal !== undefined && isAborted(signal)) throw reasonOf(signal)
 
     const { timers, retry, random } = this.#ctx
     // Without a signal of the caller's, close() is all that ends the wait: its Cancel serves as is.
@@ -650,7 +656,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     let timeoutMs: number
     try {
       const fields = readFields('options', options, ['timeoutMs'])
-      timeoutMs = checkNumber('timeoutMs', fields.timeoutMs ?? this.ttlMs, 0, 2_147_483_647)
+      timeoutMs = checkNumber('timeoutMs', fields.timeoutMs ?? this.ttlMs, 0, MAX_TIMER_MS)
     } catch (error) {
       // Rejected, not thrown: `process.once('SIGTERM', () => void leaser.close(...))` would make a
       // throw an uncaught exception. Nothing changed: the Leaser stays open, to be closed again.

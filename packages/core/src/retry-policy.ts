@@ -12,7 +12,7 @@
  */
 export interface RetryPolicy {
   /**
-   * Upper bound of the first delay. Default: 50.
+   * Upper bound of the first delay, from 1 ms (at 0 every delay would be 0). Default: 50.
    *
    * ```ts
    * retry: { initialDelayMs: 100 }
@@ -20,7 +20,8 @@ export interface RetryPolicy {
    */
   initialDelayMs?: number
   /**
-   * Upper bound of any single delay. Default: 2000.
+   * Upper bound of any single delay, at least `initialDelayMs`. Default: 2000, or `initialDelayMs`
+   * where that is larger.
    *
    * ```ts
    * retry: { maxDelayMs: 10_000 }

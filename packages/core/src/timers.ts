@@ -31,8 +31,8 @@ export interface Timers {
   clearTimeout(handle: unknown): void
 }
 
-// Node.js timers overflow to 1 ms beyond this.
-const MAX_TIMER_MS = 2_147_483_647
+/** @internal The longest delay a Node.js timer takes: beyond it, it overflows to 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647
 
 /**
  * `performance.now()`, `Date.now()` and Node.js timers that are unref'd, so a held lease never keeps
