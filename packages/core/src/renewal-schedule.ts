@@ -8,6 +8,7 @@ import {
 } from '@worklease/spec'
 import { Cancel, invoke, linkedController } from './abortable.js'
 import { RenewalChunks } from './renewal-chunks.js'
+import { throwLater } from './throw-later.js'
 import { type DueSlot, TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
@@ -140,49 +141,68 @@ export class RenewalSchedule {
     chunks.flush()
   }
 
+  /**
+   * Sends one batch and gives every lease of it its outcome, whatever throws on the way (the injected
+   * timers arming its timeout, the driver's reply): a lease left without one stays in a batch for
+   * good, never renewed again.
+   */
   async #send(chunk: readonly ScheduledLease[]): Promise<void> {
-    const { controller, dispose } = linkedController(this.#timers, [this.#stopped], this.#callTimeoutMs)
     const sentAt = instant(this.#timers)
+    let dispose: (() => void) | undefined
     let outcomes: RenewOutcome[]
     try {
+      const linked = linkedController(this.#timers, [this.#stopped], this.#callTimeoutMs)
+      dispose = linked.dispose
       // raceAbort: a driver that ignored the signal still frees its leases at the timeout. invoke: a
       // driver's method is user code, which may throw or answer without a promise.
-      outcomes = await raceAbort(
+      const reply: unknown = await raceAbort(
         invoke(() =>
           this.#renewMany(
             chunk.map((lease) => lease.record),
             this.#ttlMs,
-            { signal: controller.signal },
+            { signal: linked.controller.signal },
           ),
         ),
-        controller.signal,
+        linked.controller.signal,
       )
-      if (!Array.isArray(outcomes) || outcomes.length !== chunk.length) {
+      if (!Array.isArray(reply) || reply.length !== chunk.length) {
         throw new TypeError(
-          `renewMany returned ${Array.isArray(outcomes) ? outcomes.length : typeof outcomes} outcomes for ${chunk.length} records`,
+          `renewMany returned ${Array.isArray(reply) ? reply.length : typeof reply} outcomes for ${chunk.length} records`,
         )
       }
+      // Each element read once, here: one that throws fails the batch, not the leases after it.
+      outcomes = Array.from(reply as RenewOutcome[])
     } catch (error) {
       const receivedAt = instant(this.#timers)
-      for (const lease of chunk) lease[finishRenewal](sentAt, receivedAt, error)
+      for (const lease of chunk) finish(lease, sentAt, receivedAt, error)
       return
     } finally {
-      dispose()
+      dispose?.()
     }
     const receivedAt = instant(this.#timers)
     for (let i = 0; i < chunk.length; i++) {
       const outcome = outcomes[i]
       const lease = chunk[i]!
-      if (outcome === 'renewed') lease[finishRenewal](sentAt, receivedAt)
-      else if (outcome === 'expired') lease[finishRenewal](sentAt, receivedAt, new LeaseExpiredError())
-      else if (outcome === 'fenced') lease[finishRenewal](sentAt, receivedAt, new FencedError())
+      if (outcome === 'renewed') finish(lease, sentAt, receivedAt)
+      else if (outcome === 'expired') finish(lease, sentAt, receivedAt, new LeaseExpiredError())
+      else if (outcome === 'fenced') finish(lease, sentAt, receivedAt, new FencedError())
       else {
-        lease[finishRenewal](
+        finish(
+          lease,
           sentAt,
           receivedAt,
           new TypeError(`renewMany returned an unknown outcome: ${String(outcome)}`),
         )
       }
     }
+  }
+}
+
+/** One lease's outcome; a throw there (the injected timers re-arming it) spares the others. */
+function finish(lease: ScheduledLease, sentAt: Instant, receivedAt: Instant, error?: unknown): void {
+  try {
+    lease[finishRenewal](sentAt, receivedAt, error)
+  } catch (thrown) {
+    throwLater(thrown)
   }
 }

@@ -159,7 +159,8 @@ describe('LeasePool', () => {
         await delay(50)
         return ['a', 'b']
       },
-      handler: (_lease, unit) => new Promise((resolve) => unit.signal.addEventListener('abort', resolve)),
+      handler: (_lease, unit) =>
+        new Promise<void>((resolve) => unit.signal.addEventListener('abort', () => resolve())),
       rebalanceIntervalMs: 300_000_000,
       timers,
     })

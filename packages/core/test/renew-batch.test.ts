@@ -10,7 +10,7 @@ import { ForwardingBackend, InjectedFaultError } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { isLeaseLostError, type LeaseLostError, Leaser } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
-import { countingTimers, DEADLINE, INTERVAL, setup, TTL, track } from './setup.js'
+import { collectUnhandledRejections, countingTimers, DEADLINE, INTERVAL, setup, TTL, track } from './setup.js'
 
 // floor(INTERVAL / 10): the schedule's slots. A renewal due at INTERVAL goes out at the start of the
 // slot holding it: within the interval, at most a window early.
@@ -347,5 +347,65 @@ describe('a lease lost while its renewal is out', () => {
       prompt: true,
     })
     await time.until(leaser.close())
+  })
+})
+
+/**
+ * Found by a review (session 49): a throw while a batch was sent or answered (timers arming its
+ * timeout, an element of the driver's reply) left the batch's leases, or those after the element,
+ * without an outcome: in a batch for good, never renewed again, and lost at their deadline.
+ */
+describe('every lease of a batch gets its outcome, whatever throws', () => {
+  const unhandled = collectUnhandledRejections()
+
+  test('timers that throw as the batch call is timed: a failed attempt, retried', async () => {
+    const time = new ManualTime()
+    const CALL_TIMEOUT = 777
+    let throwNext = false
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, ms: number) => {
+        if (throwNext && ms === CALL_TIMEOUT) {
+          throwNext = false
+          throw new Error('timers refused')
+        }
+        return time.setTimeout(callback, ms)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const { leaser, backend, named } = setup({ batch: true, time, timers, callTimeoutMs: CALL_TIMEOUT })
+    const lease = await leaser.acquire('job')
+    await time.advance(INTERVAL / 2)
+    throwNext = true
+    await time.advance(3 * TTL)
+    expect(throwNext).toBe(false)
+    expect(backend.calls.renewMany).toBeGreaterThan(3)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toEqual([])
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  test("an element of the driver's reply that throws when read fails the batch, not the leases after it", async () => {
+    const { time, backend, leaser, named } = setup({ batch: true })
+    const leases = await Promise.all([leaser.acquire('a'), leaser.acquire('b'), leaser.acquire('c')])
+    const renewMany = backend.inner.renewMany!.bind(backend.inner)
+    let once = true
+    backend.inner.renewMany = async (records, ttlMs, options) => {
+      const outcomes = await renewMany(records, ttlMs, options)
+      if (!once) return outcomes
+      once = false
+      Object.defineProperty(outcomes, 1, {
+        get() {
+          throw new Error('driver reply element unreadable')
+        },
+      })
+      return outcomes
+    }
+    await time.advance(3 * TTL)
+    expect(leases.map((lease) => lease.held)).toEqual([true, true, true])
+    expect(named('lost')).toEqual([])
+    expect(unhandled).toEqual([])
   })
 })
