@@ -26,6 +26,8 @@ export type CheckName =
   | 'checkpoint-rollback'
   // The runner workload's (runner-checks.ts):
   | 'held-after-takeover'
+  // The runner's and the pool's: lease.held said yes after it had said no (an end is for good).
+  | 'held-after-loss'
   // The pool workload's (pool-checks.ts):
   | 'pool-overlap'
   | 'pool-lost-checkpoint'

@@ -1,7 +1,7 @@
 import { describeSuccessor, firstAtLeast, provesAcquired, type Violation } from './checker.js'
 import { isRead, type Op } from './history.js'
 import type { PoolLine } from './pool-workload.js'
-import { pastLocalDeadline, skewBeyondHolder } from './runner-checks.js'
+import { FirstNo, ownReleaseSent, pastLocalDeadline, skewBeyondHolder } from './runner-checks.js'
 
 export interface PoolCheckOptions {
   /** Slack, in ms, between the store's clock and the host's monotonic one. Default 25. */
@@ -37,7 +37,7 @@ const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
 class UnitHistory {
   readonly byToken = new Map<bigint, Op[]>()
   readonly lostAcquires: Op[] = []
-  /** Acquires answered LEASE_HELD: a Leaser adopts its own lease from one, its deadline from its start. */
+  /** Acquires answered LEASE_HELD: a Leaser adopts its own lease from one naming it, its deadline from its start. */
   readonly heldAnswers: Op[] = []
   /**
    * Per checkpoint value: its token, first invocation, its attempts, whether one was acknowledged, and
@@ -195,6 +195,8 @@ export function checkPool(
   const pastDeadline = new Set<string>()
   // Per lease and holder, its handler's first read: a second is a second run under one token.
   const firstRead = new Map<string, Extract<PoolLine, { e: 'read' }>>()
+  // One lease's answers all come from its member's log, in the order they were asked.
+  const firstNo = new FirstNo()
   for (const line of lines) {
     if (line.e === 'member') {
       if (line.what === 'joined') summary.joined++
@@ -217,17 +219,16 @@ export function checkPool(
         })
       } else firstRead.set(key, line)
       // What the handler was given is what one of the store's reads returned (the Leaser's own
-      // readCheckpoint, or its acquire's), when the history has them.
+      // readCheckpoint, or its acquire's). The recording backend logs a read's reply before the
+      // Leaser sees it, so a handler given a state with no acknowledged read behind it was given one
+      // the Leaser made up.
       const storeReads = (history.byToken.get(token) ?? []).filter((op) => isRead(op) && op.holder === line.h)
-      if (
-        storeReads.length > 0 &&
-        !storeReads.some((op) => op.read === line.read && op.clean === line.clean)
-      ) {
+      if (!storeReads.some((op) => op.read === line.read && op.clean === line.clean)) {
         const returned = storeReads.map((op) => `${JSON.stringify(op.read)} (cleanHandoff ${op.clean})`)
         violations.push({
           check: 'pool-misread',
           workId: line.w,
-          message: `${line.h}'s handler of token ${token} was given ${JSON.stringify(line.read)} (cleanHandoff ${line.clean}), but the store returned ${returned.join(', ')}`,
+          message: `${line.h}'s handler of token ${token} was given ${JSON.stringify(line.read)} (cleanHandoff ${line.clean}), but ${returned.length > 0 ? `the store returned ${returned.join(', ')}` : 'no read of the store returned anything'}`,
           ops: storeReads,
         })
       }
@@ -263,11 +264,18 @@ export function checkPool(
       summary.handoffs++
       const history = historyOf(line.w)
       const token = BigInt(line.tok)
-      if (!line.confirmed) {
+      // The pool's own word, and the store's: a release that may have landed (acknowledged, or its
+      // reply lost), else nothing was released whatever the pool says.
+      const mayHaveReleased = releasesOf(history, token).some(
+        (op) => op.holder === line.h && mayHaveLanded(op),
+      )
+      if (!line.confirmed || !mayHaveReleased) {
         violations.push({
           check: 'pool-released-but-lost',
           workId: line.w,
-          message: `the pool reported ${line.h}'s token ${token} released, but its release ended the lease as lost`,
+          message: line.confirmed
+            ? `the pool reported ${line.h}'s token ${token} released, but no release of it can have landed`
+            : `the pool reported ${line.h}'s token ${token} released, but its release ended the lease as lost`,
           ops: releasesOf(history, token),
         })
         continue
@@ -280,7 +288,22 @@ export function checkPool(
         .filter((op) => op.op === 'checkpoint' && op.holder === line.h && op.value !== null)
         .sort((x, y) => history.sent.get(y.value!)!.first - history.sent.get(x.value!)!.first)[0]
       const last = given ? history.sent.get(given.value!) : undefined
-      if (next.clean !== true) {
+      // Lease.release() counts a FENCED retry after a lost reply as released when it cannot list: wrong
+      // after a takeover by a successor whose clock runs ahead, beyond the margin (as for overlaps).
+      const acknowledged = releasesOf(history, token).some(
+        (op) => op.holder === line.h && op.outcome === 'ok',
+      )
+      const beyondMargin = () =>
+        line.margin !== undefined &&
+        skewBeyondHolder(
+          next,
+          history.byToken.get(token) ?? [],
+          { h: line.h, off: Number.POSITIVE_INFINITY },
+          history.lostAcquires,
+        ) > Math.max(line.margin - tolerance, 0)
+      if (next.clean !== true && !acknowledged && beyondMargin()) {
+        summary.overlapsBeyondMargin++
+      } else if (next.clean !== true) {
         violations.push({
           check: 'pool-unclean-handoff',
           workId: line.w,
@@ -298,6 +321,8 @@ export function checkPool(
       continue
     }
     summary.steps++
+    const afterNo = firstNo.see(line)
+    if (afterNo) violations.push(afterNo)
     if (!line.held) continue
     summary.heldSteps++
     const key = `${line.w}\u0000${line.tok}\u0000${line.h}`
@@ -312,12 +337,8 @@ export function checkPool(
     }
   }
 
-  // Lease.release() ends the lease locally before it sends anything: no yes after its reply.
   const ownReleaseBefore = (history: UnitHistory, end: Step): Op | undefined =>
-    (history.byToken.get(BigInt(end.tok)) ?? []).find(
-      (op) =>
-        op.holder === end.h && op.op === 'release' && op.outcome === 'ok' && op.complete + tolerance < end.t,
-    )
+    ownReleaseSent(history.byToken.get(BigInt(end.tok)) ?? [], end, tolerance)
   for (const end of lastHeld.values()) {
     const history = historyOf(end.w)
     const token = BigInt(end.tok)
@@ -328,7 +349,7 @@ export function checkPool(
         violations.push({
           check: 'pool-overlap',
           workId: end.w,
-          message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - release.complete).toFixed(1)} ms after its own release was acknowledged`,
+          message: `${end.h} ran token ${token} until t=${end.t.toFixed(1)} (lease.held yes), ${(end.t - release.invoke).toFixed(1)} ms after its own release was sent`,
           ops: [release],
         })
       }

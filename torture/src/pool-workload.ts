@@ -45,7 +45,8 @@ export type PoolLine =
       ttl?: number
       off: number
     }
-  | { e: 'handoff'; h: string; w: string; tok: string; t: number; confirmed: boolean }
+  // `margin` is the Leaser's (absent from histories kept before it was logged).
+  | { e: 'handoff'; h: string; w: string; tok: string; t: number; confirmed: boolean; margin?: number }
   | { e: 'member'; h: string; t: number; what: 'joined' | 'left' | 'lost-unit' }
 
 const POOL_FILE_SUFFIX = '.pool.ndjson'
@@ -173,6 +174,7 @@ export async function poolMember(options: PoolMemberOptions): Promise<void> {
             tok: lease.fencingToken.toString(),
             t: monotonicNow(),
             confirmed: lease.lossError === undefined,
+            margin: config.safetyMarginMs,
           })
         }
       } else if (event.type === 'lost') {

@@ -79,6 +79,8 @@ export function checkRunner(
   }
   for (const index of byWork.values()) index.successorAfter = successors(index.byToken)
 
+  // One lease's answers all come from its worker's log, in the order they were asked.
+  const firstNo = new FirstNo()
   for (const line of lines) {
     if (line.e === 'r') {
       summary.runs[line.outcome] = (summary.runs[line.outcome] ?? 0) + 1
@@ -87,6 +89,8 @@ export function checkRunner(
       continue
     }
     summary.beliefs++
+    const afterNo = firstNo.see(line)
+    if (afterNo) violations.push(afterNo)
     if (!line.held) continue
     summary.heldBeliefs++
     const violation = wrongBelief(line, byWork.get(line.w), tolerance)
@@ -103,7 +107,10 @@ export function checkRunner(
 interface WorkIndex {
   byToken: Map<bigint, Op[]>
   lostAcquires: Op[]
-  /** Acquires answered LEASE_HELD: the Leaser adopts its own lease from one, its deadline from its start. */
+  /**
+   * Acquires answered LEASE_HELD: the Leaser adopts its own lease from one that names it (holder and
+   * token), its deadline from its start.
+   */
   heldAnswers: Op[]
   successorAfter: (token: bigint) => Op | undefined
 }
@@ -141,7 +148,7 @@ function wrongBelief(
   if (!successor || !(successor.complete + tolerance < belief.t)) return ownEvidence()
   // The holder's last extension the Leaser can have counted: its deadline is no later than this
   // one's start + ttl - margin, and the store's expiry is no earlier than its start + ttl.
-  const last = lastCountedExtension(index.byToken.get(token) ?? [], [], belief.h, belief.t)
+  const last = lastCountedExtension(index.byToken.get(token) ?? [], [], belief.h, token, belief.t)
   const skew = skewBeyondHolder(successor, index.byToken.get(token) ?? [], belief, index.lostAcquires)
   if (skew > Math.max(belief.margin - tolerance, 0)) return ownEvidence() ?? 'beyond-margin'
   return {
@@ -154,24 +161,52 @@ function wrongBelief(
   }
 }
 
-/** Lease.release() ends the lease locally before it sends anything: no yes after its reply. */
+/**
+ * Lease.release() ends the lease locally before it sends anything: no yes once a release of the
+ * holder's of that token was sent, whatever its reply (lost, FENCED, late). A Leaser releases no other
+ * lease under a token it handed out.
+ */
+export function ownReleaseSent(tokenOps: readonly Op[], yes: { h: string; t: number }, tolerance: number) {
+  return tokenOps.find((op) => op.holder === yes.h && op.op === 'release' && op.invoke + tolerance < yes.t)
+}
+
 function heldAfterRelease(belief: Belief, index: WorkIndex, tolerance: number): Violation | undefined {
   const token = BigInt(belief.tok)
-  const release = (index.byToken.get(token) ?? []).find(
-    (op) =>
-      op.holder === belief.h &&
-      op.op === 'release' &&
-      op.outcome === 'ok' &&
-      op.complete + tolerance < belief.t,
-  )
+  const release = ownReleaseSent(index.byToken.get(token) ?? [], belief, tolerance)
   if (!release) return undefined
   return {
     check: 'held-after-takeover',
     workId: belief.w,
     message:
       `lease.held was true for ${belief.h} (token ${token}) at t=${belief.t.toFixed(1)}, ` +
-      `${(belief.t - release.complete).toFixed(1)} ms after its own release was acknowledged`,
+      `${(belief.t - release.invoke).toFixed(1)} ms after its own release was sent`,
     ops: [release],
+  }
+}
+
+/**
+ * Per lease (workId, token, holder), when `held` first said no: an end is for good (a Lease never
+ * comes back), so a later yes is `held-after-loss`. Reported once per lease.
+ */
+export class FirstNo {
+  readonly #at = new Map<string, number>()
+  readonly #reported = new Set<string>()
+
+  see(answer: { w: string; tok: string; h: string; t: number; held: boolean }): Violation | undefined {
+    const key = `${answer.w}\u0000${answer.tok}\u0000${answer.h}`
+    const no = this.#at.get(key)
+    if (!answer.held) {
+      if (no === undefined || answer.t < no) this.#at.set(key, answer.t)
+      return undefined
+    }
+    if (no === undefined || !(no < answer.t) || this.#reported.has(key)) return undefined
+    this.#reported.add(key)
+    return {
+      check: 'held-after-loss',
+      workId: answer.w,
+      message: `lease.held said yes to ${answer.h} (token ${answer.tok}) at t=${answer.t.toFixed(1)}, after it had said no at t=${no.toFixed(1)}`,
+      ops: [],
+    }
   }
 }
 
@@ -184,6 +219,7 @@ function lastCountedExtension(
   tokenOps: readonly Op[],
   heldAnswers: readonly Op[],
   holder: string,
+  token: bigint,
   t: number,
 ): Op | undefined {
   let last: Op | undefined
@@ -191,8 +227,10 @@ function lastCountedExtension(
     if (op.holder !== holder || !extends_(op) || op.complete > t) continue
     if (!last || op.invoke > last.invoke) last = op
   }
+  // Only an answer naming this very lease: the Leaser adopts nothing else (leaser.ts #ownLease).
   for (const op of heldAnswers) {
     if (op.holder !== holder || op.invoke > t) continue
+    if (op.heldBy?.holder !== holder || op.heldBy.token !== token) continue
     if (!last || op.invoke > last.invoke) last = op
   }
   return last
@@ -246,10 +284,10 @@ export function skewBeyondHolder(
 export function pastLocalDeadline(
   tokenOps: readonly Op[],
   heldAnswers: readonly Op[],
-  yes: { h: string; t: number; ttl: number; margin: number },
+  yes: { h: string; tok: string; t: number; ttl: number; margin: number },
   tolerance: number,
 ): { last: Op; why: string } | undefined {
-  const last = lastCountedExtension(tokenOps, heldAnswers, yes.h, yes.t)
+  const last = lastCountedExtension(tokenOps, heldAnswers, yes.h, BigInt(yes.tok), yes.t)
   if (!last) return undefined
   const deadline = last.invoke + yes.ttl - yes.margin
   if (!(yes.t > deadline + tolerance)) return undefined

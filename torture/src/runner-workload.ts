@@ -168,7 +168,10 @@ export async function runnerWorker(options: RunnerWorkerOptions): Promise<void> 
             const value = store.claim(counter, lease.fencingToken)
             if (value === null) {
               refused++
-              return // superseded already: the store says so, whatever we believe
+              // Superseded already: the store says so, whatever we believe. Asked once more all the
+              // same, as every job that completes does: the moment a newer token is proven.
+              believe(lease)
+              return
             }
             await sleep(
               slowWork && step === 0

@@ -104,8 +104,8 @@ describe('pool checks', () => {
 
     test('a no from lease.held after the takeover is no run; a takeover in flight or within the 25 ms slack proves nothing', () => {
       expect(
-        // (A's own release returned at 32: a yes after 57 would be a run past that, caught apart.)
-        checks(lines({ extra: [step('A', 1, 100, false), step('A', 1, 41), step('A', 1, 56)] }), store()),
+        // (A's own release was sent at 30: a yes after 55 would be a run past that, caught apart.)
+        checks(lines({ extra: [step('A', 1, 100, false), step('A', 1, 41), step('A', 1, 54)] }), store()),
       ).toEqual([])
     })
 
@@ -160,7 +160,9 @@ describe('pool checks', () => {
         .map((o) =>
           o.holder === 'B' && o.op === 'acquire' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
         )
-      const beyond = checkPool(lines({ extra: [step('A', 1, 100)] }), ahead)
+      // (No handoff either: the pool reports none without a release in the store.)
+      const kept = lines({ extra: [step('A', 1, 100)] }).filter((l) => l.e !== 'handoff')
+      const beyond = checkPool(kept, ahead)
       expect(beyond.violations).toEqual([])
       expect(beyond.summary.overlapsBeyondMargin).toBe(1)
       // No skew excuses a yes after the member's own release returned.
@@ -289,6 +291,19 @@ describe('pool checks', () => {
         }),
         op('acquire', { workId: W, holder: 'C', token: 2, invoke: 500, complete: 502, ttl: 400 }),
       ]
+      // What C's handler was given is what its store read returned (else pool-misread).
+      const withRead = (value: string) => [
+        ...ops,
+        op('readCheckpoint', {
+          workId: W,
+          holder: 'C',
+          token: 2,
+          invoke: 503,
+          complete: 504,
+          read: value,
+          clean: false,
+        }),
+      ]
       const read = (value: string): PoolLine => ({
         e: 'read',
         h: 'C',
@@ -298,8 +313,8 @@ describe('pool checks', () => {
         read: value,
         clean: false,
       })
-      expect(checks([read('A#1.1')], ops)).toEqual([])
-      expect(checks([read('A#1.0')], ops)).toEqual(['pool-lost-checkpoint'])
+      expect(checks([read('A#1.1')], withRead('A#1.1'))).toEqual([])
+      expect(checks([read('A#1.0')], withRead('A#1.0'))).toEqual(['pool-lost-checkpoint'])
     })
   })
 
@@ -314,8 +329,10 @@ describe('pool checks', () => {
 
   describe("pool-unclean-handoff: a consent handoff is clean and carries the giver's last checkpoint", () => {
     test('the successor reading cleanHandoff false after a consent handoff is caught', () => {
-      // The pool released nothing in the store (say it abandoned the lease instead): no release op.
-      const ops = store({ bClean: false }).filter((o) => o.op !== 'release')
+      // The release's reply was lost: it may have landed, and the successor says it did not.
+      const ops = store({ bClean: false }).map((o) =>
+        o.op === 'release' ? { ...o, outcome: 'info' as const, complete: Number.POSITIVE_INFINITY } : o,
+      )
       expect(checks(lines({ bClean: false }), ops)).toEqual(['pool-unclean-handoff'])
     })
 
@@ -377,15 +394,20 @@ describe('pool checks', () => {
       // its own lease) does the same.
       const renew = op('renew', { workId: W, holder: 'A', token: 1, invoke: 100, complete: 102, ttl: 400 })
       expect(checks([...poolLines, step('A', 1, 430)], [...ops, renew])).toEqual([])
-      const adopted = op('acquire', {
-        workId: W,
-        holder: 'A',
-        invoke: 100,
-        complete: 102,
-        outcome: 'fail',
-        code: 'LEASE_HELD',
-      })
-      expect(checks([...poolLines, step('A', 1, 430)], [...ops, adopted])).toEqual([])
+      const adopted = (heldBy?: { token: bigint; holder: string; expiresInMs: number }) =>
+        op('acquire', {
+          workId: W,
+          holder: 'A',
+          invoke: 100,
+          complete: 102,
+          outcome: 'fail',
+          code: 'LEASE_HELD',
+          ...(heldBy ? { heldBy } : {}),
+        })
+      const ownLease = adopted({ token: 1n, holder: 'A', expiresInMs: 300 })
+      expect(checks([...poolLines, step('A', 1, 430)], [...ops, ownLease])).toEqual([])
+      // One that names no holder, or another lease, is nothing a Leaser adopts.
+      expect(checks([...poolLines, step('A', 1, 430)], [...ops, adopted()])).toEqual(['pool-overlap'])
     })
 
     test('a second run of one unit under one token (a lease adopted again after it was let go) is caught', () => {

@@ -196,11 +196,20 @@ describe('runner checks', () => {
     expect(checks([belief(160)], alone)).toEqual([])
     expect(checks([belief(1_000)], alone)).toEqual(['held-after-takeover'])
     // An acquire answered LEASE_HELD (the Leaser adopting its own lease) starts a deadline too.
-    const adopted = [
+    const adopted = (heldBy?: { token: bigint; holder: string; expiresInMs: number }) => [
       ...alone,
-      op('acquire', { holder: 'A', invoke: 900, complete: 901, outcome: 'fail', code: 'LEASE_HELD' }),
+      op('acquire', {
+        holder: 'A',
+        invoke: 900,
+        complete: 901,
+        outcome: 'fail',
+        code: 'LEASE_HELD',
+        ...(heldBy ? { heldBy } : {}),
+      }),
     ]
-    expect(checks([belief(1_000)], adopted)).toEqual([])
+    expect(checks([belief(1_000)], adopted({ token: 1n, holder: 'A', expiresInMs: 50 }))).toEqual([])
+    // One naming no holder is nothing a Leaser adopts.
+    expect(checks([belief(1_000)], adopted())).toEqual(['held-after-takeover'])
   })
   test('only an acknowledged acquire, renew or checkpoint of its own moves the local deadline', () => {
     // A's deadline is 0 + 100 - 10 = 90. Nothing after its acquire extended it: a renew whose reply
