@@ -76,13 +76,16 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
   const worker = async (index: number) => {
     const holderId = `${load.prefix}-holder-${index}`
     const slice = Math.floor(load.workIds / load.concurrency)
+    // Completed cycles of this worker: what the sampling counts (attempts whose acquire found the
+    // lease held, or whose lease was lost, are no cycles).
+    let done = 0
     for (let n = 0; performance.now() < deadline; n++) {
       const id = slice > 0 ? index * slice + (n % slice) : (index + n) % load.workIds
       const workId = `${load.prefix}-${id}`
       // In-process stores run a cycle in about a microsecond, where reading the clock five times would
       // be a visible share of it: after a worker's first 1,000 cycles only every 16th is timed, and
       // counts for the 16 (this one and the next 15).
-      const weight = n < TIMED_FIRST ? 1 : (n - TIMED_FIRST) % SAMPLE_EVERY === 0 ? SAMPLE_EVERY : 0
+      const weight = done < TIMED_FIRST ? 1 : (done - TIMED_FIRST) % SAMPLE_EVERY === 0 ? SAMPLE_EVERY : 0
       const timed = weight > 0
       const now = timed ? clock : untimed
       const t0 = now()
@@ -116,6 +119,7 @@ export async function runCycles(ops: LeaseOps, roundTrips: () => number, load: C
         continue
       }
       cycles++
+      done++
       if (!timed) continue
       latencies.acquire.push(t1 - t0)
       latencies.checkpoint.push(t2 - t1)

@@ -40,7 +40,7 @@ export function renderTakeover(results: BenchResults): string[] {
       "holder's acquire start + ttl: the store's expiry is at most one round trip later, so this counts up to one " +
       'round trip against every library alike) to the waiter holding it. **Release**: ms from `release()` returning to the waiter holding it. p50 / p99 over ' +
       `${results.settings.takeoverRounds} rounds per kind, ${results.settings.peers.takeoverParallel} at a time on ` +
-      "their own workIds (PostgreSQL peers: 8); with this few rounds, p99 is the slowest round. Issue 15's goal: " +
+      "their own workIds, one kind after the other; with this few rounds, p99 is the slowest round. Issue 15's goal: " +
       'crash p99 within 2 round trips + 50 ms past expiry; a ' +
       'release taken within 2 round trips + the poll interval. "LEASE_HELD carries expiry": the driver reports ' +
       '`holder.expiresInMs` when an acquire finds the lease held, so a runner that reads it can sleep until the expiry ' +

@@ -387,12 +387,20 @@ export function renderMarkdown(results: BenchResults): string {
   return out.join('\n')
 }
 
+/** The leases the rows' `mode` runs held, as measured ("500", or "500 / 2,000" where they differ). */
+function heldLeases(rows: readonly BatchRenewalResult[], mode: 'batched' | 'single'): string {
+  const counts = [...new Set(rows.map((row) => row[mode].leases))]
+  return counts.length > 0 ? counts.map((count) => count.toLocaleString('en-US')).join(' / ') : 'none'
+}
+
 /** Issue 17's goal: listing 100,000 leases pages in bounded memory. */
 function renderBatchRenewal(results: BenchResults): string[] {
   const rows = results.batchRenewal
   if (!rows || rows.length === 0) return []
   const measured = rows.filter((row): row is BatchRenewalResult => 'batched' in row)
   const first = measured[0]?.batched
+  const dynamo = measured.filter((row) => row.target === 'dynamodb')
+  const others = measured.filter((row) => row.target !== 'dynamodb')
   const out = ['## Batch renewal', '']
   out.push(
     "One process holds N leases through the `Leaser` (issue 19, part 2's goal: ≤ N/100 round trips per renew " +
@@ -405,11 +413,11 @@ function renderBatchRenewal(results: BenchResults): string[] {
           `${first.warmupMs / 1000} s of warm-up, a ${first.windowMs / 1000} s window`
         : '') +
       (results.mode === 'quick'
-        ? ' (**--quick: 500 leases (DynamoDB 100), renewed every second, and a 2 s window**; the full run holds 100,000, DynamoDB 10,000, at ttl 30 s)'
+        ? ` (**--quick: ${heldLeases(others, 'batched')} leases (DynamoDB ${heldLeases(dynamo, 'batched')}), renewed every second, and a 2 s window**; the full run holds 100,000, DynamoDB 10,000, at ttl 30 s)`
         : '') +
       ". CPU is % of one core for the whole process (runner + driver), not the server's. DynamoDB renews in chunks of 25 " +
       '(BatchExecuteStatement: 25 conditional PartiQL UPDATEs a request, each answered on its own; BatchWriteItem takes no ' +
-      'conditions and TransactWriteItems fails whole); its per-lease row holds 2,000 leases (DynamoDB Local seeds slowly), and on dynalite, which has no PartiQL, its one row renews one lease per request.',
+      `conditions and TransactWriteItems fails whole); its per-lease row holds ${heldLeases(dynamo, 'single')} leases (DynamoDB Local seeds slowly), and on dynalite, which has no PartiQL, its one row renews one lease per request.`,
     '',
   )
   out.push(

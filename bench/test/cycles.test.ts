@@ -65,3 +65,32 @@ describe('runCycles latency sampling', () => {
     expect(summarize([run]).latencyMs.acquire.p99).toBe(2)
   })
 })
+
+// Found by a review (session 49): the weights followed attempts, not cycles, so with held attempts
+// "the first 1,000 cycles" were the first 1,000 attempts and the weights summed to about twice the
+// cycles.
+test('with held attempts the weights still stand for the completed cycles', async () => {
+  let fake = 0
+  vi.spyOn(performance, 'now').mockImplementation(() => fake)
+  let calls = 0
+  const ops = {
+    async acquire(workId: string, holderId: string) {
+      fake += 0.001
+      return ++calls % 2 === 0 ? null : { workId, holderId, token: 1n }
+    },
+    async checkpoint() {},
+    async renew() {},
+    async release() {},
+  } as unknown as LeaseOps
+  const run = await runCycles(ops, () => 0, {
+    concurrency: 1,
+    workIds: 1,
+    durationMs: 200,
+    ttlMs: 30_000,
+    state: new Uint8Array(1),
+    prefix: 'x',
+  })
+  expect(run.held).toBeGreaterThan(0)
+  expect(run.latencyWeights.filter((weight) => weight === 1)).toHaveLength(1_000)
+  expect(Math.abs(run.latencyWeights.reduce((sum, weight) => sum + weight, 0) - run.cycles)).toBeLessThan(16)
+})

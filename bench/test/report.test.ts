@@ -113,3 +113,30 @@ describe('where a cycle spends its CPU', () => {
     expect(lines.find((line) => line.startsWith('- **a peer** is ahead'))).not.toContain('CPU µs')
   })
 })
+
+// Found by a review (session 49): the prose said 2,000 leases for DynamoDB's per-lease row and "500
+// leases (DynamoDB 100)" under --quick, whatever the rows held.
+describe('the batch renewal prose states the leases the rows held', () => {
+  const quick = JSON.parse(
+    readFileSync(new URL('./fixtures/quick-batch-renewal-no-renewals.json', import.meta.url), 'utf8'),
+  ) as BenchResults
+  const prose = (results: BenchResults) =>
+    renderMarkdown(results)
+      .split('\n')
+      .find((line) => line.startsWith('One process holds N leases'))!
+
+  test("DynamoDB's per-lease row", () => {
+    expect(prose(quick)).toContain('its per-lease row holds 100 leases')
+  })
+
+  test('--quick with --batch-renewal-leases', () => {
+    const custom = structuredClone(quick) as unknown as {
+      batchRenewal: Array<{ batched: { leases: number }; single: { leases: number } }>
+    }
+    for (const row of custom.batchRenewal) {
+      row.batched.leases = 50
+      row.single.leases = 50
+    }
+    expect(prose(custom as unknown as BenchResults)).toContain('--quick: 50 leases (DynamoDB 50)')
+  })
+})

@@ -96,7 +96,7 @@ function redisSides(prefix: string): LockSide[] {
         'no fencing token (random value); expiry on the Redis clock; no automatic renewal (extend by hand)',
       waiting: 'polls: retryDelay 200 ms ± retryJitter 100 ms',
       doesLess:
-        'acquire is one SET NX PX of a random value (in a script), release a compare-and-delete: no token to read and increment, no holder or expiry read, no TIME, no checkpoint handed over, no LEASE_HELD details; nothing kept locally (no renewal timer, no local deadline, no record object)',
+        'acquire is one script (EXISTS, then SET PX of a random value), release a compare-and-delete: no token to read and increment, no holder or expiry read, no TIME, no checkpoint handed over, no LEASE_HELD details; nothing kept locally (no renewal timer, no local deadline, no record object)',
       roundTripUnit: 'commands',
       async tryAcquire(key, ttlMs) {
         try {
@@ -173,9 +173,9 @@ function redisSides(prefix: string): LockSide[] {
       label: `redis-semaphore ${version('redis-semaphore')}`,
       semantics:
         'no fencing token (random identifier); expiry on the Redis clock; renewed by a timer (0.8 × ttl)',
-      waiting: 'polls: retryInterval 10 ms (acquireTimeout 10 s by default; here unbounded)',
+      waiting: 'polls: retryInterval 10 ms (acquireTimeout 10 s by default; here 60 s)',
       doesLess:
-        'acquire is one SET NX PX of a random identifier (in a script), release a compare-and-delete: no token, no holder or expiry read, no TIME, no checkpoint handed over; locally one refresh interval timer, no local deadline, no per-call timeout',
+        'acquire is one plain SET NX PX of a random identifier (no script), release a compare-and-delete: no token, no holder or expiry read, no TIME, no checkpoint handed over; locally one refresh interval timer, no local deadline, no per-call timeout',
       roundTripUnit: 'commands',
       async tryAcquire(key, ttlMs) {
         const mutex = new Mutex(redis as never, `${prefix}:rs:${key}`, {
