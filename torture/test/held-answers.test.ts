@@ -49,6 +49,16 @@ const readLine = (h: string, tok: string, t: number, read: string | null, clean:
   read,
   clean,
 })
+/** A takes the unit under token 1 and reads nothing. */
+const takenByA = (ttl: number): Op[] => [
+  op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl }),
+  op('readCheckpoint', { workId: W, holder: 'A', token: 1, invoke: 3, complete: 4, read: null, clean: true }),
+]
+/** The same, and A checkpoints A#1.0 (acknowledged at 12). */
+const givenToA = (ttl: number): Op[] => [
+  ...takenByA(ttl),
+  op('checkpoint', { workId: W, holder: 'A', token: 1, value: 'A#1.0', invoke: 10, complete: 12, ttl }),
+]
 const runnerChecks = (lines: RunnerLine[], ops: Op[]) =>
   checkRunner(lines, ops).violations.map((v) => v.check)
 const poolChecks = (lines: PoolLine[], ops: Op[]) => checkPool(lines, ops).violations.map((v) => v.check)
@@ -72,16 +82,7 @@ describe('a yes once its own release was sent, whatever the reply: release() end
 
   test('pool: its reply lost', () => {
     const ops = [
-      op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
-      op('readCheckpoint', {
-        workId: W,
-        holder: 'A',
-        token: 1,
-        invoke: 3,
-        complete: 4,
-        read: null,
-        clean: true,
-      }),
+      ...takenByA(400),
       op('release', { workId: W, holder: 'A', token: 1, invoke: 30, outcome: 'info' }),
     ]
     expect(poolChecks([readLine('A', '1', 3, null, true), step(60, true)], ops)).toEqual(['pool-overlap'])
@@ -144,16 +145,7 @@ describe('only a LEASE_HELD naming the holder and its token moves its deadline: 
 
 test('pool-misread: a handler given what no read of the store returned', () => {
   const ops = [
-    op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
-    op('readCheckpoint', {
-      workId: W,
-      holder: 'A',
-      token: 1,
-      invoke: 3,
-      complete: 4,
-      read: null,
-      clean: true,
-    }),
+    ...takenByA(400),
     // A crashes. B takes token 2 after A's ttl; its readCheckpoint's reply is lost.
     op('acquire', { workId: W, holder: 'B', token: 2, invoke: 500, complete: 502, ttl: 400 }),
     op('readCheckpoint', { workId: W, holder: 'B', token: 2, invoke: 503, outcome: 'info' }),
@@ -164,25 +156,7 @@ test('pool-misread: a handler given what no read of the store returned', () => {
 
 describe('pool-released-but-lost: the store must show a release that may have landed', () => {
   const history = (release: Op[]): Op[] => [
-    op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 400 }),
-    op('readCheckpoint', {
-      workId: W,
-      holder: 'A',
-      token: 1,
-      invoke: 3,
-      complete: 4,
-      read: null,
-      clean: true,
-    }),
-    op('checkpoint', {
-      workId: W,
-      holder: 'A',
-      token: 1,
-      value: 'A#1.0',
-      invoke: 10,
-      complete: 12,
-      ttl: 400,
-    }),
+    ...givenToA(400),
     ...release,
     // C's acquire lost its reply after A's lease expired: token 2, which nobody used.
     op('acquire', { workId: W, holder: 'C', invoke: 500, outcome: 'info', ttl: 400 }),
@@ -231,25 +205,7 @@ describe('pool-released-but-lost: the store must show a release that may have la
 test('legal: a handoff spoiled by a successor whose clock ran ahead beyond the margin is counted apart', () => {
   const ahead = { offsetAtInvoke: 3_000, offsetAtComplete: 3_000 }
   const ops = [
-    op('acquire', { workId: W, holder: 'A', token: 1, invoke: 0, complete: 2, ttl: 2_000 }),
-    op('readCheckpoint', {
-      workId: W,
-      holder: 'A',
-      token: 1,
-      invoke: 3,
-      complete: 4,
-      read: null,
-      clean: true,
-    }),
-    op('checkpoint', {
-      workId: W,
-      holder: 'A',
-      token: 1,
-      value: 'A#1.0',
-      invoke: 10,
-      complete: 12,
-      ttl: 2_000,
-    }),
+    ...givenToA(2_000),
     // The release's first attempt lost its reply (it never landed); C, 3 s ahead, takes token 2;
     // the retry is FENCED, and with no list to tell, release() counts it released.
     op('release', { workId: W, holder: 'A', token: 1, invoke: 60, outcome: 'info' }),

@@ -25,7 +25,7 @@ const hostileHeld = () =>
     },
   })
 
-function make(time: ManualTime, acquire: Backend['acquire']) {
+function make(time: ManualTime, acquire: Backend['acquire'], options: { callTimeoutMs?: number } = {}) {
   const memory = new MemoryBackend({ store: new MemoryStore(), clock: time.wall })
   const backend: Backend = {
     capabilities: memory.capabilities,
@@ -35,7 +35,14 @@ function make(time: ManualTime, acquire: Backend['acquire']) {
     release: (...a) => memory.release(...a),
     readCheckpoint: (...a) => memory.readCheckpoint(...a),
   }
-  const leaser = new Leaser({ backend, ttlMs: TTL, holderId: 'worker-a', timers: time, random: () => 0.5 })
+  const leaser = new Leaser({
+    backend,
+    ttlMs: TTL,
+    holderId: 'worker-a',
+    timers: time,
+    random: () => 0.5,
+    ...options,
+  })
   return { memory, leaser }
 }
 
@@ -83,34 +90,21 @@ describe('an attempt that failed just before the abort', () => {
     'landed, its reply lost, the caller aborting %i microtasks later: the lease is freed',
     async (depth) => {
       const time = new ManualTime()
-      const store = new MemoryStore()
-      const memory = new MemoryBackend({ store, clock: time.wall })
-      const other = new MemoryBackend({ store, clock: time.wall })
       const controller = new AbortController()
       let n = 0
-      const backend: Backend = {
-        capabilities: memory.capabilities, // reportsHolder: true
-        acquire: async (w, h, t) => {
-          n++
-          await memory.acquire(w, h, t) // landed...
-          const p = Promise.reject(new Error('connection reset')) // ...reply lost
-          let q: Promise<unknown> = p.catch(() => undefined)
-          for (let i = 0; i < depth; i++) q = q.then(() => undefined)
-          void q.then(() => controller.abort())
-          return p
-        },
-        renew: (...a) => memory.renew(...a),
-        checkpoint: (...a) => memory.checkpoint(...a),
-        release: (...a) => memory.release(...a),
-        readCheckpoint: (...a) => memory.readCheckpoint(...a),
-      }
-      const leaser = new Leaser({
-        backend,
-        ttlMs: TTL,
-        holderId: 'worker-a',
-        timers: time,
-        random: () => 0.5,
+      let memory!: MemoryBackend
+      const made = make(time, async (w, h, t) => {
+        n++
+        await memory.acquire(w, h, t) // landed...
+        const p = Promise.reject(new Error('connection reset')) // ...reply lost
+        let q: Promise<unknown> = p.catch(() => undefined)
+        for (let i = 0; i < depth; i++) q = q.then(() => undefined)
+        void q.then(() => controller.abort())
+        return p
       })
+      memory = made.memory
+      const { leaser } = made
+      const other = memory
       const got = track(leaser.acquire('job', { signal: controller.signal }))
       await time.flush()
       expect(got.rejected).toBe(true)
@@ -166,11 +160,11 @@ describe('our own lease found with no usable ttl left is waited out, not handed 
 
   test('an attempt that landed but hung past the call timeout: the retry does not adopt its dying lease', async () => {
     const time = new ManualTime()
-    const memory = new MemoryBackend({ store: new MemoryStore(), clock: time.wall })
     let n = 0
-    const backend: Backend = {
-      capabilities: memory.capabilities,
-      acquire: async (w, h, t) => {
+    let memory!: MemoryBackend
+    const made = make(
+      time,
+      async (w, h, t) => {
         n++
         if (n === 1) {
           await memory.acquire(w, h, t)
@@ -178,19 +172,10 @@ describe('our own lease found with no usable ttl left is waited out, not handed 
         }
         return memory.acquire(w, h, t)
       },
-      renew: (...a) => memory.renew(...a),
-      checkpoint: (...a) => memory.checkpoint(...a),
-      release: (...a) => memory.release(...a),
-      readCheckpoint: (...a) => memory.readCheckpoint(...a),
-    }
-    const leaser = new Leaser({
-      backend,
-      ttlMs: TTL,
-      holderId: 'worker-a',
-      timers: time,
-      random: () => 0.5,
-      callTimeoutMs: TTL - 50,
-    })
+      { callTimeoutMs: TTL - 50 },
+    )
+    memory = made.memory
+    const leaser = made.leaser
     const got = track(leaser.acquire('job', { wait: true }))
     await time.advance(TTL + 100)
     expect(got.settled).toBe(true)
