@@ -214,6 +214,7 @@ export async function createLeaseTable(
       new DescribeTableCommand({ TableName: tableName }),
     )
     const index = Table?.GlobalSecondaryIndexes?.find((candidate) => candidate.IndexName === listIndex)
+    if (Table?.TableStatus === 'ACTIVE') refuseOtherKey(tableName, partitionKey, Table)
     if (Table?.TableStatus === 'ACTIVE' && listIndex !== undefined) {
       refuseOtherIndex(tableName, partitionKey, listIndex, index)
     }
@@ -235,7 +236,28 @@ export async function createLeaseTable(
 
 interface DescribedTable {
   readonly TableStatus?: string
+  readonly KeySchema?: readonly { readonly AttributeName?: string; readonly KeyType?: string }[]
+  readonly AttributeDefinitions?: readonly {
+    readonly AttributeName?: string
+    readonly AttributeType?: string
+  }[]
   readonly GlobalSecondaryIndexes?: readonly ListIndexDescription[]
+}
+
+/**
+ * Throws unless an existing table is keyed as the backend writes: `partitionKey` alone, a string.
+ * Another key (a sort key, a number, another name) passed as the table asked for, and every lease
+ * call then failed with DynamoDB's ValidationException.
+ */
+function refuseOtherKey(tableName: string, partitionKey: string, table: DescribedTable): void {
+  if (table.KeySchema === undefined) return
+  const keys = table.KeySchema.map((key) => `${key.AttributeName} ${key.KeyType}`).join(', ')
+  const type = table.AttributeDefinitions?.find((a) => a.AttributeName === partitionKey)?.AttributeType
+  if (keys === `${partitionKey} HASH` && (type === undefined || type === 'S')) return
+  throw new Error(
+    `table ${tableName} is keyed ${keys}${type && type !== 'S' ? ` (${partitionKey} of type ${type})` : ''}, not ${partitionKey} HASH (a string): ` +
+      'every lease call would fail; give createLeaseTable the partitionKey of the table, or use another table',
+  )
 }
 
 interface ListIndexDescription {

@@ -1,5 +1,5 @@
 import { getEventListeners } from 'node:events'
-import { DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
+import { CreateTableCommand, DeleteTableCommand, DescribeTableCommand } from '@aws-sdk/client-dynamodb'
 import { afterAll, afterEach, assert, expect, test } from 'vitest'
 import { createLeaseTable, DynamoBackend, listIndexDefinition } from '../src/index.js'
 import { newClient, returnValuesOnConditionCheckFailure, uniqueTableName } from './dynamo-harness.js'
@@ -216,3 +216,47 @@ test("a signal that fires while a request is out rejects with its reason, not th
   await createLeaseTable(client, { table: tableName })
   created.push(tableName)
 })
+
+// Found by a review (session 49): an existing table keyed otherwise was returned as the lease table,
+// and every lease call then failed with DynamoDB's ValidationException.
+test.each([
+  [
+    'another key name',
+    [{ AttributeName: 'id', KeyType: 'HASH' }],
+    [{ AttributeName: 'id', AttributeType: 'S' }],
+    /is keyed id HASH, not workId HASH/,
+  ],
+  [
+    'a sort key too',
+    [
+      { AttributeName: 'workId', KeyType: 'HASH' },
+      { AttributeName: 'at', KeyType: 'RANGE' },
+    ],
+    [
+      { AttributeName: 'workId', AttributeType: 'S' },
+      { AttributeName: 'at', AttributeType: 'N' },
+    ],
+    /is keyed workId HASH, at RANGE, not workId HASH/,
+  ],
+  [
+    'a number key',
+    [{ AttributeName: 'workId', KeyType: 'HASH' }],
+    [{ AttributeName: 'workId', AttributeType: 'N' }],
+    /\(workId of type N\)/,
+  ],
+] as const)(
+  'an existing table with %s is refused',
+  async (_name, KeySchema, AttributeDefinitions, message) => {
+    const tableName = uniqueTableName()
+    await client.send(
+      new CreateTableCommand({
+        TableName: tableName,
+        KeySchema: [...KeySchema],
+        AttributeDefinitions: [...AttributeDefinitions],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    )
+    created.push(tableName)
+    await expect(createLeaseTable(client, { table: tableName, ifNotExists: true })).rejects.toThrow(message)
+  },
+)
