@@ -175,6 +175,8 @@ export interface CheckedBackend {
   readonly reportsHolder: boolean
   /** The largest `renewMany` batch; undefined when leases are renewed one by one. */
   readonly renewManyMaxRecords: number | undefined
+  /** The largest state a checkpoint may store, read once: every checkpoint is held to it. */
+  readonly maxStateBytes: number
 }
 
 /**
@@ -205,7 +207,14 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     'renewMany',
     'acquireWithCheckpoint',
     'reportsHolder',
+    'maxStateBytes',
   ])
+  const maxStateBytes = checkInteger(
+    `${name}.capabilities.maxStateBytes`,
+    capabilities.maxStateBytes,
+    0,
+    Number.MAX_SAFE_INTEGER,
+  )
   let renewManyMaxRecords: number | undefined
   if (capabilities.renewMany !== undefined && typeof fields.renewMany === 'function') {
     const { maxRecords } = readFields(`${name}.capabilities.renewMany`, capabilities.renewMany, [
@@ -224,6 +233,7 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
       capabilities.acquireWithCheckpoint === true && typeof fields.acquireWithCheckpoint === 'function',
     reportsHolder: capabilities.reportsHolder === true,
     renewManyMaxRecords,
+    maxStateBytes,
   }
 }
 

@@ -129,7 +129,8 @@ const DONE = Symbol('done')
  * second read could answer another method); `undefined` for anything that is not an iterable object.
  */
 function readerOf(units: unknown, name: string): NextUnit | undefined {
-  if (typeof units !== 'object' || units === null) return undefined
+  // A String object iterates its characters, as a plain string would: no list of unit ids either.
+  if (typeof units !== 'object' || units === null || units instanceof String) return undefined
   const couldNotRead = (error: unknown) =>
     new InvalidArgumentError(`${name} could not be read`, { cause: error })
   let next: () => IteratorResult<unknown>

@@ -59,6 +59,8 @@ export interface LeaseContext {
   // Each Lease is typed by its Leaser's codec; the context, shared by all of them, is not. The
   // functions as checked at construction, never read from the caller's codec object again.
   readonly codec: CheckpointCodec<any>
+  /** The backend's `capabilities.maxStateBytes`, as checked at construction. */
+  readonly maxStateBytes: number
   readonly events: LeaserEmitter
   /** The store side stopped: no call of this lease goes out any more. */
   readonly onEnd: (lease: Lease<any>) => void
@@ -290,7 +292,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // rejection like any other: a caller that only attaches `.catch` must see it too.
     let copy: Uint8Array
     try {
-      copy = validateState(this.#ctx.codec.encode(state), this.#ctx.backend.capabilities.maxStateBytes)
+      copy = validateState(this.#ctx.codec.encode(state), this.#ctx.maxStateBytes)
     } catch (error) {
       return Promise.reject(error)
     }

@@ -343,6 +343,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       timers,
       random,
       codec,
+      maxStateBytes: checked.maxStateBytes,
       events: this.#events,
       onEnd: (lease: Lease<any>) => {
         this.#leases.delete(lease)

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises'
 import { MemoryBackend, MemoryStore } from '@worklease/memory'
 import { isInvalidArgumentError } from '@worklease/spec'
+import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
 import { LeasePool, Leaser, type PoolEvent, type PoolPlan, type Timers } from '../src/index.js'
 import { collectUncaughtExceptions, setup, TTL, track } from './setup.js'
@@ -174,4 +175,56 @@ describe('LeasePool', () => {
     expect(failed).toEqual([])
     expect(units).toEqual(['a', 'b'])
   })
+})
+
+describe("a backend's maxStateBytes is read once, at construction", () => {
+  test('a getter that answers otherwise later changes nothing', async () => {
+    const memory = new MemoryBackend()
+    let reads = 0
+    const capabilities = Object.create(memory.capabilities, {
+      maxStateBytes: { get: () => (++reads === 1 ? 10 : 0) },
+    })
+    const backend = Object.defineProperty(new ForwardingBackend(memory), 'capabilities', {
+      value: capabilities,
+    })
+    const leaser = new Leaser({ backend, ttlMs: 30_000 })
+    const lease = await leaser.acquire('job')
+    await lease.checkpoint(new Uint8Array(5))
+    await expect(lease.checkpoint(new Uint8Array(11))).rejects.toThrow(/at most 10/)
+    expect(reads).toBe(1)
+    await leaser.close()
+  })
+
+  test('a backend that declares none is refused at construction', () => {
+    const memory = new MemoryBackend()
+    const { maxStateBytes: _, ...capabilities } = memory.capabilities
+    const backend = Object.defineProperty(new ForwardingBackend(memory), 'capabilities', {
+      value: capabilities,
+    })
+    expect(() => new Leaser({ backend, ttlMs: 30_000 })).toThrow(/capabilities.maxStateBytes must be/)
+  })
+})
+
+test('a String object as the units is refused as a plain string is: it iterates its characters', async () => {
+  const leaser = new Leaser({ backend: new MemoryBackend(), ttlMs: 30_000, holderId: 'm1' })
+  const failed: unknown[] = []
+  let pool: LeasePool | undefined
+  try {
+    pool = new LeasePool({
+      leaser,
+      group: 'g',
+      units: () => new String('ab') as unknown as string[],
+      handler: async () => undefined,
+    })
+    pool.on((event) => {
+      if (event.type === 'rebalanceFailed') failed.push(event.error)
+    })
+    await pool.start()
+    expect([...pool.units]).toEqual([])
+    expect(failed.length).toBeGreaterThan(0)
+    expect(isInvalidArgumentError(failed[0])).toBe(true)
+  } finally {
+    await pool?.close({ timeoutMs: 1_000 })
+    await leaser.close({ timeoutMs: 1_000 })
+  }
 })
