@@ -54,7 +54,8 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
   const overlapExamples: string[] = []
   let lostCheckpoints = 0
   const lostExamples: string[] = []
-  const handoffs = { consent: 0, consentClean: 0, crash: 0, crashUnclean: 0 }
+  const handoffs = { consent: 0, consentClean: 0, crash: 0, crashUnclean: 0, killedMidRelease: 0 }
+  const killed = (worker: string) => state.workers[worker]?.status === 'killed'
   const items = new Map<string, PoolRun[]>()
   for (const run of state.runs) items.set(run.item, [...(items.get(run.item) ?? []), run])
   for (const [item, runs] of items) {
@@ -83,7 +84,11 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
           `${item}: ${before.worker} checkpointed step ${before.checkpointed}, ${after.worker} resumed after ${after.resumedAt}`,
         )
       }
-      if (before.end?.how === 'consent') {
+      if (before.end?.how === 'consent' && !before.released && killed(before.worker)) {
+        // Killed between giving the item up and reporting its release: whether the release landed
+        // first is the store's to say, and either handoff is right.
+        handoffs.killedMidRelease++
+      } else if (before.end?.how === 'consent') {
         handoffs.consent++
         if (after.cleanHandoff) handoffs.consentClean++
       } else if (before.end?.how === 'killed') {
@@ -123,10 +128,34 @@ export function auditPool({ steps, outcome, final, histories }: PoolAuditInput):
             .map((worker) => `${worker.name} took ${worker.consentTaken} by consent (${worker.taken} in all)`)
             .join(', '),
   })
+  // The leaver's runs still open when it was told to leave all ended by consent (released) or done:
+  // a leave that dropped an item, to be taken after its ttl, is no clean leave whatever others saw.
+  const leaver = left?.workers?.[0]
+  const leavingAt = leaver === undefined ? undefined : state.workers[leaver]?.leavingAt
+  const leaverRuns = state.runs.filter(
+    (run) => run.worker === leaver && !(leavingAt !== undefined && run.end && run.end.at < leavingAt),
+  )
+  const leftUnclean = leaverRuns.filter(
+    (run) => !(run.end?.how === 'done' || (run.end?.how === 'consent' && run.released)),
+  )
   checks.push({
     name: 'every consent handoff clean',
-    pass: handoffs.consent > 0 && handoffs.consentClean === handoffs.consent && left?.at !== undefined,
-    detail: `${handoffs.consentClean}/${handoffs.consent} items given up (rebalances${left?.workers ? `, ${left.workers[0]} leaving` : ''}) were taken with cleanHandoff true`,
+    pass:
+      handoffs.consent > 0 &&
+      handoffs.consentClean === handoffs.consent &&
+      left?.at !== undefined &&
+      leftUnclean.length === 0,
+    detail:
+      `${handoffs.consentClean}/${handoffs.consent} items given up (rebalances${leaver ? `, ${leaver} leaving` : ''}) were taken with cleanHandoff true` +
+      (leftUnclean.length > 0
+        ? `; ${leaver} left ${leftUnclean.length} items without releasing them: ${leftUnclean
+            .slice(0, 3)
+            .map((run) => `${run.item} (${run.end?.how ?? 'no end reported'})`)
+            .join(', ')}`
+        : '') +
+      (handoffs.killedMidRelease > 0
+        ? `; ${handoffs.killedMidRelease} given up by a worker killed before its release was reported`
+        : ''),
   })
   checks.push({
     name: 'crashed worker: unclean handoffs',

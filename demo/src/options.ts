@@ -53,7 +53,7 @@ Options:
                    stopped worker are replaced, as a supervisor would
   --items M        work items (default 12)
   --steps S        steps per item (default 6)
-  --step-ms MS     duration of one step (default 200; below a fifth of the ttl)
+  --step-ms MS     duration of one step (default 200; at most a fifth of the ttl)
   --ttl MS         lease ttl in milliseconds (default 1500)
   --seed N         seed of the schedule: the progress at which each strike comes, whom it picks
                    among the busy workers, item order, step times (default: random, printed in the

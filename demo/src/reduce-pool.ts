@@ -19,6 +19,8 @@ export interface PoolWorkerState {
    * handoff). Not a fresh item, nor one taken after its holder's lease expired (cleanHandoff false).
    */
   readonly consentTaken: number
+  /** When it was told to leave (SIGTERM), on the clock workers report `at` on. */
+  readonly leavingAt?: number
 }
 
 export interface PoolItemState {
@@ -44,6 +46,8 @@ export interface PoolRun {
   readonly checkpointed: number
   readonly startedAt: number
   readonly end?: { readonly at: number; readonly how: 'done' | 'consent' | 'lost' | 'killed' }
+  /** A consent end whose release the worker reported: the lease was let go, not left to expire. */
+  readonly released?: true
 }
 
 export interface PoolState {
@@ -112,7 +116,10 @@ export function reducePool(state: PoolState, action: PoolAction): { state: PoolS
       if (action.signal === 'SIGTERM') {
         log(`SIGTERM ${worker.name} holding ${worker.items.length} items: it leaves the pool cleanly`, true)
         return {
-          state: { ...state, workers: setWorker({ ...worker, status: 'leaving', role: 'left' }) },
+          state: {
+            ...state,
+            workers: setWorker({ ...worker, status: 'leaving', role: 'left', leavingAt: action.at }),
+          },
           lines,
         }
       }
@@ -159,9 +166,18 @@ export function reducePool(state: PoolState, action: PoolAction): { state: PoolS
       if (!worker || worker.status === 'killed' || worker.status === 'failed') return { state, lines }
       let status: PoolWorkerStatus = 'exited'
       let failures = state.failures
-      if (worker.status === 'leaving') {
+      if (worker.status === 'leaving' && action.code === 0 && !action.signal) {
         status = 'left'
         log(`${worker.name} left the pool`, true)
+      } else if (worker.status === 'leaving') {
+        // Told to leave cleanly, it did not: a leave that crashed is no clean leave.
+        status = 'failed'
+        const why = action.signal ? `signal ${action.signal}` : `code ${action.code}`
+        failures = [
+          ...failures,
+          `${worker.name} did not leave cleanly (${why})${action.stderr ? `:\n${action.stderr}` : ''}`,
+        ]
+        log(`${worker.name} did not leave cleanly (${why})`, true)
       } else if (action.code !== 0 || !action.expected) {
         status = 'failed'
         const why = action.signal ? `signal ${action.signal}` : `code ${action.code}`
@@ -274,8 +290,11 @@ function reduceReport(
       say(`${worker.name} gives ${event.item} back`)
       return done(state)
     case 'ended': {
+      // A report sent before a SIGKILL can arrive after it: its end, not the kill, is how the run ended.
       const runs = state.runs.map((run) =>
-        run.item === event.item && run.token === event.token && !run.end
+        run.item === event.item &&
+        run.token === event.token &&
+        (!run.end || (run.end.how === 'killed' && event.at <= run.end.at))
           ? { ...run, end: { at: event.at, how: event.how } }
           : run,
       )
@@ -307,8 +326,14 @@ function reduceReport(
             })()
           : state.items
       say(`${worker.name} released ${event.item}`)
+      const runs = state.runs.map((run) =>
+        run.item === event.item && run.worker === worker.name && run.end?.how === 'consent' && !run.released
+          ? { ...run, released: true as const }
+          : run,
+      )
       return done({
         ...state,
+        runs,
         items,
         workers: setWorker({ ...worker, items: without(worker.items, event.item) }),
       })
