@@ -104,9 +104,14 @@ export function resolveRetry(
   }
   // From 1 ms: at 0 every delay is 0 (0 × multiplier^n), maxDelayMs notwithstanding, and a wait
   // polls the store without pause.
+  // And a default initialDelayMs gives way to a smaller maxDelayMs the caller set.
+  const givenMax = fields.maxDelayMs
   const initialDelayMs = checkNumber(
     `${name}.initialDelayMs`,
-    fields.initialDelayMs ?? defaults.initialDelayMs,
+    fields.initialDelayMs ??
+      (typeof givenMax === 'number' && givenMax >= 1
+        ? Math.min(defaults.initialDelayMs, givenMax)
+        : defaults.initialDelayMs),
     1,
     MAX_TIMER_MS,
   )

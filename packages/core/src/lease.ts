@@ -33,6 +33,7 @@ import {
   startRenewal,
 } from './renewal-schedule.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
+import { throwLater } from './throw-later.js'
 import type { TimerWheel } from './timer-wheel.js'
 import { type Instant, instant, type Timers } from './timers.js'
 
@@ -249,7 +250,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
 
   /**
    * The loss, if the lease was taken away (`'fenced'`, `'expired'`, `'deadline'`, `'rejected'` or
-   * `'closed'`); `undefined` while held and after your own `release()` or `abandon()`.
+   * `'closed'`); `undefined` while held and after your own `release()` or `abandon()`, unless the lease
+   * was past its local deadline (a pause) when you called them: lost then, for the deadline.
    */
   get lossError(): LeaseLostError | undefined {
     this.#checkDeadline()
@@ -781,12 +783,19 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     if (!this.#live() || this.#outcome(error)) return
     this.#transient('renew', error, ++this.#renewFailures)
     if (this.#releaseRequested) return
-    this.#renewing = this.#backoff(this.#renewFailures - 1, this.#releaseRequests.signal).then(() => {
+    const next = () => {
       this.#renewing = undefined
-      if (this.#live() && !this.#releaseRequested) {
-        this.#renewSlot = this.#ctx.schedule!.soon(this, this.#renewSlot)
+      try {
+        if (this.#live() && !this.#releaseRequested) {
+          this.#renewSlot = this.#ctx.schedule!.soon(this, this.#renewSlot)
+        }
+      } catch (error) {
+        throwLater(error)
       }
-    })
+    }
+    // Slept, or the injected timers threw as the sleep was armed: renewed again either way. Left
+    // set, #renewing kept the lease out of every batch until its deadline.
+    this.#renewing = this.#backoff(this.#renewFailures - 1, this.#releaseRequests.signal).then(next, next)
   }
 
   async #checkpointOp(state: Uint8Array): Promise<void> {

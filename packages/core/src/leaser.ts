@@ -757,8 +757,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     if (call.found?.record.fencingToken === token || this.#handedOut(call.workId, token)) return
     // Its reply took the whole usable ttl: handed out, it would be lost at once, and a later attempt
     // of this acquire may be taking the lease anew (at a larger token) once it expired.
-    const { timers, ttlMs, safetyMarginMs } = this.#ctx
-    if (call.done || new LocalDeadline(timers, ttlMs - safetyMarginMs, found.start).remaining() <= 0) {
+    if (call.done || this.#noUsableTtl(found.start)) {
       this.#releaseOrphan(call.workId, found)
       return
     }
@@ -824,13 +823,19 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       wall: start.wall === undefined ? undefined : start.wall + shift,
     }
     // Ours, but with no usable ttl left: handed out, it would be lost at once (as in #lateFind), and
-    // `acquire` would resolve with a dead lease. Let go of it, and wait it out as anyone's lease.
-    const { timers, ttlMs, safetyMarginMs } = this.#ctx
-    if (new LocalDeadline(timers, ttlMs - safetyMarginMs, since).remaining() <= 0) {
-      this.#releaseOrphan(call.workId, { record })
+    // `acquire` would resolve with a dead lease. Let go of it, and wait it out as anyone's lease;
+    // unless this acquire holds that token already (a late reply found it), which it hands out.
+    if (this.#noUsableTtl(since)) {
+      if (call.found?.record.fencingToken !== fencingToken) this.#releaseOrphan(call.workId, { record })
       return undefined
     }
     return { record, start: since, confirm: true }
+  }
+
+  /** Whether a lease taken by a call started at `start` has no usable ttl left: lost at once. */
+  #noUsableTtl(start: Instant): boolean {
+    const { timers, ttlMs, safetyMarginMs } = this.#ctx
+    return new LocalDeadline(timers, ttlMs - safetyMarginMs, start).remaining() <= 0
   }
 
   /** Whether this Leaser gave a Lease object this token (or a later one) for `workId`. */

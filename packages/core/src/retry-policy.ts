@@ -12,7 +12,8 @@
  */
 export interface RetryPolicy {
   /**
-   * Upper bound of the first delay, from 1 ms (at 0 every delay would be 0). Default: 50.
+   * Upper bound of the first delay, from 1 ms (at 0 every delay would be 0). Default: 50, or
+   * `maxDelayMs` where that is smaller.
    *
    * ```ts
    * retry: { initialDelayMs: 100 }

@@ -43,6 +43,22 @@ describe('retry options', () => {
     ).toThrow(/retry.initialDelayMs must be a number in 1\.\./)
   })
 
+  test('a maxDelayMs below the default initialDelayMs lowers the default, not an error about it', () => {
+    expect(
+      () => new Leaser({ backend: new MemoryBackend(), ttlMs: 30_000, retry: { maxDelayMs: 20 } }),
+    ).not.toThrow()
+    const leaser = new Leaser({ backend: new MemoryBackend(), ttlMs: 30_000, holderId: 'm1' })
+    const pool = () =>
+      new LeasePool({
+        leaser,
+        group: 'g',
+        units: ['a'],
+        handler: async () => undefined,
+        handlerRetry: { maxDelayMs: 500 },
+      })
+    expect(pool).not.toThrow()
+  })
+
   test('an initialDelayMs above the default maxDelayMs raises the default, not an error about it', () => {
     const leaser = new Leaser({
       backend: new MemoryBackend(),

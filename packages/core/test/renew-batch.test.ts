@@ -387,6 +387,34 @@ describe('every lease of a batch gets its outcome, whatever throws', () => {
     await time.until(leaser.close())
   })
 
+  test('timers that throw as the backoff after a failed batch is armed: renewed again all the same', async () => {
+    const time = new ManualTime()
+    let throwNext = false
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, ms: number) => {
+        // The first backoff (its bound is retry.initialDelayMs, 50 ms; random 0.5: 25 ms).
+        if (throwNext && ms === 25) {
+          throwNext = false
+          throw new Error('timers refused')
+        }
+        return time.setTimeout(callback, ms)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const { leaser, backend, named } = setup({ batch: true, time, timers })
+    const lease = await leaser.acquire('job')
+    backend.failNext('renewMany', 1)
+    throwNext = true
+    await time.advance(3 * TTL)
+    expect(throwNext).toBe(false)
+    expect(lease.held).toBe(true)
+    expect(named('lost')).toEqual([])
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
   test("an element of the driver's reply that throws when read fails the batch, not the leases after it", async () => {
     const { time, backend, leaser, named } = setup({ batch: true })
     const leases = await Promise.all([leaser.acquire('a'), leaser.acquire('b'), leaser.acquire('c')])
