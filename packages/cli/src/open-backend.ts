@@ -199,12 +199,20 @@ export async function openBackend(target: StoreTarget, table: string | undefined
         )
       }
       // An endpoint of one's own (DynamoDB Local, say) checks that requests are signed, not by whom:
-      // with no keys to be found, placeholders sign them. AWS itself gets the SDK's lookup alone.
-      const withPlaceholderKeys = () =>
-        sdkDefaults.config.credentials().catch((error: unknown) => {
-          if ((error as Error).name !== 'CredentialsProviderError') throw error
-          return { accessKeyId: 'worklease', secretAccessKey: 'worklease' }
-        })
+      // with no keys to be found, placeholders sign them. Only then: a profile that is missing, wants
+      // MFA or an SSO login fails the lookup too, and says so. A loopback endpoint with no profile or
+      // keys named skips the lookup, whose instance-metadata try can take a second. AWS itself gets
+      // the SDK's lookup alone.
+      const placeholders = { accessKeyId: 'worklease', secretAccessKey: 'worklease' }
+      const named = process.env.AWS_PROFILE !== undefined || process.env.AWS_ACCESS_KEY_ID !== undefined
+      const withPlaceholderKeys =
+        target.endpoint !== undefined && !named && isLoopback(target.endpoint)
+          ? async () => placeholders
+          : () =>
+              sdkDefaults.config.credentials().catch((error: unknown) => {
+                if (named || !/from any providers/.test(String((error as Error)?.message))) throw error
+                return placeholders
+              })
       const dynamo = new DynamoDBClient({
         ...(target.endpoint ? { endpoint: target.endpoint } : {}),
         // Without these the SDK waits forever for an endpoint that accepts and never answers. Each
@@ -301,4 +309,10 @@ function badStoreUrl(
       ? `bad ${store} URL`
       : `the ${store} settings in the environment (${fromEnvironment.join(', ')}) do not go with the store URL`
   return new CliError(`${what}: ${hideSecrets(reason, url)}`, ExitCode.USAGE, { cause: error })
+}
+
+/** Whether an endpoint's host is this machine: a local emulator's, never AWS's. */
+function isLoopback(endpoint: string): boolean {
+  const host = new URL(endpoint).hostname
+  return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host)
 }

@@ -93,6 +93,24 @@ describe('DynamoDB: the keys and region the SDK finds are the ones used', () => 
     expect(await credentialSent(endpoint())).toBe('worklease us-east-1')
   })
 
+  // Found by the review of that fix: any failed lookup fell back to the placeholders, so a profile
+  // misspelt (or wanting MFA, or an SSO login) signed with them and failed far from its cause.
+  test("a profile that cannot be read is the SDK's error, not placeholder keys", async () => {
+    awsEnvironment({
+      AWS_SHARED_CREDENTIALS_FILE: join(dir, 'credentials'),
+      AWS_CONFIG_FILE: join(dir, 'config'),
+      AWS_PROFILE: 'prdo',
+    })
+    const store = await openBackend(parseStoreUrl(endpoint(), {}), undefined)
+    try {
+      const error = await store.backend.acquire('x', 'holder', 1_000).catch((e: unknown) => e)
+      expect((error as Error).name).toBe('CredentialsProviderError')
+    } finally {
+      await store.close()
+    }
+    expect(authorizations).toEqual([])
+  })
+
   test('no region anywhere for AWS itself: a usage error, not us-east-1', async () => {
     awsEnvironment({ AWS_SHARED_CREDENTIALS_FILE: join(dir, 'none'), AWS_CONFIG_FILE: join(dir, 'none') })
     await expect(openBackend(parseStoreUrl('dynamodb://?table=tbl', {}), undefined)).rejects.toMatchObject({
