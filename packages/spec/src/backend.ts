@@ -59,7 +59,7 @@ export interface Backend {
    * Takes the lease if it is free: token = previous + 1 (1 for a new workId), expiry = now + ttl,
    * checkpointed state kept, cleanHandoff = "the previous lease ended by release". However long the
    * lease was free: a store that deletes a free lease's row (a TTL index, a cleanup job) restarts
-   * its tokens at 1.
+   * its tokens at 1. (The testkit moves a client clock a year ahead; a server's own TTL it cannot.)
    * @throws `LeaseHeldError` if someone (including this same holderId) holds it; with
    * `capabilities.reportsHolder`, its `holder` says who and for how long, so a caller whose earlier
    * acquire had an unknown outcome recognises its own lease with this one extra round trip.
