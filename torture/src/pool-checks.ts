@@ -266,9 +266,25 @@ export function checkPool(
       const token = BigInt(line.tok)
       // The pool's own word, and the store's: a release that may have landed (acknowledged, or its
       // reply lost), else nothing was released whatever the pool says.
-      const mayHaveReleased = releasesOf(history, token).some(
-        (op) => op.holder === line.h && mayHaveLanded(op),
-      )
+      const own = releasesOf(history, token).filter((op) => op.holder === line.h)
+      const mayHaveReleased = own.some(mayHaveLanded)
+      // Lease.release() counts a FENCED retry after a lost reply as released when it cannot list:
+      // wrong after a takeover by a successor whose clock runs ahead, beyond the margin (as for
+      // overlaps). Its first attempt may even be recorded FENCED, its reply come late.
+      const skewedPast = (successor: Op | undefined) =>
+        successor !== undefined &&
+        line.margin !== undefined &&
+        skewBeyondHolder(
+          successor,
+          history.byToken.get(token) ?? [],
+          { h: line.h, off: Number.POSITIVE_INFINITY },
+          history.lostAcquires,
+        ) > Math.max(line.margin - tolerance, 0)
+      const allFenced = own.length > 0 && own.every((op) => op.outcome === 'fail' && op.code === 'FENCED')
+      if (line.confirmed && !mayHaveReleased && allFenced && skewedPast(history.successorFrom(token + 1n))) {
+        summary.overlapsBeyondMargin++
+        continue
+      }
       if (!line.confirmed || !mayHaveReleased) {
         violations.push({
           check: 'pool-released-but-lost',
@@ -288,20 +304,8 @@ export function checkPool(
         .filter((op) => op.op === 'checkpoint' && op.holder === line.h && op.value !== null)
         .sort((x, y) => history.sent.get(y.value!)!.first - history.sent.get(x.value!)!.first)[0]
       const last = given ? history.sent.get(given.value!) : undefined
-      // Lease.release() counts a FENCED retry after a lost reply as released when it cannot list: wrong
-      // after a takeover by a successor whose clock runs ahead, beyond the margin (as for overlaps).
-      const acknowledged = releasesOf(history, token).some(
-        (op) => op.holder === line.h && op.outcome === 'ok',
-      )
-      const beyondMargin = () =>
-        line.margin !== undefined &&
-        skewBeyondHolder(
-          next,
-          history.byToken.get(token) ?? [],
-          { h: line.h, off: Number.POSITIVE_INFINITY },
-          history.lostAcquires,
-        ) > Math.max(line.margin - tolerance, 0)
-      if (next.clean !== true && !acknowledged && beyondMargin()) {
+      const acknowledged = own.some((op) => op.outcome === 'ok')
+      if (next.clean !== true && !acknowledged && skewedPast(next)) {
         summary.overlapsBeyondMargin++
       } else if (next.clean !== true) {
         violations.push({

@@ -253,6 +253,20 @@ test('legal: a handoff spoiled by a successor whose clock ran ahead beyond the m
   // Within the margin it stays a violation.
   const near = ops.map((o) => (o.holder === 'C' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o))
   expect(poolChecks(lines, near)).toContain('pool-unclean-handoff')
+  // Found by the review of that change: the abandoned first attempt's late reply recorded FENCED, not
+  // lost, leaves no release that may have landed; the same skew excuses it.
+  const lateFenced = ops.map((o) =>
+    o.op === 'release' && o.invoke === 60
+      ? { ...o, outcome: 'fail' as const, code: 'FENCED', complete: 200 }
+      : o,
+  )
+  const late = checkPool(lines, lateFenced)
+  expect(late.violations.map((v) => v.check)).toEqual([])
+  expect(late.summary.overlapsBeyondMargin).toBe(1)
+  const lateNear = lateFenced.map((o) =>
+    o.holder === 'C' ? { ...o, offsetAtInvoke: 500, offsetAtComplete: 500 } : o,
+  )
+  expect(poolChecks(lines, lateNear)).toEqual(['pool-released-but-lost'])
 })
 
 test('a job whose claim the fence refused still asks lease.held once more as it returns', async () => {
