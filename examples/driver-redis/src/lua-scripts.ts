@@ -41,7 +41,7 @@ end
 -- expiry compares false both ways (free to acquire, yet renewed for its holder). Anything but an
 -- integer of at most 16 digits is an error reply, before the script's first write: a store failure.
 local function stored_int(s, field)
-  if type(s) ~= 'string' or #s > 17 or not string.find(s, '^%-?%d+$') then
+  if type(s) ~= 'string' or #s > (string.sub(s, 1, 1) == '-' and 17 or 16) or not string.find(s, '^%-?%d+$') then
     error({err = 'worklease: malformed lease hash: ' .. field .. ' is not an integer'})
   end
   return tonumber(s)

@@ -345,14 +345,14 @@ export class RedisBackend implements Backend {
       // A revoked lease (holder '') whose expiry is still ahead of TIME names nobody: no `holder`.
       throw leaseHeldBy({
         holderId: holder!,
-        fencingToken: BigInt(token!),
-        expiresAtMs: Number(expires),
+        fencingToken: storedToken(token!),
+        expiresAtMs: storedMs(expires!),
         expiresInMs: Number(expiresIn),
       })
     }
     if (reply.status === 'EXHAUSTED') throw new TokensExhaustedError()
     const [token, expires] = reply.values
-    return createLeaseRecord(args.workId, args.holderId, BigInt(text(token)), Number(text(expires)))
+    return createLeaseRecord(args.workId, args.holderId, storedToken(text(token)), storedMs(text(expires)))
   }
 
   async checkpoint(
@@ -458,13 +458,13 @@ export class RedisBackend implements Backend {
     const leases: LeaseListing[] = []
     for (let i = 2; i < raw.length; i += 6) {
       const [workId, token, holder, expires, released, size] = raw.slice(i, i + 6)
-      const expiresAtMs = Number(text(expires))
+      const expiresAtMs = storedMs(text(expires))
       const isReleased = text(released) === '1'
       leases.push(
         Object.freeze({
           workId: text(workId),
           holderId: text(holder),
-          fencingToken: BigInt(text(token)),
+          fencingToken: storedToken(text(token)),
           expiresAt: new Date(expiresAtMs),
           released: isReleased,
           free: isReleased || expiresAtMs <= now,
@@ -593,4 +593,27 @@ function text(value: unknown): string {
   if (Buffer.isBuffer(value)) return value.toString('utf8')
   if (typeof value === 'number') return String(value)
   throw new Error(`worklease redis: unexpected reply element ${String(value)}`)
+}
+
+/**
+ * A token as the hash holds it: a canonical decimal, else the hash is malformed (a store failure).
+ * `BigInt` alone takes '0x10' and ' 7', which no fence compares equal to what is stored.
+ */
+function storedToken(value: string): bigint {
+  if (!/^[1-9]\d*$/.test(value)) {
+    throw new Error(
+      `worklease redis: malformed lease hash: token ${JSON.stringify(value)} is not a decimal integer`,
+    )
+  }
+  return BigInt(value)
+}
+
+/** Epoch milliseconds as the hash holds them (the scripts' stored_int): `Number` alone takes 'NaN'. */
+function storedMs(value: string): number {
+  if (!/^-?\d{1,16}$/.test(value)) {
+    throw new Error(
+      `worklease redis: malformed lease hash: expires ${JSON.stringify(value)} is not an integer`,
+    )
+  }
+  return Number(value)
 }

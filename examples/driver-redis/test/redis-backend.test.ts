@@ -162,6 +162,23 @@ describe('a malformed number in a lease hash is a store failure, never a lease o
     },
   )
 
+  // Found by the review of that fix: list read the expiry with Number() and the token with BigInt(),
+  // which take 'NaN' and '0x10'; so did an acquire's LEASE_HELD; and 17 digits passed as 16.
+  test('list and a LEASE_HELD read the hash as strictly as the scripts do', async () => {
+    harness = await createHarness()
+    const backend = await harness.open()
+    await backend.acquire('w', 'holder-a', TTL)
+    const key = `${harness.keyPrefix}w`
+    await harness.admin.hset(key, 'expires', 'NaN')
+    await expect(backend.list!({ prefix: '' })).rejects.toThrow(/malformed lease hash: expires "NaN"/)
+    await harness.admin.hset(key, { token: '0x10', expires: String(Date.now() + TTL) })
+    const held = await backend.acquire('w', 'holder-b', TTL).catch((e: unknown) => e)
+    expect(isWorkleaseError(held)).toBe(false)
+    expect(String(held)).toMatch(/malformed lease hash: token "0x10"/)
+    await harness.admin.hset(key, { token: '5', expires: '12345678901234567' })
+    await expect(backend.renew({ ...heldRecord }, TTL)).rejects.toThrow(/malformed lease hash: expires/)
+  })
+
   test('seq that is no integer: a checkpoint fails, and nothing is written', async () => {
     harness = await createHarness()
     const backend = await harness.open()
