@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import { isLeaseHeldError } from '@worklease/spec'
+import { soloAcquireTrips } from './solo-acquire-trips.js'
 import { round, type Spread, spread } from './stats.js'
 import type { Session } from './target.js'
 
@@ -52,14 +53,13 @@ export async function measureContention(
   const settle: number[] = []
   const perLoser: number[] = []
   let otherErrors = 0
-  // What one uncontended acquire of this kind sends (two on MySQL): each winner's share of a round's
-  // count, the rest being the losers'.
-  const soloId = `${prefix}-solo`
-  await prepare(soloId)
-  const soloBefore = session.roundTrips()
-  const solo = await session.backend.acquire(soloId, 'solo', 30_000)
-  const winnerTrips = session.roundTrips() - soloBefore
-  await session.backend.release(solo)
+  // What one uncontended acquire of this kind sends (two on MySQL).
+  const winnerTrips = await soloAcquireTrips(session.roundTrips, async (attempt) => {
+    const soloId = `${prefix}-solo-${attempt}`
+    await prepare(soloId)
+    const solo = await session.backend.acquire(soloId, 'solo', 30_000)
+    return () => session.backend.release(solo)
+  })
   for (let r = 0; r < rounds; r++) {
     const workId = `${prefix}-contend-${r}`
     await prepare(workId)

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import { type CpuTime, withCpuTime } from '../cpu-time.js'
 import { withGcTime } from '../gc-time.js'
+import { soloAcquireTrips } from '../solo-acquire-trips.js'
 import { quantile, round, type Spread, spread } from '../stats.js'
 import { type LockSide, sleep } from './lock-side.js'
 
@@ -219,12 +220,13 @@ export async function measureRace(
   const settle: number[] = []
   const perLoser: number[] = []
   let errors = 0
-  // What one uncontended acquire sends (a read and a write for the DynamoDB peers): each winner's
-  // share of a round's count, the rest being the losers'.
-  const soloBefore = side.roundTrips()
-  const solo = await side.tryAcquire(`${options.prefix}-race-solo`, options.ttlMs)
-  const winnerTrips = side.roundTrips() - soloBefore
-  if (solo !== null) await side.release(solo)
+  // What one uncontended acquire sends (a read and a write for the DynamoDB peers).
+  const winnerTrips = await soloAcquireTrips(side.roundTrips, async (attempt) => {
+    const solo = await side.tryAcquire(`${options.prefix}-race-solo-${attempt}`, options.ttlMs)
+    return async () => {
+      if (solo !== null) await side.release(solo)
+    }
+  })
   for (let r = 0; r < options.rounds; r++) {
     const key = `${options.prefix}-race-${r}`
     const before = side.roundTrips()
