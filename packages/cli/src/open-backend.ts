@@ -1,3 +1,6 @@
+import { existsSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
 import { type Backend, isInvalidArgumentError, raceAbort } from '@worklease/spec'
 import { boundedStoreCall, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
@@ -200,13 +203,14 @@ export async function openBackend(target: StoreTarget, table: string | undefined
       }
       // An endpoint of one's own (DynamoDB Local, say) checks that requests are signed, not by whom:
       // with no keys to be found, placeholders sign them. Only then: a profile that is missing, wants
-      // MFA or an SSO login fails the lookup too, and says so. A loopback endpoint with no profile or
-      // keys named skips the lookup, whose instance-metadata try can take a second. AWS itself gets
-      // the SDK's lookup alone.
+      // MFA or an SSO login fails the lookup too, and says so. The keys matter to DynamoDB Local all
+      // the same (without -sharedDb it keeps a database per key and region). A loopback endpoint with
+      // no keys anywhere (none named, no credentials or config file) skips the lookup, whose
+      // instance-metadata try can take a second. AWS itself gets the SDK's lookup alone.
       const placeholders = { accessKeyId: 'worklease', secretAccessKey: 'worklease' }
       const named = process.env.AWS_PROFILE !== undefined || process.env.AWS_ACCESS_KEY_ID !== undefined
       const withPlaceholderKeys =
-        target.endpoint !== undefined && !named && isLoopback(target.endpoint)
+        target.endpoint !== undefined && !named && !awsFilesExist() && isLoopback(target.endpoint)
           ? async () => placeholders
           : () =>
               sdkDefaults.config.credentials().catch((error: unknown) => {
@@ -309,6 +313,15 @@ function badStoreUrl(
       ? `bad ${store} URL`
       : `the ${store} settings in the environment (${fromEnvironment.join(', ')}) do not go with the store URL`
   return new CliError(`${what}: ${hideSecrets(reason, url)}`, ExitCode.USAGE, { cause: error })
+}
+
+/** Whether the AWS SDK has a shared credentials or config file to read (a default profile, say). */
+function awsFilesExist(): boolean {
+  const home = homedir()
+  return [
+    process.env.AWS_SHARED_CREDENTIALS_FILE ?? join(home, '.aws', 'credentials'),
+    process.env.AWS_CONFIG_FILE ?? join(home, '.aws', 'config'),
+  ].some((file) => existsSync(file))
 }
 
 /** Whether an endpoint's host is this machine: a local emulator's, never AWS's. */

@@ -26,6 +26,11 @@ describe('DynamoDB: the keys and region the SDK finds are the ones used', () => 
       '[prod]\naws_access_key_id = AKIAPROFILEKEY000000\naws_secret_access_key = profileSecret\n',
     )
     writeFileSync(join(dir, 'config'), '[profile prod]\nregion = eu-west-1\n')
+    writeFileSync(
+      join(dir, 'default'),
+      '[default]\naws_access_key_id = AKIADEFAULTKEY000000\naws_secret_access_key = defaultSecret\n',
+    )
+    writeFileSync(join(dir, 'default-config'), '[default]\nregion = ap-east-1\n')
     server = createServer((request, response) => {
       authorizations.push(String(request.headers.authorization))
       response.writeHead(400, { 'content-type': 'application/x-amz-json-1.0' })
@@ -86,6 +91,25 @@ describe('DynamoDB: the keys and region the SDK finds are the ones used', () => 
       AWS_PROFILE: 'prod',
     })
     expect(await credentialSent(`${endpoint()}&region=ap-south-1`)).toBe('AKIAPROFILEKEY000000 ap-south-1')
+  })
+
+  // Found by the review of that change: a loopback endpoint skipped the lookup whatever the files
+  // held, and signed with placeholders though a default profile had keys (DynamoDB Local keeps a
+  // database per key and region: the CLI looked in another one than the app).
+  test("a default profile's keys and region, with no profile named", async () => {
+    awsEnvironment({
+      AWS_SHARED_CREDENTIALS_FILE: join(dir, 'default'),
+      AWS_CONFIG_FILE: join(dir, 'default-config'),
+    })
+    expect(await credentialSent(endpoint())).toBe('AKIADEFAULTKEY000000 ap-east-1')
+  })
+
+  test('credentials files with nothing for the profile: an endpoint of your own gets placeholders', async () => {
+    awsEnvironment({
+      AWS_SHARED_CREDENTIALS_FILE: join(dir, 'credentials'),
+      AWS_CONFIG_FILE: join(dir, 'config'),
+    })
+    expect(await credentialSent(endpoint())).toBe('worklease us-east-1')
   })
 
   test('no keys and no region anywhere: an endpoint of your own gets placeholders and us-east-1', async () => {
