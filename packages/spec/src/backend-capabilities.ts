@@ -18,7 +18,10 @@ export interface BackendCapabilities {
    * roughly in sync and ttls must exceed the worst skew.
    */
   readonly clock: 'server' | 'client'
-  /** The largest checkpoint state, in bytes, that the backend accepts. */
+  /**
+   * The largest checkpoint state, in bytes, that the backend accepts: a non-negative safe integer
+   * (`@worklease/core` refuses a backend declaring anything else when a Leaser is made).
+   */
   readonly maxStateBytes: number
   /**
    * Whether conditional single-row writes issued from separate connections are atomic with respect
