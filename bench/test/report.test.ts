@@ -140,3 +140,13 @@ describe('the batch renewal prose states the leases the rows held', () => {
     expect(prose(custom as unknown as BenchResults)).toContain('--quick: 50 leases (DynamoDB 50)')
   })
 })
+
+// One run's results: the committed latest.md is what the renderer makes of latest.json, so no section
+// of it was edited by hand or left from another run.
+test('results/latest.md is renderMarkdown(results/latest.json)', () => {
+  const json = JSON.parse(
+    readFileSync(new URL('../results/latest.json', import.meta.url), 'utf8'),
+  ) as BenchResults
+  const md = readFileSync(new URL('../results/latest.md', import.meta.url), 'utf8')
+  expect(renderMarkdown(json).trim()).toBe(md.trim())
+})
