@@ -7,7 +7,7 @@ export type SqlFlavour = 'postgres' | 'mariadb' | 'sqlite'
 const NOW: Record<SqlFlavour, string> = {
   postgres: 'floor(extract(epoch from clock_timestamp()) * 1000)::bigint',
   mariadb:
-    "((TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000)",
+    "(CASE WHEN ABS(TIMESTAMPDIFF(SECOND, NOW(6), SYSDATE(6))) < 60 THEN (TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', SYSDATE(6)) - TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), NOW(6))) DIV 1000 ELSE CAST(FLOOR(UNIX_TIMESTAMP(SYSDATE(6)) * 1000) AS SIGNED) END)",
   sqlite: "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)",
 }
 const MAX_TOKEN = sql.raw('9223372036854775807')
