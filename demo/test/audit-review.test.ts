@@ -157,9 +157,31 @@ const poolChanges = (): PoolChange[] => [
   { action: 'crash', atProgress: 0.55, workers: ['w1'], at: 300 },
 ]
 
+const S = 4
+
+/** w1 holds 'a' (token 1, checkpointed steps 1 and 2) and gives it up; w2 waits to take it. */
+function givingUpBeforeKill() {
+  const run = poolRun(['a'], S)
+  run.step({ type: 'spawned', worker: 'w1' })
+  run.step({ type: 'spawned', worker: 'w2' })
+  run.report('w1', { type: 'taken', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0, at: 0 })
+  run.ckpt('w1', 'a', 1n, 1, 2)
+  run.report('w1', { type: 'givingUp', item: 'a' })
+  return run
+}
+
+/** The pool audit of such a run: w1 wrote steps 1 and 2, w2 the rest. */
+function auditOfA(run: ReturnType<typeof poolRun>) {
+  return auditPool({
+    steps: S,
+    outcome: { state: run.state(), changes: poolChanges(), timedOut: false, elapsedMs: 3000 },
+    final: [{ item: 'a', stepsDone: S, token: 3n }],
+    histories: new Map([['a', h(`c 1 w1;${writes(1, 2, 1, 'w1')}c 2 w2;${writes(3, S, 2, 'w2')}`)]]),
+  })
+}
+
 describe('auditPool()', () => {
   test('a leaver that hands nothing over by consent (its item expires, unclean) fails the consent check', () => {
-    const S = 4
     const run = poolRun(['a', 'b', 'c'], S)
     for (const w of ['w1', 'w2', 'w3']) run.step({ type: 'spawned', worker: w })
     run.step({ type: 'spawned', worker: 'w4', role: 'joined' })
@@ -218,14 +240,8 @@ describe('auditPool()', () => {
   })
 
   test('a consent give-up and release reported after the SIGKILL that came later: a consent handoff', () => {
-    const S = 4
-    const run = poolRun(['a'], S)
-    run.step({ type: 'spawned', worker: 'w1' })
-    run.step({ type: 'spawned', worker: 'w2' })
-    run.report('w1', { type: 'taken', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0, at: 0 })
-    run.ckpt('w1', 'a', 1n, 1, 2)
-    // w1 gives 'a' up (rebalance), its handler ends and the pool releases: all done in w1 ...
-    run.report('w1', { type: 'givingUp', item: 'a' })
+    const run = givingUpBeforeKill()
+    // w1's handler ends and the pool releases: all done in w1 ...
     // ... but the coordinator's SIGKILL is dispatched before the 'ended'/'released' reports arrive.
     run.step({ type: 'signalled', worker: 'w1', signal: 'SIGKILL', at: 50 })
     run.report('w1', { type: 'ended', item: 'a', token: 1n, how: 'consent', stepsDone: 2, at: 49 })
@@ -234,13 +250,7 @@ describe('auditPool()', () => {
     run.report('w2', { type: 'taken', item: 'a', token: 2n, cleanHandoff: true, stepsDone: 2, at: 51 })
     run.ckpt('w2', 'a', 2n, 3, S)
     run.report('w2', { type: 'ended', item: 'a', token: 2n, how: 'done', stepsDone: S, at: 900 })
-    const histories = new Map([['a', h(`c 1 w1;${writes(1, 2, 1, 'w1')}c 2 w2;${writes(3, S, 2, 'w2')}`)]])
-    const checks = auditPool({
-      steps: S,
-      outcome: { state: run.state(), changes: poolChanges(), timedOut: false, elapsedMs: 1000 },
-      final: [{ item: 'a', stepsDone: S, token: 3n }],
-      histories,
-    })
+    const checks = auditOfA(run)
     expect(run.state().runs.find((r) => r.worker === 'w1')!.end?.how).toBe('consent')
     expect(checks.find((c) => c.name === 'every consent handoff clean')!.detail).toMatch(
       /^1\/1 items given up/,
@@ -248,26 +258,14 @@ describe('auditPool()', () => {
   })
 
   test('killed between giving an item up and reporting its release: either handoff is right', () => {
-    const S = 4
-    const run = poolRun(['a'], S)
-    run.step({ type: 'spawned', worker: 'w1' })
-    run.step({ type: 'spawned', worker: 'w2' })
-    run.report('w1', { type: 'taken', item: 'a', token: 1n, cleanHandoff: true, stepsDone: 0, at: 0 })
-    run.ckpt('w1', 'a', 1n, 1, 2)
-    run.report('w1', { type: 'givingUp', item: 'a' })
+    const run = givingUpBeforeKill()
     run.report('w1', { type: 'ended', item: 'a', token: 1n, how: 'consent', stepsDone: 2, at: 49 })
     // SIGKILL before the pool's release commits: the lease expires, the successor's handoff is unclean.
     run.step({ type: 'signalled', worker: 'w1', signal: 'SIGKILL', at: 50 })
     run.report('w2', { type: 'taken', item: 'a', token: 2n, cleanHandoff: false, stepsDone: 2, at: 2000 })
     run.ckpt('w2', 'a', 2n, 3, S)
     run.report('w2', { type: 'ended', item: 'a', token: 2n, how: 'done', stepsDone: S, at: 3000 })
-    const histories = new Map([['a', h(`c 1 w1;${writes(1, 2, 1, 'w1')}c 2 w2;${writes(3, S, 2, 'w2')}`)]])
-    const checks = auditPool({
-      steps: S,
-      outcome: { state: run.state(), changes: poolChanges(), timedOut: false, elapsedMs: 3000 },
-      final: [{ item: 'a', stepsDone: S, token: 3n }],
-      histories,
-    })
+    const checks = auditOfA(run)
     const consent = checks.find((c) => c.name === 'every consent handoff clean')!.detail
     expect(consent).toMatch(/^0\/0 items given up/)
     expect(consent).toContain('1 given up by a worker killed before its release was reported')
