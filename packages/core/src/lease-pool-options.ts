@@ -93,15 +93,22 @@ export interface LeasePoolOptions<S = Uint8Array> {
   maxMovesPerRebalance?: number
   /**
    * Decides how many units to take and to give up from the group's state: the extension point for
-   * load-aware balancing (weigh units by size or rate). Must move units by consent only: it can
+   * load-aware balancing (this member taking fewer while it is busy, say). A plan is two counts:
+   * which free units are taken, and which of its own are given up, the pool chooses (spread by a
+   * hash of this member's holderId and the unit), so a planner that counts only some of the units
+   * (the "hot" ones) still gets the others taken, uncounted. Must move units by consent only: it can
    * only ask this member to release its own or take free ones. Default: {@link planFairShare}.
-   * Called synchronously; its answer is read once, and `take` and `release` must each be a whole
-   * number from 0 (`Infinity`: as many as `maxMoves` allows). Anything else (a promise, NaN, a
-   * fraction, a string) fails that rebalance with an `InvalidArgumentError`, reported as a
-   * `rebalanceFailed` event.
+   * Called synchronously, on a copy of the view that is its own to change; its answer is read once,
+   * and `take` and `release` must each be a whole number from 0 (`Infinity`: as many as `maxMoves`
+   * allows). Anything else (a promise, NaN, a fraction, a string) fails that rebalance with an
+   * `InvalidArgumentError`, reported as a `rebalanceFailed` event.
    *
    * ```ts
-   * planner: (view, maxMoves) => planFairShare({ ...view, units: view.units.filter(isHot) }, maxMoves)
+   * planner: (view, maxMoves) => {
+   *   const plan = planFairShare(view, maxMoves)
+   *   // Busy: take nothing new this round; still give back what the fair share asks of it.
+   *   return isBusy() ? { take: 0, release: plan.release } : plan
+   * }
    * ```
    */
   planner?: (view: PoolView, maxMoves: number) => PoolPlan

@@ -25,7 +25,7 @@ import { type Lease, readHandoff, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
-import { type GroupListing, type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
+import { copyView, type GroupListing, type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
 import { MAX_TIMER_MS, systemTimers } from './timers.js'
@@ -703,7 +703,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // Default bound: one fair share per rebalance, so a joining member is full after two.
       const maxMoves =
         this.#maxMoves ?? Math.max(1, Math.ceil(view.units.length / Math.max(1, view.members.length)))
-      const plan = planOf(planner(view, maxMoves))
+      // The planner gets a copy: what it does to the view it was handed (sorts, appends, marks the
+      // units it means to take as held) is its own, never which units this pool takes or shares.
+      const plan = planOf(planner(copyView(view), maxMoves))
       const mine = [...this.#runners.values()].filter((runner) => this.#working(runner))
       mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
       for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)

@@ -83,3 +83,8 @@ export function viewOf(me: string, group: GroupListing, wanted: readonly string[
     holders: group.holders,
   }
 }
+
+/** A view of the planner's own: new arrays and map, so what it changes is not the pool's view. */
+export function copyView(view: PoolView): PoolView {
+  return { me: view.me, members: [...view.members], units: [...view.units], holders: new Map(view.holders) }
+}

@@ -2554,4 +2554,70 @@ describe('LeasePool: faults found by review', () => {
       await time.until(leaser.close())
     },
   )
+
+  // Found by a review (session 50): the pool chose its takes from the very view it had handed the
+  // planner, so a planner that edited it (appending ids, or marking the units it planned to take as
+  // its own) changed which units the pool took: units outside \`units\` ran, or nothing was taken.
+  describe('a planner edits only its own copy of the view', () => {
+    test('ids it appends to view.units are not taken', async () => {
+      const { time, leaser } = setup()
+      const ran: string[] = []
+      const pool = testPool(leaser, time, {
+        units: ['u1'],
+        handler: (lease, unit) => {
+          ran.push(unit.id)
+          return untilAborted(lease, unit)
+        },
+        planner: (view, maxMoves) => {
+          ;(view.units as string[]).push('not-a-unit')
+          return planFairShare(view, maxMoves)
+        },
+      })
+      await time.until(pool.start())
+      await time.advance(INTERVAL)
+      expect(ran).toEqual(['u1'])
+      await time.until(pool.close())
+      await time.until(leaser.close())
+    })
+
+    test('units it marks as held in view.holders are still taken', async () => {
+      const { time, leaser } = setup()
+      const pool = testPool(leaser, time, {
+        units: ['u1', 'u2', 'u3', 'u4'],
+        // "What would the group look like after my plan?", asked of the view it was given.
+        planner: (view, maxMoves) => {
+          const plan = planFairShare(view, maxMoves)
+          const free = view.units.filter((unit) => !view.holders.has(unit))
+          for (const unit of free.slice(0, plan.take))
+            (view.holders as Map<string, string>).set(unit, view.me)
+          ;(view.members as string[]).push('someone-else')
+          return plan
+        },
+      })
+      await time.until(pool.start())
+      await time.advance(3 * INTERVAL)
+      expect(pool.units.length).toBe(4)
+      await time.until(pool.close())
+      await time.until(leaser.close())
+    })
+
+    test('ids that are no workIds, appended, do not make its takes fail and its member leave', async () => {
+      const { time, leaser } = setup()
+      const pool = testPool(leaser, time, {
+        units: ['u1'],
+        planner: (view, maxMoves) => {
+          const plan = planFairShare(view, maxMoves)
+          ;(view.units as string[]).push('bad\u0000one', 'bad\u0000two')
+          return { take: plan.take + 2, release: plan.release }
+        },
+      })
+      const { events } = recordEvents(pool)
+      await time.until(pool.start())
+      await time.advance(10 * INTERVAL)
+      expect(pool.units).toEqual(['u1'])
+      expect(events.filter((event) => event.type === 'rebalanceFailed')).toEqual([])
+      await time.until(pool.close())
+      await time.until(leaser.close())
+    })
+  })
 })
