@@ -35,6 +35,8 @@ export type CheckName =
   | 'pool-unclean-handoff'
   | 'pool-misread'
   | 'pool-rerun'
+  | 'pool-run-after-done'
+  | 'pool-done-unmarked'
 
 export interface Violation {
   readonly check: CheckName

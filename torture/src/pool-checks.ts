@@ -1,6 +1,6 @@
 import { describeSuccessor, firstAtLeast, provesAcquired, type Violation } from './checker.js'
 import { isRead, type Op } from './history.js'
-import type { PoolLine } from './pool-workload.js'
+import { POOL_GROUP, type PoolLine } from './pool-workload.js'
 import { FirstNo, ownReleaseSent, pastLocalDeadline, skewBeyondHolder } from './runner-checks.js'
 
 export interface PoolCheckOptions {
@@ -20,6 +20,9 @@ export interface PoolSummary {
   handoffs: number
   /** Unit leases the pool reported lost. */
   lostUnits: number
+  /** Handler runs that finished their unit, and units the pool then reported done (its mark set). */
+  finished: number
+  done: number
   /**
    * Overlaps whose clock skew exceeded the margin (the nemesis's on a client-clock backend, a host wall
    * clock step on any): counted, not violations.
@@ -36,6 +39,8 @@ const mayHaveLanded = (op: Op) => op.outcome === 'ok' || op.outcome === 'info'
 /** One unit's store history, indexed for the pool checks. */
 class UnitHistory {
   readonly byToken = new Map<bigint, Op[]>()
+  /** Every acquire, in the order recorded: one whose reply was lost has no token to file it under. */
+  readonly acquires: Op[] = []
   readonly lostAcquires: Op[] = []
   /** Acquires answered LEASE_HELD: a Leaser adopts its own lease from one naming it, its deadline from its start. */
   readonly heldAnswers: Op[] = []
@@ -52,6 +57,7 @@ class UnitHistory {
   #earliestFrom: (Op | undefined)[] = []
 
   add(op: Op): void {
+    if (op.op === 'acquire') this.acquires.push(op)
     if (op.op === 'acquire' && op.outcome === 'info') this.lostAcquires.push(op)
     if (op.op === 'acquire' && op.outcome === 'fail' && op.code === 'LEASE_HELD') this.heldAnswers.push(op)
     if (op.token !== null) {
@@ -155,6 +161,13 @@ class UnitHistory {
  *   is read by the next token with `cleanHandoff: true` and the giver's last checkpoint, when that
  *   checkpoint was acknowledged. The next token read it first thing, so nothing else can have been
  *   stored in between.
+ * - `pool-run-after-done`: no handler runs a unit taken after its done mark (`pool/d/<unit>`) was
+ *   set: a member reads the mark once its take succeeded, and the store acknowledged the mark's
+ *   acquire before that take was sent. (A take sent earlier may run it: a finished unit runs at least
+ *   once. Units never leave the set in these runs, so no mark is cleared; a store whose listing lags
+ *   its writes, as DynamoDB's index does, could miss a fresh mark and would need excusing here.)
+ * - `pool-done-unmarked`: the pool reports a unit `done` only after an acquire of its mark that may
+ *   have landed.
  */
 export function checkPool(
   lines: readonly PoolLine[],
@@ -171,12 +184,18 @@ export function checkPool(
     heldSteps: 0,
     handoffs: 0,
     lostUnits: 0,
+    finished: 0,
+    done: 0,
     overlapsBeyondMargin: 0,
   }
   const units = new Set<string>()
   for (const line of lines) if (line.e !== 'member') units.add(line.w)
   const histories = new Map<string, UnitHistory>()
+  // Per unit, the ops on its done mark.
+  const markOps = new Map<string, Op[]>()
   for (const op of ops) {
+    const unit = unitOfMark(op.workId)
+    if (unit !== undefined) markOps.set(unit, [...(markOps.get(unit) ?? []), op])
     if (!units.has(op.workId)) continue
     let history = histories.get(op.workId)
     if (!history) {
@@ -186,6 +205,15 @@ export function checkPool(
     history.add(op)
   }
   for (const history of histories.values()) history.index()
+  // Per unit, the op that proves its mark set earliest: an acknowledged acquire or release of it.
+  const markSet = new Map<string, Op>()
+  for (const [unit, list] of markOps) {
+    for (const op of list) {
+      const proves = (op.op === 'acquire' || op.op === 'release') && op.outcome === 'ok'
+      const earliest = markSet.get(unit)
+      if (proves && (!earliest || op.complete < earliest.complete)) markSet.set(unit, op)
+    }
+  }
   const empty = new UnitHistory()
   const historyOf = (workId: string) => histories.get(workId) ?? empty
 
@@ -218,6 +246,19 @@ export function checkPool(
           ops: readsOf(history, token, line.h),
         })
       } else firstRead.set(key, line)
+      const mark = markSet.get(line.w)
+      // The member's take behind this run: its last acquire of the unit sent before the handler read.
+      const take = history.acquires
+        .filter((op) => op.holder === line.h && op.invoke <= line.t)
+        .reduce<Op | undefined>((last, op) => (!last || op.invoke > last.invoke ? op : last), undefined)
+      if (mark && take && take.invoke > mark.complete + tolerance) {
+        violations.push({
+          check: 'pool-run-after-done',
+          workId: line.w,
+          message: `${line.h} ran token ${token} (its handler read at t=${line.t.toFixed(1)}), taken ${(take.invoke - mark.complete).toFixed(1)} ms after the unit's done mark was set`,
+          ops: [mark, take],
+        })
+      }
       // What the handler was given is what one of the store's reads returned (the Leaser's own
       // readCheckpoint, or its acquire's). The recording backend logs a read's reply before the
       // Leaser sees it, so a handler given a state with no acknowledged read behind it was given one
@@ -258,6 +299,22 @@ export function checkPool(
           ...readsOf(history, token, line.h),
         ],
       })
+      continue
+    }
+    if (line.e === 'finish') {
+      summary.finished++
+      continue
+    }
+    if (line.e === 'done') {
+      summary.done++
+      if (!(markOps.get(line.w) ?? []).some((op) => op.op === 'acquire' && mayHaveLanded(op))) {
+        violations.push({
+          check: 'pool-done-unmarked',
+          workId: line.w,
+          message: `the pool reported ${line.h}'s unit done (token ${line.tok}), but no acquire of its done mark can have landed`,
+          ops: markOps.get(line.w) ?? [],
+        })
+      }
       continue
     }
     if (line.e === 'handoff') {
@@ -395,6 +452,13 @@ function heldPastDeadline(line: Step, history: UnitHistory, tolerance: number): 
   if (!past) return undefined
   const what = `${line.h} ran token ${token} at t=${line.t.toFixed(1)} (lease.held yes; ttl ${ttl}, margin ${line.margin})`
   return { check: 'pool-overlap', workId: line.w, message: `${what}, ${past.why}`, ops: [past.last] }
+}
+
+const MARK_PREFIX = `${POOL_GROUP}/d/`
+
+/** The unit lease (`pool/u/<unit>`) whose done mark `workId` is, if it is one. */
+function unitOfMark(workId: string): string | undefined {
+  return workId.startsWith(MARK_PREFIX) ? `${POOL_GROUP}/u/${workId.slice(MARK_PREFIX.length)}` : undefined
 }
 
 const readsOf = (history: UnitHistory, token: bigint, holder: string): Op[] =>

@@ -5,8 +5,20 @@ import { loadNdjson, NdjsonLog } from './ndjson-log.js'
 import type { Random } from './random.js'
 import type { RunnerLeaseConfig } from './runner-workload.js'
 
-/** The group every pool member of a run joins; its unit leases are `pool/u/<unit>`. */
+/** The group every pool member of a run joins; its unit leases are `pool/u/<unit>`, done marks `pool/d/<unit>`. */
 export const POOL_GROUP = 'pool'
+
+// Units whose handler may finish: the rest run until they are given up, lost or the run ends, so
+// finished units never leave the pool without work to hand over.
+const FINISHING_UNIT_PREFIX = 'f-'
+
+/** A run's unit ids: `u-<i>` that never finish, then `f-<i>` that a handler run may finish. */
+export function poolUnitIds(units: number, finishing: number): string[] {
+  return [
+    ...Array.from({ length: units }, (_, i) => `u-${i}`),
+    ...Array.from({ length: finishing }, (_, i) => `${FINISHING_UNIT_PREFIX}${i}`),
+  ]
+}
 
 /**
  * What the pool workload writes besides the backend calls (which the RecordingBackend puts in the
@@ -17,6 +29,8 @@ export const POOL_GROUP = 'pool'
  * - `handoff`: the pool reported the unit `released` after giving it up by consent; `confirmed` when
  *   its release ended the lease as released (`lease.lossError` unset). A pool reports a release that
  *   ended lost as `lost`, so an unconfirmed handoff is a violation (`pool-released-but-lost`).
+ * - `finish`: the handler returned to finish its unit (not asked to stop; its last `lease.held` said yes).
+ * - `done`: the pool reported the unit `done`: its done mark was set, so no member runs it again.
  * - `member`: a member joined (its first rebalance done) or left (close returned).
  */
 export type PoolLine =
@@ -47,6 +61,8 @@ export type PoolLine =
     }
   // `margin` is the Leaser's (absent from histories kept before it was logged).
   | { e: 'handoff'; h: string; w: string; tok: string; t: number; confirmed: boolean; margin?: number }
+  | { e: 'finish'; h: string; w: string; tok: string; t: number }
+  | { e: 'done'; h: string; w: string; tok: string; t: number }
   | { e: 'member'; h: string; t: number; what: 'joined' | 'left' | 'lost-unit' }
 
 const POOL_FILE_SUFFIX = '.pool.ndjson'
@@ -97,7 +113,7 @@ const pause = (ms: number, signal: AbortSignal) =>
  * joins again as a new member, until the run stops; the nemesis kills and pauses it with its process.
  * Its handler is what docs/pools.md tells users to write: read the checkpoint, then steps of work,
  * each a checkpoint after asking `lease.held`; asked to stop, a last checkpoint while still held,
- * then return.
+ * then return. A third of the runs of a finishing unit (`f-<i>`) finish it after 1 to 5 steps.
  */
 export async function poolMember(options: PoolMemberOptions): Promise<void> {
   const { backend, lease: config, log, random } = options
@@ -136,11 +152,19 @@ export async function poolMember(options: PoolMemberOptions): Promise<void> {
         const { state, cleanHandoff } = await lease.readCheckpoint()
         log.write({ e: 'read', ...base, t, read: state ? decoder.decode(state) : null, clean: cleanHandoff })
       }
+      let stepsToFinish =
+        unit.id.startsWith(FINISHING_UNIT_PREFIX) && random.int(0, 2) === 0
+          ? random.int(1, 5)
+          : Number.POSITIVE_INFINITY
       while (!unit.signal.aborted) {
         await pause(random.int(5, 60), unit.signal)
         if (unit.signal.aborted) break
         if (!held()) return
         await checkpoint()
+        if (--stepsToFinish === 0 && !unit.signal.aborted && held()) {
+          log.write({ e: 'finish', ...base, t: monotonicNow() })
+          return
+        }
       }
       // Asked to give the unit up (or lost): the successor resumes from this checkpoint.
       if (held()) await checkpoint()
@@ -176,6 +200,12 @@ export async function poolMember(options: PoolMemberOptions): Promise<void> {
             confirmed: lease.lossError === undefined,
             margin: config.safetyMarginMs,
           })
+        }
+      } else if (event.type === 'done') {
+        const lease = leases.get(event.unit)
+        if (lease) {
+          const tok = lease.fencingToken.toString()
+          log.write({ e: 'done', h: holderId, w: lease.workId, tok, t: monotonicNow() })
         }
       } else if (event.type === 'lost') {
         log.write({ e: 'member', h: holderId, t: monotonicNow(), what: 'lost-unit' })

@@ -10,7 +10,7 @@ import type { MemoryBug } from './memory-rpc.js'
 import { Nemesis } from './nemesis.js'
 import type { NetworkFault } from './network-faults.js'
 import { checkPool, type PoolSummary } from './pool-checks.js'
-import { PoolLog } from './pool-workload.js'
+import { PoolLog, poolUnitIds } from './pool-workload.js'
 import type { ProcessFault } from './process-faults.js'
 import { checkRunner, type RunnerSummary } from './runner-checks.js'
 import {
@@ -60,8 +60,13 @@ export interface TortureOptions {
    * leaving and rejoining; the nemesis kills and pauses them with their process. Default 0.
    */
   poolMembers?: number
-  /** Units the pool members share. Default 6. */
+  /** Units the pool members share that no handler finishes. Default 6. */
   poolUnits?: number
+  /**
+   * Units besides those that a handler run may finish (a third of their runs do, after 1 to 5 steps),
+   * so done marks are set and judged. Default 2.
+   */
+  poolFinishingUnits?: number
   /** Turns the nemesis off (a baseline run). */
   faults?: boolean
   /**
@@ -187,7 +192,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
     runnerLeases,
     ...(options.runnerBug ? { runnerBug: options.runnerBug } : {}),
     poolMembers: options.poolMembers ?? 0,
-    poolUnits: Array.from({ length: options.poolUnits ?? 6 }, (_, i) => `u-${i}`),
+    poolUnits: poolUnitIds(options.poolUnits ?? 6, options.poolFinishingUnits ?? 2),
     clockReference,
   }))
   const nemesis = new Nemesis(options.seed, {
@@ -300,7 +305,7 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
       pool: {
         ...poolChecked,
         members: processes * (options.poolMembers ?? 0),
-        units: options.poolUnits ?? 6,
+        units: (options.poolUnits ?? 6) + (options.poolFinishingUnits ?? 2),
       },
       slices: violations
         .slice(0, 5)
@@ -434,7 +439,7 @@ export function formatReport(report: TortureReport): string {
   const { pool } = report
   if (pool.members > 0) {
     lines.push(
-      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs}; units lost ${pool.lostUnits}${
+      `   pool (${pool.members} member slots, ${pool.units} units): joined ${pool.joined}, left ${pool.left}; handler runs ${pool.runs}, lease.held asked ${pool.steps} (yes ${pool.heldSteps}); handoffs by consent ${pool.handoffs}; units lost ${pool.lostUnits}; finished ${pool.finished} (reported done ${pool.done})${
         pool.overlapsBeyondMargin
           ? `; ${pool.overlapsBeyondMargin} overlaps after a takeover with clock skew beyond the margin`
           : ''

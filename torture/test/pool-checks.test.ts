@@ -419,4 +419,71 @@ describe('pool checks', () => {
       ).toContain('pool-rerun')
     })
   })
+
+  describe('done marks: a finished unit is not run again once its mark is set', () => {
+    const MARK = 'pool/d/u-0'
+    // A finishes u-0 under token 1 at 25; its pool sets the mark (acquired 26-27, released 28-29),
+    // reports the unit done and releases it (30-32). B's take of token 2 is sent at `bTake`.
+    const finished = (bTake: number, markOps?: Op[]): Op[] => [
+      ...store().map((o) =>
+        o.holder === 'B' && o.op === 'acquire' ? { ...o, invoke: bTake, complete: bTake + 2 } : o,
+      ),
+      ...(markOps ?? [
+        op('acquire', { workId: MARK, holder: 'A', token: 1, invoke: 26, complete: 27, ttl: 400 }),
+        op('release', { workId: MARK, holder: 'A', token: 1, invoke: 28, complete: 29 }),
+      ]),
+    ]
+    const finishLines = (bReadAt: number): PoolLine[] =>
+      lines().map((l) => {
+        if (l.e === 'return') return { e: 'finish', h: 'A', w: W, tok: '1', t: 25.5 }
+        if (l.e === 'handoff') return { e: 'done', h: 'A', w: W, tok: '1', t: 29.5 }
+        return l.e === 'read' && l.h === 'B' ? { ...l, t: bReadAt } : l
+      })
+
+    test('a handler run of a take sent after the mark was set is caught', () => {
+      const { violations, summary } = checkPool(finishLines(63), finished(60))
+      expect(violations.map((v) => v.check)).toEqual(['pool-run-after-done'])
+      expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}:${o.workId}`)).toEqual([
+        `A:acquire:${MARK}`,
+        `B:acquire:${W}`,
+      ])
+      expect(summary).toMatchObject({ finished: 1, done: 1 })
+    })
+
+    test('a release of the mark proves it set when its acquire lost its reply', () => {
+      const markOps = [
+        op('acquire', { workId: MARK, holder: 'A', invoke: 26, outcome: 'info', ttl: 400 }),
+        op('release', { workId: MARK, holder: 'A', token: 1, invoke: 28, complete: 29 }),
+      ]
+      expect(checks(finishLines(63), finished(60, markOps))).toEqual(['pool-run-after-done'])
+    })
+
+    test('a take sent before the mark was set (or within the 25 ms slack) may run the unit again', () => {
+      expect(checks(finishLines(43), finished(40))).toEqual([])
+      // No mark at all, as when the pool closed before it: the unit goes back unmarked.
+      expect(
+        checks(
+          finishLines(63).filter((l) => l.e !== 'done'),
+          finished(60, []),
+        ),
+      ).toEqual([])
+    })
+
+    test('done reported with no acquire of the mark that may have landed is caught', () => {
+      const refused = [
+        op('acquire', {
+          workId: MARK,
+          holder: 'A',
+          invoke: 26,
+          complete: 27,
+          outcome: 'fail',
+          code: 'LEASE_HELD',
+        }),
+      ]
+      expect(checks(finishLines(43), finished(40, refused))).toEqual(['pool-done-unmarked'])
+      expect(checks(finishLines(43), finished(40, []))).toEqual(['pool-done-unmarked'])
+      const lostReply = [op('acquire', { workId: MARK, holder: 'A', invoke: 26, outcome: 'info' })]
+      expect(checks(finishLines(43), finished(40, lostReply))).toEqual([])
+    })
+  })
 })
