@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from '@worklease/spec'
 import { type Kysely, type Migration, sql } from 'kysely'
 import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
+import { checkLeaseTable } from './lease-table-check.js'
 import { familyOf } from './table-family.js'
 import { DEFAULT_TABLE, validateTableName } from './table-name.js'
 import { readTableOptions, readTableOptionsOnly } from './table-options.js'
@@ -131,8 +132,14 @@ export async function createLeaseTable(
   if (family === 'sqlite') await requireUtf8(db)
   if (family === 'postgres') await requireUtf8Server(db)
   if (family === 'mysql') await requireAutocommit(db)
-  await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
-  // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: add what later versions need.
+  try {
+    await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
+  } catch (error) {
+    // Processes starting at once: PostgreSQL's IF NOT EXISTS can still fail in all but one of them, on
+    // its own catalog (a unique violation on pg_type), the table made by another meanwhile.
+    if (!ifNotExists || !(await checkLeaseTable(db.withoutPlugins(), family, table)).exists) throw error
+  }
+  // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: checked, then brought up to date.
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
   return { table }
 }
@@ -193,8 +200,10 @@ async function requireAutocommit(db: Kysely<any>): Promise<void> {
  * ```
  */
 export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
-  const { table = DEFAULT_TABLE } = readTableOptions(db, options)
+  const { table = DEFAULT_TABLE, dialect } = readTableOptions(db, options)
   validateTableName(table)
+  // Not needed to drop, but a dialect that is none is bad input, refused before anything is dropped.
+  if (dialect !== undefined) familyOf(db, dialect)
   await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db.withoutPlugins())
 }
 
