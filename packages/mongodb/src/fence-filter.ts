@@ -50,15 +50,16 @@ export function fenceField(options: FenceOptions | undefined): string {
     throw new InvalidArgumentError('options could not be read', { cause: error })
   }
   const field = given ?? 'fencingToken'
-  // U+0000 ends a BSON key, and a lone surrogate has no UTF-8: either would name another field.
+  // U+0000 ends a BSON key, and a lone surrogate has no UTF-8: either would name another field. A
+  // dotted path is a nested field; each of its parts must be a field name too ('a..b', 'x.', 'a.$b'
+  // are refused by the server, after the round trip).
   if (
     typeof field !== 'string' ||
-    field.length === 0 ||
-    field.startsWith('$') ||
-    /[\0\p{Surrogate}]/u.test(field)
+    /[\0\p{Surrogate}]/u.test(field) ||
+    field.split('.').some((part) => part.length === 0 || part.startsWith('$'))
   ) {
     throw new InvalidArgumentError(
-      'options.field must be a non-empty field name (not an operator, no U+0000 or lone surrogate)',
+      'options.field must be a field name or a dotted path of them (none empty, none an operator starting with $, no U+0000 or lone surrogate)',
     )
   }
   return field

@@ -18,7 +18,11 @@ export interface FencedCollection {
     filter: any,
     update: any,
     options?: any,
-  ): Promise<{ readonly matchedCount: number; readonly upsertedCount?: number }>
+  ): Promise<{
+    readonly acknowledged?: boolean
+    readonly matchedCount: number
+    readonly upsertedCount?: number
+  }>
 }
 
 /** Options of {@link fencedUpdateOne}: the fence field, `upsert`, and any `updateOne` option. */
@@ -46,13 +50,26 @@ export interface FencedUpdateOneOptions extends FenceOptions {
    */
   upsert?: boolean
   /**
-   * Any other `updateOne` option (`session`, `writeConcern`, `signal`, ...) is passed through.
+   * Any other `updateOne` option (`session`, `writeConcern`, `signal`, ...) is passed through. An
+   * unacknowledged write concern (`w: 0`) is refused: its reply says nothing of whether the fence let
+   * the write through, which is this helper's whole answer.
    *
    * ```ts
    * await fencedUpdateOne(orders, { _id: 'order-7' }, { $set: { total: 42 } }, token, { session })
    * ```
    */
   [option: string]: unknown
+}
+
+function snapshotWriteConcern(writeConcern: unknown): Record<string, unknown> {
+  if (typeof writeConcern !== 'object' || writeConcern === null) {
+    throw new InvalidArgumentError('options.writeConcern must be an object')
+  }
+  try {
+    return { ...writeConcern }
+  } catch (error) {
+    throw new InvalidArgumentError('options.writeConcern could not be read', { cause: error })
+  }
 }
 
 /** The server's duplicate-key error code. */
@@ -94,6 +111,16 @@ export async function fencedUpdateOne(
   } = snapshotDocument(options, 'options', 'an object')
   const field = fenceField({ field: requestedField as string | undefined })
   if (typeof upsert !== 'boolean') throw new InvalidArgumentError('options.upsert must be a boolean')
+  if (updateOptions.writeConcern !== undefined) {
+    // A copy, checked and sent: a getter cannot answer w: 1 here and w: 0 to the driver.
+    const writeConcern = snapshotWriteConcern(updateOptions.writeConcern)
+    if (writeConcern.w === 0) {
+      throw new InvalidArgumentError(
+        'options.writeConcern must be acknowledged (not w: 0): an unacknowledged write cannot tell whether the fence let it through',
+      )
+    }
+    updateOptions.writeConcern = writeConcern
+  }
   const fence = fenceFilter(token, { field })
   const conditions = snapshotDocument(filter, 'filter')
   const callerAnd = conditions.$and === undefined ? [] : snapshotArray(conditions.$and, 'filter.$and')
@@ -106,6 +133,12 @@ export async function fencedUpdateOne(
   for (let attempt = 1; ; attempt++) {
     try {
       const result = await collection.updateOne(fenced, write, { ...updateOptions, upsert })
+      // w: 0 from the collection or client: the write may have landed; false would say it was fenced.
+      if (result.acknowledged === false) {
+        throw new Error(
+          'the fenced update was not acknowledged (write concern w: 0): whether it landed cannot be told; use an acknowledged write concern',
+        )
+      }
       return result.matchedCount > 0 || (result.upsertedCount ?? 0) > 0
     } catch (error) {
       if (!upsert || !isDuplicateOf(error, [conditions, ...callerAnd])) throw error

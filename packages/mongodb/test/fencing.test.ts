@@ -130,7 +130,32 @@ describe('fenceFilter and fencedUpdate with updateOne', () => {
     expect(() => fenceFilter(1n, throwing as never)).toThrow(
       expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
     )
+    // Found by a review (session 50): paths with an empty part or an operator part passed the check,
+    // and the server refused them after the round trip; an unacknowledged write concern made a write
+    // that landed read as FENCED.
+    for (const field of ['x.', '.x', 'a..b', 'a.$b']) {
+      expect(
+        await code(fencedUpdateOne(collection, { _id: 'o1' }, { $set: { total: 1 } }, 1n, { field })),
+      ).toBe('INVALID_ARGUMENT')
+    }
+    expect(
+      await code(
+        fencedUpdateOne(collection, { _id: 'o1' }, { $set: { total: 1 } }, 1n, { writeConcern: { w: 0 } }),
+      ),
+    ).toBe('INVALID_ARGUMENT')
     expect(commands()).toEqual([])
+  })
+
+  test('an unacknowledged write (w: 0 on the collection) is no lease outcome: not FENCED, an error', async () => {
+    const unacknowledged = admin.db(TEST_DATABASE).collection(name, { writeConcern: { w: 0 } })
+    const error = await fencedUpdateOneOrThrow(unacknowledged, { _id: 'o1' }, { $set: { total: 42 } }, 5n, {
+      upsert: true,
+    }).then(
+      () => undefined,
+      (reason: unknown) => reason,
+    )
+    expect(isWorkleaseError(error)).toBe(false)
+    expect(error).toMatchObject({ message: expect.stringMatching(/not acknowledged/) })
   })
 })
 
