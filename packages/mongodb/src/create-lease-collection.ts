@@ -65,7 +65,11 @@ const NAMESPACE_EXISTS = 48
  *
  * An existing collection must compare strings simply (binary): one whose default collation ignores
  * case or accents would match `'Job'` for `'job'`, two workIds sharing one lease and its tokens. It
- * is refused with `INVALID_ARGUMENT`, as the one `listCollections` this helper sends reports it.
+ * must also keep every document: a capped collection evicts old ones, a TTL index (or a clustered
+ * collection's `expireAfterSeconds`) deletes expired ones, and a view or a time series collection
+ * holds no lease documents at all. Each is refused with `INVALID_ARGUMENT`, as the
+ * `listCollections` this helper sends reports it (and, for a TTL index, a `listIndexes` of the
+ * existing collection, where its collection has that method).
  *
  * Never put a TTL index on it and never delete its documents: the document is what keeps a workId's
  * fencing tokens increasing forever, and a deleted one would start again from 1.
@@ -109,8 +113,7 @@ export async function createLeaseCollection<C extends LeaseCollection>(
         codeName: 'NamespaceExists',
       })
     }
-    refuseNonSimpleCollation(name, existing)
-    return { collection: db.collection(name) }
+    return { collection: await fitCollection(db, name, existing) }
   }
   try {
     await db.createCollection(name)
@@ -118,9 +121,55 @@ export async function createLeaseCollection<C extends LeaseCollection>(
     if (!ifNotExists || (error as { code?: unknown } | null)?.code !== NAMESPACE_EXISTS) throw error
     // Another process created it since the look: with its own options, so look again.
     const [created] = await db.listCollections({ name }, LISTED_AS_DOCUMENTS).toArray()
-    refuseNonSimpleCollation(name, created)
+    return { collection: await fitCollection(db, name, created) }
   }
   return { collection: db.collection(name) }
+}
+
+/** The existing collection, once its listing and its indexes show it keeps lease documents as leases need. */
+async function fitCollection<C extends LeaseCollection>(
+  db: LeaseDatabase<C>,
+  name: string,
+  listed: unknown,
+): Promise<C> {
+  refuseNonSimpleCollation(name, listed)
+  refuseDocumentLoss(name, listed)
+  const collection = db.collection(name)
+  const { listIndexes } = collection as { listIndexes?: unknown }
+  if (typeof listIndexes === 'function') {
+    const indexes: unknown[] = await listIndexes.call(collection).toArray()
+    const ttl = indexes.find(
+      (index) => (index as { expireAfterSeconds?: unknown })?.expireAfterSeconds !== undefined,
+    )
+    if (ttl !== undefined) {
+      throw new InvalidArgumentError(
+        `collection ${name} has a TTL index (${String((ttl as { name?: unknown }).name)}): it deletes expired lease documents, and a workId's fencing tokens would start again from 1; drop the index`,
+      )
+    }
+  }
+  return collection
+}
+
+/** What a listing says of a collection that would lose lease documents, or holds none. */
+function refuseDocumentLoss(name: string, listed: unknown): void {
+  const { type, options } = (listed ?? {}) as {
+    type?: unknown
+    options?: { capped?: unknown; expireAfterSeconds?: unknown; timeseries?: unknown }
+  }
+  const why =
+    type !== undefined && type !== 'collection'
+      ? `is a ${String(type)}, not a collection of documents`
+      : options?.capped === true
+        ? 'is capped: it evicts old documents'
+        : options?.expireAfterSeconds !== undefined
+          ? 'expires its documents (expireAfterSeconds)'
+          : options?.timeseries !== undefined
+            ? 'is a time series collection'
+            : undefined
+  if (why === undefined) return
+  throw new InvalidArgumentError(
+    `collection ${name} ${why}: a workId's lease document must be kept for good, or its fencing tokens would start again from 1; use a plain collection`,
+  )
 }
 
 /**

@@ -12,7 +12,6 @@ import {
   FencedError,
   InvalidArgumentError,
   LeaseExpiredError,
-  LeaseHeldError,
   type LeaseListing,
   type LeasePage,
   type LeaseRecord,
@@ -359,7 +358,10 @@ export class MongoBackend implements Backend {
     }
     const heldThen = document.released === false && expiresAtMs > refusedAt
     if (!heldThen && fencingToken >= MAX_FENCING_TOKEN) return new TokensExhaustedError(undefined, { cause })
-    if (typeof document.holderId !== 'string') return new LeaseHeldError(undefined, { cause })
+    // A held lease with no holder to name is a broken document (reportsHolder is declared), not a lease.
+    if (typeof document.holderId !== 'string') {
+      throw new TypeError('expected a string holderId in the lease document', { cause })
+    }
     const { holderId } = document
     return leaseHeldBy(
       { holderId, fencingToken, expiresAtMs, expiresInMs: expiresAtMs - readClock(this.#clock) },
@@ -682,9 +684,24 @@ function toSize(value: unknown): number | null {
 function stateSize(value: unknown): number | null {
   if (value === undefined || value === null) return null
   if (value instanceof Uint8Array) return value.byteLength
-  const binary = value as BinaryLike
-  if (binary.buffer instanceof Uint8Array && typeof binary.position === 'number') return binary.position
+  if (isBinary(value)) return value.position
   throw new TypeError('expected binary state in the lease document')
+}
+
+/**
+ * A BSON Binary (one promoteBuffers did not unwrap: a non-zero subtype), told by its BSON type tag as
+ * well as its shape: a sub-document stored as `{ buffer: BinData, position: 2 }` has the shape too.
+ * Not `instanceof`: the user's driver may bring its own copy of the bson package.
+ */
+function isBinary(value: unknown): value is BinaryLike {
+  const binary = value as BinaryLike
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    binary._bsontype === 'Binary' &&
+    binary.buffer instanceof Uint8Array &&
+    typeof binary.position === 'number'
+  )
 }
 
 interface LongLike {
@@ -692,6 +709,7 @@ interface LongLike {
 }
 
 interface BinaryLike {
+  readonly _bsontype: 'Binary'
   readonly buffer: Uint8Array
   readonly position: number
 }
@@ -708,11 +726,9 @@ function checkpointOf(document: LeaseDocumentLike, token: bigint): CheckpointRea
 function toState(value: unknown): Uint8Array | null {
   if (value === undefined || value === null) return null
   if (value instanceof Uint8Array) return new Uint8Array(value)
-  // A Binary that promoteBuffers did not unwrap (non-zero subtype).
-  const binary = value as BinaryLike
-  if (binary.buffer instanceof Uint8Array && typeof binary.position === 'number') {
-    return binary.buffer.slice(0, binary.position)
-  }
+  // A Binary that promoteBuffers did not unwrap (non-zero subtype). Copied out: its buffer is a Node.js
+  // Buffer, whose slice() would be a view of it rather than a plain Uint8Array of the caller's own.
+  if (isBinary(value)) return new Uint8Array(value.buffer.subarray(0, value.position))
   throw new TypeError('expected binary state in the lease document')
 }
 

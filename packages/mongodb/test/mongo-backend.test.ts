@@ -6,7 +6,7 @@ import {
   type LeaseHeldError,
   MAX_FENCING_TOKEN,
 } from '@worklease/spec'
-import { BSON, type Db, MongoClient, MongoNetworkError, MongoServerError } from 'mongodb'
+import { Binary, BSON, type Db, MongoClient, MongoNetworkError, MongoServerError } from 'mongodb'
 import { afterEach, describe, expect, test } from 'vitest'
 import { createLeaseCollection, type LeaseCollection, MongoBackend } from '../src/index.js'
 import { prefixUpperBound } from '../src/prefix-range.js'
@@ -598,6 +598,38 @@ describe('storage', () => {
     expect((error as Error).cause).toBeInstanceOf(MongoServerError)
   })
 
+  // Found by a review (session 50): a held document whose holderId is no string was LEASE_HELD by
+  // nobody, on a backend that declares reportsHolder; a sub-document shaped like a Binary
+  // ({ buffer, position }) was handed out as state, a view of a Buffer rather than a copy.
+  test('a held lease document with no string holderId, or state that only looks binary, is a store failure', async () => {
+    const { harness, clock, backend } = await setup()
+    await harness.collection.insertOne({
+      _id: 'job' as never,
+      fencingToken: 3n,
+      holderId: 42,
+      expiresAt: new Date(clock.ms + 60_000),
+      released: false,
+      releasedToken: 0n,
+    })
+    const held = await caught(backend.acquire('job', 'b', 10_000))
+    expect(held).toBeInstanceOf(TypeError)
+    expect(isWorkleaseError(held)).toBe(false)
+    const record = await backend.acquire('other', 'a', 60_000)
+    await harness.collection.updateOne(
+      { _id: 'other' as never },
+      { $set: { state: { buffer: new Uint8Array([1, 2, 3, 4]), position: 2 } } },
+    )
+    expect(await caught(backend.readCheckpoint(record))).toBeInstanceOf(TypeError)
+    // A real Binary of a non-zero subtype (not unwrapped to a Buffer) is state: a plain copy of its own.
+    await harness.collection.updateOne(
+      { _id: 'other' as never },
+      { $set: { state: new Binary(new Uint8Array([1, 2, 3]), 0x80) } },
+    )
+    const { state } = await backend.readCheckpoint(record)
+    expect(state).toEqual(new Uint8Array([1, 2, 3]))
+    expect(Object.getPrototypeOf(state)).toBe(Uint8Array.prototype)
+  })
+
   test('a lease document whose expiresAt is no date is a store failure for renew and acquire, its own loss in renewMany', async () => {
     const { harness, clock, backend } = await setup()
     await harness.collection.insertOne({
@@ -693,6 +725,79 @@ test('createLeaseCollection refuses bad names, a db that is no Db and unreadable
   } finally {
     await client.close()
   }
+})
+
+// Found by a review (session 50): only the collation was read, so an existing collection that deletes
+// lease documents (capped, a TTL index, a clustered collection's expireAfterSeconds) was accepted, and
+// with it tokens that start again from 1; a view or time series holds no lease documents at all.
+describe('createLeaseCollection refuses a collection that would lose lease documents', () => {
+  // FerretDB 2.7 creates capped collections and views as plain ones (1.24 lists capped: true), and no
+  // genuine mongod can be had here: the real database answers, and the listing gets what MongoDB lists.
+  const listingAs = (db: Db, options: Record<string, unknown>, type: string) => ({
+    collection: (name: string) => db.collection(name),
+    createCollection: (name: string) => db.createCollection(name),
+    listCollections: (filter: { name: string }, listOptions: { raw: false }) => ({
+      toArray: async () =>
+        (await db.listCollections(filter, listOptions).toArray()).map((listed) => ({
+          ...listed,
+          type,
+          options: { ...(listed as { options?: object }).options, ...options },
+        })),
+    }),
+  })
+
+  test('capped, expiring, a view, a time series: INVALID_ARGUMENT', async () => {
+    const client = new MongoClient(url)
+    const db = client.db(TEST_DATABASE)
+    const name = `lease_unfit_${Date.now()}`
+    try {
+      await db.createCollection(name)
+      for (const [options, type, message] of [
+        [{ capped: true, size: 4096, max: 2 }, 'collection', /is capped/],
+        [
+          { clusteredIndex: { key: { _id: 1 }, unique: true }, expireAfterSeconds: 1 },
+          'collection',
+          /expires its documents/,
+        ],
+        [{ viewOn: 'other', pipeline: [] }, 'view', /is a view/],
+        [{ timeseries: { timeField: 't' } }, 'timeseries', /is a timeseries/],
+      ] as const) {
+        await expect(
+          createLeaseCollection(listingAs(db, options, type), { collection: name }),
+        ).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(message),
+        })
+      }
+      await createLeaseCollection(listingAs(db, {}, 'collection'), { collection: name })
+    } finally {
+      await db
+        .collection(name)
+        .drop()
+        .catch(() => undefined)
+      await client.close()
+    }
+  })
+
+  test('a TTL index on it: INVALID_ARGUMENT, naming the index', async () => {
+    const client = new MongoClient(url)
+    const db = client.db(TEST_DATABASE)
+    const name = `lease_ttl_${Date.now()}`
+    try {
+      await createLeaseCollection(db, { collection: name })
+      await db.collection(name).createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiry_ttl' })
+      await expect(createLeaseCollection(db, { collection: name })).rejects.toMatchObject({
+        code: 'INVALID_ARGUMENT',
+        message: expect.stringMatching(/TTL index \(expiry_ttl\)/),
+      })
+    } finally {
+      await db
+        .collection(name)
+        .drop()
+        .catch(() => undefined)
+      await client.close()
+    }
+  })
 })
 
 describe('createLeaseCollection refuses a collection whose default collation is not simple', () => {
