@@ -9,7 +9,8 @@ import { readTableOptions } from './table-options.js'
 const COLUMN_TYPE: Record<DialectFamily, string> = {
   postgres: 'bigint NOT NULL DEFAULT 0',
   mysql: 'BIGINT NOT NULL DEFAULT 0',
-  sqlite: 'INTEGER NOT NULL DEFAULT 0',
+  // SQLite's ADD COLUMN takes a CHECK (tested against the rows already there, since 3.37).
+  sqlite: "INTEGER NOT NULL DEFAULT 0 CHECK (typeof(checkpoint_seq) = 'integer')",
 }
 
 /**

@@ -528,6 +528,13 @@ for (const target of TARGETS) {
       await backend.checkpoint(record, bytes('second'), HOUR, { sequence: 2 })
       await backend.checkpoint(record, bytes('first'), HOUR, { sequence: 1 })
       expect(await backend.readCheckpoint(record)).toEqual({ state: bytes('second'), cleanHandoff: true })
+      // Found by a review (session 50): on SQLite the added column had no CHECK, which SQLite's ADD
+      // COLUMN takes (3.37+): text there sorts above every sequence, and no checkpoint stored again.
+      if (family === 'sqlite') {
+        await expect(
+          sql`UPDATE ${sql.table(table)} SET checkpoint_seq = 'x' WHERE work_id = 'old'`.execute(admin),
+        ).rejects.toThrow(/CHECK constraint failed/)
+      }
     })
 
     test('createLeaseTable returns the backend options and keeps an existing table unless ifNotExists: false', async () => {
