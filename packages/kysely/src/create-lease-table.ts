@@ -1,9 +1,8 @@
-import { InvalidArgumentError } from '@worklease/spec'
 import { type Kysely, type Migration, sql } from 'kysely'
 import type { DialectFamily, LeaseDialect } from './lease-dialect.js'
 import { checkLeaseTable } from './lease-table-check.js'
 import { familyOf } from './table-family.js'
-import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+import { DEFAULT_TABLE } from './table-name.js'
 import { readTableOptions, readTableOptionsOnly } from './table-options.js'
 import { upgradeLeaseTable } from './upgrade-lease-table.js'
 
@@ -125,9 +124,6 @@ export async function createLeaseTable(
   options: LeaseTableOptions = {},
 ): Promise<CreatedLeaseTable> {
   const { table = DEFAULT_TABLE, dialect, ifNotExists = true } = readTableOptions(db, options)
-  validateTableName(table)
-  if (typeof ifNotExists !== 'boolean')
-    throw new InvalidArgumentError('options.ifNotExists must be a boolean')
   const family = familyOf(db, dialect)
   if (family === 'sqlite') await requireUtf8(db)
   if (family === 'postgres') await requireUtf8Server(db)
@@ -200,10 +196,7 @@ async function requireAutocommit(db: Kysely<any>): Promise<void> {
  * ```
  */
 export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
-  const { table = DEFAULT_TABLE, dialect } = readTableOptions(db, options)
-  validateTableName(table)
-  // Not needed to drop, but a dialect that is none is bad input, refused before anything is dropped.
-  if (dialect !== undefined) familyOf(db, dialect)
+  const { table = DEFAULT_TABLE } = readTableOptions(db, options)
   await sql`DROP TABLE IF EXISTS ${sql.table(table)}`.execute(db.withoutPlugins())
 }
 
@@ -221,7 +214,6 @@ export async function dropLeaseTable(db: Kysely<any>, options: LeaseTableOptions
 export function createLeaseTableMigration(options: LeaseTableOptions = {}): Migration {
   // Read once, now: `up` may run much later, and must create the table that was checked.
   const read = readTableOptionsOnly(options)
-  validateTableName(read.table ?? DEFAULT_TABLE)
   return {
     up: async (db) => {
       await createLeaseTable(db, read)

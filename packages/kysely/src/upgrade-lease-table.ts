@@ -3,7 +3,7 @@ import type { LeaseTableOptions } from './create-lease-table.js'
 import type { DialectFamily } from './lease-dialect.js'
 import { checkLeaseTable } from './lease-table-check.js'
 import { familyOf } from './table-family.js'
-import { DEFAULT_TABLE, validateTableName } from './table-name.js'
+import { DEFAULT_TABLE } from './table-name.js'
 import { readTableOptions } from './table-options.js'
 
 const COLUMN_TYPE: Record<DialectFamily, string> = {
@@ -34,7 +34,6 @@ const COLUMN_TYPE: Record<DialectFamily, string> = {
  */
 export async function upgradeLeaseTable(db: Kysely<any>, options: LeaseTableOptions = {}): Promise<void> {
   const { table = DEFAULT_TABLE, dialect } = readTableOptions(db, options)
-  validateTableName(table)
   const family = familyOf(db, dialect)
   const plain = db.withoutPlugins()
   // Look before altering: ALTER TABLE takes a lock every running lease statement would queue behind, and

@@ -346,7 +346,9 @@ for (const target of TARGETS) {
         }
         // The migration reads its options once, when it is made: null or a throwing getter is refused
         // then, and the table it checked is the table `up` creates.
-        for (const options of [null, throwing]) {
+        // Found by a review (session 50): an invalid dialect or ifNotExists was refused only when
+        // `up` ran, inside the Migrator's transaction, maybe long after.
+        for (const options of [null, throwing, { dialect: 'oracle' }, { ifNotExists: 'yes' }]) {
           expect(() => createLeaseTableMigration(options as never)).toThrow(
             expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
           )
