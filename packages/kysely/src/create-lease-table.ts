@@ -128,14 +128,19 @@ export async function createLeaseTable(
   if (family === 'sqlite') await requireUtf8(db)
   if (family === 'postgres') await requireUtf8Server(db)
   if (family === 'mysql') await requireAutocommit(db)
-  try {
-    await createTableSql(family, table, ifNotExists).execute(db.withoutPlugins())
-  } catch (error) {
-    // Processes starting at once: PostgreSQL's IF NOT EXISTS can still fail in all but one of them, on
-    // its own catalog (a unique violation on pg_type), the table made by another meanwhile.
-    if (!ifNotExists || !(await checkLeaseTable(db.withoutPlugins(), family, table)).exists) throw error
+  const plain = db.withoutPlugins()
+  // An existing table is not created again, only checked and brought up to date: PostgreSQL and MySQL
+  // check the privilege to create before IF NOT EXISTS, so an application role that may only use the
+  // table was refused at every start.
+  if (!ifNotExists || !(await checkLeaseTable(plain, family, table)).exists) {
+    try {
+      await createTableSql(family, table, ifNotExists).execute(plain)
+    } catch (error) {
+      // Processes starting at once: PostgreSQL's IF NOT EXISTS can still fail in all but one of them,
+      // on its own catalog (a unique violation on pg_type), the table made by another meanwhile.
+      if (!ifNotExists || !(await checkLeaseTable(plain, family, table)).exists) throw error
+    }
   }
-  // CREATE TABLE IF NOT EXISTS leaves an existing table as it was: checked, then brought up to date.
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })
   return { table }
 }

@@ -121,6 +121,31 @@ for (const target of familyTargets('postgres'))
       }
     })
 
+    // Found by a review (session 50): CREATE TABLE IF NOT EXISTS needs the privilege to create, even
+    // when the table is there, so a role that may only use the table failed at every start.
+    test('a role that may only use the table can call createLeaseTable at every start', async () => {
+      const table = randomTable()
+      const role = `wl_user_${table.slice(3)}`
+      await createLeaseTable(db, { table })
+      await sql`CREATE ROLE ${sql.id(role)} LOGIN`.execute(db)
+      await sql`GRANT SELECT, INSERT, UPDATE ON ${sql.table(table)} TO ${sql.id(role)}`.execute(db)
+      const url = new URL(target.url!)
+      url.username = role
+      const user = postgresDb(undefined, 1, url.toString())
+      try {
+        await sql`REVOKE CREATE ON SCHEMA public FROM PUBLIC`.execute(db)
+        await createLeaseTable(user, { table })
+        // In a transaction too (a Migrator's): a refused CREATE, even caught, would abort it.
+        await user.transaction().execute((trx) => createLeaseTable(trx, { table }))
+        const backend = new KyselyBackend({ db: user, table })
+        await backend.release(await backend.acquire('job', 'a', HOUR))
+      } finally {
+        await user.destroy()
+        await dropLeaseTable(db, { table })
+        await sql`DROP ROLE ${sql.id(role)}`.execute(db)
+      }
+    })
+
     test('processes creating one fresh table at once all succeed', async () => {
       const dbs = Array.from({ length: 4 }, () => postgresDb(undefined, 1, target.url))
       const tables: string[] = []
