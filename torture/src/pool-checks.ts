@@ -163,7 +163,8 @@ class UnitHistory {
  *   stored in between.
  * - `pool-run-after-done`: no handler runs a unit taken after its done mark (`pool/d/<unit>`) was
  *   set: a member reads the mark once its take succeeded, and the store acknowledged the mark's
- *   acquire before that take was sent. (A take sent earlier may run it: a finished unit runs at least
+ *   release before that take was sent. (A mark acquired and never released, its member killed, expires
+ *   unset.) (A take sent earlier may run it: a finished unit runs at least
  *   once. Units never leave the set in these runs, so no mark is cleared; a store whose listing lags
  *   its writes, as DynamoDB's index does, could miss a fresh mark and would need excusing here.)
  * - `pool-done-unmarked`: the pool reports a unit `done` only after an acquire of its mark that may
@@ -205,11 +206,13 @@ export function checkPool(
     history.add(op)
   }
   for (const history of histories.values()) history.index()
-  // Per unit, the op that proves its mark set earliest: an acknowledged acquire or release of it.
+  // Per unit, the op that proves its mark set earliest: an acknowledged release of it. A mark only
+  // acquired counts as set while held, and one whose member died before releasing it expires unset:
+  // the unit then runs again, rightly.
   const markSet = new Map<string, Op>()
   for (const [unit, list] of markOps) {
     for (const op of list) {
-      const proves = (op.op === 'acquire' || op.op === 'release') && op.outcome === 'ok'
+      const proves = op.op === 'release' && op.outcome === 'ok'
       const earliest = markSet.get(unit)
       if (proves && (!earliest || op.complete < earliest.complete)) markSet.set(unit, op)
     }

@@ -444,7 +444,7 @@ describe('pool checks', () => {
       const { violations, summary } = checkPool(finishLines(63), finished(60))
       expect(violations.map((v) => v.check)).toEqual(['pool-run-after-done'])
       expect(violations[0]!.ops.map((o) => `${o.holder}:${o.op}:${o.workId}`)).toEqual([
-        `A:acquire:${MARK}`,
+        `A:release:${MARK}`,
         `B:acquire:${W}`,
       ])
       expect(summary).toMatchObject({ finished: 1, done: 1 })
@@ -460,6 +460,16 @@ describe('pool checks', () => {
 
     test('a take sent before the mark was set (or within the 25 ms slack) may run the unit again', () => {
       expect(checks(finishLines(43), finished(40))).toEqual([])
+      // A mark acquired whose member was killed before releasing it expires unset (found by review).
+      const acquiredOnly = [
+        op('acquire', { workId: MARK, holder: 'A', token: 1, invoke: 26, complete: 27, ttl: 400 }),
+      ]
+      expect(
+        checks(
+          finishLines(603).filter((l) => l.e !== 'done'),
+          finished(600, acquiredOnly),
+        ),
+      ).toEqual([])
       // No mark at all, as when the pool closed before it: the unit goes back unmarked.
       expect(
         checks(
