@@ -6,7 +6,7 @@ import { ExitCode } from './exit-code.js'
 
 /** Where a run of the command line reads and writes; tests pass their own. */
 export interface Io {
-  readonly stdout: Writable & { isTTY?: boolean; columns?: number }
+  readonly stdout: Writable & { isTTY?: boolean; columns?: number; rows?: number }
   readonly stderr: Writable & { isTTY?: boolean }
   readonly stdin: Readable & { isTTY?: boolean }
   readonly env: NodeJS.ProcessEnv

@@ -73,10 +73,12 @@ const UNSAFE_ON_A_TERMINAL =
 
 /**
  * What a reader cannot tell apart on a terminal: the above, every other format character (a zero-width
- * space, a soft hyphen, a byte order mark) and every space but U+0020 (a no-break space). Ids that
- * differ only there are different leases, and an operator copies what the table shows.
+ * space, a soft hyphen, a byte order mark), every space but U+0020 (a no-break space), and every other
+ * character Unicode says to draw as nothing (Default_Ignorable_Code_Point: variation selectors, the
+ * combining grapheme joiner, Hangul fillers). Ids that differ only there are different leases, and an
+ * operator copies what the table shows.
  */
-const UNSEEN = /(?! )[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}]/gu
+const UNSEEN = /(?! )[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Zs}\p{Default_Ignorable_Code_Point}]/gu
 
 /** `\x1b`, `\u00a0`, `\U000e0041`: as a shell's `$'...'` reads them back, in a UTF-8 locale. */
 const escaped = (c: string) => {

@@ -1,4 +1,5 @@
 import type { Colors } from 'picocolors/types.js'
+import { displayWidth } from './display-width.js'
 import { formatBytes, formatDuration, type LeaseRow, type LeaseStatus, terminalSafe } from './lease-row.js'
 
 const HEADERS = ['WORK ID', 'STATUS', 'HOLDER', 'TOKEN', 'EXPIRES IN', 'CHECKPOINT'] as const
@@ -30,7 +31,9 @@ export interface TableLayout {
 
 /**
  * Lays rows out as aligned columns, ids made terminal-safe (a newline or escape in one must not break
- * the table or the terminal); widths count code points, so emoji ids stay roughly aligned. */
+ * the table or the terminal); widths are terminal columns (see {@link displayWidth}), so ids in CJK
+ * or with combining marks keep the columns after them in line.
+ */
 export function renderTable(
   rows: readonly LeaseRow[],
   colors: Colors,
@@ -44,7 +47,7 @@ export function renderTable(
     row.status === 'held' ? formatDuration(row.expiresInMs) : '-',
     formatBytes(row.checkpointBytes),
   ])
-  const width = (text: string) => [...text].length
+  const width = displayWidth
   HEADERS.forEach((title, i) => {
     widths[i] = Math.max(widths[i] ?? 0, width(title), ...cells.map((line) => width(line[i]!)))
   })

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { Command } from 'commander'
+import { type Command, InvalidArgumentError } from 'commander'
 import { boundedStoreCalls, storeCallGivenUp } from './bounded-store-calls.js'
 import { CliError } from './cli-error.js'
 import { ExitCode } from './exit-code.js'
 import type { Io } from './io.js'
+import { quoted } from './lease-row.js'
 import { type OpenBackend, openBackend } from './open-backend.js'
 import { parseStoreUrl } from './store-url.js'
 
@@ -22,8 +23,28 @@ export function addStoreOptions(command: Command): Command {
       '-s, --store <url>',
       'the store: sqlite:FILE, postgres://..., mysql://..., mongodb://HOST/DB[?binarySize=0], dynamodb://HOST:PORT?region=R&table=T&listIndex=I, ' +
         'or postgres|mysql|mongodb|dynamodb to read POSTGRES_URL, MYSQL_URL, MONGODB_URL, DYNAMODB_ENDPOINT (default: $WORKLEASE_STORE)',
+      once('--store'),
     )
-    .option('-t, --table <name>', 'the lease table or collection (default: worklease_leases)')
+    .option(
+      '-t, --table <name>',
+      'the lease table or collection (default: worklease_leases)',
+      once('--table'),
+    )
+}
+
+/**
+ * A commander option parser that refuses the option a second time: commander keeps the last, and a
+ * revoke given `--table a --table b` ended a lease in b, whichever the user meant.
+ */
+function once(name: string): (value: string, previous: string | undefined) => string {
+  return (value, previous) => {
+    if (previous !== undefined) {
+      throw new InvalidArgumentError(
+        `${name} given twice (${quoted(previous)}, then ${quoted(value)}): name one`,
+      )
+    }
+    return value
+  }
 }
 
 /** Opens the store the options name, or fails with a usage error that says how to name one. */

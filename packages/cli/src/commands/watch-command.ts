@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
+import type { Colors } from 'picocolors/types.js'
 import { isConnectionFailure } from '../connection-failure.js'
+import { displayWidth } from '../display-width.js'
 import { idArgument } from '../id-argument.js'
 import { whileInterruptible } from '../interrupt.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
@@ -19,6 +21,36 @@ interface WatchOptions extends StoreOptions {
 }
 
 const CLEAR_SCREEN = '\u001b[H\u001b[2J'
+
+/**
+ * The lines of one screen: `fixed`, then as many of `body` as the terminal shows, and a last line
+ * saying how many more were left out. Every line ends in a newline, so the lines must take fewer
+ * terminal lines than it has rows, a line wider than the terminal taking as many as it wraps to:
+ * one more, and the terminal scrolls the title off the top.
+ */
+function fitToScreen(
+  fixed: readonly string[],
+  body: readonly string[],
+  terminal: { rows?: number; columns?: number },
+  colors: Colors,
+): string[] {
+  const rows = Math.max(5, terminal.rows ?? 40)
+  const columns = Math.max(20, terminal.columns ?? 80)
+  const height = (line: string) => Math.max(1, Math.ceil(displayWidth(line) / columns))
+  let left = rows - 1 - fixed.reduce((sum, line) => sum + height(line), 0)
+  const shown: string[] = []
+  for (const [i, line] of body.entries()) {
+    // The last line of the screen goes to "... N more" unless this line is the last of all.
+    const reserve = i === body.length - 1 ? 0 : 1
+    if (height(line) > left - reserve) {
+      shown.push(colors.dim(`... ${body.length - i} more`))
+      break
+    }
+    shown.push(line)
+    left -= height(line)
+  }
+  return [...fixed, ...shown]
+}
 
 /** The wait before reading again once the store stopped answering; it doubles, up to the longest. */
 const FIRST_RETRY_MS = 250
@@ -111,16 +143,14 @@ export function watchCommand(io: Io): Command {
             const windowEnd = more && rows.length >= limit ? rows.at(-1)?.workId : undefined
             if (live) {
               const held = rows.filter((row) => row.status === 'held').length
-              const room = Math.max(5, (io.stdout as { rows?: number }).rows ?? 40) - 3
-              const table = renderTable(rows.slice(0, room), colors)
               const count = `${windowEnd === undefined ? '' : 'first '}${rows.length} leases`
-              io.stdout.write(CLEAR_SCREEN)
-              writeLine(
-                io.stdout,
-                colors.bold(`worklease watch  ${label}  ${now.toISOString()}  ${count}, ${held} held`),
+              const title = colors.bold(
+                `worklease watch  ${label}  ${now.toISOString()}  ${count}, ${held} held`,
               )
-              for (const line of table) writeLine(io.stdout, line)
-              if (rows.length > room) writeLine(io.stdout, colors.dim(`... ${rows.length - room} more`))
+              const [heading = '', ...body] = renderTable(rows, colors)
+              io.stdout.write(CLEAR_SCREEN)
+              for (const line of fitToScreen([title, heading], body, io.stdout, colors))
+                writeLine(io.stdout, line)
             } else {
               if (windowEnd !== undefined && !saidWindow) {
                 saidWindow = true
