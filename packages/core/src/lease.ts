@@ -157,6 +157,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * {@link LeaseEndedError} nobody asked for yet (built by {@link #ended} on first use).
    */
   #end: LeaseLostError | LeaseEndedError | 'released' | 'abandoned' | undefined
+  /** A loss is being declared: its local end (and the listeners it runs) comes before its halt. */
+  #losing = false
   #loss: LeaseLostError | undefined
   #releasing: Promise<void> | undefined
   #lastTransient: unknown
@@ -289,6 +291,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * indeterminate, like a lost reply. One still queued then is never sent.
    */
   checkpoint(state: S): Promise<void> {
+    // The end first: a lease released or lost says so, not that the state it was handed was bad.
+    if (!this.#checkDeadline()) return Promise.reject(this.#ended)
     // Encoded and copied now: the op may wait behind a renew, and the caller may reuse its buffer
     // (or change its object) meanwhile. validateState copies the bytes. A failure here is a
     // rejection like any other: a caller that only attaches `.catch` must see it too.
@@ -298,7 +302,6 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     } catch (error) {
       return Promise.reject(error)
     }
-    if (!this.#checkDeadline()) return Promise.reject(this.#ended)
     return this.#enqueue(() => this.#checkpointOp(copy))
   }
 
@@ -379,9 +382,10 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
    * event), not abandoned.
    */
   abandon(): void {
-    // Lost already (a pause past the deadline), it is reported as lost, not as abandoned.
+    // Lost already (a pause past the deadline), it is reported as lost, not as abandoned; so is one
+    // being lost now, from an abort listener of `signal` (the loss ends it locally before it halts).
     if (this.#end === undefined) this.#live()
-    if (this.#halted) return
+    if (this.#halted || this.#losing) return
     this.#requestRelease()
     this.#endLocally('abandoned')
     this.#halt()
@@ -518,7 +522,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   }
 
   #lose(reason: LeaseLossReason, cause: unknown): void {
-    if (this.#halted) return
+    if (this.#halted || this.#losing) return
+    // Set first: the local end runs the user's abort listeners, which may abandon or release.
+    this.#losing = true
     const error = this.#endError(reason, cause)
     this.#loss ??= error
     this.#endLocally(error)
@@ -704,7 +710,9 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
     const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2, limitMs)
-    return sleep(timers, ms, this.#stop, wake)
+    // Timers that throw as the wait is armed (injected ones may) cost the wait, not the loop: rejected,
+    // the renewals stopped for good and release() rejected, never to retry. As the batched renewal.
+    return sleep(timers, ms, this.#stop, wake).catch(() => undefined)
   }
 
   #transient(op: Op, error: unknown, attempt: number): void {

@@ -138,3 +138,11 @@ export class LeaserEmitter {
     }
   }
 }
+
+/** @internal An emitter no event leaves: for a lease released before it was ever reported acquired. */
+export class UnreportedEvents extends LeaserEmitter {
+  override wants(): boolean {
+    return false
+  }
+  override emit(): void {}
+}

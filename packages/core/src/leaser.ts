@@ -43,7 +43,12 @@ import { keptBeforeRunning } from './kept-before-running.js'
 import { closeLease, confirmLease, Lease, type LeaseContext, storeSideLive, workDone } from './lease.js'
 import { LeaseLostError } from './lease-lost-error.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
-import { LeaserEmitter, type LeaserEventName, type LeaserListener } from './leaser-events.js'
+import {
+  LeaserEmitter,
+  type LeaserEventName,
+  type LeaserListener,
+  UnreportedEvents,
+} from './leaser-events.js'
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
 import { LocalDeadline } from './local-deadline.js'
 import { RenewalSchedule } from './renewal-schedule.js'
@@ -215,6 +220,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   declare readonly safetyMarginMs: number
 
   readonly #ctx: LeaseContext
+  /** The context of leases taken as close() ran, released without a word: see #adopt. */
+  #unreported: LeaseContext | undefined
   readonly #leases = new HeldLeases<Lease<S>>()
   /**
    * workId -> the last token this Leaser handed out and let go of, never to be adopted again. The store
@@ -960,13 +967,16 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       this.#releaseOrphan(record.workId, { record, checkpoint })
       throw new LeaserClosedError()
     }
-    const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
     if (this.closed) {
-      // Not among the leases close() releases: it waits for this release as for an orphan's.
+      // Released as a lease is, with its retries (close() aborting a first attempt at its timeout),
+      // but unreported: its `released` (or `lost`) would follow no `acquired`. Not among the leases
+      // close() releases: it waits for this release as for an orphan's.
+      this.#unreported ??= Object.freeze({ ...this.#ctx, events: new UnreportedEvents() })
       this.#unawaited++
-      lease.release().then(() => this.#settled())
+      new Lease<S>(this.#unreported, record, start, checkpoint).release().then(() => this.#settled())
       throw new LeaserClosedError()
     }
+    const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
     // Before anyone can see the lease: close() releases a run's lease only once its callback settled.
     if (callbackDone) lease[workDone] = callbackDone
     // Dead at birth (its reply was read after the local deadline: a pause), the lease was reported

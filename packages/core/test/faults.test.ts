@@ -5,6 +5,7 @@ import {
   type CheckpointOptions,
   createLeaseRecord,
   FencedError,
+  isInvalidArgumentError,
   isLeaseHeldError,
   LeaseHeldError,
   type LeaseRecord,
@@ -12,7 +13,14 @@ import {
 } from '@worklease/spec'
 import { ForwardingBackend } from '@worklease/testkit'
 import { describe, expect, test } from 'vitest'
-import { isLeaseLostError, type LeaseLostError, Leaser, type LeaserOptions } from '../src/index.js'
+import {
+  isLeaseEndedError,
+  isLeaseLostError,
+  jsonCodec,
+  type LeaseLostError,
+  Leaser,
+  type LeaserOptions,
+} from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 import {
   collectUnhandledRejections,
@@ -908,5 +916,137 @@ describe('takeover at the ttl', () => {
     const waiting = track(leaser.acquire('job', { wait: true, timeoutMs: 800 }))
     await time.advance(800)
     expect(isLeaseHeldError(waiting.error)).toBe(true)
+  })
+})
+
+// Found by a review (session 50).
+describe('a Lease under faults found by review', () => {
+  const unhandled = collectUnhandledRejections()
+
+  /** Timers that throw once, at the next setTimeout after `arm()` (of `ms` only, when given). */
+  function throwingOnce(time: ManualTime, ms?: number) {
+    const state = { armed: false, thrown: false }
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, delay: number) => {
+        if (state.armed && (ms === undefined || delay === ms)) {
+          state.armed = false
+          state.thrown = true
+          throw new Error('timers refused')
+        }
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    return { state, timers }
+  }
+
+  // The renewal's backoff rejected #renewOp, which nobody caught: renewals stopped for good (an
+  // unhandled rejection) and the lease was lost at its deadline with the store healthy again.
+  test("timers that throw as a renew's backoff is armed: renewed again all the same", async () => {
+    const time = new ManualTime()
+    // The first backoff: retry.initialDelayMs 50 ms, random 0.5: 25 ms.
+    const { state, timers } = throwingOnce(time, 25)
+    const { leaser, backend, named } = setup({ time, timers })
+    const lease = await leaser.acquire('job')
+    backend.failNext('renew', 1)
+    state.armed = true
+    await time.advance(3 * TTL)
+    expect(state.thrown).toBe(true)
+    expect(named('lost')).toEqual([])
+    expect(lease.held).toBe(true)
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // The release's backoff rejected release(), documented never to reject, and it never retried: the
+  // lease was left to expire, and the successor read cleanHandoff: false.
+  test("timers that throw as a release's backoff is armed: release() retries and resolves", async () => {
+    const time = new ManualTime()
+    const { state, timers } = throwingOnce(time)
+    const { leaser, backend, other } = setup({ time, timers })
+    const lease = await leaser.acquire('job')
+    await time.advance(INTERVAL / 4)
+    // Armed a microtask after the failing call went out (its timeout armed): the next setTimeout
+    // is the backoff's.
+    backend.failNext('release', 1, () => {
+      queueMicrotask(() => {
+        state.armed = true
+      })
+      return new Error('store down')
+    })
+    const released = track(lease.release())
+    await time.advance(DEADLINE)
+    expect(state.thrown).toBe(true)
+    expect(released).toMatchObject({ settled: true, rejected: false })
+    expect(backend.calls.release).toBeGreaterThan(1)
+    expect((await other.acquireWithCheckpoint!('job', 'worker-b', 1_000)).checkpoint.cleanHandoff).toBe(true)
+  })
+
+  // #lose ends the lease locally (the signal's listeners run) before it halts: an abandon() there
+  // emitted `released` (abandoned), then the loss its `lost`.
+  test('abandon() from an abort listener of a loss: the loss alone is reported', async () => {
+    const { time, leaser, ahead, events } = setup()
+    const lease = await leaser.acquire('job')
+    lease.signal.addEventListener('abort', () => lease.abandon())
+    // A successor whose clock runs ahead takes the lease; the next renew is FENCED.
+    await ahead.acquire('job', 'worker-b', TTL)
+    await time.advance(INTERVAL + 10)
+    expect(lease.lossError?.reason).toBe('fenced')
+    expect(events.filter((e) => e.name === 'lost' || e.name === 'released').map((e) => e.name)).toEqual([
+      'lost',
+    ])
+  })
+
+  // close() between an acquire's reply and its adoption released the lease through a Lease object,
+  // which reported `released` for a lease never reported `acquired`.
+  test('close() while an acquire is being adopted: no released without its acquired', async () => {
+    const { time, leaser, events, backend } = setup()
+    let closing: Promise<void> | undefined
+    leaser.on('acquired', () => {
+      closing ??= leaser.close()
+    })
+    const a = leaser.acquire('job-a').catch((e: unknown) => e)
+    const b = leaser.acquire('job-b').catch((e: unknown) => e)
+    await time.until(Promise.all([a, b]))
+    await time.until(closing!)
+    const seen = events
+      .filter((e) => e.name === 'acquired' || e.name === 'released')
+      .map((e) => `${e.name}:${e.event.workId}`)
+    for (const released of seen.filter((e) => e.startsWith('released:'))) {
+      expect(seen.indexOf(`acquired:${released.slice('released:'.length)}`)).toBeGreaterThanOrEqual(0)
+    }
+    // Each lease taken is released all the same, reported or not.
+    expect((await backend.list!()).leases.every((listed) => listed.released)).toBe(true)
+  })
+
+  // The codec and the size check ran first: a lease released or lost reported a bad state instead.
+  test('checkpoint() on a lease released or lost rejects with its end, the codec not called', async () => {
+    let encodes = 0
+    const json = jsonCodec<unknown>()
+    const codec = {
+      encode: (state: unknown) => {
+        encodes++
+        return json.encode(state)
+      },
+      decode: json.decode,
+    }
+    const { time, leaser, ahead } = setup({ codec: codec as never })
+    const released = await leaser.acquire('job')
+    await time.until(released.release())
+    const afterRelease = await released.checkpoint(undefined as never).catch((e: unknown) => e)
+    expect(isInvalidArgumentError(afterRelease)).toBe(false)
+    expect(isLeaseEndedError(afterRelease)).toBe(true)
+    expect(encodes).toBe(0)
+    const lost = await leaser.acquire('other')
+    await ahead.acquire('other', 'worker-b', TTL)
+    await time.advance(INTERVAL + 10)
+    expect(lost.lossError?.reason).toBe('fenced')
+    expect(
+      isLeaseLostError(await lost.checkpoint({ big: 'x'.repeat(100) } as never).catch((e: unknown) => e)),
+    ).toBe(true)
+    expect(encodes).toBe(0)
+    await time.until(leaser.close())
   })
 })
