@@ -1,5 +1,6 @@
 import { type Kysely, sql } from 'kysely'
 import type { DialectFamily } from './lease-dialect.js'
+import { foldingCollations } from './sqlite-declared-collations.js'
 
 /** What {@link checkLeaseTable} found. */
 export interface LeaseTableState {
@@ -170,12 +171,17 @@ FROM pragma_table_info(${name}, ${schema ?? 'main'})`.execute(db)
   }
 }
 
-// A collation orders text by code point when it compares the UTF-8 bytes: C and POSIX (libc, or
-// PostgreSQL 17's builtin provider), ucs_basic, pg_c_utf8.
-const CODE_POINT_COLLATIONS = new Set(['C', 'POSIX', 'ucs_basic', 'pg_c_utf8'])
+// A collation orders text by code point when it compares code points (or UTF-8 bytes): C, POSIX and
+// C.UTF-8 (libc's, or the builtin provider's of PostgreSQL 17), ucs_basic, pg_c_utf8 and
+// PostgreSQL 18's pg_unicode_fast (builtin, code point order with full case mapping).
+const CODE_POINT_COLLATIONS = new Set(['C', 'POSIX', 'ucs_basic', 'pg_c_utf8', 'pg_unicode_fast'])
+const CODE_POINT_LOCALES: Record<string, readonly string[]> = {
+  c: ['C', 'POSIX', 'C.UTF8'],
+  b: ['C', 'C.UTF8', 'PG_UNICODE_FAST'],
+}
 const codePointLocale = (provider: unknown, locale: unknown) =>
-  (provider === 'c' && (locale === 'C' || locale === 'POSIX')) ||
-  (provider === 'b' && (locale === 'C' || locale === 'C.UTF-8'))
+  typeof locale === 'string' &&
+  (CODE_POINT_LOCALES[String(provider)] ?? []).includes(locale.toUpperCase().replace('UTF-8', 'UTF8'))
 
 async function postgresColumns(db: Kysely<any>, table: string): Promise<Column[]> {
   // to_regclass resolves the name as the statements do (search_path, quoted identifiers).
@@ -223,22 +229,9 @@ WHERE d.datname = current_database()`.execute(db)
   return codePointLocale(provider, provider === 'b' ? d.datlocale : d.datcollate)
 }
 
-/**
- * SQLite keeps a column's collation only in the table's definition. Any but BINARY there (on an id
- * column, or on the primary key that decides which row an acquire's upsert meets) folds ids.
- */
 async function sqliteCollations(db: Kysely<any>, table: string): Promise<string[]> {
   const [schema, name] = table.includes('.') ? table.split('.') : ['main', table]
   const { rows } = await sql<{ sql: string | null }>`SELECT sql FROM ${sql.table(`${schema}.sqlite_master`)}
 WHERE type = 'table' AND name = ${name} COLLATE NOCASE`.execute(db)
-  const definition = rows[0]?.sql ?? ''
-  const problems: string[] = []
-  for (const match of definition.matchAll(
-    /\bCOLLATE\s+(?:"([^"]*)"|`([^`]*)`|\[([^\]]*)\]|'([^']*)'|(\w+))/gi,
-  )) {
-    const collation = match.slice(1).find((part) => part !== undefined) ?? ''
-    if (collation.toUpperCase() !== 'BINARY')
-      problems.push(`the definition compares under COLLATE ${collation}, which folds ids`)
-  }
-  return problems
+  return foldingCollations(rows[0]?.sql ?? '').map((problem) => `${problem}, which folds ids`)
 }

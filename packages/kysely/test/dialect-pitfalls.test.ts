@@ -247,7 +247,7 @@ FOR EACH ROW EXECUTE FUNCTION ${sql.id(`${tag}_fail`)}()`.execute(admin)
 
     // Same review, on PostgreSQL: a nondeterministic collation folds ids ('x' and 'X' one lease); a
     // deterministic one compares them byte for byte, and is accepted when it also orders them by code
-    // point, as list pages by (C; not this database's default, refused since session 50).
+    // point, as list pages by (C here; a default other than C or C.UTF-8 is refused since session 50).
     test('a hand-made table whose ids are in a nondeterministic collation is refused by createLeaseTable', async () => {
       const { admin } = h.storage
       await sql`CREATE COLLATION IF NOT EXISTS wl_case_insensitive (provider = icu, locale = 'und-u-ks-level2', deterministic = false)`.execute(

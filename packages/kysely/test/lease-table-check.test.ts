@@ -102,10 +102,22 @@ for (const target of familyTargets('postgres'))
       ])
     })
 
-    test('ids in C, POSIX or ucs_basic, and text, are accepted', async () => {
+    test('ids in C, POSIX, C.utf8, ucs_basic, pg_unicode_fast or a C.UTF-8 default, and text, are accepted', async () => {
+      // Review of the check: libc's C.utf8, PostgreSQL 18's pg_unicode_fast and a database whose
+      // default is libc C.UTF-8 (both test servers') order by code point too, and were refused.
+      const { rows } = await sql<{ collname: string }>`SELECT collname FROM pg_collation
+WHERE collname IN ('C.utf8', 'pg_unicode_fast')`.execute(db)
+      const { rows: database } = await sql<{ collate: string }>`SELECT datcollate AS collate FROM pg_database
+WHERE datname = current_database()`.execute(db)
       const tables: Record<string, string>[] = [
         { work_id: 'text COLLATE "POSIX" NOT NULL PRIMARY KEY', holder: 'text COLLATE ucs_basic NOT NULL' },
         {},
+        ...rows.map(({ collname }) => ({
+          work_id: `varchar(255) COLLATE "${collname}" NOT NULL PRIMARY KEY`,
+        })),
+        ...(/^C\.utf-?8$/i.test(database[0]?.collate ?? '')
+          ? [{ work_id: 'varchar(255) NOT NULL PRIMARY KEY' }]
+          : []),
       ]
       for (const changes of tables) {
         const table = randomTable()
@@ -223,8 +235,11 @@ describe.runIf(selected('sqlite'))('lease table checks on SQLite', () => {
   test('a COLLATE but BINARY, ids of numeric affinity, and a text token are refused', async () => {
     // NOCASE: acquire('JOB') was LEASE_HELD by the holder of 'job'.
     await expectRefused(db, 'sqlite', [
-      [{ work_id: 'TEXT COLLATE NOCASE NOT NULL PRIMARY KEY' }, /COLLATE NOCASE, which folds ids/],
-      [{ holder: 'TEXT COLLATE "RTRIM" NOT NULL' }, /COLLATE RTRIM/],
+      [
+        { work_id: 'TEXT COLLATE NOCASE NOT NULL PRIMARY KEY' },
+        /work_id is declared COLLATE NOCASE, which folds ids/,
+      ],
+      [{ holder: 'TEXT COLLATE "RTRIM" NOT NULL' }, /holder is declared COLLATE RTRIM/],
       // The primary key decides which row an acquire's upsert meets.
       [{ work_id: 'TEXT NOT NULL' }, /COLLATE NOCASE/, 'PRIMARY KEY (work_id COLLATE NOCASE)'],
       [{ work_id: 'INTEGER NOT NULL PRIMARY KEY' }, /work_id is INTEGER \(integer affinity\)/],
@@ -240,6 +255,38 @@ describe.runIf(selected('sqlite'))('lease table checks on SQLite', () => {
       holder: 'VARCHAR(255) NOT NULL',
     })
     await createLeaseTable(db, { table })
+  })
+
+  // Review of the check: the first scan matched COLLATE in comments, string literals and other
+  // columns, and missed it with no space before the name.
+  test('COLLATE in a comment, a string or another column is no declaration of the ids', async () => {
+    for (const [changes, extra] of [
+      [{ work_id: 'TEXT NOT NULL PRIMARY KEY -- not COLLATE NOCASE\n' }, ''],
+      [{ holder: "TEXT NOT NULL /* COLLATE NOCASE */ CHECK (holder <> 'COLLATE NOCASE')" }, ''],
+      [{ holder: "TEXT NOT NULL DEFAULT 'see COLLATE rules'" }, ''],
+      [{ work_id: "TEXT NOT NULL PRIMARY KEY CHECK (work_id COLLATE NOCASE <> 'x')" }, ''],
+      [{}, 'note TEXT COLLATE NOCASE'],
+    ] as const) {
+      const table = randomTable()
+      await makeTable(db, 'sqlite', table, changes, extra)
+      await createLeaseTable(db, { table })
+      const backend = new KyselyBackend({ db, table })
+      await backend.acquire('job', 'a', HOUR)
+      expect(await code(backend.acquire('JOB', 'b', HOUR))).toBe('ok')
+    }
+  })
+
+  test('COLLATE with no space before its name, or a comment there, is a declaration', async () => {
+    await expectRefused(db, 'sqlite', [
+      [{ work_id: 'TEXT COLLATE"NOCASE" NOT NULL PRIMARY KEY' }, /work_id is declared COLLATE NOCASE/],
+      [{ work_id: 'TEXT COLLATE/* x */NOCASE NOT NULL PRIMARY KEY' }, /work_id is declared COLLATE NOCASE/],
+      [{ holder: 'TEXT COLLATE -- x\n RTRIM NOT NULL' }, /holder is declared COLLATE RTRIM/],
+      [
+        { work_id: 'TEXT NOT NULL' },
+        /a key compares work_id under COLLATE NOCASE/,
+        'CONSTRAINT pk PRIMARY KEY ("work_id" COLLATE NOCASE)',
+      ],
+    ])
   })
 
   test('dropLeaseTable refuses a dialect that is none, and drops nothing', async () => {
