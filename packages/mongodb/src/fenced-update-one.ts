@@ -61,6 +61,9 @@ export interface FencedUpdateOneOptions extends FenceOptions {
   [option: string]: unknown
 }
 
+// The driver reads `w` as a number where it can (Number('0') is 0).
+const unacknowledged = (w: unknown) => w !== undefined && w !== null && w !== '' && Number(w) === 0
+
 function snapshotWriteConcern(writeConcern: unknown): Record<string, unknown> {
   if (typeof writeConcern !== 'object' || writeConcern === null) {
     throw new InvalidArgumentError('options.writeConcern must be an object')
@@ -114,12 +117,18 @@ export async function fencedUpdateOne(
   if (updateOptions.writeConcern !== undefined) {
     // A copy, checked and sent: a getter cannot answer w: 1 here and w: 0 to the driver.
     const writeConcern = snapshotWriteConcern(updateOptions.writeConcern)
-    if (writeConcern.w === 0) {
+    if (unacknowledged(writeConcern.w)) {
       throw new InvalidArgumentError(
         'options.writeConcern must be acknowledged (not w: 0): an unacknowledged write cannot tell whether the fence let it through',
       )
     }
     updateOptions.writeConcern = writeConcern
+  }
+  // The driver's older spelling, at the top level of the options.
+  if (unacknowledged(updateOptions.w)) {
+    throw new InvalidArgumentError(
+      'options.w must be acknowledged (not 0): an unacknowledged write cannot tell whether the fence let it through',
+    )
   }
   const fence = fenceFilter(token, { field })
   const conditions = snapshotDocument(filter, 'filter')
