@@ -183,11 +183,12 @@ export async function createLeaseTable(
       `options.timeoutMs must be a finite number of ms, got ${typeof timeoutMs === 'number' ? timeoutMs : typeof timeoutMs}`,
     )
   }
-  // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now.
-  validateCallOptions({ signal })
-  const sendOptions = optionsOf(signal)
+  // The check every backend call makes: an AbortSignal, and an aborted one throws its reason now. Its
+  // answer is the signal used from here on (a lookalike's own, read once), never the caller's again.
+  const { signal: checked } = validateCallOptions({ signal })
+  const sendOptions = optionsOf(checked)
   const send = <T>(command: Parameters<DynamoClient['send']>[0]): Promise<T> =>
-    raceAbort(client.send(command, sendOptions), signal)
+    raceAbort(client.send(command, sendOptions), checked)
   try {
     const create = new CreateTableCommand({
       TableName: tableName,
@@ -214,7 +215,10 @@ export async function createLeaseTable(
       new DescribeTableCommand({ TableName: tableName }),
     )
     const index = Table?.GlobalSecondaryIndexes?.find((candidate) => candidate.IndexName === listIndex)
-    if (Table?.TableStatus === 'ACTIVE') refuseOtherKey(tableName, partitionKey, Table)
+    if (Table?.TableStatus === 'ACTIVE') {
+      refuseOtherKey(tableName, partitionKey, Table)
+      refuseListKeyOfOtherType(tableName, Table)
+    }
     if (Table?.TableStatus === 'ACTIVE' && listIndex !== undefined) {
       refuseOtherIndex(tableName, partitionKey, listIndex, index)
     }
@@ -230,7 +234,7 @@ export async function createLeaseTable(
           : `table ${tableName} is still ${Table?.TableStatus} after ${timeoutMs} ms`,
       )
     }
-    await pause(delayMs, signal)
+    await pause(delayMs, checked)
   }
 }
 
@@ -260,10 +264,23 @@ function refuseOtherKey(tableName: string, partitionKey: string, table: Describe
   )
 }
 
+/**
+ * Throws when an index of the table keys `listKey` as anything but a string: every acquire writes it
+ * as one, and each was then refused with a ValidationException, the list index asked for or not.
+ */
+function refuseListKeyOfOtherType(tableName: string, table: DescribedTable): void {
+  const type = table.AttributeDefinitions?.find((a) => a.AttributeName === Attr.listKey)?.AttributeType
+  if (type === undefined || type === 'S') return
+  throw new Error(
+    `an index of table ${tableName} keys ${Attr.listKey} as type ${type}: every acquire writes it as a string (S) and would be refused; drop that index, or use another table`,
+  )
+}
+
 interface ListIndexDescription {
   readonly IndexName?: string
   readonly IndexStatus?: string
   readonly KeySchema?: readonly { readonly AttributeName?: string; readonly KeyType?: string }[]
+  readonly Projection?: { readonly ProjectionType?: string; readonly NonKeyAttributes?: readonly string[] }
 }
 
 /**
@@ -290,6 +307,17 @@ function refuseOtherIndex(
   if (keys !== `${Attr.listKey} HASH, ${partitionKey} RANGE`) {
     throw new Error(
       `the index ${JSON.stringify(listIndex)} of table ${tableName} is keyed ${keys}, not ${Attr.listKey} HASH, ${partitionKey} RANGE: list would find nothing in it; drop it and ${add}`,
+    )
+  }
+  // What list reads of each lease: without it every list failed, or reported no checkpoint size.
+  const { ProjectionType: type, NonKeyAttributes: projected = [] } = index.Projection ?? {}
+  const missing =
+    type === undefined || type === 'ALL'
+      ? []
+      : LIST_INDEX_ATTRIBUTES.filter((name) => type !== 'INCLUDE' || !projected.includes(name))
+  if (missing.length > 0) {
+    throw new Error(
+      `the index ${JSON.stringify(listIndex)} of table ${tableName} projects ${type}${type === 'INCLUDE' ? ` without ${missing.join(', ')}` : ''}: list reads ${LIST_INDEX_ATTRIBUTES.join(', ')} from it; drop it and ${add}`,
     )
   }
 }

@@ -122,6 +122,82 @@ test('with listIndex, a global index keyed by listKey and the workId that projec
   await expect(createLeaseTable(client, { table: 'tbl', listIndex: '' })).rejects.toThrow(/listIndex/)
 })
 
+// Found by a review (session 50): only the key names were compared, so an index keying listKey as a
+// number (every acquire then refused with a ValidationException) or projecting less than list reads
+// (every list failed, or reported no checkpoint size) was accepted.
+test.each([
+  ['keys listKey as a number', 'N', { ProjectionType: 'ALL' }, true, /keys listKey as type N/],
+  [
+    'keys listKey as a number, the list index not asked for',
+    'N',
+    { ProjectionType: 'ALL' },
+    false,
+    /keys listKey as type N/,
+  ],
+  ['projects KEYS_ONLY', 'S', { ProjectionType: 'KEYS_ONLY' }, true, /projects KEYS_ONLY: list reads/],
+  [
+    'projects INCLUDE without stateBytes',
+    'S',
+    { ProjectionType: 'INCLUDE', NonKeyAttributes: ['fencingToken', 'holderId', 'expiresAt', 'released'] },
+    true,
+    /projects INCLUDE without stateBytes/,
+  ],
+] as const)(
+  'an existing table whose index %s is refused',
+  async (_, listKeyType, projection, askIndex, message) => {
+    const table = uniqueTableName()
+    await client.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'workId', AttributeType: 'S' },
+          { AttributeName: 'listKey', AttributeType: listKeyType },
+        ],
+        KeySchema: [{ AttributeName: 'workId', KeyType: 'HASH' }],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'worklease-list',
+            KeySchema: [
+              { AttributeName: 'listKey', KeyType: 'HASH' },
+              { AttributeName: 'workId', KeyType: 'RANGE' },
+            ],
+            Projection: projection as never,
+          },
+        ],
+      }),
+    )
+    created.push(table)
+    await expect(
+      createLeaseTable(client, { table, ...(askIndex ? { listIndex: 'worklease-list' } : {}) }),
+    ).rejects.toThrow(message)
+  },
+)
+
+// Found by a review (session 50): the signal the check returned was dropped, and the caller's own
+// read again by the SDK and the polling: a lookalike that answered otherwise the second time failed it.
+test("a lookalike signal is read once, as every call's is", async () => {
+  const table = uniqueTableName()
+  let reads = 0
+  const reason = new Error('lookalike asked again')
+  const lookalike = {
+    get aborted() {
+      reads++
+      return reads > 1
+    },
+    reason,
+    addEventListener: () => {},
+    removeEventListener: () => {},
+    throwIfAborted() {
+      if (reads > 1) throw reason
+    },
+  } as unknown as AbortSignal
+  const options = await createLeaseTable(client, { table, signal: lookalike })
+  created.push(table)
+  expect(options).toEqual({ table, partitionKey: 'workId' })
+  expect(reads).toBe(1)
+})
+
 test('bad options are INVALID_ARGUMENT before any request: a NaN timeout would poll forever', async () => {
   let requests = 0
   const counting = {
