@@ -197,7 +197,12 @@ export interface Backend {
    *
    * A failure of the store throws for the whole call, as the client threw it; the outcomes of the
    * records are then unknown (the write may have landed), as after a lost `renew` reply, and the call
-   * can be retried: renewing never changes a token. It is never reported as per-record outcomes.
+   * can be retried: renewing never changes a token. It is never reported as per-record outcomes. One
+   * exception, for stores that keep documents of any shape (MongoDB, DynamoDB): a record whose stored
+   * lease cannot be read (a document or item a hand-made write left without a readable expiry or
+   * holder) costs that record alone, reported `'expired'` or `'fenced'` as far as its fields can be
+   * read, where `renew` throws a store failure for it: thrown, it would fail the whole batch, whose
+   * other renewals landed, and every lease in it with the batch.
    *
    * An empty list returns `[]` without a round trip. Before any round trip (nothing changes then), it
    * throws `InvalidArgumentError` for: a `records` that is not an array, a malformed record, records of
