@@ -710,9 +710,24 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     const { timers, retry, random } = this.#ctx
     // At most half the time left, so attempts get denser (not sparser) as the deadline nears.
     const ms = Math.min(backoffDelay(retry, attempt, random), this.#deadline.remaining() / 2, limitMs)
-    // Timers that throw as the wait is armed (injected ones may) cost the wait, not the loop: rejected,
-    // the renewals stopped for good and release() rejected, never to retry. As the batched renewal.
-    return sleep(timers, ms, this.#stop, wake).catch(() => undefined)
+    return sleep(timers, ms, this.#stop, wake)
+  }
+
+  /**
+   * {@link #backoff} for a loop of retries that must not reject (the renewals, the release): whether
+   * the wait could be armed at all. Timers that throw as it is (injected ones may) cost that wait:
+   * rejected, the renewals stopped for good with an unhandled rejection and release() rejected,
+   * never to retry. Twice in a row, the loop stops (each caller says what that leaves): retried at
+   * once every time, it would call a failing store in a tight loop until the deadline.
+   */
+  #retryWait(attempt: number, unarmed: { count: number }, wake?: Abortable): Promise<boolean> {
+    return this.#backoff(attempt, wake).then(
+      () => {
+        unarmed.count = 0
+        return true
+      },
+      () => ++unarmed.count < 2,
+    )
   }
 
   #transient(op: Op, error: unknown, attempt: number): void {
@@ -738,6 +753,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
   /** One renew of its own (the backend has no renewMany), retried until it succeeds or the lease ends. */
   async #renewOp(): Promise<void> {
     const { backend, ttlMs, timers, callSignals } = this.#ctx
+    const unarmed = { count: 0 }
     for (let attempt = 0; ; attempt++) {
       // One reading for the check and the call's start: each costs ~70 ns, a tenth of a renew here.
       const start = instant(timers)
@@ -751,7 +767,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
         // The release waiting for us makes its own attempts; don't delay it, neither now nor when
         // it is requested during the backoff.
         if (this.#releaseRequested) return
-        await this.#backoff(attempt, this.#releaseRequests.signal)
+        // No wait to be had: the renewals stop, and the deadline reports the loss.
+        if (!(await this.#retryWait(attempt, unarmed, this.#releaseRequests.signal))) return
         continue
       }
       this.#renewed(start)
@@ -918,6 +935,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // release rather than a takeover (see #releaseLanded).
     let mayHaveLanded = false
     let error = firstError
+    const unarmed = { count: 0 }
     for (let attempt = 0; ; attempt++) {
       if (!this.#live()) return
       if (isFencedError(error) && mayHaveLanded) {
@@ -928,7 +946,8 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
       if (this.#outcome(error)) return
       mayHaveLanded = true
       this.#transient('release', error, attempt + 1)
-      await this.#backoff(attempt)
+      // No wait to be had: release() resolves, the lease left to expire (the deadline reports it).
+      if (!(await this.#retryWait(attempt, unarmed))) return
       const now = instant(this.#ctx.timers)
       if (!this.#live(now)) return
       try {

@@ -972,8 +972,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       // but unreported: its `released` (or `lost`) would follow no `acquired`. Not among the leases
       // close() releases: it waits for this release as for an orphan's.
       this.#unreported ??= Object.freeze({ ...this.#ctx, events: new UnreportedEvents() })
+      // Made before it is counted: a constructor that throws (timers that refuse) would leave close()
+      // waiting for a release that never comes.
+      const orphan = new Lease<S>(this.#unreported, record, start, checkpoint)
       this.#unawaited++
-      new Lease<S>(this.#unreported, record, start, checkpoint).release().then(() => this.#settled())
+      orphan.release().then(() => this.#settled())
       throw new LeaserClosedError()
     }
     const lease = new Lease<S>(this.#ctx, record, start, checkpoint)

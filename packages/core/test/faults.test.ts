@@ -1049,4 +1049,66 @@ describe('a Lease under faults found by review', () => {
     expect(encodes).toBe(0)
     await time.until(leaser.close())
   })
+
+  // Review of the fix above: a wait that could never be armed retried the renew at once, again and
+  // again, a tight loop of calls to a failing store until the deadline.
+  test('backoff timers that always throw: a failing renew is not retried in a tight loop', async () => {
+    const time = new ManualTime()
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, delay: number) => {
+        // Every backoff's wait refuses to be armed; the other timers work.
+        if (new Error().stack?.includes('#backoff')) throw new Error('timers refused')
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const renewsAt: number[] = []
+    const { leaser } = setup({
+      time,
+      timers,
+      wrap: (memory) =>
+        new (class extends ForwardingBackend {
+          override async renew(_record: LeaseRecord, _ttlMs: number, _options?: CallOptions) {
+            renewsAt.push(time.now())
+            throw Object.assign(new Error('store down'), { code: 'ECONNRESET' })
+          }
+        })(memory),
+    })
+    await leaser.acquire('job')
+    await time.advance(INTERVAL + 1)
+    expect(renewsAt.filter((at) => at === renewsAt[0]).length).toBeLessThanOrEqual(2)
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // Review of the fix above: the count of releases close() waits for went up before the Lease was
+  // made, so a constructor that threw left close() waiting out its whole timeout.
+  test('a lease adopted as close() runs whose Lease cannot be made: close() is not held up', async () => {
+    const time = new ManualTime()
+    let closing: Promise<void> | undefined
+    let refused = 0
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, delay: number) => {
+        if (closing !== undefined && new Error().stack?.includes('at new Lease')) {
+          refused++
+          throw new Error('timers refused')
+        }
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const { leaser } = setup({ time, timers })
+    leaser.on('acquired', () => {
+      closing ??= leaser.close({ timeoutMs: 10_000 })
+    })
+    const a = leaser.acquire('job-a').catch((e: unknown) => e)
+    const b = leaser.acquire('job-b').catch((e: unknown) => e)
+    await time.until(Promise.all([a, b]))
+    expect(refused).toBeGreaterThan(0)
+    expect(await time.until(closing!, 20_000)).toBeLessThan(1_000)
+  })
 })
