@@ -32,6 +32,11 @@ describe('table columns', () => {
     expect(displayWidth('e\u0301')).toBe(1)
     expect(displayWidth('\u{1F600}')).toBe(2)
     expect(displayWidth(pc.createColors(true).green('ok'))).toBe(2)
+    // Review of the first version: a flag's regional indicators take one column each, and a
+    // decomposed (NFD) Hangul syllable takes two, its vowel and final jamo none (as wcwidth says).
+    expect(displayWidth('\u{1F1EF}\u{1F1F5}')).toBe(2)
+    expect(displayWidth('\u1112\u1161\u11ab')).toBe(2)
+    expect(displayWidth('한')).toBe(2)
   })
 
   test('the STATUS column starts at the same terminal column on every line', () => {
@@ -44,7 +49,7 @@ describe('table columns', () => {
       free: false,
       checkpointBytes: null,
     })
-    const ids = ['abcd', '漢字漢字', 'e\u0301', 'job-\u{1F600}']
+    const ids = ['abcd', '漢字漢字', 'e\u0301', 'job-\u{1F600}', '\u{1F1EF}\u{1F1F5}', '\u1112\u1161\u11ab']
     const lines = renderTable(
       ids.map((id) => toRow(lease(id), new Date(0))),
       pc.createColors(false),
@@ -107,7 +112,7 @@ describe('the command line', () => {
   }
   /** Terminal lines the screen takes, each line as many as it wraps to. */
   const height = (lines: string[], columns: number) =>
-    lines.reduce((sum, line) => sum + Math.max(1, Math.ceil(displayWidth(line) / columns)), 0)
+    lines.reduce((sum, line) => sum + Math.ceil((displayWidth(line) + 1) / columns), 0)
 
   test('watch keeps its title on screen with more leases than rows, or ids wider than the terminal', async () => {
     for (let i = 0; i < 30; i++)
@@ -124,6 +129,15 @@ describe('the command line', () => {
     expect(height(long, 120)).toBeLessThan(12)
     // Two rows' worth of lines each: as many as fit, and the rest counted.
     expect(long.at(-1)).toMatch(/^\.\.\. \d+ more$/)
+
+    // Review of the first version: on a narrow terminal the title and the header (as wide as the
+    // widest id) alone filled it, and it scrolled all the same; a 3-row terminal got 4 lines.
+    const narrow = await watchScreen('long-0', 10, 40)
+    expect(narrow[0]).toMatch(/^worklease watch .*…$/)
+    expect(height(narrow, 40)).toBeLessThan(10)
+    const short = await watchScreen('many-', 3, 120)
+    expect(height(short, 120)).toBeLessThan(3)
+    expect(short[0]).toMatch(/^worklease watch/)
 
     // All of them when they fit, with no "more" line.
     const few = await watchScreen('job-', 12, 120)

@@ -3,7 +3,7 @@ import { compareWorkIds, MAX_LIST_LIMIT } from '@worklease/spec'
 import { Command } from 'commander'
 import type { Colors } from 'picocolors/types.js'
 import { isConnectionFailure } from '../connection-failure.js'
-import { displayWidth } from '../display-width.js'
+import { cutToWidth, displayWidth } from '../display-width.js'
 import { idArgument } from '../id-argument.js'
 import { whileInterruptible } from '../interrupt.js'
 import { colorsFor, type Io, readerGone, writeLine } from '../io.js'
@@ -34,22 +34,26 @@ function fitToScreen(
   terminal: { rows?: number; columns?: number },
   colors: Colors,
 ): string[] {
-  const rows = Math.max(5, terminal.rows ?? 40)
-  const columns = Math.max(20, terminal.columns ?? 80)
-  const height = (line: string) => Math.max(1, Math.ceil(displayWidth(line) / columns))
-  let left = rows - 1 - fixed.reduce((sum, line) => sum + height(line), 0)
+  const rows = Math.max(2, terminal.rows || 40)
+  const columns = Math.max(20, terminal.columns || 80)
+  // A line exactly as wide as the terminal wraps at once on some terminals: counted as two.
+  const height = (line: string) => Math.ceil((displayWidth(line) + 1) / columns)
+  // The title and the table's header on one line each, cut to the width (the header is as wide as
+  // the widest id), and only as many as the rows hold.
+  const heading = fixed.slice(0, rows - 1).map((line) => cutToWidth(line, columns - 1))
+  let left = rows - 1 - heading.length
   const shown: string[] = []
   for (const [i, line] of body.entries()) {
     // The last line of the screen goes to "... N more" unless this line is the last of all.
     const reserve = i === body.length - 1 ? 0 : 1
     if (height(line) > left - reserve) {
-      shown.push(colors.dim(`... ${body.length - i} more`))
+      if (left > 0) shown.push(colors.dim(`... ${body.length - i} more`))
       break
     }
     shown.push(line)
     left -= height(line)
   }
-  return [...fixed, ...shown]
+  return [...heading, ...shown]
 }
 
 /** The wait before reading again once the store stopped answering; it doubles, up to the longest. */
