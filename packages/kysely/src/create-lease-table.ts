@@ -132,13 +132,14 @@ export async function createLeaseTable(
   // An existing table is not created again, only checked and brought up to date: PostgreSQL and MySQL
   // check the privilege to create before IF NOT EXISTS, so an application role that may only use the
   // table was refused at every start.
-  if (!ifNotExists || !(await checkLeaseTable(plain, family, table)).exists) {
+  const created = { whereCreated: true }
+  if (!ifNotExists || !(await checkLeaseTable(plain, family, table, created)).exists) {
     try {
       await createTableSql(family, table, ifNotExists).execute(plain)
     } catch (error) {
       // Processes starting at once: PostgreSQL's IF NOT EXISTS can still fail in all but one of them,
       // on its own catalog (a unique violation on pg_type), the table made by another meanwhile.
-      if (!ifNotExists || !(await checkLeaseTable(plain, family, table)).exists) throw error
+      if (!ifNotExists || !(await checkLeaseTable(plain, family, table, created)).exists) throw error
     }
   }
   if (ifNotExists) await upgradeLeaseTable(db, { table, ...(dialect === undefined ? {} : { dialect }) })

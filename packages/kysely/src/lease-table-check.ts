@@ -2,7 +2,7 @@ import { type Kysely, sql } from 'kysely'
 import type { DialectFamily } from './lease-dialect.js'
 import { foldingCollations } from './sqlite-declared-collations.js'
 
-/** What {@link checkLeaseTable} found. */
+/** What {@link checkLeaseTable} found. `whereCreated`: the table a CREATE of that name would make. */
 export interface LeaseTableState {
   /** Whether a table of that name exists at all. */
   readonly exists: boolean
@@ -49,8 +49,9 @@ export async function checkLeaseTable(
   db: Kysely<any>,
   family: DialectFamily,
   table: string,
+  { whereCreated = false }: { whereCreated?: boolean } = {},
 ): Promise<LeaseTableState> {
-  const columns = await readColumns(db, family, table)
+  const columns = await readColumns(db, family, table, whereCreated)
   if (columns.length === 0) return { exists: false, hasCheckpointSeq: false }
   const byName = new Map(columns.map((column) => [column.name.toLowerCase(), column]))
   const missing = LEASE_COLUMNS.filter((name) => !byName.has(name))
@@ -138,11 +139,16 @@ function sqliteAffinity(declared: string): 'integer' | 'text' | 'blob' | 'real' 
   return 'numeric'
 }
 
-async function readColumns(db: Kysely<any>, family: DialectFamily, table: string): Promise<Column[]> {
+async function readColumns(
+  db: Kysely<any>,
+  family: DialectFamily,
+  table: string,
+  whereCreated: boolean,
+): Promise<Column[]> {
   const [schema, name] = table.includes('.') ? table.split('.') : [undefined, table]
   switch (family) {
     case 'postgres':
-      return postgresColumns(db, table)
+      return postgresColumns(db, table, whereCreated)
     case 'mysql': {
       const { rows } = await sql<
         Record<string, unknown>
@@ -183,12 +189,19 @@ const codePointLocale = (provider: unknown, locale: unknown) =>
   typeof locale === 'string' &&
   (CODE_POINT_LOCALES[String(provider)] ?? []).includes(locale.toUpperCase().replace('UTF-8', 'UTF8'))
 
-async function postgresColumns(db: Kysely<any>, table: string): Promise<Column[]> {
-  // to_regclass resolves the name as the statements do (search_path, quoted identifiers).
+async function postgresColumns(db: Kysely<any>, table: string, whereCreated: boolean): Promise<Column[]> {
+  // to_regclass resolves the name as the statements do (search_path, quoted identifiers). Where a
+  // CREATE would put it instead, an unqualified name is looked for in the first schema of the
+  // search_path alone: one of that name in a later schema is another table, which CREATE TABLE IF
+  // NOT EXISTS would not have stopped at.
   const quoted = table
     .split('.')
     .map((part) => `"${part}"`)
     .join('.')
+  const relation =
+    whereCreated && !table.includes('.')
+      ? sql`quote_ident(current_schema()) || '.' || ${quoted}`
+      : sql`${quoted}`
   // to_jsonb for the columns that differ between versions (colllocale is PostgreSQL 17's).
   const { rows } = await sql<{
     name: string
@@ -197,7 +210,7 @@ async function postgresColumns(db: Kysely<any>, table: string): Promise<Column[]
     c: Record<string, unknown> | null
   }>`SELECT a.attname AS name, t.typname AS type, c.collname AS collation, to_jsonb(c) AS c
 FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid LEFT JOIN pg_collation c ON c.oid = a.attcollation
-WHERE a.attrelid = to_regclass(${quoted}) AND a.attnum > 0 AND NOT a.attisdropped`.execute(db)
+WHERE a.attrelid = to_regclass(${relation}) AND a.attnum > 0 AND NOT a.attisdropped`.execute(db)
   let databaseOrder: boolean | undefined
   const columns: Column[] = []
   for (const row of rows) {

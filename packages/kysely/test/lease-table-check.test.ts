@@ -158,6 +158,29 @@ WHERE datname = current_database()`.execute(db)
       }
     })
 
+    // Review of the fix above: the look for an existing table followed the whole search_path, where
+    // CREATE TABLE IF NOT EXISTS looks only in its first schema: another schema's table of that name
+    // was taken for this one, and nothing made.
+    test('a table of that name in a later schema of the search_path: this one is made where CREATE puts it', async () => {
+      const tag = randomTable()
+      const [first, later] = [`${tag}_first`, `${tag}_later`]
+      const one = postgresDb(undefined, 1, target.url)
+      try {
+        await sql`CREATE SCHEMA ${sql.id(first)}`.execute(one)
+        await sql`CREATE SCHEMA ${sql.id(later)}`.execute(one)
+        await createLeaseTable(one, { table: `${later}.shared_leases` })
+        await sql`SET search_path = ${sql.id(first)}, ${sql.id(later)}`.execute(one)
+        await createLeaseTable(one, { table: 'shared_leases' })
+        const { rows } = await sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_tables
+WHERE schemaname = ${first} AND tablename = 'shared_leases'`.execute(one)
+        expect(rows[0]!.n).toBe(1)
+      } finally {
+        await sql`DROP SCHEMA IF EXISTS ${sql.id(first)} CASCADE`.execute(one)
+        await sql`DROP SCHEMA IF EXISTS ${sql.id(later)} CASCADE`.execute(one)
+        await one.destroy()
+      }
+    })
+
     test('processes creating one fresh table at once all succeed', async () => {
       const dbs = Array.from({ length: 4 }, () => postgresDb(undefined, 1, target.url))
       const tables: string[] = []
