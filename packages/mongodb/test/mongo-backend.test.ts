@@ -746,11 +746,24 @@ describe('createLeaseCollection refuses a collection that would lose lease docum
     }),
   })
 
-  test('capped, expiring, a view, a time series: INVALID_ARGUMENT', async () => {
+  /** Runs `body` with a collection name of its own, dropped after, over a client of its own. */
+  async function withCollection(prefix: string, body: (db: Db, name: string) => Promise<void>) {
     const client = new MongoClient(url)
     const db = client.db(TEST_DATABASE)
-    const name = `lease_unfit_${Date.now()}`
+    const name = `${prefix}_${Date.now()}`
     try {
+      await body(db, name)
+    } finally {
+      await db
+        .collection(name)
+        .drop()
+        .catch(() => undefined)
+      await client.close()
+    }
+  }
+
+  test('capped, expiring, a view, a time series: INVALID_ARGUMENT', async () => {
+    await withCollection('lease_unfit', async (db, name) => {
       await db.createCollection(name)
       for (const [options, type, message] of [
         [{ capped: true, size: 4096, max: 2 }, 'collection', /is capped/],
@@ -770,33 +783,18 @@ describe('createLeaseCollection refuses a collection that would lose lease docum
         })
       }
       await createLeaseCollection(listingAs(db, {}, 'collection'), { collection: name })
-    } finally {
-      await db
-        .collection(name)
-        .drop()
-        .catch(() => undefined)
-      await client.close()
-    }
+    })
   })
 
   test('a TTL index on it: INVALID_ARGUMENT, naming the index', async () => {
-    const client = new MongoClient(url)
-    const db = client.db(TEST_DATABASE)
-    const name = `lease_ttl_${Date.now()}`
-    try {
+    await withCollection('lease_ttl', async (db, name) => {
       await createLeaseCollection(db, { collection: name })
       await db.collection(name).createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiry_ttl' })
       await expect(createLeaseCollection(db, { collection: name })).rejects.toMatchObject({
         code: 'INVALID_ARGUMENT',
         message: expect.stringMatching(/TTL index \(expiry_ttl\)/),
       })
-    } finally {
-      await db
-        .collection(name)
-        .drop()
-        .catch(() => undefined)
-      await client.close()
-    }
+    })
   })
 })
 
