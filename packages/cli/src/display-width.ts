@@ -29,8 +29,11 @@ export function displayWidth(text: string): number {
 const columnsOf = (c: string) =>
   ZERO_WIDTH.test(c) ? 0 : REGIONAL_INDICATOR.test(c) ? 1 : DOUBLE_WIDTH.test(c) ? 2 : 1
 
+const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' })
+
 /**
- * `text` cut to at most `columns` terminal columns, its colours dropped, with `…` where it was cut.
+ * `text` cut to at most `columns` terminal columns, its colours dropped, with `…` where it was cut:
+ * between graphemes, so no flag, emoji sequence or accented letter is cut in half.
  *
  * ```ts
  * cutToWidth('worklease watch  sqlite:/a/very/long/path', 20) // 'worklease watch  sq…'
@@ -41,10 +44,11 @@ export function cutToWidth(text: string, columns: number): string {
   if (displayWidth(plain) <= columns) return text
   let cut = ''
   let width = 0
-  for (const c of plain) {
-    if (width + columnsOf(c) > columns - 1) break
-    cut += c
-    width += columnsOf(c)
+  for (const { segment } of graphemes.segment(plain)) {
+    const more = displayWidth(segment)
+    if (width + more > columns - 1) break
+    cut += segment
+    width += more
   }
   return `${cut}…`
 }

@@ -6,7 +6,7 @@
 import { PassThrough } from 'node:stream'
 import pc from 'picocolors'
 import { afterAll, beforeAll, describe, expect, test } from 'vitest'
-import { displayWidth } from '../src/display-width.js'
+import { cutToWidth, displayWidth } from '../src/display-width.js'
 import { terminalSafe, toRow } from '../src/lease-row.js'
 import { renderTable } from '../src/render-table.js'
 import { run } from '../src/run.js'
@@ -37,6 +37,17 @@ describe('table columns', () => {
     expect(displayWidth('\u{1F1EF}\u{1F1F5}')).toBe(2)
     expect(displayWidth('\u1112\u1161\u11ab')).toBe(2)
     expect(displayWidth('한')).toBe(2)
+  })
+
+  // Review of the fit: the title was cut between code points, so half a flag or an emoji sequence
+  // cut at its joiner could be left.
+  test.each([
+    ['a flag', 'a\u{1f1ef}\u{1f1f5}bc', 3, 'a…'],
+    ['an emoji sequence', 'ab\u{1f468}\u200d\u{1f469}\u200d\u{1f467}cd', 6, 'ab…'],
+    ['a skin tone', 'ab\u{1f44d}\u{1f3fd}cd', 5, 'ab…'],
+    ['an accented letter', 'abe\u0301cd', 4, 'abe\u0301…'],
+  ])('cutToWidth keeps %s whole or leaves it out', (_, text, columns, cut) => {
+    expect(cutToWidth(text, columns)).toBe(cut)
   })
 
   test('the STATUS column starts at the same terminal column on every line', () => {
@@ -138,6 +149,12 @@ describe('the command line', () => {
     const short = await watchScreen('many-', 3, 120)
     expect(height(short, 120)).toBeLessThan(3)
     expect(short[0]).toMatch(/^worklease watch/)
+
+    // Review of the fit: columns were taken as at least 20 and rows as at least 2, so a terminal
+    // narrower than that, or of one row, scrolled all the same.
+    const tiny = await watchScreen('many-', 4, 12)
+    expect(height(tiny, 12)).toBeLessThan(4)
+    expect((await watchScreen('many-', 1, 80)).filter((line) => line !== '')).toEqual([])
 
     // All of them when they fit, with no "more" line.
     const few = await watchScreen('job-', 12, 120)

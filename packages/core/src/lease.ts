@@ -946,8 +946,12 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
       if (this.#outcome(error)) return
       mayHaveLanded = true
       this.#transient('release', error, attempt + 1)
-      // No wait to be had: release() resolves, the lease left to expire (the deadline reports it).
-      if (!(await this.#retryWait(attempt, unarmed))) return
+      // No wait to be had: lost now, as a release failing until the deadline is (the store keeps the
+      // lease until then), so release() resolves with the loss said, not with nothing said yet.
+      if (!(await this.#retryWait(attempt, unarmed))) {
+        this.#lose('deadline', error)
+        return
+      }
       const now = instant(this.#ctx.timers)
       if (!this.#live(now)) return
       try {

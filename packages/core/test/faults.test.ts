@@ -1111,4 +1111,38 @@ describe('a Lease under faults found by review', () => {
     expect(refused).toBeGreaterThan(0)
     expect(await time.until(closing!, 20_000)).toBeLessThan(1_000)
   })
+
+  // Review of the fix above: the release that gave up returned with the lease neither released nor
+  // lost (no event, no lossError), and its deadline then reported a loss after release() resolved.
+  test('backoff timers that always throw: release() resolves with the loss said, nothing after', async () => {
+    const time = new ManualTime()
+    const timers = {
+      now: () => time.now(),
+      wallNow: () => time.wallNow(),
+      setTimeout: (callback: () => void, delay: number) => {
+        if (new Error().stack?.includes('#backoff')) throw new Error('timers refused')
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const { leaser, named } = setup({
+      time,
+      timers,
+      wrap: (memory) =>
+        new (class extends ForwardingBackend {
+          override async release(_record: LeaseRecord, _options?: CallOptions) {
+            throw Object.assign(new Error('store down'), { code: 'ECONNRESET' })
+          }
+        })(memory),
+    })
+    const lease = await leaser.acquire('job')
+    await time.until(lease.release())
+    expect(lease.lossError?.reason).toBe('deadline')
+    expect(named('lost')).toHaveLength(1)
+    expect(named('released')).toHaveLength(0)
+    await time.advance(2 * TTL)
+    expect(named('lost')).toHaveLength(1)
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
 })

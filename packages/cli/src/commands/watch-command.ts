@@ -34,8 +34,9 @@ function fitToScreen(
   terminal: { rows?: number; columns?: number },
   colors: Colors,
 ): string[] {
-  const rows = Math.max(2, terminal.rows || 40)
-  const columns = Math.max(20, terminal.columns || 80)
+  // A terminal of one row shows no line ending in a newline: nothing is written to it.
+  const rows = Math.max(1, terminal.rows || 40)
+  const columns = Math.max(2, terminal.columns || 80)
   // A line exactly as wide as the terminal wraps at once on some terminals: counted as two.
   const height = (line: string) => Math.ceil((displayWidth(line) + 1) / columns)
   // The title and the table's header on one line each, cut to the width (the header is as wide as
