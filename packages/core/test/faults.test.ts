@@ -923,22 +923,30 @@ describe('takeover at the ttl', () => {
 describe('a Lease under faults found by review', () => {
   const unhandled = collectUnhandledRejections()
 
-  /** Timers that throw once, at the next setTimeout after `arm()` (of `ms` only, when given). */
-  function throwingOnce(time: ManualTime, ms?: number) {
-    const state = { armed: false, thrown: false }
-    const timers = {
+  /** The test's ManualTime as timers, but setTimeout throws whenever `refuses(delay)` says so. */
+  function refusingTimers(time: ManualTime, refuses: (delay: number) => boolean) {
+    return {
       now: () => time.now(),
       wallNow: () => time.wallNow(),
       setTimeout: (callback: () => void, delay: number) => {
-        if (state.armed && (ms === undefined || delay === ms)) {
-          state.armed = false
-          state.thrown = true
-          throw new Error('timers refused')
-        }
+        if (refuses(delay)) throw new Error('timers refused')
         return time.setTimeout(callback, delay)
       },
       clearTimeout: (handle: unknown) => time.clearTimeout(handle),
     }
+  }
+  /** Whether a setTimeout is arming a lease's backoff. */
+  const inBackoff = () => new Error().stack?.includes('#backoff') === true
+
+  /** Timers that throw once, at the next setTimeout after `state.armed` is set (of `ms` only, when given). */
+  function throwingOnce(time: ManualTime, ms?: number) {
+    const state = { armed: false, thrown: false }
+    const timers = refusingTimers(time, (delay) => {
+      if (!state.armed || (ms !== undefined && delay !== ms)) return false
+      state.armed = false
+      state.thrown = true
+      return true
+    })
     return { state, timers }
   }
 
@@ -1054,16 +1062,8 @@ describe('a Lease under faults found by review', () => {
   // again, a tight loop of calls to a failing store until the deadline.
   test('backoff timers that always throw: a failing renew is not retried in a tight loop', async () => {
     const time = new ManualTime()
-    const timers = {
-      now: () => time.now(),
-      wallNow: () => time.wallNow(),
-      setTimeout: (callback: () => void, delay: number) => {
-        // Every backoff's wait refuses to be armed; the other timers work.
-        if (new Error().stack?.includes('#backoff')) throw new Error('timers refused')
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
+    // Every backoff's wait refuses to be armed; the other timers work.
+    const timers = refusingTimers(time, inBackoff)
     const renewsAt: number[] = []
     const { leaser } = setup({
       time,
@@ -1089,18 +1089,12 @@ describe('a Lease under faults found by review', () => {
     const time = new ManualTime()
     let closing: Promise<void> | undefined
     let refused = 0
-    const timers = {
-      now: () => time.now(),
-      wallNow: () => time.wallNow(),
-      setTimeout: (callback: () => void, delay: number) => {
-        if (closing !== undefined && new Error().stack?.includes('at new Lease')) {
-          refused++
-          throw new Error('timers refused')
-        }
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
+    // Timers refuse a Lease made once the Leaser closed (a lease adopted as close() ran).
+    const timers = refusingTimers(time, () => {
+      const refuses = closing !== undefined && new Error().stack?.includes('at new Lease') === true
+      if (refuses) refused++
+      return refuses
+    })
     const { leaser } = setup({ time, timers })
     leaser.on('acquired', () => {
       closing ??= leaser.close({ timeoutMs: 10_000 })
@@ -1116,15 +1110,7 @@ describe('a Lease under faults found by review', () => {
   // lost (no event, no lossError), and its deadline then reported a loss after release() resolved.
   test('backoff timers that always throw: release() resolves with the loss said, nothing after', async () => {
     const time = new ManualTime()
-    const timers = {
-      now: () => time.now(),
-      wallNow: () => time.wallNow(),
-      setTimeout: (callback: () => void, delay: number) => {
-        if (new Error().stack?.includes('#backoff')) throw new Error('timers refused')
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
+    const timers = refusingTimers(time, inBackoff)
     const { leaser, named } = setup({
       time,
       timers,
