@@ -786,16 +786,23 @@ describe('createLeaseCollection refuses a collection that would lose lease docum
     })
   })
 
-  test('a TTL index on it: INVALID_ARGUMENT, naming the index', async () => {
-    await withCollection('lease_ttl', async (db, name) => {
-      await createLeaseCollection(db, { collection: name })
-      await db.collection(name).createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiry_ttl' })
-      await expect(createLeaseCollection(db, { collection: name })).rejects.toMatchObject({
-        code: 'INVALID_ARGUMENT',
-        message: expect.stringMatching(/TTL index \(expiry_ttl\)/),
+  // FerretDB 1.x refuses to make the index ("not implemented yet"), so nothing is there to refuse.
+  const TTL_NOTE = 'FerretDB 1.x makes no TTL index'
+  // Printed at load too: the reporter shows a skipped test's title (and its reason) only when verbose.
+  if (ferretdb1) console.warn(`worklease mongodb tests: skipping the TTL index case: ${TTL_NOTE}`)
+  test.skipIf(ferretdb1)(
+    `a TTL index on it: INVALID_ARGUMENT, naming the index${ferretdb1 ? ` (skipped: ${TTL_NOTE})` : ''}`,
+    async () => {
+      await withCollection('lease_ttl', async (db, name) => {
+        await createLeaseCollection(db, { collection: name })
+        await db.collection(name).createIndex({ expiresAt: 1 }, { expireAfterSeconds: 0, name: 'expiry_ttl' })
+        await expect(createLeaseCollection(db, { collection: name })).rejects.toMatchObject({
+          code: 'INVALID_ARGUMENT',
+          message: expect.stringMatching(/TTL index \(expiry_ttl\)/),
+        })
       })
-    })
-  })
+    },
+  )
 })
 
 describe('createLeaseCollection refuses a collection whose default collation is not simple', () => {
