@@ -64,17 +64,6 @@ export interface FencedUpdateOneOptions extends FenceOptions {
 // The driver reads `w` as a number where it can (Number('0') is 0).
 const unacknowledged = (w: unknown) => w !== undefined && w !== null && w !== '' && Number(w) === 0
 
-function snapshotWriteConcern(writeConcern: unknown): Record<string, unknown> {
-  if (typeof writeConcern !== 'object' || writeConcern === null) {
-    throw new InvalidArgumentError('options.writeConcern must be an object')
-  }
-  try {
-    return { ...writeConcern }
-  } catch (error) {
-    throw new InvalidArgumentError('options.writeConcern could not be read', { cause: error })
-  }
-}
-
 /** The server's duplicate-key error code. */
 const DUPLICATE_KEY = 11000
 
@@ -116,7 +105,7 @@ export async function fencedUpdateOne(
   if (typeof upsert !== 'boolean') throw new InvalidArgumentError('options.upsert must be a boolean')
   if (updateOptions.writeConcern !== undefined) {
     // A copy, checked and sent: a getter cannot answer w: 1 here and w: 0 to the driver.
-    const writeConcern = snapshotWriteConcern(updateOptions.writeConcern)
+    const writeConcern = snapshotDocument(updateOptions.writeConcern, 'options.writeConcern', 'an object')
     if (unacknowledged(writeConcern.w)) {
       throw new InvalidArgumentError(
         'options.writeConcern must be acknowledged (not w: 0): an unacknowledged write cannot tell whether the fence let it through',
