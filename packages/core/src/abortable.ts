@@ -151,8 +151,9 @@ export function raceWithin<T>(
       // A Cancel aborted without a reason: what a reason-less AbortController.abort() would give.
       reject(reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason)
     }
-    detach = onAbort(signal, lose)
-    if (!settled) timeout = timeouts.add(() => lose(timeoutError(timeouts.timeoutMs)), options.startedAt)
+    // Watched first: a signal that cannot be listened to, or a timeout that cannot be armed, loses the
+    // race, and the call already started still settles through onSettled and onAbandoned (or the
+    // caller would count it in flight for good, and a late lease would go unreleased).
     promise.then(
       (value) => {
         options.onSettled?.()
@@ -167,6 +168,12 @@ export function raceWithin<T>(
         reject(error)
       },
     )
+    try {
+      detach = onAbort(signal, lose)
+      if (!settled) timeout = timeouts.add(() => lose(timeoutError(timeouts.timeoutMs)), options.startedAt)
+    } catch (error) {
+      lose(error)
+    }
   })
 }
 

@@ -65,8 +65,9 @@ export class CallSignals {
         inFlight: 0,
         timer: undefined,
       }
-      this.#current = slice
+      // Current once armed: timers that refuse leave no slice whose signal never times out.
       this.#arm(slice, now)
+      this.#current = slice
     }
     slice.inFlight++
     return slice
@@ -94,7 +95,6 @@ export class CallSignals {
 
   #arm(slice: Slice, now: number): void {
     const timeoutMs = this.timeoutMs
-    this.#armed.add(slice)
     slice.timer = this.#timers.setTimeout(
       () => {
         slice.timer = undefined
@@ -104,11 +104,18 @@ export class CallSignals {
       },
       slice.until + timeoutMs - now,
     )
+    this.#armed.add(slice)
   }
 
   /** Calls `call` with a signal of the current slice; the slice is told when the call settles. */
   call<T>(call: (signal: AbortSignal) => Promise<T> | T): Promise<T> {
-    const slice = this.take()
+    let slice: Slice
+    try {
+      slice = this.take()
+    } catch (error) {
+      // Timers that refuse: the call is not made, and fails as a call, never out of the caller's hands.
+      return Promise.reject(error)
+    }
     const settled = () => this.settled(slice)
     const pending = invoke(() => call(slice.controller.signal))
     pending.then(settled, settled)

@@ -52,6 +52,7 @@ import {
 import type { AcquireOptions, CloseOptions, LeaserOptions, RunOptions } from './leaser-options.js'
 import { LocalDeadline } from './local-deadline.js'
 import { RenewalSchedule } from './renewal-schedule.js'
+import { type ReportedHolder, reportedHolder } from './reported-holder.js'
 import { RetiredTokens } from './retired-tokens.js'
 import { backoffDelay } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
@@ -531,12 +532,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             throw cancel.reason
           }
           if (call.found) continue
+          const holder = isLeaseHeldError(error) ? reportedHolder(error) : undefined
           if (isLeaseHeldError(error)) {
-            call.found = this.#ownLease(call, error, start)
+            call.found = this.#ownLease(call, holder, start)
             if (call.found) continue
             // Someone else holds it: an earlier attempt of ours did not take it (or it would be ours
             // until it expires). Without a holder in the reply we cannot tell.
-            if (error.holder) call.unresolved = false
+            if (holder) call.unresolved = false
             if (!wait) throw error
             transientInARow = 0
             lastError = error
@@ -550,7 +552,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
             if (++transientInARow >= retry.maxAttempts) throw error
           }
           const delay = isLeaseHeldError(error)
-            ? this.#heldDelay(error, heldPolls++)
+            ? this.#heldDelay(holder, heldPolls++)
             : backoffDelay(retry, transientInARow - 1, random)
           await this.#pause(call, cancel, delay, lastError)
         }
@@ -739,8 +741,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           found = foundLease(outcome.value, call.workId, this.holderId, start)
         } catch (reason) {
           if (isLeaseHeldError(reason)) {
-            found = this.#ownLease(call, reason, start)
-            if (!found && reason.holder) call.unresolved = false
+            const holder = reportedHolder(reason)
+            found = this.#ownLease(call, holder, start)
+            if (!found && holder) call.unresolved = false
           } else if (!isWorkleaseError(reason)) {
             // Unknown outcome, as in the acquire's own catch: it may have landed, even after every
             // attempt the acquire did hear back from (an abort leaves its only attempt unheard).
@@ -799,24 +802,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * our own lease: an earlier attempt took it and its reply was lost. Never a lease this Leaser
    * handed out before (live, abandoned or lost): leases are not reentrant.
    */
-  #ownLease(call: PendingAcquire, error: LeaseHeldError, start: Instant): FoundLease | undefined {
-    if (call.unknownSince === undefined) return undefined
-    // The driver's holder, read once and guarded: here it is often read where nobody awaits (a late
-    // reply), and a getter that throws, or an expiresAt that only claims Date's prototype, would throw
-    // out of that handler as an unhandled rejection. No holder we can read is no lease we can find.
-    let fencingToken: unknown
-    let expiresAtMs: number
-    let expiresInMs: unknown
-    try {
-      const holder = error.holder
-      if (holder?.holderId !== this.holderId) return undefined
-      fencingToken = holder.fencingToken
-      expiresInMs = holder.expiresInMs
-      const { expiresAt } = holder
-      expiresAtMs = expiresAt instanceof Date ? expiresAt.getTime() : Number.NaN
-    } catch {
-      return undefined
-    }
+  #ownLease(
+    call: PendingAcquire,
+    holder: ReportedHolder | undefined,
+    start: Instant,
+  ): FoundLease | undefined {
+    if (call.unknownSince === undefined || holder?.holderId !== this.holderId) return undefined
+    const { fencingToken, expiresInMs, expiresAtMs } = holder
     if (typeof fencingToken !== 'bigint' || !Number.isFinite(expiresInMs) || Number.isNaN(expiresAtMs)) {
       return undefined
     }
@@ -857,10 +849,10 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
    * expiry when the backend reported it, plus up to 25 ms of jitter so that waiters woken by one
    * expiry do not all arrive in the same millisecond.
    */
-  #heldDelay(error: LeaseHeldError, poll: number): number {
+  #heldDelay(holder: ReportedHolder | undefined, poll: number): number {
     const { retry, random } = this.#ctx
     const backoff = backoffDelay(retry, poll, random)
-    const expiresInMs = error.holder?.expiresInMs
+    const expiresInMs = holder?.expiresInMs
     if (typeof expiresInMs !== 'number' || !Number.isFinite(expiresInMs) || expiresInMs < 0) return backoff
     return Math.min(backoff, expiresInMs + 1 + random() * MAX_TAKEOVER_JITTER_MS)
   }
@@ -893,7 +885,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       },
       (error: unknown) => {
         try {
-          const found = isLeaseHeldError(error) ? this.#ownLease(call, error, start) : undefined
+          const found = isLeaseHeldError(error)
+            ? this.#ownLease(call, reportedHolder(error), start)
+            : undefined
           if (found) this.#releaseOrphan(call.workId, found)
         } finally {
           // Or close() would wait for this ask until its timeout.
@@ -979,7 +973,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       orphan.release().then(() => this.#settled())
       throw new LeaserClosedError()
     }
-    const lease = new Lease<S>(this.#ctx, record, start, checkpoint)
+    let lease: Lease<S>
+    try {
+      lease = new Lease<S>(this.#ctx, record, start, checkpoint)
+    } catch (error) {
+      // Timers that refuse: held in the store with no Lease to renew or release it, it is an orphan.
+      this.#releaseOrphan(record.workId, { record, checkpoint })
+      throw error
+    }
     // Before anyone can see the lease: close() releases a run's lease only once its callback settled.
     if (callbackDone) lease[workDone] = callbackDone
     // Dead at birth (its reply was read after the local deadline: a pause), the lease was reported
@@ -1001,7 +1002,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #timeoutError(workId: string, timeoutMs: number, lastError: unknown): unknown {
     if (isLeaseHeldError(lastError)) {
       // With the holder the store last named, as every LEASE_HELD that knows it carries it.
-      const { holder } = lastError as LeaseHeldError
+      const holder = reportedHolder(lastError)?.holder
       return new LeaseHeldError(`${JSON.stringify(workId)} was still held after ${timeoutMs} ms`, {
         cause: lastError,
         ...(holder === undefined ? {} : { holder }),

@@ -1,6 +1,8 @@
 /**
  * Exponential backoff with full jitter for transient store errors and for waiting on a held lease:
- * the n-th delay (from 0) is uniformly random in `[0, min(maxDelayMs, initialDelayMs * multiplier ** n))`.
+ * the n-th delay (from 0) is a whole number of ms uniformly random in
+ * `[0, min(maxDelayMs, initialDelayMs * multiplier ** n))`, and never less than 1 ms, so that no policy
+ * polls without pause (with a bound of 1 ms, every delay is 1 ms).
  *
  * ```ts
  * const leaser = new Leaser({
@@ -12,7 +14,7 @@
  */
 export interface RetryPolicy {
   /**
-   * Upper bound of the first delay, from 1 ms (at 0 every delay would be 0). Default: 50, or
+   * Upper bound of the first delay, from 1 ms (0 would bound nothing). Default: 50, or
    * `maxDelayMs` where that is smaller.
    *
    * ```ts
@@ -59,8 +61,10 @@ export const DEFAULT_RETRY: ResolvedRetryPolicy = Object.freeze({
   maxAttempts: 5,
 })
 
-/** @internal Full jitter: random in [0, cap), where cap grows exponentially and is bounded. */
+/** @internal Full jitter: random in [0, cap), where cap grows exponentially and is bounded; from 1 ms. */
 export function backoffDelay(policy: ResolvedRetryPolicy, attempt: number, random: () => number): number {
   const cap = Math.min(policy.maxDelayMs, policy.initialDelayMs * policy.multiplier ** Math.min(attempt, 64))
-  return Math.floor(random() * cap)
+  // Floored, a bound under 2 ms made every delay 0: a waiter polled the store in a loop that, on
+  // injected timers, never let time pass.
+  return Math.max(1, Math.floor(random() * cap))
 }

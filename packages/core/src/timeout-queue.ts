@@ -58,10 +58,11 @@ export class TimeoutQueue {
    */
   add(onTimeout: () => void, startedAt: number = this.#timers.now()): Timeout {
     const timeout: Timeout = { at: startedAt + this.timeoutMs, onTimeout }
+    // An armed timer waits for an entry that fires no later than this one. Armed before it is queued:
+    // timers that refuse leave the queue as it was, with no entry nobody can cancel.
+    if (this.#timer === undefined) this.#arm(timeout.at)
     this.#entries.push(timeout)
     this.#live++
-    // An armed timer waits for an entry that fires no later than this one.
-    if (this.#timer === undefined) this.#arm(timeout.at)
     return timeout
   }
 

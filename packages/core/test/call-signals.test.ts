@@ -109,4 +109,32 @@ describe('the signals backend calls carry', () => {
     const signals = new CallSignals(time, 2_147_483_647)
     expect(hangingCall(signals).signal).not.toBe(hangingCall(signals).signal)
   })
+
+  // Found by a review (session 51): the slice was made current before its timer was armed, so timers
+  // that refused once threw out of call() (not a rejection its caller handles) and left a slice whose
+  // signal no timeout would ever abort, handed to every call after it.
+  test('timers that refuse to arm a slice: that call rejects, and the next gets a slice that times out', async () => {
+    const time = new ManualTime()
+    let refusals = 1
+    const timers = {
+      now: () => time.now(),
+      setTimeout: (callback: () => void, delay: number) => {
+        if (refusals-- > 0) throw new Error('timers refused')
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const signals = new CallSignals(timers, 1_600)
+    let made = 0
+    let refused: unknown
+    try {
+      await signals.call(async () => made++)
+    } catch (error) {
+      refused = error
+    }
+    expect((refused as Error).message).toBe('timers refused')
+    expect(made).toBe(0)
+    const next = hangingCall(signals)
+    await expectAbortAt(time, next.signal, 1_700)
+  })
 })

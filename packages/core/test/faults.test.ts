@@ -919,22 +919,23 @@ describe('takeover at the ttl', () => {
   })
 })
 
+/** The test's ManualTime as timers, but setTimeout throws whenever `refuses(delay)` says so. */
+function refusingTimers(time: ManualTime, refuses: (delay: number) => boolean) {
+  return {
+    now: () => time.now(),
+    wallNow: () => time.wallNow(),
+    setTimeout: (callback: () => void, delay: number) => {
+      if (refuses(delay)) throw new Error('timers refused')
+      return time.setTimeout(callback, delay)
+    },
+    clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+  }
+}
+
 // Found by a review (session 50).
 describe('a Lease under faults found by review', () => {
   const unhandled = collectUnhandledRejections()
 
-  /** The test's ManualTime as timers, but setTimeout throws whenever `refuses(delay)` says so. */
-  function refusingTimers(time: ManualTime, refuses: (delay: number) => boolean) {
-    return {
-      now: () => time.now(),
-      wallNow: () => time.wallNow(),
-      setTimeout: (callback: () => void, delay: number) => {
-        if (refuses(delay)) throw new Error('timers refused')
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
-  }
   /** Whether a setTimeout is arming a lease's backoff. */
   const inBackoff = () => new Error().stack?.includes('#backoff') === true
 
@@ -1129,6 +1130,121 @@ describe('a Lease under faults found by review', () => {
     await time.advance(2 * TTL)
     expect(named('lost')).toHaveLength(1)
     expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+})
+
+// Found by a review (session 51).
+describe('an acquire under faults found by review', () => {
+  /** A LEASE_HELD whose holder cannot be read: its getter throws, as a third-party backend's may. */
+  function unreadableHolder(): LeaseHeldError {
+    const held = new LeaseHeldError()
+    Object.defineProperty(held, 'holder', {
+      get() {
+        throw new Error('holder getter threw')
+      },
+    })
+    return held
+  }
+
+  // Floored, a bound under 2 ms made every delay 0: 200 polls of the store in 1 ms of injected time.
+  test('retry bounded at 1 ms: a waiter still sleeps between polls', async () => {
+    const time = new ManualTime()
+    const { memory, other } = setup({ time })
+    await other.acquire('job', 'worker-b', TTL)
+    let polls = 0
+    const backend = new (class extends WithoutOptional {
+      override async acquire(workId: string, holderId: string, ttlMs: number) {
+        polls++
+        // A waiter that cannot sleep until the expiry: its backoff alone paces it.
+        return super.acquire(workId, holderId, ttlMs).catch(() => {
+          throw new LeaseHeldError()
+        })
+      }
+    })(memory)
+    const controller = new AbortController()
+    const leaser = quickLeaser(backend, time, { retry: { initialDelayMs: 1, multiplier: 1 } })
+    const waiting = track(leaser.acquire('job', { wait: true, signal: controller.signal }))
+    // Aborted from a timer, so a loop that never lets time pass ends too (and fails below).
+    time.setTimeout(() => controller.abort(new Error('stop')), 10)
+    await time.advance(10)
+    expect(waiting.rejected).toBe(true)
+    expect(polls).toBeGreaterThan(1)
+    expect(polls).toBeLessThanOrEqual(11)
+  })
+
+  // The holder was read unguarded: the wait ended with the getter's error, neither LEASE_HELD nor a
+  // store failure.
+  test('a LEASE_HELD whose holder cannot be read: the wait goes on as for one that names none', async () => {
+    const time = new ManualTime()
+    const { memory } = setup({ time })
+    let refusals = 3
+    const backend = new (class extends WithoutOptional {
+      override async acquire(workId: string, holderId: string, ttlMs: number) {
+        if (refusals-- > 0) throw unreadableHolder()
+        return super.acquire(workId, holderId, ttlMs)
+      }
+    })(memory)
+    const leaser = quickLeaser(backend, time)
+    const acquired = track(leaser.acquire('job', { wait: true }))
+    await time.advance(1_000)
+    expect(acquired.value?.record.fencingToken).toBe(1n)
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // Read in the handler of a reply nobody awaited any more, the getter's throw was an unhandled
+  // rejection.
+  test('an abandoned attempt answers LEASE_HELD with an unreadable holder: nothing unhandled', async () => {
+    const time = new ManualTime()
+    const { memory } = setup({ time })
+    let answer!: (error: unknown) => void
+    const backend = new (class extends WithoutOptional {
+      override acquire() {
+        return new Promise<never>((_, reject) => {
+          answer = reject
+        })
+      }
+    })(memory)
+    const leaser = quickLeaser(backend, time)
+    const controller = new AbortController()
+    const acquired = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.flush()
+    controller.abort(new Error('caller gave up'))
+    await time.flush()
+    expect(acquired.rejected).toBe(true)
+    answer(unreadableHolder())
+    await time.flush()
+    expect(unhandled).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // The timeout was armed before the attempt was watched: a throw there left the attempt counted in
+  // flight for good, and close() waited out its whole timeout.
+  test('an attempt whose call timeout cannot be armed: close() is not held up', async () => {
+    const time = new ManualTime()
+    let refusals = 1
+    const timers = refusingTimers(time, () => refusals-- > 0)
+    const { leaser } = setup({ time, timers })
+    const acquired = track(leaser.acquire('job'))
+    await time.advance(200)
+    expect(acquired.settled).toBe(true)
+    expect(await time.until(leaser.close({ timeoutMs: 60_000 }), 120_000)).toBeLessThan(TTL)
+    expect(unhandled).toEqual([])
+  })
+
+  // `adopted` was set before the Lease was made: a constructor that threw left the store's lease
+  // held, with no Lease to renew or release it, for a whole ttl.
+  test('a Lease that cannot be made after the store granted it: the lease is let go', async () => {
+    const time = new ManualTime()
+    // Timers refuse the Lease's own (its deadline), not the acquire's.
+    const timers = refusingTimers(time, () => new Error().stack?.includes('at new Lease') === true)
+    const { leaser, other } = setup({ time, timers })
+    const acquired = track(leaser.acquire('job'))
+    await time.advance(100)
+    expect(acquired.rejected).toBe(true)
+    expect(leaser.leases).toEqual([])
+    await expectFreedCleanly(other)
     await time.until(leaser.close())
   })
 })

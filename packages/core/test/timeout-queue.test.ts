@@ -123,4 +123,22 @@ describe('TimeoutQueue', () => {
     await time.advance(500)
     expect(fired).toEqual([100, 200])
   })
+
+  // Found by a review (session 51): queued before its timer was armed, a timeout that timers refused
+  // stayed in the queue, live, with no handle its caller could cancel it by.
+  test('a timeout whose timer cannot be armed is not queued', () => {
+    const time = new ManualTime()
+    let refusals = 1
+    const timers = {
+      now: () => time.now(),
+      setTimeout: (callback: () => void, delay: number) => {
+        if (refusals-- > 0) throw new Error('timers refused')
+        return time.setTimeout(callback, delay)
+      },
+      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+    }
+    const queue = new TimeoutQueue(timers, 1_000)
+    expect(() => queue.add(() => undefined)).toThrow('timers refused')
+    expect(queue.held).toBe(0)
+  })
 })
