@@ -1,9 +1,11 @@
 // One Lua script per operation. Redis runs a script atomically (no other command interleaves), so
 // each operation's check and write are one indivisible step: no read-then-write race, one round trip.
-// A lease script makes at most three Redis calls (HMGET, TIME, HSET; acquire adds the index's ZADD),
+// A lease script makes at most three Redis calls (HMGET, TIME, HSET; acquire adds the index's ZADD,
+// the checkpoint's HGET when asked for it, and the eviction check's INFO until that was done once),
 // and only those its answer needs.
 //
-// Stored per workId, in one hash at `<keyPrefix><workId>`:
+// Stored per workId, in one hash at `<keyPrefix>`, U+0000, `<workId>` (no prefix or workId holds U+0000,
+// so two prefixes never name one key):
 //   token     fencing token as an exact decimal string (never a Lua number: those are doubles)
 //   holder    holderId
 //   expires   expiry in epoch ms on Redis's clock, as an integer string
@@ -14,7 +16,7 @@
 //   indexed   ignored: written by a version that skipped the ZADD once it was set (see ACQUIRE)
 //
 // With the list index, every workId is also a member (score 0) of the sorted set at `<keyPrefix>`
-// itself (no workId is empty, so no lease key is that): equal scores order members by their bytes,
+// itself (no lease key is that: each has U+0000 after the prefix): equal scores order members by their bytes,
 // which for UTF-8 is code point order, and ZRANGEBYLEX reads a prefix's range in that order.
 //
 // Every script answers with an array whose first element is a status: 'OK', 'HELD', 'FENCED',
@@ -204,7 +206,7 @@ return {'OK', f[5], f[6]}
 // are not known before the range is read): fine on a single Redis; on a Cluster every key must share
 // the index's slot (a hash-tagged key prefix), which the backend's constructor insists on.
 /**
- * KEYS[1] = the list index; ARGV = keyPrefix, min, max (ZRANGEBYLEX bounds), limit. Returns
+ * KEYS[1] = the list index; ARGV = what lease keys begin with, min, max (ZRANGEBYLEX bounds), limit. Returns
  * {now, next, then per lease: workId, token, holder, expires, released, state size or -1}; `next` is
  * the last workId of the page when more follow, else ''.
  */

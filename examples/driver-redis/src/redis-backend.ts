@@ -72,8 +72,11 @@ export interface RedisBackendOptions {
    */
   client: RedisScriptClient
   /**
-   * Prepended to every workId to make its key. Default: `'worklease:'`. Give each application (or
-   * each test) its own prefix to keep their leases apart in one database. Use this option, not the
+   * Begins every key of this backend: a lease's is `<keyPrefix>` and U+0000 (which no workId and no
+   * prefix holds) before its workId, the list index's `<keyPrefix>` alone. Default: `'worklease:'`.
+   * Give each application (or each test) its own prefix to keep their leases apart in one database:
+   * two prefixes never name one key, even where one begins with the other (`'billing:'` and
+   * `'billing:leases:'`). Use this option, not the
    * client's own `keyPrefix`: the constructor refuses a client with one (`InvalidArgumentError`),
    * because ioredis prefixes a script's keys but not its arguments, and `list` could not find the
    * leases.
@@ -191,13 +194,21 @@ const BUFFER_REPLIES: ReadonlySet<Operation> = new Set([
  * import { Redis } from 'ioredis'
  * import { RedisBackend } from 'worklease-driver-redis-example'
  *
- * const backend = new RedisBackend({ client: new Redis() })
+ * const client = new Redis({ maxRetriesPerRequest: 0, autoResendUnfulfilledCommands: false })
+ * const backend = new RedisBackend({ client })
  * const record = await backend.acquire('job-7', 'worker-a', 30_000)
  * ```
  */
 export class RedisBackend implements Backend {
   readonly capabilities: BackendCapabilities
+  /** The list index's key. */
   readonly #keyPrefix: string
+  /**
+   * What a lease's key begins with: the prefix and U+0000. Joined bare, the prefixes `'a:'` and
+   * `'a:b:'` named one key for the workIds `'b:job'` and `'job'` (two applications sharing one lease
+   * and its tokens), and the workId `'b:'` of the first was the second's list index.
+   */
+  readonly #leaseKeyPrefix: string
   readonly #listIndex: boolean
   /** Whether an acquire has found that the server does not evict keys: checked once, in that script. */
   #evictionChecked = false
@@ -221,6 +232,10 @@ export class RedisBackend implements Backend {
     if (/\p{Surrogate}/u.test(keyPrefix)) {
       throw new InvalidArgumentError('worklease redis: keyPrefix must not contain lone surrogates')
     }
+    // The separator of prefix and workId: with one in it, 'a\0' and 'a' would share keys again.
+    if (keyPrefix.includes('\u0000')) {
+      throw new InvalidArgumentError('worklease redis: keyPrefix must not contain U+0000')
+    }
     if (listIndex !== undefined && typeof listIndex !== 'boolean') {
       throw new InvalidArgumentError('worklease redis: listIndex must be a boolean')
     }
@@ -230,6 +245,7 @@ export class RedisBackend implements Backend {
     refuseResendingClient(client)
     refusePrefixingClient(client)
     this.#keyPrefix = keyPrefix
+    this.#leaseKeyPrefix = `${keyPrefix}\u0000`
     this.#listIndex = listIndex ?? !client.isCluster
     if (this.#listIndex && client.isCluster && !hasHashTag(this.#keyPrefix)) {
       throw new InvalidArgumentError(
@@ -447,7 +463,7 @@ export class RedisBackend implements Backend {
           : Buffer.from(`[${prefix}`)
     const max = prefix === '' ? '+' : Buffer.concat([Buffer.from(`(${prefix}`), Buffer.of(0xff)])
     const raw = await raceAbort(
-      this.#scripts.list(this.#keyPrefix, this.#keyPrefix, min, max, String(limit)),
+      this.#scripts.list(this.#keyPrefix, this.#leaseKeyPrefix, min, max, String(limit)),
       args.signal,
     )
     if (!Array.isArray(raw) || raw.length < 2 || (raw.length - 2) % 6 !== 0) {
@@ -488,7 +504,7 @@ export class RedisBackend implements Backend {
   }
 
   #key(workId: string): string {
-    return `${this.#keyPrefix}${workId}`
+    return `${this.#leaseKeyPrefix}${workId}`
   }
 
   /** The script keys and arguments that identify the holder: the token as an exact decimal string. */

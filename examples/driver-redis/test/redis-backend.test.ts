@@ -37,7 +37,7 @@ afterEach(async () => {
 
 /** Writes a lease hash by hand, as if `workId` had already been through `token` acquires. */
 async function seed(workId: string, token: bigint): Promise<void> {
-  await harness.admin.hset(`${harness.keyPrefix}${workId}`, {
+  await harness.admin.hset(harness.leaseKey(workId), {
     token: token.toString(),
     holder: 'ancestor',
     expires: '0',
@@ -72,7 +72,7 @@ describe('tokens are exact decimal strings', () => {
       await seed(`w${seeded}`, seeded)
       const record = await backend.acquire(`w${seeded}`, 'holder-a', TTL)
       expect(record.fencingToken).toBe(next)
-      expect(await harness.admin.hget(`${harness.keyPrefix}w${seeded}`, 'token')).toBe(String(next))
+      expect(await harness.admin.hget(harness.leaseKey(`w${seeded}`), 'token')).toBe(String(next))
       await backend.renew(record, TTL)
     }
   })
@@ -88,8 +88,8 @@ describe('tokens are exact decimal strings', () => {
     await backend.release(record)
 
     await expect(backend.acquire('w', 'holder-b', TTL)).rejects.toBeInstanceOf(TokensExhaustedError)
-    expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'token')).toBe('9223372036854775807')
-    expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'holder')).toBe('holder-a')
+    expect(await harness.admin.hget(harness.leaseKey('w'), 'token')).toBe('9223372036854775807')
+    expect(await harness.admin.hget(harness.leaseKey('w'), 'holder')).toBe('holder-a')
   })
 
   // Found by a review (session 40): only 2^63 - 1 itself stopped the increment, so a token above it
@@ -99,7 +99,7 @@ describe('tokens are exact decimal strings', () => {
     async (token) => {
       harness = await createHarness()
       const backend = await harness.open()
-      const key = `${harness.keyPrefix}w`
+      const key = harness.leaseKey('w')
       await harness.admin.hset(key, { token, holder: 'ancestor', expires: '0', released: '1', clean: '1' })
       await expect(backend.acquire('w', 'holder-a', TTL)).rejects.toBeInstanceOf(TokensExhaustedError)
       expect(await harness.admin.hmget(key, 'token', 'holder')).toEqual([token, 'ancestor'])
@@ -114,7 +114,7 @@ describe('tokens are exact decimal strings', () => {
     async (token) => {
       harness = await createHarness()
       const backend = await harness.open()
-      const key = `${harness.keyPrefix}w`
+      const key = harness.leaseKey('w')
       await harness.admin.hset(key, { token, holder: 'ancestor', expires: '0', released: '1', clean: '1' })
       const error = await backend.acquire('w', 'holder-a', TTL).catch((e: unknown) => e)
       expect(isWorkleaseError(error)).toBe(false)
@@ -140,7 +140,7 @@ describe('a malformed number in a lease hash is a store failure, never a lease o
     async (expires) => {
       harness = await createHarness()
       const backend = await harness.open()
-      const key = `${harness.keyPrefix}w`
+      const key = harness.leaseKey('w')
       const stored = { token: '5', holder: 'holder-a', expires, released: '0', clean: '1', seq: '0' }
       await harness.admin.hset(key, stored)
       const calls: Array<[string, () => Promise<unknown>]> = [
@@ -168,7 +168,7 @@ describe('a malformed number in a lease hash is a store failure, never a lease o
     harness = await createHarness()
     const backend = await harness.open()
     await backend.acquire('w', 'holder-a', TTL)
-    const key = `${harness.keyPrefix}w`
+    const key = harness.leaseKey('w')
     await harness.admin.hset(key, 'expires', 'NaN')
     await expect(backend.list!({ prefix: '' })).rejects.toThrow(/malformed lease hash: expires "NaN"/)
     await harness.admin.hset(key, { token: '0x10', expires: String(Date.now() + TTL) })
@@ -183,7 +183,7 @@ describe('a malformed number in a lease hash is a store failure, never a lease o
     harness = await createHarness()
     const backend = await harness.open()
     const record = await backend.acquire('w', 'holder-a', TTL)
-    const key = `${harness.keyPrefix}w`
+    const key = harness.leaseKey('w')
     await harness.admin.hset(key, 'seq', 'NaN')
     const before = await harness.admin.hgetall(key)
     await expect(backend.checkpoint(record, bytes('s'), TTL)).rejects.toThrow(/malformed lease hash: seq/)
@@ -198,7 +198,7 @@ describe('storage layout', () => {
     const record = await backend.acquire('job-7', 'worker-a', TTL)
     const state = Uint8Array.from({ length: 256 }, (_, i) => 255 - i)
     await backend.checkpoint(record, state, TTL)
-    const key = `${harness.keyPrefix}job-7`
+    const key = harness.leaseKey('job-7')
     const fields = await harness.admin.hgetall(key)
     expect(Object.keys(fields).sort()).toEqual([
       'clean',
@@ -218,6 +218,28 @@ describe('storage layout', () => {
     // The list index: the workId as a member of score 0 of the sorted set at the prefix itself.
     expect(await harness.admin.zrange(harness.keyPrefix, '0', '-1', 'WITHSCORES')).toEqual(['job-7', '0'])
     expect(await harness.admin.pttl(harness.keyPrefix)).toBe(-1)
+  })
+
+  // Found by a review (session 51): prefix and workId were joined bare, so the prefixes 'p:' and
+  // 'p:leases:' named one key for the workIds 'leases:job-1' and 'job-1' (two applications shared a
+  // lease and its tokens), and the first one's workId 'leases:' was the second's list index.
+  test('two backends whose prefixes begin alike share no key', async () => {
+    harness = await createHarness()
+    const client = await connect()
+    try {
+      const outer = new RedisBackend({ client, keyPrefix: harness.keyPrefix })
+      const inner = new RedisBackend({ client, keyPrefix: `${harness.keyPrefix}leases:` })
+      await outer.acquire('leases:job-1', 'worker-of-outer', TTL)
+      const record = await inner.acquire('job-1', 'worker-of-inner', TTL)
+      expect(record.fencingToken).toBe(1n)
+      await outer.acquire('leases:', 'worker-of-outer', TTL)
+      expect((await inner.list()).leases.map((lease) => lease.workId)).toEqual(['job-1'])
+      expect((await outer.list()).leases.map((lease) => lease.workId)).toEqual(['leases:', 'leases:job-1'])
+    } finally {
+      const keys = await harness.admin.keys(`${harness.keyPrefix}*`)
+      if (keys.length > 0) await harness.admin.unlink(...keys)
+      client.disconnect()
+    }
   })
 
   test('every acquire re-adds its workId to the list index (one ZADD each, counted with MONITOR)', async () => {
@@ -265,7 +287,7 @@ describe('storage layout', () => {
     const backend = await harness.open()
     await backend.release(await backend.acquire('job', 'a', TTL))
     // Also a hash marked `indexed` by the version that skipped the ZADD once marked.
-    await harness.admin.hset(`${harness.keyPrefix}job`, 'indexed', '1')
+    await harness.admin.hset(harness.leaseKey('job'), 'indexed', '1')
     await harness.admin.del(harness.keyPrefix)
     await backend.acquire('job', 'b', TTL)
     expect((await backend.list()).leases.map(({ workId, fencingToken }) => [workId, fencingToken])).toEqual([
@@ -281,7 +303,7 @@ describe('storage layout', () => {
     expect(await harness.admin.exists(harness.keyPrefix)).toBe(0)
     await expect(backend.list()).rejects.toThrow(/listIndex/)
     expect(await backend.revoke('job-7')).toBe(true)
-    expect(await harness.admin.hget(`${harness.keyPrefix}job-7`, 'holder')).toBe('')
+    expect(await harness.admin.hget(harness.leaseKey('job-7'), 'holder')).toBe('')
   })
 })
 
@@ -314,7 +336,7 @@ describe('list and revoke', () => {
     expect(await backend.revoke('w')).toBe(true)
     expect(await backend.revoke('w')).toBe(false)
     expect(harness.roundTrips() - before).toBe(2)
-    const fields = await harness.admin.hgetall(`${harness.keyPrefix}w`)
+    const fields = await harness.admin.hgetall(harness.leaseKey('w'))
     expect(fields).toMatchObject({ holder: '', released: '0', token: '1' })
   })
 
@@ -329,7 +351,7 @@ describe('list and revoke', () => {
     expect(await backend.revoke('w', { fencingToken: record.fencingToken })).toBe(false)
     expect(harness.roundTrips() - before).toBe(4)
     // 2^62 + 1 and 2^62 are one double in Lua: only the string comparison tells them apart.
-    const key = `${harness.keyPrefix}big`
+    const key = harness.leaseKey('big')
     const big = 2n ** 62n + 1n
     await harness.admin.hset(key, {
       token: String(big),
@@ -353,7 +375,7 @@ describe('list and revoke', () => {
     const backend = await harness.open()
     const record = await backend.acquire('w', 'h', TTL)
     expect(await backend.revoke('w')).toBe(true)
-    const key = `${harness.keyPrefix}w`
+    const key = harness.leaseKey('w')
     await harness.admin.hset(key, 'expires', String(Date.now() + TTL))
     expect(await backend.revoke('w')).toBe(false)
     expect(await backend.revoke('w', { fencingToken: record.fencingToken })).toBe(false)
@@ -388,7 +410,7 @@ describe('failures of the store are not lease outcomes', () => {
   test('a key of the wrong type rejects with the Redis error, not LEASE_HELD or FENCED', async () => {
     harness = await createHarness()
     const backend = await harness.open()
-    await harness.admin.set(`${harness.keyPrefix}w`, 'not a hash')
+    await harness.admin.set(harness.leaseKey('w'), 'not a hash')
     const error = await backend.acquire('w', 'holder-a', TTL).catch((caught: unknown) => caught)
     expect(isWorkleaseError(error)).toBe(false)
     expect(String(error)).toMatch(/WRONGTYPE/)
@@ -628,6 +650,8 @@ describe('a command whose reply was lost is never sent twice', () => {
         { client, keyPrefix: shifting },
         // UTF-8 has no lone surrogate: 'a\ud800:' and 'a\udfff:' would both be sent as 'a\ufffd:'.
         { client, keyPrefix: 'a\ud800:' },
+        // The separator of prefix and workId in a lease's key.
+        { client, keyPrefix: 'a\u0000' },
         { client, listIndex: 'no' },
         { client, maxStateBytes: -1 },
         { client, maxStateBytes: 'x' },
@@ -683,7 +707,7 @@ describe('a command whose reply was lost is never sent twice', () => {
       // An unknown outcome, for the caller to resolve; never FENCED from a second copy of itself.
       expect(error).toBeInstanceOf(Error)
       expect(isWorkleaseError(error)).toBe(false)
-      expect(await harness.admin.hget(`${harness.keyPrefix}w`, 'released')).toBe('1')
+      expect(await harness.admin.hget(harness.leaseKey('w'), 'released')).toBe('1')
     } finally {
       client.disconnect()
       await proxy.close()
@@ -745,7 +769,7 @@ describe('a script that fails has written nothing', () => {
     // The index key holds something else: e.g. another backend's lease whose workId nests prefixes.
     await harness.admin.hset(harness.keyPrefix, 'x', '1')
     await seed('seeded', 5n)
-    const before = await harness.admin.hgetall(`${harness.keyPrefix}seeded`)
+    const before = await harness.admin.hgetall(harness.leaseKey('seeded'))
     for (const acquire of [
       (workId: string) => backend.acquire(workId, 'holder-a', TTL),
       (workId: string) => backend.acquireWithCheckpoint(workId, 'holder-a', TTL),
@@ -755,8 +779,8 @@ describe('a script that fails has written nothing', () => {
         expect(isWorkleaseError(error)).toBe(false)
         expect(String(error)).toMatch(/WRONGTYPE/)
       }
-      expect(await harness.admin.hgetall(`${harness.keyPrefix}new`)).toEqual({})
-      expect(await harness.admin.hgetall(`${harness.keyPrefix}seeded`)).toEqual(before)
+      expect(await harness.admin.hgetall(harness.leaseKey('new'))).toEqual({})
+      expect(await harness.admin.hgetall(harness.leaseKey('seeded'))).toEqual(before)
     }
   })
 
@@ -765,13 +789,13 @@ describe('a script that fails has written nothing', () => {
     const backend = await harness.open()
     const a = await backend.acquire('a', 'holder', TTL)
     const b = await backend.acquire('b', 'holder', TTL)
-    const before = await harness.admin.hget(`${harness.keyPrefix}a`, 'expires')
-    await harness.admin.del(`${harness.keyPrefix}b`)
-    await harness.admin.set(`${harness.keyPrefix}b`, 'not a hash')
+    const before = await harness.admin.hget(harness.leaseKey('a'), 'expires')
+    await harness.admin.del(harness.leaseKey('b'))
+    await harness.admin.set(harness.leaseKey('b'), 'not a hash')
     const error = await backend.renewMany([a, b], 10 * TTL).catch((caught: unknown) => caught)
     expect(isWorkleaseError(error)).toBe(false)
     expect(String(error)).toMatch(/WRONGTYPE/)
-    expect(await harness.admin.hget(`${harness.keyPrefix}a`, 'expires')).toBe(before)
+    expect(await harness.admin.hget(harness.leaseKey('a'), 'expires')).toBe(before)
   })
 })
 
@@ -879,7 +903,7 @@ describe('docs/writing-a-driver.md', () => {
     // The helpers every script starts with, as the guide prints them.
     const helpers = blocks.find((block) => block.includes('local function now_ms'))
     expect(helpers).toBeDefined()
-    const key = `${harness.keyPrefix}w`
+    const key = harness.leaseKey('w')
     const record = await backend.acquire('w', 'holder-a', 10 * TTL)
     const before = Number(await harness.admin.hget(key, 'expires'))
     const reply = await harness.admin.eval(

@@ -105,6 +105,8 @@ export async function monitorServer(
 
 export interface RedisTestHarness extends BackendHarness {
   readonly keyPrefix: string
+  /** The key of `workId`'s lease hash: the prefix, U+0000, the workId. */
+  leaseKey(workId: string): string
   /** A client outside the count, for setting up or inspecting keys. */
   readonly admin: Redis
   open(options?: unknown, overrides?: Partial<RedisBackendOptions>): Promise<RedisBackend>
@@ -125,8 +127,10 @@ export async function createHarness(): Promise<RedisTestHarness> {
   let total = 0
   const failer = new RoundTripFailer()
   const takeFailure = () => failer.take()
+  const leaseKey = (workId: string) => `${keyPrefix}\u0000${workId}`
   return {
     keyPrefix,
+    leaseKey,
     admin,
     async open(_options, overrides = {}) {
       const client = await connect()
@@ -143,7 +147,7 @@ export async function createHarness(): Promise<RedisTestHarness> {
     commands: () => ({ ...byName }),
     // A released lease at `token`, written by hand through the admin client (outside the count).
     async seedToken(workId, token) {
-      await admin.hset(`${keyPrefix}${workId}`, {
+      await admin.hset(leaseKey(workId), {
         token: token.toString(),
         holder: 'seeded',
         expires: '0',
