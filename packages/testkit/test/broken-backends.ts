@@ -11,6 +11,7 @@ import {
   isLeaseHeldError,
   isTokensExhaustedError,
   isWorkleaseError,
+  LeaseExpiredError,
   LeaseHeldError,
   type LeaseListing,
   type LeaseRecord,
@@ -65,6 +66,28 @@ async function onRejection<T, R = never>(pending: Promise<T>, change: (error: un
 }
 
 type BrokenBackendClass = new (store: MemoryStore, clock: Clock) => Backend
+
+const isFencedError = (error: unknown) => isObject(error) && error.code === 'FENCED'
+
+/** The validated call options a mutant passes on: the signal alone, if any. */
+const signalOf = (args: { readonly signal?: AbortSignal }) =>
+  args.signal ? { signal: args.signal } : undefined
+
+/** Expired, and neither released, revoked nor taken since: what a stranger's record meets. */
+function expiredNotTaken(lease: StoredLease | undefined, clock: Clock): boolean {
+  return lease !== undefined && !lease.released && lease.holderId !== '' && lease.expiresAtMs <= clock.now()
+}
+
+/** Extends `lease` as if `record`, a stale record of its holder, were its own. */
+function extendIfSameHolder(lease: StoredLease | undefined, record: LeaseRecord, until: number): void {
+  if (
+    lease &&
+    !lease.released &&
+    lease.holderId === record.holderId &&
+    lease.fencingToken > record.fencingToken
+  )
+    lease.expiresAtMs = Math.max(lease.expiresAtMs, until)
+}
 
 const broken: Record<string, BrokenBackendClass> = {
   // As the memory backend was until session 37: the clock checked once, then `clock.now` read again.
@@ -1441,10 +1464,188 @@ const broken: Record<string, BrokenBackendClass> = {
       }
     }
   },
+  // Found by a review (session 51): five calls given a stranger's record (the stored token, another
+  // holderId) of an expired lease nobody took, judged by the token alone or the expiry first.
+  'renew judging the expiry before the holderId': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      const args = validateRenewArgs(record, ttlMs, options)
+      return onRejection(super.renew(args.record, args.ttlMs, signalOf(args)), (error) => {
+        if (isFencedError(error) && this.#expiredAtToken(args.record)) throw new LeaseExpiredError()
+        throw error
+      })
+    }
+    #expiredAtToken(record: LeaseRecord): boolean {
+      const lease = this.lease(record.workId)
+      return expiredNotTaken(lease, this.clock) && lease!.fencingToken === record.fencingToken
+    }
+  },
+  "renewMany reporting a stranger's record of an expired lease expired": class extends Flawed {
+    override async renewMany(records: readonly LeaseRecord[], ttlMs: number, options?: CallOptions) {
+      const args = validateRenewManyArgs(records, ttlMs, 1_000, options)
+      const outcomes = await super.renewMany(args.records, args.ttlMs, signalOf(args))
+      return outcomes.map((outcome, i): RenewOutcome => {
+        const lease = this.lease(args.records[i]!.workId)
+        const atToken = lease?.fencingToken === args.records[i]!.fencingToken
+        return outcome === 'fenced' && atToken && expiredNotTaken(lease, this.clock) ? 'expired' : outcome
+      })
+    }
+  },
+  'checkpoint matching an expired lease by its token alone': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const args = validateCheckpointArgs(record, state, ttlMs, Number.MAX_SAFE_INTEGER, options)
+      const lease = this.lease(args.record.workId)
+      if (expiredNotTaken(lease, this.clock) && lease!.fencingToken === args.record.fencingToken) {
+        lease!.state = args.state.slice()
+        lease!.expiresAtMs = this.clock.now() + args.ttlMs
+        return
+      }
+      return super.checkpoint(args.record, args.state, args.ttlMs, {
+        ...signalOf(args),
+        sequence: args.sequence,
+      })
+    }
+  },
+  'release matching an expired lease by its token alone': class extends Flawed {
+    override async release(record: LeaseRecord, options?: CallOptions) {
+      const args = validateRecordArgs(record, options)
+      const lease = this.lease(args.record.workId)
+      if (expiredNotTaken(lease, this.clock) && lease!.fencingToken === args.record.fencingToken) {
+        lease!.released = true
+        return
+      }
+      return super.release(args.record, signalOf(args))
+    }
+  },
+  'readCheckpoint matching an expired lease by its token alone': class extends Flawed {
+    override async readCheckpoint(record: LeaseRecord, options?: CallOptions) {
+      const args = validateRecordArgs(record, options)
+      const lease = this.lease(args.record.workId)
+      if (expiredNotTaken(lease, this.clock) && lease!.fencingToken === args.record.fencingToken) {
+        return {
+          state: lease!.state === null ? null : lease!.state.slice(),
+          cleanHandoff: lease!.cleanHandoff,
+        }
+      }
+      return super.readCheckpoint(args.record, signalOf(args))
+    }
+  },
+  // Found by a review (session 51): an older token of the same holder still extending its lease.
+  'renew by an earlier lease of the holder extending its current one': class extends Flawed {
+    override async renew(record: LeaseRecord, ttlMs: number, options?: CallOptions) {
+      const args = validateRenewArgs(record, ttlMs, options)
+      return onRejection(super.renew(args.record, args.ttlMs, signalOf(args)), (error) => {
+        extendIfSameHolder(this.lease(args.record.workId), args.record, this.clock.now() + args.ttlMs)
+        throw error
+      })
+    }
+  },
+  'checkpoint by an earlier lease of the holder extending its current one': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const args = validateCheckpointArgs(record, state, ttlMs, Number.MAX_SAFE_INTEGER, options)
+      const pending = super.checkpoint(args.record, args.state, args.ttlMs, {
+        ...signalOf(args),
+        sequence: args.sequence,
+      })
+      return onRejection(pending, (error) => {
+        extendIfSameHolder(this.lease(args.record.workId), args.record, this.clock.now() + args.ttlMs)
+        throw error
+      })
+    }
+  },
+  // Found by a review (session 51): round trips counted on happy paths only.
+  'revoke without a token reading first when there is nothing to end': class extends Flawed {
+    override async revoke(workId: string, options?: RevokeOptions) {
+      const args = validateRevokeArgs(workId, options)
+      const ended = await super.revoke(args.workId, args.fencingToken === undefined ? signalOf(args) : args)
+      if (!ended && args.fencingToken === undefined) this.store.operations++
+      return ended
+    }
+  },
+  'acquireWithCheckpoint refused in three round trips': class extends Flawed {
+    override async acquireWithCheckpoint(
+      workId: string,
+      holderId: string,
+      ttlMs: number,
+      options?: CallOptions,
+    ) {
+      return onRejection(super.acquireWithCheckpoint(workId, holderId, ttlMs, options), (error) => {
+        if (isLeaseHeldError(error)) this.store.operations += 2
+        throw error
+      })
+    }
+  },
+  'checkpoint with a stale sequence in three round trips': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const stale =
+        (options?.sequence ?? Number.POSITIVE_INFINITY) <=
+        (this.lease(record.workId)?.checkpointSequence ?? 0)
+      await super.checkpoint(record, state, ttlMs, options)
+      if (stale) this.store.operations += 2
+    }
+  },
+  'checkpoint of an expired lease in three round trips': class extends Flawed {
+    override async checkpoint(
+      record: LeaseRecord,
+      state: Uint8Array,
+      ttlMs: number,
+      options?: CheckpointOptions,
+    ) {
+      const expired = expiredNotTaken(this.lease(record.workId), this.clock)
+      await super.checkpoint(record, state, ttlMs, options)
+      if (expired) this.store.operations += 2
+    }
+  },
+  // Found by a review (session 51): listeners were counted on acquireWithCheckpoint's calls not at all,
+  // and on refusals of renew's and acquire's only.
+  'acquireWithCheckpoint leaving a listener on the signal': class extends Flawed {
+    override acquireWithCheckpoint(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      if (isObject(options) && options.signal instanceof AbortSignal)
+        options.signal.addEventListener('abort', () => undefined)
+      return super.acquireWithCheckpoint(workId, holderId, ttlMs, options)
+    }
+  },
+  'a refused checkpoint leaving a listener on the signal': class extends Flawed {
+    override checkpoint(record: LeaseRecord, state: Uint8Array, ttlMs: number, options?: CheckpointOptions) {
+      const pending = super.checkpoint(record, state, ttlMs, options)
+      return onRejection(pending, (error) => {
+        if (isObject(options) && options.signal instanceof AbortSignal)
+          options.signal.addEventListener('abort', () => undefined)
+        throw error
+      })
+    }
+  },
 }
 
 /** The group written to catch each bug; other groups may catch it too, but this one must. */
 const expectedGroup: Record<keyof typeof broken, GroupName> = {
+  'renew judging the expiry before the holderId': 'renew',
+  "renewMany reporting a stranger's record of an expired lease expired": 'renew',
+  'checkpoint matching an expired lease by its token alone': 'renew',
+  'release matching an expired lease by its token alone': 'renew',
+  'readCheckpoint matching an expired lease by its token alone': 'renew',
+  'renew by an earlier lease of the holder extending its current one': 'renew',
+  'checkpoint by an earlier lease of the holder extending its current one': 'renew',
+  'revoke without a token reading first when there is nothing to end': 'revoke',
+  'acquireWithCheckpoint refused in three round trips': 'roundTrips',
+  'checkpoint with a stale sequence in three round trips': 'roundTrips',
+  'checkpoint of an expired lease in three round trips': 'roundTrips',
+  'acquireWithCheckpoint leaving a listener on the signal': 'badInput',
+  'a refused checkpoint leaving a listener on the signal': 'badInput',
   'no token bump': 'tokens',
   'token reset after release': 'tokens',
   'double acquire allowed': 'acquire',

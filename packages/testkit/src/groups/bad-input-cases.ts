@@ -415,9 +415,23 @@ export const badInputCases: CaseDefinition[] = [
       ])
       if (c.backend.capabilities.renewMany) await c.backend.renewMany!([record], LONG_TTL_MS, options)
       await c.backend.acquire(record.workId, 'holder-b', LONG_TTL_MS, options).catch(() => undefined)
+      const withCheckpoint = c.backend.capabilities.acquireWithCheckpoint
+      if (withCheckpoint) {
+        await c.backend.acquireWithCheckpoint!(c.workId(), 'holder-a', LONG_TTL_MS, options)
+        await c.backend.acquireWithCheckpoint!(record.workId, 'holder-b', LONG_TTL_MS, options).catch(
+          () => {},
+        )
+      }
       await c.backend.release(record, options)
-      // Failure paths too: a FENCED renew may read once more.
-      await c.backend.renew(record, LONG_TTL_MS, options).catch(() => undefined)
+      // Failure paths too: a FENCED renew may read once more, and each refusal ends its own way.
+      const refused = [
+        c.backend.renew(record, LONG_TTL_MS, options),
+        c.backend.checkpoint(record, bytes('x'), LONG_TTL_MS, options),
+        c.backend.readCheckpoint(record, options),
+        c.backend.release(record, options),
+        ...(c.backend.capabilities.renewMany ? [c.backend.renewMany!([record], LONG_TTL_MS, options)] : []),
+      ]
+      await Promise.all(refused.map((call) => call.catch(() => undefined)))
       checkEqual(getEventListeners(signal, 'abort').length, 0, "the signal's abort listeners after the calls")
     },
   },

@@ -128,6 +128,57 @@ export const renewCases: CaseDefinition[] = [
     },
   },
   {
+    name: 'a record with the right token but another holderId is FENCED on every call once its lease expired, and changes nothing',
+    async run(c) {
+      // A valid record matches the stored token and holderId both: the expiry is judged only for one
+      // that does. Judged first, a stranger's record of an expired lease nobody took would get
+      // LEASE_EXPIRED from renew, or take the lease over by checkpoint or release.
+      const workId = c.workId()
+      const record = await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await c.backend.checkpoint(record, bytes('holder-a'), SHORT_TTL_MS)
+      await c.expire()
+      const forged = forge(record, { holderId: 'holder-b' })
+      await checkRejects(() => c.backend.renew(forged, LONG_TTL_MS), 'FENCED', 'renew')
+      if (c.capabilities.renewMany) {
+        checkEqual(show(await c.backend.renewMany!([forged], LONG_TTL_MS)), show(['fenced']), 'renewMany')
+      }
+      await checkRejects(
+        () => c.backend.checkpoint(forged, bytes('holder-b'), LONG_TTL_MS),
+        'FENCED',
+        'checkpoint',
+      )
+      await checkRejects(() => c.backend.readCheckpoint(forged), 'FENCED', 'readCheckpoint')
+      await checkRejects(() => c.backend.release(forged), 'FENCED', 'release')
+      // Still expired, unreleased and its holder's: the next holder reads an unclean handoff of its state.
+      await checkRejects(() => c.backend.renew(record, LONG_TTL_MS), 'LEASE_EXPIRED', "the holder's renew")
+      const next = await c.backend.acquire(workId, 'holder-c', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 2n, 'token of the next holder')
+      const read = await c.backend.readCheckpoint(next)
+      checkEqual(read.cleanHandoff, false, 'cleanHandoff after the lease expired')
+      checkBytes(read.state, bytes('holder-a'), 'state the next holder reads')
+    },
+  },
+  {
+    name: 'a record of an earlier lease of the same holder is FENCED and does not extend its current lease',
+    async run(c) {
+      // Matched by holderId alone (or by a token at most the stored one), a stale record of a holder
+      // that took the workId again would keep its current lease alive past the expiry it was given.
+      const workId = c.workId()
+      const first = await c.backend.acquire(workId, 'holder-a', LONG_TTL_MS)
+      await c.backend.release(first)
+      await c.backend.acquire(workId, 'holder-a', SHORT_TTL_MS)
+      await checkRejects(() => c.backend.renew(first, LONG_TTL_MS), 'FENCED', 'renew of the first lease')
+      await checkRejects(
+        () => c.backend.checkpoint(first, bytes('stale'), LONG_TTL_MS),
+        'FENCED',
+        'checkpoint of the first lease',
+      )
+      await c.expire()
+      const next = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      checkEqual(next.fencingToken, 3n, 'token once the second lease expired')
+    },
+  },
+  {
     name: 'renew with a token from the future is FENCED',
     async run(c) {
       const record = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)

@@ -411,6 +411,18 @@ export const revokeCases: CaseDefinition[] = [
       const before = c.roundTrips()!
       checkEqual(await revoke(c, workId), true, 'revoke of a live lease')
       checkEqual(c.roundTrips()! - before, 1, 'round trips of revoke of a live lease')
+      // Every path, not only the one that ends a lease: nothing to end is no reason for a read more.
+      const released = await c.backend.acquire(c.workId(), 'holder-a', LONG_TTL_MS)
+      await c.backend.release(released)
+      for (const [what, free] of [
+        ['a released lease', released.workId],
+        ['a revoked lease', workId],
+        ['a workId never leased', c.workId('never')],
+      ]) {
+        const start = c.roundTrips()!
+        checkEqual(await revoke(c, free!), false, `revoke of ${what}`)
+        checkEqual(c.roundTrips()! - start, 1, `round trips of revoke of ${what}`)
+      }
     },
   },
   {

@@ -53,11 +53,29 @@ export const roundTripCases: CaseDefinition[] = [
       const expiredAlone = await c.backend.acquire(c.workId('alone'), 'holder-a', SHORT_TTL_MS)
       await c.expire()
       const held = await c.backend.acquire(workId, 'holder-b', LONG_TTL_MS)
+      await c.backend.checkpoint(held, bytes('later'), LONG_TTL_MS, { sequence: 10 })
       const failures: Array<[string, () => Promise<unknown>]> = [
         ['acquire of a held lease', () => c.backend.acquire(workId, 'holder-c', LONG_TTL_MS)],
+        ...(c.capabilities.acquireWithCheckpoint
+          ? [
+              [
+                'acquireWithCheckpoint of a held lease',
+                () => c.backend.acquireWithCheckpoint!(workId, 'holder-c', LONG_TTL_MS),
+              ] as [string, () => Promise<unknown>],
+            ]
+          : []),
         ['renew after takeover', () => c.backend.renew(old, LONG_TTL_MS)],
         ['renew after expiry', () => c.backend.renew(expiredAlone, LONG_TTL_MS)],
         ['checkpoint after takeover', () => c.backend.checkpoint(old, bytes('x'), LONG_TTL_MS)],
+        // Not failures, but not the one write that lands either: each may take the one more.
+        [
+          'checkpoint with a sequence below the stored one',
+          () => c.backend.checkpoint(held, bytes('earlier'), LONG_TTL_MS, { sequence: 5 }),
+        ],
+        [
+          'checkpoint of an expired lease nobody took',
+          () => c.backend.checkpoint(expiredAlone, bytes('x'), LONG_TTL_MS),
+        ],
         ['release after takeover', () => c.backend.release(old)],
         ['readCheckpoint after takeover', () => c.backend.readCheckpoint(old)],
       ]
