@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest'
 import { CallSignals } from '../src/call-signals.js'
 import { ManualTime } from './manual-time.js'
+import { refusingTimers } from './setup.js'
 
 // A backend call that settles only when told: by `finish`, or by its signal's abort.
 function hangingCall(signals: CallSignals) {
@@ -116,14 +117,7 @@ describe('the signals backend calls carry', () => {
   test('timers that refuse to arm a slice: that call rejects, and the next gets a slice that times out', async () => {
     const time = new ManualTime()
     let refusals = 1
-    const timers = {
-      now: () => time.now(),
-      setTimeout: (callback: () => void, delay: number) => {
-        if (refusals-- > 0) throw new Error('timers refused')
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
+    const timers = refusingTimers(time, () => refusals-- > 0)
     const signals = new CallSignals(timers, 1_600)
     let made = 0
     let refused: unknown

@@ -27,6 +27,7 @@ import {
   DEADLINE,
   INTERVAL,
   predecessorOf,
+  refusingTimers,
   requiredOnly,
   setup,
   TTL,
@@ -918,19 +919,6 @@ describe('takeover at the ttl', () => {
     expect(isLeaseHeldError(waiting.error)).toBe(true)
   })
 })
-
-/** The test's ManualTime as timers, but setTimeout throws whenever `refuses(delay)` says so. */
-function refusingTimers(time: ManualTime, refuses: (delay: number) => boolean) {
-  return {
-    now: () => time.now(),
-    wallNow: () => time.wallNow(),
-    setTimeout: (callback: () => void, delay: number) => {
-      if (refuses(delay)) throw new Error('timers refused')
-      return time.setTimeout(callback, delay)
-    },
-    clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-  }
-}
 
 // Found by a review (session 50).
 describe('a Lease under faults found by review', () => {

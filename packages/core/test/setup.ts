@@ -99,6 +99,19 @@ export function countingTimers(time: ManualTime) {
   return { timers, counts }
 }
 
+/** `time` as timers, but setTimeout throws ('timers refused') whenever `refuses(delay)` says so. */
+export function refusingTimers(time: ManualTime, refuses: (delay: number) => boolean) {
+  return {
+    now: () => time.now(),
+    wallNow: () => time.wallNow(),
+    setTimeout: (callback: () => void, delay: number) => {
+      if (refuses(delay)) throw new Error('timers refused')
+      return time.setTimeout(callback, delay)
+    },
+    clearTimeout: (handle: unknown) => time.clearTimeout(handle),
+  }
+}
+
 /** Each call rejects with an `InvalidArgumentError` whose message names what it refused. */
 export async function expectRefused(refusals: readonly (readonly [() => Promise<unknown>, RegExp])[]) {
   for (const [call, named] of refusals) {

@@ -3,6 +3,7 @@ import { runInNewContext } from 'node:vm'
 import { describe, expect, test } from 'vitest'
 import { type Timeout, TimeoutQueue } from '../src/timeout-queue.js'
 import { ManualTime } from './manual-time.js'
+import { refusingTimers } from './setup.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
@@ -129,14 +130,7 @@ describe('TimeoutQueue', () => {
   test('a timeout whose timer cannot be armed is not queued', () => {
     const time = new ManualTime()
     let refusals = 1
-    const timers = {
-      now: () => time.now(),
-      setTimeout: (callback: () => void, delay: number) => {
-        if (refusals-- > 0) throw new Error('timers refused')
-        return time.setTimeout(callback, delay)
-      },
-      clearTimeout: (handle: unknown) => time.clearTimeout(handle),
-    }
+    const timers = refusingTimers(time, () => refusals-- > 0)
     const queue = new TimeoutQueue(timers, 1_000)
     expect(() => queue.add(() => undefined)).toThrow('timers refused')
     expect(queue.held).toBe(0)
