@@ -178,6 +178,8 @@ export interface CheckedBackend {
   readonly acquireWithCheckpoint: boolean
   /** Whether LEASE_HELD names the holder. */
   readonly reportsHolder: boolean
+  /** Whether the backend lists leases (declared, and the method is there). */
+  readonly lists: boolean
   /** The largest `renewMany` batch; undefined when leases are renewed one by one. */
   readonly renewManyMaxRecords: number | undefined
   /** The largest state a checkpoint may store, read once: every checkpoint is held to it. */
@@ -199,6 +201,7 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     'capabilities',
     'renewMany',
     'acquireWithCheckpoint',
+    'list',
     ...REQUIRED_OPERATIONS,
   ])
   for (const operation of REQUIRED_OPERATIONS) {
@@ -212,6 +215,7 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     'renewMany',
     'acquireWithCheckpoint',
     'reportsHolder',
+    'list',
     'maxStateBytes',
   ])
   const maxStateBytes = checkInteger(
@@ -237,6 +241,7 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     acquireWithCheckpoint:
       capabilities.acquireWithCheckpoint === true && typeof fields.acquireWithCheckpoint === 'function',
     reportsHolder: capabilities.reportsHolder === true,
+    lists: capabilities.list === true && typeof fields.list === 'function',
     renewManyMaxRecords,
     maxStateBytes,
   }
