@@ -278,7 +278,14 @@ export function linkedCancel(
     }
   }
   if (timeoutMs !== undefined && Number.isFinite(timeoutMs) && !cancel.aborted) {
-    const handle = timers.setTimeout(() => cancel.abort(timeoutError(timeoutMs)), timeoutMs)
+    let handle: unknown
+    try {
+      handle = timers.setTimeout(() => cancel.abort(timeoutError(timeoutMs)), timeoutMs)
+    } catch (error) {
+      // Timers that refuse: the listeners already attached go too, or each such call left one.
+      for (const fn of detach) fn()
+      throw error
+    }
     detach.push(() => timers.clearTimeout(handle))
   }
   return {

@@ -222,7 +222,18 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     // and release read them 13 times, now 7). A reply that arrived after the whole ttl (a paused
     // process) proves nothing about now: such a lease is lost at once and never armed.
     const now = instant(ctx.timers)
-    if (this.#live(now)) this.#arm(now)
+    if (!this.#live(now)) return
+    try {
+      this.#arm(now)
+    } catch (error) {
+      // Timers that refuse: the Leaser lets the store's lease go as an orphan, and nobody holds this
+      // one. What was armed before the throw is taken back, or its deadline would report lost a lease
+      // never handed out. Not halted through #halt: that ends it for the Leaser too, which retires
+      // its token, and the orphan's release would then be skipped as a token handed out.
+      this.#disarm()
+      this.#halted = true
+      throw error
+    }
   }
 
   /** The fencing token: strictly greater than every earlier holder's. */
@@ -548,12 +559,7 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
 
   /** The store side: no more renewals, calls in flight abandoned, timers cleared. */
   #halt(): void {
-    this.#unschedule()
-    if (this.#watchdog !== undefined) this.#ctx.timers.clearTimeout(this.#watchdog)
-    this.#watchdog = undefined
-    const watchSlot = this.#watchSlot
-    this.#watchSlot = undefined
-    if (watchSlot !== undefined) this.#ctx.deadlines.leave(watchSlot)
+    this.#disarm()
     this.#halted = true
     this.#stop.abort()
     // A release waiting for a batch stops waiting: the batch may be out until its call timeout, far
@@ -562,6 +568,16 @@ export class Lease<S = Uint8Array> implements AsyncDisposable, ScheduledLease, W
     this.#batchSettled = undefined
     batchSettled?.()
     this.#ctx.onEnd(this)
+  }
+
+  /** Nothing of this lease's is armed any more: no renewal, no watch of its deadline. */
+  #disarm(): void {
+    this.#unschedule()
+    if (this.#watchdog !== undefined) this.#ctx.timers.clearTimeout(this.#watchdog)
+    this.#watchdog = undefined
+    const watchSlot = this.#watchSlot
+    this.#watchSlot = undefined
+    if (watchSlot !== undefined) this.#ctx.deadlines.leave(watchSlot)
   }
 
   /** A renew or checkpoint that started at `start` succeeded: the backend's expiry is >= start + ttl. */

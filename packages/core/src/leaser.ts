@@ -702,14 +702,16 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       const leases = [...this.#leases]
       for (const lease of leases) lease[closeLease]()
       const done = Promise.allSettled(leases.map((lease) => lease[workDone] ?? lease.release()))
-      const { cancel, dispose } = linkedCancel(this.#ctx.timers, [], timeoutMs)
+      const stopWaiting = new Cancel()
       try {
         // The attempts cut short settle meanwhile, and may start releases of what they took.
         const quiet = done.then(() => this.#quiet())
-        await Promise.race([quiet, sleep(this.#ctx.timers, timeoutMs, cancel)])
+        // A timeout that timers refuse (reported, as user code's bugs are) has passed: waited for
+        // without one, a store that hangs would hold close() for good.
+        const timedOut = sleep(this.#ctx.timers, timeoutMs, stopWaiting).catch(throwLater)
+        await Promise.race([quiet, timedOut])
       } finally {
-        cancel.abort()
-        dispose()
+        stopWaiting.abort()
       }
       this.#closeDone = true
       for (const lease of leases) lease.abandon()
@@ -1006,8 +1008,14 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       // close() releases: it waits for this release as for an orphan's.
       this.#unreported ??= Object.freeze({ ...this.#ctx, events: new UnreportedEvents() })
       // Made before it is counted: a constructor that throws (timers that refuse) would leave close()
-      // waiting for a release that never comes.
-      const orphan = new Lease<S>(this.#unreported, record, start, checkpoint)
+      // waiting for a release that never comes. Then it is let go of as any orphan.
+      let orphan: Lease<S>
+      try {
+        orphan = new Lease<S>(this.#unreported, record, start, checkpoint)
+      } catch {
+        this.#releaseOrphan(record.workId, { record, checkpoint })
+        throw new LeaserClosedError()
+      }
       this.#unawaited++
       orphan.release().then(() => this.#settled())
       throw new LeaserClosedError()

@@ -1,3 +1,4 @@
+import { throwLater } from './throw-later.js'
 import type { Timers } from './timers.js'
 
 /** @internal One wait's timeout, as {@link TimeoutQueue.add} returns it. */
@@ -116,7 +117,13 @@ export class TimeoutQueue {
       this.#entries = []
       this.#head = 0
     } else {
-      this.#arm(entries[this.#head]!.at)
+      // Refused (reported, as user code's bugs are), the entries after these wait for the next add to
+      // arm a timer; these are due all the same.
+      try {
+        this.#arm(entries[this.#head]!.at)
+      } catch (error) {
+        throwLater(error)
+      }
     }
     // After the queue is consistent: a callback may add or cancel timeouts of its own.
     for (const onTimeout of due) onTimeout()

@@ -1,3 +1,4 @@
+import { throwLater } from './throw-later.js'
 import type { Timers } from './timers.js'
 
 /**
@@ -114,9 +115,12 @@ export class TimerWheel<T> {
 
   #arm(slot: number): void {
     if (this.#timer !== undefined) this.#timers.clearTimeout(this.#timer)
-    this.#timerSlot = slot
+    this.#timer = undefined
+    this.#timerSlot = undefined
     // One callback for every timer: a lone lease filed and withdrawn, over and over, allocates none.
     this.#timer = this.#timers.setTimeout(this.#onTimer, slot * this.#windowMs - this.#timers.now())
+    // Once armed: timers that refuse leave no slot the wheel takes for armed, and the next file arms.
+    this.#timerSlot = slot
   }
 
   readonly #onTimer = (): void => this.#fire(this.#timerSlot!)
@@ -131,7 +135,15 @@ export class TimerWheel<T> {
     for (const { slot } of due) this.#slots.delete(slot)
     due.sort((a, b) => a.slot - b.slot)
     const next = this.#earliest()
-    if (next !== undefined) this.#arm(next)
+    // A re-arm that timers refuse (reported, as user code's bugs are) costs the slots after these a
+    // timer until the next file arms one; these are due all the same.
+    if (next !== undefined) {
+      try {
+        this.#arm(next)
+      } catch (error) {
+        throwLater(error)
+      }
+    }
     this.#onDue(due)
   }
 }

@@ -23,6 +23,7 @@ import {
 } from '../src/index.js'
 import { ManualTime } from './manual-time.js'
 import {
+  collectUncaughtExceptions,
   collectUnhandledRejections,
   DEADLINE,
   INTERVAL,
@@ -52,6 +53,8 @@ function quickLeaser(backend: Backend, time: ManualTime, options: Partial<Leaser
 
 /** Unhandled rejections seen during one test. */
 const unhandled = collectUnhandledRejections()
+/** Uncaught exceptions seen during one test: what runs later reports the bugs of user code so. */
+const uncaught = collectUncaughtExceptions()
 
 /** Declares only what every backend has: no list, no renewMany, no acquireWithCheckpoint. */
 class WithoutOptional extends ForwardingBackend {
@@ -1140,6 +1143,27 @@ describe('a Lease under faults found by review', () => {
     expect(await time.until(closing!, 20_000)).toBeLessThan(1_000)
   })
 
+  // Review of the fix above (session 51): the constructor's throw left the store's lease held, with no
+  // Lease to release it, and the acquire rejected with the timers' error, not LEASER_CLOSED.
+  test('a lease adopted as close() runs whose Lease cannot be made is let go of', async () => {
+    const time = new ManualTime()
+    let closing: Promise<void> | undefined
+    const timers = refusingTimers(
+      time,
+      () => closing !== undefined && new Error().stack?.includes('at new Lease') === true,
+    )
+    const { leaser, other } = setup({ time, timers })
+    leaser.on('acquired', () => {
+      closing ??= leaser.close({ timeoutMs: 10_000 })
+    })
+    const a = leaser.acquire('job-a').catch((e: unknown) => e)
+    const b = leaser.acquire('job-b').catch((e: unknown) => e)
+    await time.until(Promise.all([a, b]))
+    await time.until(closing!, 20_000)
+    expect(((await b) as { code?: string }).code).toBe('LEASER_CLOSED')
+    expect((await other.acquire('job-b', 'worker-b', TTL)).fencingToken).toBe(2n)
+  })
+
   // Review of the fix above: the release that gave up returned with the lease neither released nor
   // lost (no event, no lossError), and its deadline then reported a loss after release() resolved.
   test('backoff timers that always throw: release() resolves with the loss said, nothing after', async () => {
@@ -1279,5 +1303,84 @@ describe('an acquire under faults found by review', () => {
     expect(leaser.leases).toEqual([])
     await expectFreedCleanly(other)
     await time.until(leaser.close())
+  })
+
+  // Review of the fixes above (session 51): a Lease whose deadline watch was armed before its renew
+  // timer was refused stayed watched, and reported lost a lease whose acquire had rejected.
+  test('a Lease made only in part is not reported lost', async () => {
+    const time = new ManualTime()
+    const timers = refusingTimers(time, () => {
+      const stack = new Error().stack ?? ''
+      return stack.includes('at new Lease') && !stack.includes('#watch')
+    })
+    const { leaser, named } = setup({ time, timers })
+    const acquired = track(leaser.acquire('job'))
+    await time.advance(100)
+    expect(acquired.rejected).toBe(true)
+    await time.advance(3 * TTL)
+    expect(named('lost')).toEqual([])
+    await time.until(leaser.close())
+  })
+
+  // Review of the fixes above (session 51): the deadline wheel took itself for armed when its timer
+  // was refused, and armed no timer again: a later lease whose renewals hung was told it was lost
+  // only past the store's ttl.
+  test("a Lease refused at its deadline watch: a later lease's deadline still holds", async () => {
+    async function lossAfter(refuseOnce: boolean): Promise<number | undefined> {
+      const time = new ManualTime()
+      let refusals = refuseOnce ? 1 : 0
+      const timers = refusingTimers(time, () => {
+        if (refusals === 0 || new Error().stack?.includes('at new Lease') !== true) return false
+        refusals--
+        return true
+      })
+      const { leaser } = setup({
+        time,
+        timers,
+        wrap: (memory) =>
+          new (class extends ForwardingBackend {
+            override renew() {
+              return new Promise<never>(() => {})
+            }
+          })(memory),
+      })
+      const refused = track(leaser.acquire('job'))
+      await time.advance(10)
+      expect(refused.rejected).toBe(refuseOnce)
+      const start = time.now()
+      const lease = track(leaser.acquire('job-2'))
+      await time.advance(10)
+      let lostAt: number | undefined
+      lease.value!.signal.addEventListener('abort', () => {
+        lostAt = time.now() - start
+      })
+      await time.advance(5 * TTL)
+      return lostAt
+    }
+    expect(await lossAfter(true)).toBe(await lossAfter(false))
+  })
+
+  // Review of the fixes above (session 51): close()'s own timeout, refused, rejected close() for good:
+  // the leases were never abandoned nor the calls in flight aborted.
+  test('close() whose timeout timers refuse still ends every lease, the refusal reported', async () => {
+    const time = new ManualTime()
+    const timers = refusingTimers(time, (delay) => delay === 5_000)
+    const { leaser } = setup({
+      time,
+      timers,
+      wrap: (memory) =>
+        new (class extends ForwardingBackend {
+          override release() {
+            return new Promise<never>(() => {})
+          }
+        })(memory),
+    })
+    const lease = await time.until(leaser.acquire('job')).then(() => leaser.leases[0]!)
+    const closing = track(leaser.close({ timeoutMs: 5_000 }))
+    await time.advance(10)
+    expect(closing.settled && !closing.rejected).toBe(true)
+    expect(lease.held).toBe(false)
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])
   })
 })

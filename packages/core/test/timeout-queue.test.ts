@@ -3,12 +3,14 @@ import { runInNewContext } from 'node:vm'
 import { describe, expect, test } from 'vitest'
 import { type Timeout, TimeoutQueue } from '../src/timeout-queue.js'
 import { ManualTime } from './manual-time.js'
-import { refusingTimers } from './setup.js'
+import { collectUncaughtExceptions, refusingTimers } from './setup.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
 
 describe('TimeoutQueue', () => {
+  const uncaught = collectUncaughtExceptions()
+
   test('each timeout fires exactly timeoutMs after it was added, in order, on one timer', async () => {
     const time = new ManualTime()
     const timeouts = new TimeoutQueue(time, 100)
@@ -134,5 +136,28 @@ describe('TimeoutQueue', () => {
     const queue = new TimeoutQueue(timers, 1_000)
     expect(() => queue.add(() => undefined)).toThrow('timers refused')
     expect(queue.held).toBe(0)
+  })
+
+  // Found by a review (session 51): the re-arm for the entries still waiting came before the due ones
+  // were called, and a refused one lost them, already taken out of the queue.
+  test('a re-arm that timers refuse: the due timeouts fire all the same, the refusal reported', async () => {
+    const time = new ManualTime()
+    let refuse = false
+    const queue = new TimeoutQueue(
+      refusingTimers(time, () => refuse),
+      100,
+    )
+    const fired: string[] = []
+    queue.add(() => fired.push('a'), 0)
+    queue.add(() => fired.push('b'), 50)
+    refuse = true
+    await time.advance(100)
+    refuse = false
+    expect(fired).toEqual(['a'])
+    queue.add(() => fired.push('c'))
+    await time.advance(100)
+    expect(fired).toEqual(['a', 'b', 'c'])
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])
   })
 })
