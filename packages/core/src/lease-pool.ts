@@ -25,6 +25,7 @@ import { type Lease, readHandoff, releaseConfirmed } from './lease.js'
 import type { LeasePoolOptions } from './lease-pool-options.js'
 import { boundedStoreCall, isLeaser, keepWhileWorking, Leaser, releaseOrphansOf } from './leaser.js'
 import { LeaserClosedError } from './leaser-closed-error.js'
+import { firstInOwnOrder } from './own-order.js'
 import { copyView, type GroupListing, type PoolKeys, poolKeys, readGroup, viewOf } from './pool-view.js'
 import { backoffDelay, type ResolvedRetryPolicy } from './retry-policy.js'
 import { throwLater } from './throw-later.js'
@@ -212,13 +213,6 @@ function planOf(answer: unknown): { take: number; release: number } {
   const { take, release } = readFields("options.planner's answer", answer, ['take', 'release'])
   if (isMoveCount(take) && isMoveCount(release)) return { take, release }
   throw refused(`{ take: ${describeValue(take)}, release: ${describeValue(release)} }`)
-}
-
-/** FNV-1a: a cheap, stable spread, so members trying to take free units start at different ones. */
-function spread(text: string): number {
-  let hash = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), 0x01000193)
-  return hash >>> 0
 }
 
 /**
@@ -466,7 +460,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
 
   async #close(limit: number): Promise<void> {
     this.#closed.abort(new LeaserClosedError('the pool is closed'))
-    this.#options.timers.clearTimeout(this.#timer)
+    // Timers that refuse (reported, as user code's bugs are) stop nothing here: thrown, they left
+    // every handler running and the membership held, with every later close() the same rejection.
+    this.#clearTimer(this.#timer)
     // Every handler hears it now, and the bound runs from now: a rebalance still out (a slow units
     // function, a store call) neither holds the handlers back nor stretches the bound.
     for (const runner of this.#runners.values()) runner.stop()
@@ -475,22 +471,39 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const left = this.#membership?.release().catch(() => undefined)
     const { timers } = this.#options
     let timer: unknown
-    await Promise.race([
-      (async () => {
-        await this.#starting?.catch(() => undefined)
-        // A take still out adds no runner (it checks the close after each acquire, and hands back).
-        await this.#ticking
-        await Promise.allSettled(this.#finishing)
-        await left
-        // A join or rejoin still out when the close began may have landed since.
-        await this.#membership?.release().catch(() => undefined)
-      })(),
-      new Promise<void>((resolve) => {
-        timer = timers.setTimeout(() => resolve(), limit)
-      }),
-    ])
-    timers.clearTimeout(timer)
-    this.#letProcessExit?.()
+    try {
+      await Promise.race([
+        (async () => {
+          await this.#starting?.catch(() => undefined)
+          // A take still out adds no runner (it checks the close after each acquire, and hands back).
+          await this.#ticking
+          await Promise.allSettled(this.#finishing)
+          await left
+          // A join or rejoin still out when the close began may have landed since.
+          await this.#membership?.release().catch(() => undefined)
+        })(),
+        new Promise<void>((resolve) => {
+          // A limit that cannot be armed has passed, as in Leaser.close().
+          try {
+            timer = timers.setTimeout(() => resolve(), limit)
+          } catch (error) {
+            throwLater(error)
+            resolve()
+          }
+        }),
+      ])
+    } finally {
+      this.#clearTimer(timer)
+      this.#letProcessExit?.()
+    }
+  }
+
+  #clearTimer(timer: unknown): void {
+    try {
+      this.#options.timers.clearTimeout(timer)
+    } catch (error) {
+      throwLater(error)
+    }
   }
 
   /** Same as {@link close}, for `await using pool = new LeasePool(...)`. */
@@ -580,8 +593,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     try {
       this.#timer = this.#options.timers.setTimeout(() => this.#tick(), delay)
     } catch (error) {
-      // Nothing left to schedule with: said, rather than a loop that stops without a word.
+      // Nothing left to schedule with: said, and the pool closes, as under a closed Leaser. Left in
+      // the group with no loop, the member was counted in every share and took none of it, and ran
+      // on units that had left the set.
       this.#rebalanceFailed(error)
+      this.close().catch(throwLater)
     }
   }
 
@@ -707,8 +723,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // units it means to take as held) is its own, never which units this pool takes or shares.
       const plan = planOf(planner(copyView(view), maxMoves))
       const mine = [...this.#runners.values()].filter((runner) => this.#working(runner))
-      mine.sort((a, b) => spread(leaser.holderId + b.id) - spread(leaser.holderId + a.id))
-      for (const runner of mine.slice(0, Math.max(0, Math.min(plan.release, maxMoves)))) this.#giveUp(runner)
+      const giveUp = Math.min(plan.release, maxMoves)
+      for (const runner of firstInOwnOrder(mine, (r) => r.id, leaser.holderId, giveUp, 'giveUp')) {
+        this.#giveUp(runner)
+      }
       const free = view.units.filter((unit) => !view.holders.has(unit) && !this.#runners.has(unit))
       const toTake = Math.min(plan.take, maxMoves)
       const { taken, cut, failed } = await this.#take(toTake, free)
@@ -797,9 +815,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    */
   async #take(count: number, free: string[]): Promise<{ taken: number; failed: number; cut: boolean }> {
     const { leaser } = this.#options
-    free.sort((a, b) => spread(leaser.holderId + a) - spread(leaser.holderId + b))
     // Others take from the same free units: a few misses are expected, endless ones are not.
-    const attempts = Math.min(free.length, count * 2 + 2)
+    const toTry = firstInOwnOrder(free, (unit) => unit, leaser.holderId, count > 0 ? count * 2 + 2 : 0)
+    const attempts = toTry.length
     // The plan is only as good as the listing it came from: a member that saw 4 of 10 members start
     // would otherwise go on taking 250 units for seconds. Past half an interval it stops and, short,
     // plans again at once from a fresh listing.
@@ -814,7 +832,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       // Never more in flight than still wanted, so a rebalance takes at most `count`.
       while (next < attempts && taken + inFlight < count && timers.now() < stopAt) {
         if (this.#closed.signal.aborted) return
-        const unit = free[next++]!
+        const unit = toTry[next++]!
         let lease: Lease<S>
         inFlight++
         try {
@@ -959,8 +977,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       }
       // Never run, so never reported taken: back as a take the pool closed on goes back, without
       // turning a crashed holder's handoff into a clean one.
-      if (end === 'unrun') await this.#handBackUnrun(runner.lease)
-      else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
+      if (end === 'unrun') {
+        await this.#handBackUnrun(runner.lease)
+        // Reported taken, then stopped before its handler ran (a `taken` listener closed the pool):
+        // its end is said too, as the unit's end after every `taken`.
+        if (runner.reportedTaken) {
+          const type = runner.lease[releaseConfirmed] ? 'released' : 'lost'
+          this.#emit({ type, group: this.group, unit: runner.id })
+        }
+      } else if (end === 'lost') this.#emit({ type: 'lost', group: this.group, unit: runner.id })
       // A unit marked done was finished before any close: released (reason 'closed' then), not lost too.
       else if (end === 'failed' || (end !== 'done' && runner.lease.lossError?.reason === 'closed')) {
         // The handler threw as it stopped, or the Leaser closed under it (from then on it could store
@@ -995,9 +1020,12 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     const { leaser, timers, random } = this.#options
     for (let attempt = 0; ; attempt++) {
       try {
+        // Cut short by close(): a mark held by a member clearing it kept the unit's lease held, after
+        // close() resolved, for as long as the wait's timeout.
         const mark = await leaser.acquire(this.#keys.doneMark(runner.id), {
           wait: true,
           timeoutMs: this.#intervalMs,
+          signal: this.#closed.signal,
         })
         await mark.release()
         // release() never rejects: a mark whose release did not land (lost, or the store kept
@@ -1006,6 +1034,7 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         return 'done'
       } catch (error) {
         if (!runner.lease.held) return 'lost'
+        if (this.#closed.signal.aborted) return 'stopped'
         this.#emit({ type: 'doneMarkFailed', group: this.group, unit: runner.id, error })
       }
       if (this.#closed.signal.aborted) return 'stopped'

@@ -53,6 +53,7 @@ export class UnitRunner {
   readonly #stop = new AbortController()
   #leaving = false
   #running = false
+  #reportedTaken = false
 
   constructor(
     id: string,
@@ -85,6 +86,11 @@ export class UnitRunner {
     return this.#running
   }
 
+  /** Whether the unit was reported `taken` (the gate passed), whether or not its handler then ran. */
+  get reportedTaken(): boolean {
+    return this.#reportedTaken
+  }
+
   /** Counts the unit as given up before its handler is asked to stop (see `HandBackQueue`). */
   leave(): void {
     this.#leaving = true
@@ -113,7 +119,12 @@ export class UnitRunner {
     }
     this.#running = true
     try {
-      gate?.started()
+      if (gate) {
+        this.#reportedTaken = true
+        gate.started()
+      }
+      // A `taken` listener may have closed the pool: no handler starts after close().
+      if (this.stopping || !this.lease.held) return 'unrun'
       return await this.#run(handler, retry)
     } finally {
       this.#running = false

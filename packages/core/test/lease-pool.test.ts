@@ -30,6 +30,7 @@ import {
   collectUnhandledRejections,
   INTERVAL,
   predecessorOf,
+  refusingTimers,
   setup,
   TTL,
   text,
@@ -2621,5 +2622,110 @@ describe('LeasePool: faults found by review', () => {
       await time.until(pool.close())
       await time.until(leaser.close())
     })
+  })
+})
+
+// Found by a review (session 51).
+describe('a pool under faults found by review', () => {
+  const uncaught = collectUncaughtExceptions()
+
+  // The loop's one timer refused, the pool said so and looked no more, but stayed in the group: the
+  // others counted it in every share, and the units it was owed stayed free and unrun for good.
+  test('a rebalance that cannot be scheduled closes the pool, and its share runs elsewhere', async () => {
+    const { time, leaser, other, store } = setup()
+    let refusing = true
+    const timers = refusingTimers(time, () => refusing && new Error().stack?.includes('#schedule') === true)
+    let units: string[] = []
+    const a = testPool(leaser, time, { units: () => units, timers })
+    const { types } = recordEvents(a)
+    await time.until(a.start())
+    refusing = false
+    units = ['u1', 'u2', 'u3', 'u4']
+    const b = testPool(memberLeaser(other, 'worker-b', time), time, { units: () => units })
+    await time.until(b.start())
+    await time.advance(10 * TTL)
+    expect(types()).toContain('rebalanceFailed')
+    expect(store.leases.get('g/m/worker-a')?.released).toBe(true)
+    expect([...b.units].sort()).toEqual(units)
+    await time.until(b.close())
+    // The close's own limit, armed from the same refused turn, is reported too.
+    expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])
+  })
+
+  // Thrown, the timers' error rejected close() before a handler was stopped, and every later close()
+  // with it: the units and the membership stayed held and renewed.
+  test.each([
+    [
+      'clearTimeout',
+      (time: ManualTime, refuse: () => boolean) => ({
+        ...refusingTimers(time, () => false),
+        clearTimeout: (handle: unknown) => {
+          if (refuse()) throw new Error('timers refused')
+          time.clearTimeout(handle)
+        },
+      }),
+    ],
+    ['setTimeout', (time: ManualTime, refuse: () => boolean) => refusingTimers(time, refuse)],
+  ])('close() whose %s timers refuse still closes, the refusal reported', async (_, make) => {
+    const { time, leaser, store } = setup()
+    let refusing = false
+    const pool = testPool(leaser, time, { timers: make(time, () => refusing) })
+    await time.until(pool.start())
+    expect(pool.units).toEqual(['u1'])
+    refusing = true
+    const closing = track(pool.close())
+    await time.advance(TTL)
+    refusing = false
+    expect(closing.settled && !closing.rejected).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(store.leases.get('g/m/worker-a')?.released).toBe(true)
+    expect(uncaught.length).toBeGreaterThan(0)
+    await time.until(leaser.close())
+  })
+
+  // `taken` is emitted as the handler is about to start: a listener that closed the pool there had the
+  // handler started all the same, with its signal aborted.
+  test('a taken listener that closes the pool: no handler starts, and the unit is handed back', async () => {
+    const { time, leaser, other } = setup()
+    let calls = 0
+    const pool = testPool(leaser, time, {
+      handler: (...args) => {
+        calls++
+        return untilAborted(...args)
+      },
+    })
+    const { types } = recordEvents(pool)
+    let closing: Promise<void> | undefined
+    pool.on((event) => {
+      if (event.type === 'taken') closing ??= pool.close()
+    })
+    await time.until(pool.start())
+    await time.until(closing!)
+    expect(calls).toBe(0)
+    expect(types('u1')).toEqual(['taken', 'released'])
+    const next = await other.acquireWithCheckpoint('g/u/u1', 'worker-b', TTL)
+    expect(next.checkpoint.cleanHandoff).toBe(true)
+  })
+
+  // The mark's wait was not given the pool's close: a mark held by a member clearing it kept the
+  // finished unit's lease held after close() resolved, for as long as the wait's timeout.
+  test('close() cuts a done mark wait short: the finished unit is back when close() resolves', async () => {
+    const { time, leaser, other, store } = setup()
+    const pool = testPool(leaser, time, {
+      rebalanceIntervalMs: 10 * TTL,
+      handler: async () => {
+        // Another member holds the mark (clearing it) as this handler finishes.
+        await other.acquire('g/d/u1', 'worker-b', 20 * TTL)
+      },
+    })
+    const { types } = recordEvents(pool)
+    await time.until(pool.start())
+    await time.advance(100)
+    const closing = track(pool.close({ timeoutMs: 500 }))
+    await time.advance(600)
+    expect(closing.settled).toBe(true)
+    expect(store.leases.get('g/u/u1')?.released).toBe(true)
+    expect(types('u1')).not.toContain('doneMarkFailed')
+    await time.until(leaser.close())
   })
 })
