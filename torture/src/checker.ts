@@ -888,7 +888,9 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
       missed =
         (end &&
           readsByComplete.find((r0) => {
-            if (r0.invoke <= end.complete) return false
+            // After the end: begun after it returned, or a read of a larger token, which its acquire
+            // let in only once this token's lease had ended (that acquire's own read included).
+            if (r0.invoke <= end.complete && r0.token! <= source.token) return false
             const seen = r0.read === null ? undefined : sent.get(r0.read)
             return r0.read === null || (seen !== undefined && sentLater(source, seen))
           })) ??
@@ -901,6 +903,23 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
   for (const r of stateReads) {
     const before = newestReadBy.at(-1)
     newestReadBy.push(before && !sentLater(sent.get(r.read!)!, sent.get(before.read!)!) ? before : r)
+  }
+  // A read that returned also came before every read of a larger token, whenever those began: it was
+  // let in while its token was valid, so before the larger token's acquire landed, and so before any
+  // read of that token. The same two rules, with "earlier" by token (a read by the superseded holder
+  // that overlapped the takeover, say, which the reads by time miss).
+  const stateReadsByToken = [...stateReads].sort((x, y) =>
+    x.token! < y.token! ? -1 : x.token! > y.token! ? 1 : 0,
+  )
+  const newestByToken: Op[] = []
+  for (const r of stateReadsByToken) {
+    const before = newestByToken.at(-1)
+    newestByToken.push(before && !sentLater(sent.get(r.read!)!, sent.get(before.read!)!) ? before : r)
+  }
+  /** The newest state read by a token below `t`, and the read that returned it. */
+  const newestBelow = (t: bigint): Op | undefined => {
+    const below = partitionPoint(stateReadsByToken.length, (index) => stateReadsByToken[index]!.token! < t)
+    return below > 0 ? newestByToken[below - 1] : undefined
   }
   for (const r of ops) {
     if (!isRead(r)) continue
@@ -920,6 +939,24 @@ export function checkWorkId(workId: string, ops: readonly Op[], options: CheckOp
         'stale-read',
         `token ${t} read no state though a read had already returned ${JSON.stringify(firstStateRead.read)}`,
         [firstStateRead, r],
+      )
+    }
+    // The same, by token: only where the reads by time found nothing, so a breach is said once.
+    const earlierByToken = newestBelow(t)
+    if (earlierByToken && !(newest && own && sentLater(sent.get(newest.read!)!, own))) {
+      if (own && sentLater(sent.get(earlierByToken.read!)!, own)) {
+        add(
+          'stale-read',
+          `token ${t} read ${JSON.stringify(r.read)} though token ${earlierByToken.token}'s read, which came before any read of token ${t}, had returned ${JSON.stringify(earlierByToken.read)}, stored after it`,
+          [earlierByToken, r],
+        )
+      }
+    }
+    if (r.read === null && earlierByToken && !(firstStateRead && firstStateRead.complete < r.invoke)) {
+      add(
+        'stale-read',
+        `token ${t} read no state though token ${earlierByToken.token}'s read, which came before any read of token ${t}, had returned ${JSON.stringify(earlierByToken.read)}`,
+        [earlierByToken, r],
       )
     }
     const source = r.read !== null ? sent.get(r.read) : undefined

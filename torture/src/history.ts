@@ -187,18 +187,40 @@ export class HistoryWriter {
 export function loadHistory(dir: string): Op[] {
   const invokes = new Map<string, InvokeLine>()
   const completes = new Map<string, CompleteLine>()
+  // A history the checker cannot read as written is said, never judged in part: a dropped line may be
+  // the one op that breaks the contract.
+  const damaged = (file: string, index: number, why: string) =>
+    new Error(`history damaged: ${join(dir, file)} line ${index + 1}: ${why}`)
   for (const file of readdirSync(dir).filter((name) => name.endsWith('.jsonl'))) {
-    for (const text of readFileSync(join(dir, file), 'utf8').split('\n')) {
+    const lines = readFileSync(join(dir, file), 'utf8').split('\n')
+    const last = lines.findLastIndex((text) => text !== '')
+    for (const [index, text] of lines.entries()) {
       if (!text) continue
       let line: InvokeLine | CompleteLine
       try {
         line = JSON.parse(text)
       } catch {
-        continue // a line torn by SIGKILL mid-write: its op never started (invocations are written first)
+        // A line torn by SIGKILL mid-write is its process's last: its op never started (invocations
+        // are written first) or its reply is unknown. Torn anywhere else, lines were lost.
+        if (index === last) continue
+        throw damaged(file, index, 'not JSON, and not the last line (a tear is only ever the last)')
       }
+      const seen = line.e === 'i' ? invokes : completes
+      if (seen.has(line.id))
+        throw damaged(file, index, `a second ${line.e === 'i' ? 'invocation' : 'completion'} of ${line.id}`)
       if (line.e === 'i') invokes.set(line.id, line)
-      else completes.set(line.id, line)
+      else {
+        if (line.r !== undefined && typeof line.clean !== 'boolean') {
+          // Recorded as it came: a driver's read that gave no boolean cleanHandoff (JSON drops undefined).
+          throw damaged(file, index, `${line.id} read a checkpoint with no boolean cleanHandoff`)
+        }
+        completes.set(line.id, line)
+      }
     }
+  }
+  for (const id of completes.keys()) {
+    if (!invokes.has(id))
+      throw new Error(`history damaged: ${dir}: ${id} completed, but its invocation is missing`)
   }
   const leastMoveFrom = leastClockMoveFrom([...invokes.values(), ...completes.values()])
   const ops: Op[] = []

@@ -336,6 +336,9 @@ export async function runTorture(options: TortureOptions): Promise<TortureReport
 /** Every check, on the history files of one run: every recorded op, then the runners' and the pools' claims. */
 function checkRun(historyDir: string) {
   const ops = loadHistory(historyDir)
+  // Nothing recorded is nothing judged: a pass of an empty history would say a run held that never ran.
+  if (ops.length === 0)
+    throw new Error(`${historyDir}: the history holds no operation, so nothing was judged`)
   const runner = checkRunner(loadRunnerLog(historyDir), ops)
   const pool = checkPool(PoolLog.load(historyDir), ops)
   const violations = [...checkHistory(ops), ...runner.violations, ...pool.violations]

@@ -6,6 +6,7 @@ import { describe, expect, test } from 'vitest'
 import { type CheckName, checkHistory, historySlice } from '../src/checker.js'
 import { HistoryWriter, loadHistory, type Op } from '../src/history.js'
 import { hostClockReference } from '../src/host-clock.js'
+import { recheck } from '../src/torture.js'
 import { op } from './ops.js'
 
 const checks = (ops: Op[]): CheckName[] => [...new Set(checkHistory(ops).map((v) => v.check))].sort()
@@ -1802,5 +1803,113 @@ describe('host clock steps', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }
+  })
+})
+
+// Found by a review (session 51): bad histories the checker accepted, and histories it judged in part.
+describe('bad histories a review found accepted', () => {
+  // A's checkpoint a2 lost its reply, but A's own read (token 1, ok) returned it. That read was let in
+  // while token 1 was valid, so before B's acquire of token 2 landed: a2 was stored when B took over.
+  const readOverlappingTakeover = (bRead: string | null): Op[] => [
+    op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+    ...(bRead === 'a1'
+      ? [op('checkpoint', { holder: 'A', token: 1, value: 'a1', invoke: 2, complete: 3, ttl: 100 })]
+      : []),
+    op('checkpoint', { holder: 'A', token: 1, value: 'a2', invoke: 4, outcome: 'info', ttl: 100 }),
+    op('readCheckpoint', { holder: 'A', token: 1, invoke: 150, complete: 300, read: 'a2', clean: true }),
+    op('acquire', { holder: 'B', token: 2, invoke: 200, complete: 210, ttl: 100, read: bRead, clean: false }),
+  ]
+
+  test('a read of the superseded token that overlapped the takeover returned a newer state: stale-read', () => {
+    expect(checks(readOverlappingTakeover('a1'))).toEqual(['stale-read'])
+    expect(checks(readOverlappingTakeover(null))).toEqual(['stale-read'])
+  })
+
+  // B's acquire read a1 as it superseded token 1: a2 had not landed by then, and never can after.
+  test('a lost checkpoint read after a takeover whose own read did not see it: failed-checkpoint-visible', () => {
+    expect(
+      checks([
+        op('acquire', { holder: 'A', token: 1, invoke: 0, complete: 1, ttl: 100 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'a1', invoke: 2, complete: 3, ttl: 100 }),
+        op('checkpoint', { holder: 'A', token: 1, value: 'a2', invoke: 4, outcome: 'info', ttl: 100 }),
+        op('acquire', {
+          holder: 'B',
+          token: 2,
+          invoke: 200,
+          complete: 210,
+          ttl: 100,
+          read: 'a1',
+          clean: false,
+        }),
+        op('acquire', {
+          holder: 'C',
+          token: 3,
+          invoke: 500,
+          complete: 510,
+          ttl: 100,
+          read: 'a2',
+          clean: false,
+        }),
+      ]),
+    ).toEqual(['failed-checkpoint-visible'])
+  })
+
+  /** Writes `files` (name to lines) into a new history directory and runs `check` on it. */
+  function withHistory(files: Record<string, string[]>, check: (dir: string) => void): void {
+    const dir = mkdtempSync(join(tmpdir(), 'worklease-history-'))
+    try {
+      for (const [name, lines] of Object.entries(files))
+        writeFileSync(join(dir, name), `${lines.join('\n')}\n`)
+      check(dir)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }
+  const invoked = (id: string, holder: string, t: number) =>
+    JSON.stringify({
+      e: 'i',
+      id,
+      p: id.split(':')[0],
+      h: holder,
+      op: 'acquire',
+      w: 'w',
+      ttl: 1000,
+      t,
+      off: 0,
+    })
+  const completed = (id: string, t: number, extra: Record<string, unknown> = {}) =>
+    JSON.stringify({ e: 'c', id, t, off: 0, o: 'ok', tok: '1', ...extra })
+
+  // A torn line anywhere but last dropped its op without a word: here B's acquire of the same token.
+  test('a line torn before the end of its file is damage, said; torn last, it is a SIGKILL', () => {
+    const a = [invoked('p0.0:0', 'A', 0), completed('p0.0:0', 1)]
+    withHistory(
+      { 'p0.0.jsonl': a, 'p1.0.jsonl': [invoked('p1.0:0', 'B', 2).slice(0, 30), completed('p1.0:0', 3)] },
+      (dir) => expect(() => loadHistory(dir)).toThrow(/history damaged: .* line 1: not JSON/),
+    )
+    withHistory({ 'p0.0.jsonl': a, 'p1.0.jsonl': [invoked('p1.0:0', 'B', 2).slice(0, 30)] }, (dir) =>
+      expect(loadHistory(dir)).toHaveLength(1),
+    )
+  })
+
+  test('a completion without its invocation, or an id written twice, is damage, said', () => {
+    withHistory({ 'p0.0.jsonl': [completed('p0.0:0', 1)] }, (dir) =>
+      expect(() => loadHistory(dir)).toThrow(/p0.0:0 completed, but its invocation is missing/),
+    )
+    withHistory({ 'p0.0.jsonl': [invoked('p0.0:0', 'A', 0), invoked('p0.0:0', 'A', 2)] }, (dir) =>
+      expect(() => loadHistory(dir)).toThrow(/a second invocation of p0.0:0/),
+    )
+  })
+
+  // JSON drops undefined: a driver's read with no cleanHandoff was loaded as no read at all.
+  test('a read recorded with no boolean cleanHandoff is said, not skipped by every read check', () => {
+    withHistory(
+      { 'p0.0.jsonl': [invoked('p0.0:0', 'A', 0), completed('p0.0:0', 1, { r: 'nobody wrote this' })] },
+      (dir) => expect(() => loadHistory(dir)).toThrow(/no boolean cleanHandoff/),
+    )
+  })
+
+  test('an empty history is no pass: nothing was judged', () => {
+    withHistory({}, (dir) => expect(() => recheck(dir)).toThrow(/holds no operation/))
   })
 })
