@@ -178,8 +178,6 @@ export interface CheckedBackend {
   readonly acquireWithCheckpoint: boolean
   /** Whether LEASE_HELD names the holder. */
   readonly reportsHolder: boolean
-  /** Whether the backend lists leases (declared, and the method is there). */
-  readonly lists: boolean
   /** The largest `renewMany` batch; undefined when leases are renewed one by one. */
   readonly renewManyMaxRecords: number | undefined
   /** The largest state a checkpoint may store, read once: every checkpoint is held to it. */
@@ -201,7 +199,6 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     'capabilities',
     'renewMany',
     'acquireWithCheckpoint',
-    'list',
     ...REQUIRED_OPERATIONS,
   ])
   for (const operation of REQUIRED_OPERATIONS) {
@@ -215,7 +212,6 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     'renewMany',
     'acquireWithCheckpoint',
     'reportsHolder',
-    'list',
     'maxStateBytes',
   ])
   const maxStateBytes = checkInteger(
@@ -241,7 +237,6 @@ export function checkBackend(name: string, value: unknown): CheckedBackend {
     acquireWithCheckpoint:
       capabilities.acquireWithCheckpoint === true && typeof fields.acquireWithCheckpoint === 'function',
     reportsHolder: capabilities.reportsHolder === true,
-    lists: capabilities.list === true && typeof fields.list === 'function',
     renewManyMaxRecords,
     maxStateBytes,
   }

@@ -6,7 +6,6 @@ import {
   isLeaseHeldError,
   isWorkleaseError,
   LeaseHeldError,
-  type LeasePage,
   type LeaseRecord,
   validateId,
   validateRecord,
@@ -137,16 +136,6 @@ interface PendingAcquire {
  * shape unknown to the engine) took half the CPU profile's samples of `acquire`'s own frame on the
  * memory backend.
  */
-/**
- * The live lease `page` lists for `workId` under `holderId`, as a record; `undefined` when it lists
- * none (the prefix also matches longer workIds, listed in its place when ours is not there).
- */
-function ownListedLease(page: LeasePage, workId: string, holderId: string): LeaseRecord | undefined {
-  const listed = page.leases[0]
-  if (listed?.workId !== workId || listed.holderId !== holderId || listed.free) return undefined
-  return createLeaseRecord(workId, holderId, listed.fencingToken, listed.expiresAt.getTime())
-}
-
 function foundLease(taken: Taken, workId: string, holderId: string, start: Instant): FoundLease {
   const { record, checkpoint } = taken
   // A backend is user code: a Lease on a record of another workId or holder would renew, and report
@@ -259,7 +248,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
   readonly #reportsHolder: boolean
-  readonly #lists: boolean
   /** WorkIds whose orphans are released whatever their handoff (see {@link releaseOrphansOf}). */
   readonly #stateless = new Set<string>()
 
@@ -330,7 +318,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       Object.defineProperty(this, name, { value, enumerable: true, writable: false, configurable: false })
     this.#prefetchCheckpoint = prefetchCheckpoint && checked.acquireWithCheckpoint
     this.#reportsHolder = checked.reportsHolder
-    this.#lists = checked.lists
     // Many leases, one round trip per batch: renewals falling due within a tenth of the interval (at
     // most a second) go out together where the backend can renew many at once.
     const maxRecords = checked.renewManyMaxRecords
@@ -874,16 +861,13 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
 
   /**
    * The acquire gave up (aborted, timed out, out of attempts) while an attempt's outcome was unknown:
-   * one listing, or where the backend cannot list one more acquire, finds out whether that attempt
-   * took the lease, and frees it if so. The acquire only where the backend names the holder in
-   * `LEASE_HELD`; elsewhere such a lease expires after its ttl.
+   * one more acquire finds out whether that attempt took the lease, and frees it if so. Only where
+   * the backend names the holder in `LEASE_HELD`; elsewhere such a lease expires after its ttl.
    */
   #settleUnknown(call: PendingAcquire): void {
-    if (this.#closeDone) return
-    if (this.#lists) return this.#settleByListing(call.workId)
     // Past close(), a new acquire would take the lease for a Leaser that is gone (a new token, held
     // for a ttl if the handoff was unclean): the unknown attempt's lease, if any, expires on its own.
-    if (!this.#reportsHolder) return
+    if (!this.#reportsHolder || this.#closeDone) return
     const start = instant(this.#ctx.timers)
     this.#unawaited++
     // Not abandoned at a timeout: the reply is what we want, and nobody waits for it.
@@ -912,29 +896,6 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           this.#settled()
         }
       },
-    )
-  }
-
-  /**
-   * {@link #settleUnknown} by a read: the lease listed under this holderId, live and never handed out,
-   * is the unknown attempt's. An acquire asking the same takes the lease when the attempt did not (a
-   * token burnt), and after a crashed holder keeps it a whole ttl (see #releaseOrphan), so the work
-   * waited on a Leaser whose caller had given up.
-   */
-  #settleByListing(workId: string): void {
-    this.#unawaited++
-    invoke(() => this.backend.list!({ prefix: workId, limit: 1 })).then(
-      (page) => {
-        try {
-          const record = ownListedLease(page, workId, this.holderId)
-          if (record) this.#releaseOrphan(workId, { record })
-        } catch {
-          // A page no lease can be read from frees nothing; the lease, if any, expires.
-        } finally {
-          this.#settled()
-        }
-      },
-      () => this.#settled(),
     )
   }
 
