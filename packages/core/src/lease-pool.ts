@@ -871,10 +871,10 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * given up when the pool closes: one reply that never comes would otherwise stall the rebalance loop
    * for good, or keep a taken unit held and never run.
    */
-  #list(options: ListOptions): Promise<LeasePage> {
+  #list(options: ListOptions, stop: AbortSignal = this.#closed.signal): Promise<LeasePage> {
     const { leaser } = this.#options
     const { backend } = leaser
-    return leaser[boundedStoreCall]((signal) => backend.list!({ ...options, signal }), this.#closed.signal)
+    return leaser[boundedStoreCall]((signal) => backend.list!({ ...options, signal }), stop)
   }
 
   /**
@@ -883,9 +883,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * marked it and released it since. A member sets the mark before it releases the unit, so a read
    * after our acquire succeeded sees it (on a store whose listing is consistent).
    */
-  async #markedDone(unit: string): Promise<boolean> {
+  async #markedDone(unit: string, stop?: AbortSignal): Promise<boolean> {
     const mark = this.#keys.doneMark(unit)
-    const page = await this.#list({ prefix: mark, limit: 1 })
+    const page = await this.#list({ prefix: mark, limit: 1 }, stop)
     // A prefix sorts before every id it begins, so the mark, if stored, comes first. Held counts as
     // set (see readGroup): a mark being cleared is not yet a unit to run again.
     const first = page.leases[0]
@@ -975,8 +975,8 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         })
         if (end === 'done') this.#emit({ type: 'done', group: this.group, unit: runner.id })
       }
-      // Never run, so never reported taken: back as a take the pool closed on goes back, without
-      // turning a crashed holder's handoff into a clean one.
+      // Never run: back as a take the pool closed on goes back, without turning a crashed holder's
+      // handoff into a clean one.
       if (end === 'unrun') {
         await this.#handBackUnrun(runner.lease)
         // Reported taken, then stopped before its handler ran (a `taken` listener closed the pool):
@@ -1034,7 +1034,15 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
         return 'done'
       } catch (error) {
         if (!runner.lease.held) return 'lost'
-        if (this.#closed.signal.aborted) return 'stopped'
+        // Cut short by close(), the mark's attempt may have landed all the same (the Leaser then
+        // releases it, which sets the mark): read, a mark set or held is the unit done. One landing
+        // after this read leaves a unit reported released that a member taking it before the mark
+        // lands runs again, as any unit may be (at least once), and none after.
+        if (this.#closed.signal.aborted) {
+          // Read once the pool closed, so bounded by the call timeout alone, and while the lease is held.
+          const marked = await this.#markedDone(runner.id, runner.lease.signal).catch(() => false)
+          return marked ? 'done' : 'stopped'
+        }
         this.#emit({ type: 'doneMarkFailed', group: this.group, unit: runner.id, error })
       }
       if (this.#closed.signal.aborted) return 'stopped'

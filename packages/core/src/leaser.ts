@@ -248,6 +248,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   /** Acquires also bring back the checkpoint (the option, and a backend that can). */
   readonly #prefetchCheckpoint: boolean
   readonly #reportsHolder: boolean
+  /** The acquires of each workId that still wait for a lease: {@link #handOn} gives them what others found. */
+  readonly #waiting = new Map<string, PendingAcquire[]>()
   /** WorkIds whose orphans are released whatever their handoff (see {@link releaseOrphansOf}). */
   readonly #stateless = new Set<string>()
 
@@ -491,6 +493,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       inFlight: 0,
       found: undefined,
     }
+    const waiting = this.#waiting.get(workId)
+    if (waiting) waiting.push(call)
+    else this.#waiting.set(workId, [call])
     let heldPolls = 0
     let transientInARow = 0
     let handedOutInARow = 0
@@ -564,8 +569,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
       return lease
     } finally {
       call.done = true
+      this.#stopWaiting(call)
       // Found (a late success, or our own holder) but not handed out: nobody will renew it.
-      if (call.found && !call.adopted) this.#releaseOrphan(call.workId, call.found)
+      if (call.found && !call.adopted) this.#handOn(call.workId, call.found)
       else if (!call.found && call.unresolved && call.inFlight === 0) this.#settleUnknown(call)
       dispose?.()
       letGo()
@@ -769,7 +775,11 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
     if (call.found?.record.fencingToken === token || this.#handedOut(call.workId, token)) return
     // Its reply took the whole usable ttl: handed out, it would be lost at once, and a later attempt
     // of this acquire may be taking the lease anew (at a larger token) once it expired.
-    if (call.done || this.#noUsableTtl(found.start)) {
+    if (call.done) {
+      this.#handOn(call.workId, found)
+      return
+    }
+    if (this.#noUsableTtl(found.start)) {
       this.#releaseOrphan(call.workId, found)
       return
     }
@@ -880,7 +890,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           // A reply no lease can be made of frees nothing; the lease, if any, expires.
         }
         try {
-          if (found) this.#releaseOrphan(call.workId, found)
+          if (found) this.#handOn(call.workId, found)
         } finally {
           this.#settled()
         }
@@ -890,13 +900,33 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
           const found = isLeaseHeldError(error)
             ? this.#ownLease(call, reportedHolder(error), start)
             : undefined
-          if (found) this.#releaseOrphan(call.workId, found)
+          if (found) this.#handOn(call.workId, found)
         } finally {
           // Or close() would wait for this ask until its timeout.
           this.#settled()
         }
       },
     )
+  }
+
+  /**
+   * A lease an acquire of `workId` found after it stopped wanting it (its caller gave up, or the
+   * lease came too late): to another acquire of the workId still waiting in this Leaser, if any, else
+   * let go of. Let go of, it may be the very lease the other one's attempt took, its reply still out:
+   * released under it, that acquire burnt its token and took another, and in between anyone could.
+   * Handed on, it is what that acquire waits for, whichever attempt of ours took it.
+   */
+  #handOn(workId: string, found: FoundLease): void {
+    const other = this.#waiting.get(workId)?.[0]
+    if (other) this.#lateFind(other, found)
+    else this.#releaseOrphan(workId, found)
+  }
+
+  #stopWaiting(call: PendingAcquire): void {
+    const waiting = this.#waiting.get(call.workId)
+    const index = waiting?.indexOf(call) ?? -1
+    if (index >= 0) waiting!.splice(index, 1)
+    if (waiting?.length === 0) this.#waiting.delete(call.workId)
   }
 
   /**

@@ -9,8 +9,8 @@ function spread(text: string): number {
  * @internal The first `count` of `items` in a member's own order of them, by a hash of its holderId and
  * each one's id: members taking from the same free units start at different ones, and a member gives
  * back first the units it would take last (`'giveUp'`). Each id is hashed once and only `count` are
- * kept in order: a comparator that hashed as it went blocked the event loop for 6 s a rebalance with a
- * million units free (found by a review, session 51), long enough to miss a renewal.
+ * kept in order: with a million units free, a comparator that hashed as it went blocked the event loop
+ * for 6.2 s (7.8 s the whole rebalance; found by a review, session 51), long enough to miss a renewal.
  */
 export function firstInOwnOrder<T>(
   items: readonly T[],

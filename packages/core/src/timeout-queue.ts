@@ -61,7 +61,8 @@ export class TimeoutQueue {
     const timeout: Timeout = { at: startedAt + this.timeoutMs, onTimeout }
     // An armed timer waits for an entry that fires no later than this one. Armed before it is queued:
     // timers that refuse leave the queue as it was, with no entry nobody can cancel.
-    if (this.#timer === undefined) this.#arm(timeout.at)
+    // Its own time, or after a re-arm refused, the earliest entry's, which waits without a timer.
+    if (this.#timer === undefined) this.#arm(this.#live > 0 ? this.#entries[this.#head]!.at : timeout.at)
     this.#entries.push(timeout)
     this.#live++
     return timeout

@@ -65,7 +65,10 @@ export class TimerWheel<T> {
     } else {
       this.#slots.set(slot, { items: [item], waiting: 1 })
     }
-    if (this.#timerSlot === undefined || slot < this.#timerSlot) this.#arm(slot)
+    // With no timer (none armed yet, or a re-arm refused), for the earliest slot: after a refusal,
+    // an earlier one may be waiting without one.
+    if (this.#timerSlot === undefined) this.#arm(this.#earliest()!)
+    else if (slot < this.#timerSlot) this.#arm(slot)
     return slot
   }
 

@@ -1339,3 +1339,79 @@ describe('an acquire under faults found by review', () => {
     expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])
   })
 })
+
+// Found by a review (session 51).
+describe('two acquires of one workId, one giving up with an unknown outcome', () => {
+  /** Acquires land at once; while `hold`, their replies wait until `letGo()`. */
+  class HeldReplies extends ForwardingBackend {
+    hold = false
+    readonly #waiting: (() => void)[] = []
+    override async acquire(workId: string, holderId: string, ttlMs: number, options?: CallOptions) {
+      const hold = this.hold
+      const record = await this.inner.acquire(workId, holderId, ttlMs, options)
+      if (hold) await new Promise<void>((resolve) => this.#waiting.push(resolve))
+      return record
+    }
+    letGo() {
+      for (const resume of this.#waiting.splice(0)) resume()
+    }
+  }
+
+  // The background ask after A gave up found the lease B's attempt had taken (its reply still out),
+  // took it for A's own and released it: B's token was burnt, B took another, and in between the
+  // lease was anyone's.
+  test("the lease found after A gave up is handed to B, not released under B's attempt", async () => {
+    let held!: HeldReplies
+    const { time, leaser, backend, store } = setup({
+      prefetchCheckpoint: false,
+      wrap: (memory) => {
+        held = new HeldReplies(memory)
+        return held
+      },
+    })
+    backend.failNext('acquire') // A's only attempt: its outcome unknown (it never reached the store)
+    const controller = new AbortController()
+    const a = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.advance(1)
+    held.hold = true
+    const b = track(leaser.acquire('job', { wait: true }))
+    await time.advance(1)
+    expect(store.leases.get('job')?.fencingToken).toBe(1n)
+    controller.abort(new Error('A gave up'))
+    await time.advance(5)
+    expect((a.error as Error).message).toBe('A gave up')
+    held.hold = false
+    held.letGo()
+    await time.advance(200)
+    expect({
+      releases: backend.calls.release,
+      token: b.value?.fencingToken,
+      stored: store.leases.get('job')?.fencingToken,
+    }).toEqual({ releases: 0, token: 1n, stored: 1n })
+    await time.until(leaser.close())
+  })
+
+  // The other way round: A's lost attempt took the lease, B's attempt was refused naming this Leaser
+  // (B had no unknown attempt, so took it for anyone's lease and waited). Released, B took it again at
+  // a new token after its backoff; handed on, B has A's lease at once.
+  test("the lease A's lost attempt took goes to B, which waits for it", async () => {
+    const { time, leaser, backend, store } = setup({ prefetchCheckpoint: false })
+    backend.setReplyLatency(50, 'acquire')
+    backend.loseNextReplies('acquire')
+    const controller = new AbortController()
+    const a = track(leaser.acquire('job', { signal: controller.signal }))
+    await time.advance(1)
+    expect(store.leases.get('job')?.fencingToken).toBe(1n)
+    const b = track(leaser.acquire('job', { wait: true }))
+    await time.advance(60)
+    controller.abort(new Error('A gave up'))
+    await time.advance(60)
+    expect((a.error as Error).message).toBe('A gave up')
+    await time.advance(100)
+    expect({ token: b.value?.fencingToken, releases: backend.calls.release }).toEqual({
+      token: 1n,
+      releases: 0,
+    })
+    await time.until(leaser.close())
+  })
+})

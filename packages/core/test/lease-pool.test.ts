@@ -2726,4 +2726,29 @@ describe('a pool under faults found by review', () => {
     expect(types('u1')).not.toContain('doneMarkFailed')
     await time.until(leaser.close())
   })
+
+  // Review of the fix above: the mark's attempt, cut short by close() while out, landed and set the
+  // mark, but the unit was reported released, as one to run again.
+  test('close() as the done mark lands: the unit is reported done', async () => {
+    const { time, leaser, backend, store } = setup()
+    let closing: { settled: boolean } | undefined
+    const pool = testPool(leaser, time, {
+      rebalanceIntervalMs: 10 * TTL,
+      handler: async () => {
+        // close() once the mark's acquire is out (its reply 50 ms away)
+        time.setTimeout(() => {
+          closing = track(pool.close())
+        }, 10)
+      },
+    })
+    const { types } = recordEvents(pool)
+    backend.setReplyLatency(50, 'acquire')
+    const starting = pool.start()
+    await time.advance(500)
+    await starting
+    expect(closing?.settled).toBe(true)
+    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    expect(types('u1')).toEqual(['taken', 'done'])
+    await time.until(leaser.close())
+  })
 })

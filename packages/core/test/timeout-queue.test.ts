@@ -154,8 +154,11 @@ describe('TimeoutQueue', () => {
     await time.advance(100)
     refuse = false
     expect(fired).toEqual(['a'])
+    // The next add (due at 200) arms for the earliest entry still waiting (b, due at 150), not its own.
     queue.add(() => fired.push('c'))
-    await time.advance(100)
+    await time.advance(50)
+    expect(fired).toEqual(['a', 'b'])
+    await time.advance(50)
     expect(fired).toEqual(['a', 'b', 'c'])
     await new Promise((resolve) => process.nextTick(resolve))
     expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])

@@ -5,9 +5,12 @@ import { describe, expect, test } from 'vitest'
 import { Leaser } from '../src/index.js'
 import { TimerWheel } from '../src/timer-wheel.js'
 import { ManualTime } from './manual-time.js'
+import { collectUncaughtExceptions, refusingTimers } from './setup.js'
 
 setFlagsFromString('--expose-gc')
 const gc = runInNewContext('gc') as () => void
+/** Uncaught exceptions seen during one test: a refused re-arm is reported so. */
+const uncaught = collectUncaughtExceptions()
 
 describe('TimerWheel', () => {
   test('items that left a slot are let go before the slot begins', async () => {
@@ -191,5 +194,36 @@ describe('TimerWheel hands items over', () => {
     expect(time.pending).toBe(1)
     wheel.clearIfIdle()
     expect(time.pending).toBe(0)
+  })
+
+  // Found by a review (session 51): with its re-arm refused (timers that throw, reported), the wheel
+  // armed the next item's own slot, later than one still waiting: that deadline was watched late.
+  test('after a refused re-arm, the next item arms the earliest slot still waiting', async () => {
+    const time = new ManualTime()
+    let refuse = false
+    const fired: [string, number][] = []
+    const slots = new Map<string, number>()
+    const wheel = new TimerWheel<string>(
+      refusingTimers(time, () => refuse),
+      10,
+      (due) => {
+        for (const { items } of due) for (const item of items) fired.push([item, time.now()])
+      },
+      (item) => slots.get(item),
+    )
+    slots.set('a', wheel.at('a', 100))
+    slots.set('b', wheel.at('b', 200))
+    refuse = true
+    await time.advance(100)
+    refuse = false
+    slots.set('c', wheel.at('c', 900))
+    await time.advance(1_000)
+    expect(fired).toEqual([
+      ['a', 100],
+      ['b', 200],
+      ['c', 900],
+    ])
+    await new Promise((resolve) => process.nextTick(resolve))
+    expect(uncaught.map((error) => (error as Error).message)).toEqual(['timers refused'])
   })
 })
