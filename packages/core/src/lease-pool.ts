@@ -349,6 +349,9 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
     // A membership carries no state: one a join no longer wants (the pool closed while it was out) is
     // released, not left to count this member in the group for a ttl after it is gone.
     leaser[releaseOrphansOf](keys.member(leaser.holderId))
+    // Nor does a done mark: one whose acquire close() cut short lands and is released (the mark set),
+    // also where the mark was cleared before (an unclean handoff), not left to expire unset.
+    leaser[releaseOrphansOf](keys.doneMark(''), { prefix: true })
   }
 
   /** The ids of the units this member runs now (including ones it is handing back). */
@@ -883,13 +886,26 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
    * marked it and released it since. A member sets the mark before it releases the unit, so a read
    * after our acquire succeeded sees it (on a store whose listing is consistent).
    */
-  async #markedDone(unit: string, stop?: AbortSignal): Promise<boolean> {
+  async #markedDone(unit: string): Promise<boolean> {
     const mark = this.#keys.doneMark(unit)
-    const page = await this.#list({ prefix: mark, limit: 1 }, stop)
+    const page = await this.#list({ prefix: mark, limit: 1 })
     // A prefix sorts before every id it begins, so the mark, if stored, comes first. Held counts as
     // set (see readGroup): a mark being cleared is not yet a unit to run again.
     const first = page.leases[0]
     return first?.workId === mark && (first.released || !first.free)
+  }
+
+  /**
+   * Whether `runner`'s done mark is set, or held by this member (a mark whose acquire close() cut
+   * short, landed: the Leaser releases it, which sets it). Read once the pool closed, so bounded by
+   * the call timeout and the unit's lease alone; a read that fails is no mark.
+   */
+  async #markedByUs(runner: UnitRunner): Promise<boolean> {
+    const mark = this.#keys.doneMark(runner.id)
+    const page = await this.#list({ prefix: mark, limit: 1 }, runner.lease.signal).catch(() => undefined)
+    const first = page?.leases[0]
+    if (first?.workId !== mark) return false
+    return first.released || (!first.free && first.holderId === this.#options.leaser.holderId)
   }
 
   /**
@@ -1035,14 +1051,11 @@ export class LeasePool<S = Uint8Array> implements AsyncDisposable {
       } catch (error) {
         if (!runner.lease.held) return 'lost'
         // Cut short by close(), the mark's attempt may have landed all the same (the Leaser then
-        // releases it, which sets the mark): read, a mark set or held is the unit done. One landing
+        // releases it, which sets the mark): read, a mark set, or held by this member, is the unit
+        // done. Held by another (clearing it), it is not: that one is left to expire. One landing
         // after this read leaves a unit reported released that a member taking it before the mark
         // lands runs again, as any unit may be (at least once), and none after.
-        if (this.#closed.signal.aborted) {
-          // Read once the pool closed, so bounded by the call timeout alone, and while the lease is held.
-          const marked = await this.#markedDone(runner.id, runner.lease.signal).catch(() => false)
-          return marked ? 'done' : 'stopped'
-        }
+        if (this.#closed.signal.aborted) return (await this.#markedByUs(runner)) ? 'done' : 'stopped'
         this.#emit({ type: 'doneMarkFailed', group: this.group, unit: runner.id, error })
       }
       if (this.#closed.signal.aborted) return 'stopped'

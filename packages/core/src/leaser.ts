@@ -66,9 +66,10 @@ import { type Instant, instant, MAX_TIMER_MS, systemTimers } from './timers.js'
 export const boundedStoreCall: unique symbol = Symbol('worklease.boundedStoreCall')
 
 /**
- * @internal Marks a workId whose leases carry no state and no handoff (a pool's membership key): a
- * lease of it that an acquire no longer wants is released, even after a crashed holder. Left to
- * expire, it would show a member that is gone for a ttl.
+ * @internal Marks a workId whose leases carry no state and no handoff (a pool's membership key), or,
+ * with `{ prefix: true }`, every workId that begins so (a pool's done marks): a lease of it that an
+ * acquire no longer wants is released, even after a crashed holder. Left to expire, a membership would
+ * show a member that is gone for a ttl, and a done mark would not be set.
  */
 export const releaseOrphansOf: unique symbol = Symbol('worklease.releaseOrphansOf')
 
@@ -252,6 +253,7 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   readonly #waiting = new Map<string, PendingAcquire[]>()
   /** WorkIds whose orphans are released whatever their handoff (see {@link releaseOrphansOf}). */
   readonly #stateless = new Set<string>()
+  readonly #statelessPrefixes = new Set<string>()
 
   constructor(leaserOptions: LeaserOptions<S>) {
     if (typeof leaserOptions !== 'object' || leaserOptions === null)
@@ -367,8 +369,9 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   }
 
   /** @internal See {@link releaseOrphansOf}. */
-  [releaseOrphansOf](workId: string): void {
-    this.#stateless.add(workId)
+  [releaseOrphansOf](workId: string, { prefix = false }: { prefix?: boolean } = {}): void {
+    if (prefix) this.#statelessPrefixes.add(workId)
+    else this.#stateless.add(workId)
   }
 
   /** @internal See {@link keepWhileWorking}. */
@@ -941,7 +944,8 @@ export class Leaser<S = Uint8Array> implements AsyncDisposable {
   #releaseOrphan(workId: string, { record, checkpoint }: Taken): void {
     if (this.#handedOut(workId, record.fencingToken)) return
     this.#retired.retire(workId, record.fencingToken)
-    const stateless = this.#stateless.has(workId)
+    const stateless =
+      this.#stateless.has(workId) || [...this.#statelessPrefixes].some((prefix) => workId.startsWith(prefix))
     if (checkpoint?.cleanHandoff === false && !stateless) return
     this.#unawaited++
     const settled = () => this.#settled()
