@@ -2727,15 +2727,16 @@ describe('a pool under faults found by review', () => {
     await time.until(leaser.close())
   })
 
-  // Review of the fix above: the mark's attempt, cut short by close() while out, landed and set the
-  // mark, but the unit was reported released, as one to run again.
-  test('close() as the done mark lands: the unit is reported done', async () => {
-    const { time, leaser, backend, store } = setup()
+  /**
+   * A pool whose one unit's handler returns at once and closes the pool 10 ms later, while the done
+   * mark's acquire is out (its reply 50 ms away); what the unit was reported, and whether close() settled.
+   */
+  async function closedAsTheMarkLands(fixture: ReturnType<typeof setup>) {
+    const { time, leaser, backend } = fixture
     let closing: { settled: boolean } | undefined
     const pool = testPool(leaser, time, {
       rebalanceIntervalMs: 10 * TTL,
       handler: async () => {
-        // close() once the mark's acquire is out (its reply 50 ms away)
         time.setTimeout(() => {
           closing = track(pool.close())
         }, 10)
@@ -2746,37 +2747,32 @@ describe('a pool under faults found by review', () => {
     const starting = pool.start()
     await time.advance(500)
     await starting
-    expect(closing?.settled).toBe(true)
-    expect(store.leases.get('g/d/u1')?.released).toBe(true)
+    return { closed: closing?.settled, types }
+  }
+
+  // Review of the fix above: the mark's attempt, cut short by close() while out, landed and set the
+  // mark, but the unit was reported released, as one to run again.
+  test('close() as the done mark lands: the unit is reported done', async () => {
+    const fixture = setup()
+    const { closed, types } = await closedAsTheMarkLands(fixture)
+    expect(closed).toBe(true)
+    expect(fixture.store.leases.get('g/d/u1')?.released).toBe(true)
     expect(types('u1')).toEqual(['taken', 'done'])
-    await time.until(leaser.close())
+    await fixture.time.until(fixture.leaser.close())
   })
 
   // Review of the fix above: a mark cleared once before (taken, left to expire) hands the next acquire
   // of it an unclean handoff, and the Leaser left such a late lease to expire: the unit was reported
   // done, and its mark never set, to be run again.
   test('close() as the done mark lands on a mark cleared before: reported done, and the mark set', async () => {
-    const { time, leaser, backend, store, other } = setup()
-    await other.acquire('g/d/u1', 'worker-b', TTL)
-    await time.advance(2 * TTL)
-    let closing: { settled: boolean } | undefined
-    const pool = testPool(leaser, time, {
-      rebalanceIntervalMs: 10 * TTL,
-      handler: async () => {
-        time.setTimeout(() => {
-          closing = track(pool.close())
-        }, 10)
-      },
-    })
-    const { types } = recordEvents(pool)
-    backend.setReplyLatency(50, 'acquire')
-    const starting = pool.start()
-    await time.advance(500)
-    await starting
-    expect(closing?.settled).toBe(true)
-    await time.advance(3 * TTL)
+    const fixture = setup()
+    await fixture.other.acquire('g/d/u1', 'worker-b', TTL)
+    await fixture.time.advance(2 * TTL)
+    const { closed, types } = await closedAsTheMarkLands(fixture)
+    expect(closed).toBe(true)
+    await fixture.time.advance(3 * TTL)
     expect(types('u1')).toEqual(['taken', 'done'])
-    expect(store.leases.get('g/d/u1')?.released).toBe(true)
-    await time.until(leaser.close())
+    expect(fixture.store.leases.get('g/d/u1')?.released).toBe(true)
+    await fixture.time.until(fixture.leaser.close())
   })
 })
